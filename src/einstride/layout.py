@@ -1,0 +1,607 @@
+"""``Layout``: the immutable (shape, strides, offset) value of a strided view, and its algebra.
+
+Strides and offsets count **elements**, never bytes, and are never negative.  Logical element
+``(i0, ..., ik)`` lives at ``offset + sum(i_d * strides[d])``.  Every operation returns a new
+``Layout`` (or ``None`` where a view is impossible and the caller must copy); nothing mutates.
+
+>>> lay = Layout.create((2, 3))
+>>> lay
+(2,3):(3,1)+0
+>>> lay.permute((1, 0))
+(3,2):(1,3)+0
+>>> Layout.create((3, 3)).diagonal((0, 1))
+(3,):(4,)+0
+>>> lay.permute((1, 0)).reshape((6,)) is None        # a transposed view cannot be flattened
+True
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from .errors import LayoutError
+
+__all__ = ["Layout", "normalize_axes", "normalize_axis", "row_major_strides"]
+
+# Views are materialised as NumPy arrays, whose byte offsets are signed 64-bit integers: keep
+# every reachable element offset comfortably below that even for 16-byte items.
+_MAX_ELEMENT_OFFSET = 2**59
+
+# The one shared base of every overlap probe (see ``_probe``): probes must share an origin.
+_PROBE_BASE = np.zeros(1, np.uint8)
+
+# ``np.shares_memory(..., max_work=-1)``: solve the overlap problem exactly (NumPy's
+# MAY_SHARE_EXACT, the same as ``max_work=None``).
+_EXACT: Final = -1
+
+
+def _as_int(value: Any, what: str) -> int:
+    """``operator.index`` that also rejects ``bool`` (a common accident, never a length)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+
+
+def _as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
+    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
+        return (int(values),)
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
+    return tuple(_as_int(v, what) for v in items)
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major (C order) element strides of ``shape``; all zero when it has no elements.
+
+    >>> row_major_strides((2, 3, 4))
+    (12, 4, 1)
+    >>> row_major_strides((2, 0, 4))
+    (0, 0, 0)
+    """
+    if any(n == 0 for n in shape):
+        return (0,) * len(shape)
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
+    """Map a possibly negative axis into ``range(ndim)``; out of range is a ``LayoutError``.
+
+    >>> normalize_axis(-1, 3)
+    2
+    """
+    ax = _as_int(axis, what)
+    if not -ndim <= ax < ndim:
+        raise LayoutError(f"{what} {ax} is out of range for rank {ndim}")
+    return ax + ndim if ax < 0 else ax
+
+
+def normalize_axes(axes: Any, ndim: int, what: str = "axis") -> tuple[int, ...]:
+    """``normalize_axis`` for an int or a sequence; repeated axes are a ``LayoutError``."""
+    items = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    result = tuple(normalize_axis(a, ndim, what) for a in items)
+    if len(set(result)) != len(result):
+        raise LayoutError(f"repeated {what} in {tuple(items)}")
+    return result
+
+
+def _checked_size(shape: tuple[int, ...]) -> int:
+    if 0 in shape:
+        return 0
+    size = 1
+    for n in shape:
+        size *= n
+        if size >= 2**63:
+            raise LayoutError(f"shape {shape} has more elements than int64 can count")
+    return size
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A strided view: ``shape`` and ``strides`` (elements, ``>= 0``) and an element ``offset``.
+
+    Build one with :meth:`create`, which validates and canonicalizes (a layout with no
+    elements has all strides zero).  The plain constructor trusts its arguments and is meant
+    for the algebra below, which only derives layouts that stay inside their parent's extent.
+    """
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    # -- construction -------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        shape: Any,
+        strides: Any = None,
+        offset: Any = 0,
+        storage_size: int | None = None,
+    ) -> Layout:
+        """Validate and canonicalize; with ``storage_size``, every element must lie inside.
+
+        >>> Layout.create((2, 0, 3), (5, 7, 1))
+        (2,0,3):(0,0,0)+0
+        >>> Layout.create((2, 2), (3, 1), storage_size=4)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        einstride.errors.LayoutError: shape (2, 2) ... reaches element 4, outside a storage ...
+        """
+        shp = _as_int_tuple(shape, "length")
+        if any(n < 0 for n in shp):
+            raise LayoutError(f"shape {shp} has a negative length")
+        size = _checked_size(shp)
+        if strides is None:
+            std = row_major_strides(shp)
+        else:
+            std = _as_int_tuple(strides, "stride")
+            if len(std) != len(shp):
+                raise LayoutError(f"strides {std} do not match the rank of shape {shp}")
+            if any(s < 0 for s in std):
+                raise LayoutError(
+                    f"strides {std} have a negative stride; reversed views are not "
+                    "representable (use einstride.reverse)"
+                )
+        off = _as_int(offset, "offset")
+        if off < 0:
+            raise LayoutError(f"offset {off} is negative")
+        if size == 0:
+            std = (0,) * len(shp)
+        layout = cls(shp, std, off)
+        layout._check_bounds(storage_size)
+        return layout
+
+    def _check_bounds(self, storage_size: int | None) -> None:
+        last = self.offset + self.span
+        where = f"shape {self.shape} with strides {self.strides} and offset {self.offset}"
+        if last >= _MAX_ELEMENT_OFFSET:
+            raise LayoutError(f"{where} reaches element {last}, beyond any addressable storage")
+        if storage_size is None:
+            return
+        if self.size > 0 and last >= storage_size:
+            raise LayoutError(
+                f"{where} reaches element {last}, outside a storage of length {storage_size}"
+            )
+        if self.size == 0 and self.offset > storage_size:
+            raise LayoutError(f"{where} starts past the end of a storage of length {storage_size}")
+
+    # -- basic facts ----------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        shape = ",".join(map(str, self.shape)) + ("," if len(self.shape) == 1 else "")
+        strides = ",".join(map(str, self.strides)) + ("," if len(self.strides) == 1 else "")
+        return f"({shape}):({strides})+{self.offset}"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of logical elements (overflow-checked at creation)."""
+        return _checked_size(self.shape)
+
+    @property
+    def span(self) -> int:
+        """Distance from the first to the last reachable element (0 when empty).
+
+        >>> Layout.create((2, 3), (10, 2)).span
+        14
+        """
+        if self.size == 0:
+            return 0
+        return sum((n - 1) * s for n, s in zip(self.shape, self.strides))
+
+    @property
+    def extent(self) -> tuple[int, int]:
+        """Half-open storage range ``[lo, hi)`` holding every element (``lo == hi`` if empty).
+
+        >>> Layout.create((2, 3), (10, 2), 1).extent
+        (1, 16)
+        """
+        if self.size == 0:
+            return (self.offset, self.offset)
+        return (self.offset, self.offset + self.span + 1)
+
+    @property
+    def is_dense(self) -> bool:
+        """Row-major contiguous without gaps; length-1 dimensions are ignored.
+
+        >>> Layout.create((2, 3)).is_dense, Layout.create((3, 2), (1, 3)).is_dense
+        (True, False)
+        """
+        if self.size == 0:
+            return True
+        expected = 1
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n == 1:
+                continue
+            if s != expected:
+                return False
+            expected *= n
+        return True
+
+    @property
+    def has_repeated_locations(self) -> bool:
+        """Whether two logical positions share a storage element (exact).
+
+        >>> Layout.create((3, 2), (0, 1)).has_repeated_locations       # a broadcast
+        True
+        >>> Layout.create((3, 3), (1, 1)).has_repeated_locations       # sliding windows
+        True
+        >>> Layout.create((2, 2), (2, 3)).has_repeated_locations       # 0,2,3,5: distinct
+        False
+        """
+        dims = sorted((s, n) for n, s in zip(self.shape, self.strides) if n > 1)
+        if not dims or self.size == 0:
+            return False
+        if dims[0][0] == 0:
+            return True
+        reach = 0
+        for s, n in dims:
+            if s <= reach:
+                return _solve_repeated(dims)
+            reach += (n - 1) * s
+        return False
+
+    def offset_of(self, index: Sequence[int]) -> int:
+        """Storage element of a logical index (no bounds check beyond rank).
+
+        >>> Layout.create((2, 3), (3, 1), 2).offset_of((1, 2))
+        7
+        """
+        return self.offset + sum(i * s for i, s in zip(index, self.strides, strict=True))
+
+    # -- views ----------------------------------------------------------------------------
+
+    def permute(self, perm: Sequence[int]) -> Layout:
+        """Axes reordered: new axis ``k`` is old axis ``perm[k]``."""
+        axes = normalize_axes(perm, self.ndim, "permutation axis")
+        if len(axes) != self.ndim:
+            raise LayoutError(f"permutation {tuple(perm)} does not name all {self.ndim} axes")
+        return Layout(
+            tuple(self.shape[a] for a in axes), tuple(self.strides[a] for a in axes), self.offset
+        )
+
+    def broadcast_to(self, shape: Any) -> Layout:
+        """NumPy broadcasting as zero strides; incompatible shapes are a ``LayoutError``.
+
+        >>> Layout.create((3,)).broadcast_to((2, 3))
+        (2,3):(0,1)+0
+        """
+        target = _as_int_tuple(shape, "length")
+        if any(n < 0 for n in target):
+            raise LayoutError(f"cannot broadcast to {target}: negative length")
+        lead = len(target) - self.ndim
+        if lead < 0:
+            raise LayoutError(f"cannot broadcast shape {self.shape} to fewer dimensions {target}")
+        strides = [0] * lead
+        for n, s, t in zip(self.shape, self.strides, target[lead:]):
+            if n == t:
+                strides.append(s)
+            elif n == 1:
+                strides.append(0)
+            else:
+                raise LayoutError(f"cannot broadcast shape {self.shape} to {target}")
+        return Layout.create(target, strides, self.offset)
+
+    def diagonal(self, axes: Sequence[int]) -> Layout:
+        """Merge equal-length ``axes`` into one diagonal axis (a stride sum) placed where the
+        first of them (in axis order) was.
+
+        >>> Layout.create((2, 3, 2)).diagonal((0, 2))
+        (2,3):(7,2)+0
+        """
+        picked = sorted(normalize_axes(axes, self.ndim))
+        if not picked:
+            raise LayoutError("diagonal needs at least one axis")
+        lengths = {self.shape[a] for a in picked}
+        if len(lengths) != 1:
+            raise LayoutError(
+                f"diagonal axes {tuple(picked)} of shape {self.shape} have different lengths"
+            )
+        stride = sum(self.strides[a] for a in picked)
+        shape, strides = [], []
+        for axis, (n, s) in enumerate(zip(self.shape, self.strides)):
+            if axis == picked[0]:
+                shape.append(n)
+                strides.append(stride)
+            elif axis not in picked:
+                shape.append(n)
+                strides.append(s)
+        return Layout.create(shape, strides, self.offset)
+
+    def slice(self, axis: int, start: Any = None, stop: Any = None, step: Any = None) -> Layout:
+        """Python slice semantics on one axis; a negative step is a ``LayoutError``.
+
+        >>> Layout.create((10,)).slice(0, 1, None, 3)
+        (3,):(3,)+1
+        """
+        ax = normalize_axis(axis, self.ndim)
+        if step is not None and _as_int(step, "step") < 0:
+            raise LayoutError(
+                "a negative slice step would need a negative stride; use einstride.reverse"
+            )
+        if step is not None and _as_int(step, "step") == 0:
+            raise LayoutError("slice step cannot be zero")
+        begin, end, stride = slice(start, stop, step).indices(self.shape[ax])
+        length = max(0, (end - begin + stride - 1) // stride)
+        shape = self.shape[:ax] + (length,) + self.shape[ax + 1 :]
+        strides = self.strides[:ax] + (self.strides[ax] * stride,) + self.strides[ax + 1 :]
+        offset = self.offset + (begin * self.strides[ax] if length else 0)
+        return Layout.create(shape, strides, offset)
+
+    def index(self, key: Any) -> Layout:
+        """NumPy basic indexing (ints, slices with non-negative steps, ``...``, ``None``).
+
+        >>> Layout.create((4, 5)).index((1, slice(None, None, 2)))
+        (3,):(2,)+5
+        """
+        keys = key if isinstance(key, tuple) else (key,)
+        consumed = sum(1 for k in keys if k is not None and k is not Ellipsis)
+        if sum(1 for k in keys if k is Ellipsis) > 1:
+            raise LayoutError("an index can only have a single ellipsis ('...')")
+        if consumed > self.ndim:
+            raise LayoutError(f"too many indices ({consumed}) for rank {self.ndim}")
+        expanded: list[Any] = []
+        for k in keys:
+            if k is Ellipsis:
+                expanded.extend([slice(None)] * (self.ndim - consumed))
+            else:
+                expanded.append(k)
+        if not any(k is Ellipsis for k in keys):
+            expanded.extend([slice(None)] * (self.ndim - consumed))
+        return self._apply_index(expanded)
+
+    def _apply_index(self, keys: list[Any]) -> Layout:
+        shape: list[int] = []
+        strides: list[int] = []
+        offset = self.offset
+        axis = 0
+        for k in keys:
+            if k is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            if axis >= self.ndim:
+                break
+            n, s = self.shape[axis], self.strides[axis]
+            if isinstance(k, slice):
+                sub = Layout((n,), (s,), 0).slice(0, k.start, k.stop, k.step)
+                shape.append(sub.shape[0])
+                strides.append(sub.strides[0])
+                offset += sub.offset
+            else:
+                i = _as_int(k, "index")
+                if not -n <= i < n:
+                    raise LayoutError(f"index {i} is out of range for axis {axis} of length {n}")
+                offset += (i + n if i < 0 else i) * s
+            axis += 1
+        return Layout.create(shape, strides, offset)
+
+    def expand(self, axis: int) -> Layout:
+        """Insert a length-1 axis at ``axis`` (in ``[-(ndim+1), ndim]``).
+
+        >>> Layout.create((2, 3)).expand(-1)
+        (2,3,1):(3,1,0)+0
+        """
+        ax = normalize_axis(axis, self.ndim + 1)
+        return Layout(
+            self.shape[:ax] + (1,) + self.shape[ax:],
+            self.strides[:ax] + (0,) + self.strides[ax:],
+            self.offset,
+        )
+
+    def squeeze(self, axes: Any = None) -> Layout:
+        """Remove length-1 axes (all of them, or the named ones, which must have length 1).
+
+        >>> Layout.create((1, 2, 1)).squeeze()
+        (2,):(1,)+0
+        """
+        if axes is None:
+            drop = {a for a, n in enumerate(self.shape) if n == 1}
+        else:
+            drop = set(normalize_axes(axes, self.ndim))
+            bad = [a for a in sorted(drop) if self.shape[a] != 1]
+            if bad:
+                raise LayoutError(f"cannot squeeze axis {bad[0]} of length {self.shape[bad[0]]}")
+        keep = [a for a in range(self.ndim) if a not in drop]
+        return Layout(
+            tuple(self.shape[a] for a in keep), tuple(self.strides[a] for a in keep), self.offset
+        )
+
+    def split(self, axis: int, sizes: Sequence[int]) -> tuple[Layout, ...]:
+        """Consecutive views of the given lengths along ``axis``; they must sum to its length.
+
+        >>> Layout.create((5, 2)).split(0, (2, 3))
+        ((2,2):(2,1)+0, (3,2):(2,1)+4)
+        """
+        ax = normalize_axis(axis, self.ndim)
+        lengths = _as_int_tuple(sizes, "split size")
+        if any(n < 0 for n in lengths) or sum(lengths) != self.shape[ax]:
+            raise LayoutError(
+                f"split sizes {lengths} must be >= 0 and sum to {self.shape[ax]} (axis {ax})"
+            )
+        parts = []
+        start = 0
+        for n in lengths:
+            parts.append(self.slice(ax, start, start + n))
+            start += n
+        return tuple(parts)
+
+    def reshape(self, shape: Any) -> Layout | None:
+        """The same elements in row-major order under a new shape, or ``None`` if that needs a
+        copy.  One ``-1`` is inferred.
+
+        >>> Layout.create((4, 6)).slice(1, 0, 3).reshape((2, 2, 3))
+        (2,2,3):(12,6,1)+0
+        >>> Layout.create((4, 6)).slice(1, 0, 3).reshape((12,)) is None
+        True
+        """
+        target = infer_shape(shape, self.size)
+        if self.size == 0:
+            return Layout.create(target, None, self.offset)
+        old = [(n, s) for n, s in zip(self.shape, self.strides) if n != 1]
+        new_strides = _nocopy_strides(old, target)
+        if new_strides is None:
+            return None
+        return Layout.create(target, new_strides, self.offset)
+
+    def coalesce(self) -> Layout:
+        """The fewest axes with the same element order: length-1 axes dropped, and axes merged
+        where the outer stride equals the inner stride times the inner length.
+
+        >>> Layout.create((2, 3, 4)).coalesce()
+        (24,):(1,)+0
+        >>> Layout.create((2, 1, 3), (6, 9, 2)).coalesce()
+        (6,):(2,)+0
+        """
+        if self.size == 0:
+            return Layout((0,), (0,), self.offset)
+        shape: list[int] = []
+        strides: list[int] = []
+        for n, s in zip(self.shape, self.strides):
+            if n == 1:
+                continue
+            if shape and strides[-1] == s * n:
+                shape[-1] *= n
+                strides[-1] = s
+            else:
+                shape.append(n)
+                strides.append(s)
+        return Layout(tuple(shape), tuple(strides), self.offset)
+
+    def squeezed_key(self) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """(shape, strides, offset) with length-1 axes dropped: equal keys = the same mapping."""
+        if self.size == 0:
+            return (tuple(n for n in self.shape if n != 1), (), 0)
+        pairs = [(n, s) for n, s in zip(self.shape, self.strides) if n != 1]
+        return (tuple(n for n, _ in pairs), tuple(s for _, s in pairs), self.offset)
+
+    def same_view(self, other: Layout) -> bool:
+        """Identical logical-index -> storage-offset mappings (length-1 axes ignored).
+
+        >>> Layout.create((1, 3), (0, 1)).same_view(Layout.create((3,)))
+        True
+        """
+        return self.squeezed_key() == other.squeezed_key()
+
+    def overlaps(self, other: Layout) -> bool:
+        """Whether the two views (on one storage) share at least one element (exact).
+
+        >>> evens, odds = Layout.create((3,), (2,)), Layout.create((3,), (2,), 1)
+        >>> evens.overlaps(odds), evens.overlaps(Layout.create((1,), (1,), 4))
+        (False, True)
+        """
+        if self.size == 0 or other.size == 0:
+            return False
+        lo1, hi1 = self.extent
+        lo2, hi2 = other.extent
+        if hi1 <= lo2 or hi2 <= lo1:
+            return False
+        return bool(np.shares_memory(_probe(self), _probe(other), max_work=_EXACT))
+
+
+def infer_shape(shape: Any, size: int) -> tuple[int, ...]:
+    """Resolve one ``-1`` in ``shape`` against ``size``; a count mismatch is a ``LayoutError``.
+
+    >>> infer_shape((2, -1), 6)
+    (2, 3)
+    """
+    target = list(_as_int_tuple(shape, "length"))
+    unknown = [i for i, n in enumerate(target) if n == -1]
+    if len(unknown) > 1 or any(n < -1 for n in target):
+        raise LayoutError(f"invalid shape {tuple(target)}: at most one -1 and no other negatives")
+    if unknown:
+        known = _checked_size(tuple(n for n in target if n != -1))
+        if known == 0 or size % known:
+            raise LayoutError(f"cannot infer -1 in shape {tuple(target)} for {size} elements")
+        target[unknown[0]] = size // known
+    result = tuple(target)
+    if _checked_size(result) != size:
+        raise LayoutError(f"cannot reshape {size} elements into shape {result}")
+    return result
+
+
+def _nocopy_strides(old: list[tuple[int, int]], target: tuple[int, ...]) -> list[int] | None:
+    """NumPy's no-copy reshape: match groups of old and new axes with equal products; each old
+    group must be contiguous in its own order.  ``old`` has no length-1 axes."""
+    strides = [0] * len(target)
+    oi, ni = 0, 0
+    while ni < len(target) and target[ni] == 1:
+        ni += 1
+    while oi < len(old) or ni < len(target):
+        if ni < len(target) and target[ni] == 1:
+            ni += 1
+            continue
+        if oi >= len(old) or ni >= len(target):
+            return None
+        oj, nj = oi + 1, ni + 1
+        op, np_ = old[oi][0], target[ni]
+        while op != np_:
+            if op < np_:
+                if oj >= len(old):
+                    return None
+                op *= old[oj][0]
+                oj += 1
+            else:
+                if nj >= len(target):
+                    return None
+                np_ *= target[nj]
+                nj += 1
+        for k in range(oi, oj - 1):
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                return None
+        step = old[oj - 1][1]
+        for k in range(nj - 1, ni - 1, -1):
+            strides[k] = step
+            step *= target[k]
+        oi, ni = oj, nj
+    return strides
+
+
+def _probe(layout: Layout) -> np.ndarray[Any, Any]:
+    """A read-only byte-per-element ndarray with ``layout``'s addresses, for NumPy's overlap
+    solver.  It is never read: ``np.shares_memory`` only does arithmetic on its bounds and
+    strides, so a one-byte base stands in for a storage of any size."""
+    full = np.lib.stride_tricks.as_strided(
+        _PROBE_BASE,
+        shape=(2, *layout.shape),
+        strides=(layout.offset, *layout.strides),
+        writeable=False,
+    )
+    probe: np.ndarray[Any, Any] = full[1]
+    return probe
+
+
+def _solve_repeated(dims: list[tuple[int, int]]) -> bool:
+    """Exact repeated-location test for (stride, length) pairs, all lengths > 1.
+
+    Positions ``i != j`` first differ on some axis ``k`` (taken in stride order); with
+    ``j_k > i_k`` they collide iff ``d*s_k + sum_{l>k} i_l s_l == sum_{l>k} j_l s_l`` for some
+    ``d in [1, n_k - 1]`` -- an overlap question between two views, which NumPy solves exactly.
+    """
+    for k in range(len(dims) - 1):
+        s_k, n_k = dims[k]
+        rest = dims[k + 1 :]
+        shifted = Layout(
+            (n_k - 1,) + tuple(n for _, n in rest), (s_k,) + tuple(s for s, _ in rest), s_k
+        )
+        plain = Layout(tuple(n for _, n in rest), tuple(s for s, _ in rest), 0)
+        if shifted.overlaps(plain):
+            return True
+    return False

@@ -1,0 +1,3 @@
+"""Tensor operations with TensorFlow semantics (see docs/ops.md)."""
+
+__all__: list[str] = []

@@ -1,0 +1,273 @@
+"""``Tensor``: a flat NumPy storage plus a validated :class:`~einstride.layout.Layout`.
+
+>>> import numpy as np
+>>> storage = np.arange(1, 7)
+>>> t = Tensor(storage, shape=(2, 2), strides=(3, 1))
+>>> t.numpy()
+array([[1, 2],
+       [4, 5]])
+>>> t.shape, t.strides, t.offset
+((2, 2), (3, 1), 0)
+>>> np.shares_memory(t.numpy(), storage)
+True
+>>> Tensor(storage, shape=())
+Tensor(1, layout=():()+0, dtype=int64)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import LayoutError
+from .layout import Layout, infer_shape, normalize_axes
+
+__all__ = ["Tensor", "as_array", "as_tensor", "tensor"]
+
+Array = np.ndarray[Any, Any]
+
+
+class Tensor:
+    """A strided view of a flat 1-D NumPy ``storage``.
+
+    ``Tensor(storage, shape=None, strides=None, offset=0)``: ``shape`` defaults to the whole
+    storage, ``strides`` (in elements) to row-major.  The layout is validated against the
+    storage before any view exists, so no Tensor can reach outside its storage.
+    """
+
+    __slots__ = ("_array", "_layout", "_storage")
+
+    def __init__(
+        self, storage: Any, shape: Any = None, strides: Any = None, offset: Any = 0
+    ) -> None:
+        flat = _check_storage(storage)
+        if shape is None:
+            if strides is not None:
+                raise LayoutError("strides were given without a shape")
+            shape = (flat.shape[0],)
+        self._storage = flat
+        self._layout = Layout.create(shape, strides, offset, storage_size=flat.shape[0])
+        self._array: Array | None = None
+
+    @classmethod
+    def _wrap(cls, storage: Array, layout: Layout) -> Tensor:
+        """Trusted constructor: ``layout`` was derived from one already valid on ``storage``."""
+        t = cls.__new__(cls)
+        t._storage = storage
+        t._layout = layout
+        t._array = None
+        return t
+
+    # -- facts ----------------------------------------------------------------------------
+
+    @property
+    def storage(self) -> Array:
+        return self._storage
+
+    @property
+    def layout(self) -> Layout:
+        return self._layout
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._layout.shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._layout.strides
+
+    @property
+    def offset(self) -> int:
+        return self._layout.offset
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        dtype: np.dtype[Any] = self._storage.dtype
+        return dtype
+
+    @property
+    def ndim(self) -> int:
+        return self._layout.ndim
+
+    @property
+    def size(self) -> int:
+        return self._layout.size
+
+    @property
+    def is_dense(self) -> bool:
+        return self._layout.is_dense
+
+    @property
+    def has_repeated_locations(self) -> bool:
+        return self._layout.has_repeated_locations
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a rank-0 tensor")
+        return self.shape[0]
+
+    # -- NumPy interop --------------------------------------------------------------------
+
+    def numpy(self) -> Array:
+        """The zero-copy ndarray view (read-only when the storage is)."""
+        if self._array is None:
+            self._array = _materialize(self._storage, self._layout)
+        return self._array
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
+        arr = self.numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
+        return f"Tensor({body}, layout={self._layout!r}, dtype={self.dtype})"
+
+    # -- views ----------------------------------------------------------------------------
+
+    def view(self, layout: Layout) -> Tensor:
+        """A view of the same storage under ``layout`` (validated against the storage)."""
+        checked = Layout.create(
+            layout.shape, layout.strides, layout.offset, storage_size=self._storage.shape[0]
+        )
+        return Tensor._wrap(self._storage, checked)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """Basic indexing as a view; a negative step is a ``LayoutError`` (see ``reverse``)."""
+        return Tensor._wrap(self._storage, self._layout.index(key))
+
+    @property
+    def T(self) -> Tensor:
+        return self.transpose()
+
+    def transpose(self, *axes: Any) -> Tensor:
+        """Axes reversed (no arguments) or permuted; always a view."""
+        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+            axes = tuple(axes[0]) if axes[0] is not None else ()
+        perm = axes if axes else tuple(reversed(range(self.ndim)))
+        return Tensor._wrap(self._storage, self._layout.permute(perm))
+
+    def reshape(self, *shape: Any) -> Tensor:
+        """A view when the strides allow it, else a dense copy (as NumPy)."""
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        layout = self._layout.reshape(shape)
+        if layout is not None:
+            return Tensor._wrap(self._storage, layout)
+        target = infer_shape(shape, self.size)
+        dense = np.ascontiguousarray(self.numpy())
+        return Tensor(dense.reshape(-1), target)
+
+    def squeeze(self, axis: Any = None) -> Tensor:
+        return Tensor._wrap(self._storage, self._layout.squeeze(axis))
+
+    def expand_dims(self, axis: Any) -> Tensor:
+        layout = self._layout
+        for ax in sorted(normalize_axes(axis, self.ndim + len(_as_tuple(axis)))):
+            layout = layout.expand(ax)
+        return Tensor._wrap(self._storage, layout)
+
+    def broadcast_to(self, shape: Any) -> Tensor:
+        return Tensor._wrap(self._storage, self._layout.broadcast_to(shape))
+
+    def diagonal(self, axes: Any = (0, 1)) -> Tensor:
+        return Tensor._wrap(self._storage, self._layout.diagonal(axes))
+
+    def copy(self) -> Tensor:
+        """A dense copy in new storage."""
+        return tensor(self.numpy())
+
+
+def _as_tuple(axis: Any) -> tuple[Any, ...]:
+    return (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+
+
+def _check_storage(storage: Any) -> Array:
+    if not isinstance(storage, np.ndarray):
+        raise TypeError(
+            f"storage must be a 1-D numpy.ndarray, not {type(storage).__name__} "
+            "(use einstride.tensor or einstride.as_tensor for other data)"
+        )
+    if storage.ndim != 1:
+        raise LayoutError(f"storage must be 1-D, got shape {storage.shape}")
+    if storage.shape[0] > 1 and storage.strides[0] != storage.dtype.itemsize:
+        raise LayoutError(
+            f"storage must be contiguous, got byte stride {storage.strides[0]} for items of "
+            f"{storage.dtype.itemsize} bytes (use einstride.as_tensor to wrap any array)"
+        )
+    return storage
+
+
+def _materialize(storage: Array, layout: Layout) -> Array:
+    """The ndarray of a layout that was validated against ``storage``."""
+    item = storage.dtype.itemsize
+    strides = tuple(s * item for s in layout.strides)
+    if storage.dtype.hasobject or storage.dtype.kind in "mM" or item == 0:
+        # These dtypes do not export the buffer protocol; the layout is already validated.
+        start = storage[min(layout.offset, storage.shape[0]) :]
+        return np.lib.stride_tricks.as_strided(start, layout.shape, strides)
+    return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
+
+
+def tensor(data: Any, dtype: Any = None) -> Tensor:
+    """Copy any array-like into new dense storage.
+
+    >>> tensor([[1, 2], [3, 4]]).layout
+    (2,2):(2,1)+0
+    """
+    arr = np.array(data, dtype=dtype, order="C", copy=True)
+    return Tensor(arr.reshape(-1), arr.shape)
+
+
+def as_tensor(x: Any) -> Tensor:
+    """Wrap ``x`` without copying when its layout is representable (non-negative strides that
+    are multiples of the item size); copy otherwise.  A Tensor is returned unchanged.
+
+    >>> a = np.arange(12.0).reshape(3, 4)[:, ::2]
+    >>> t = as_tensor(a)
+    >>> t.layout, np.shares_memory(t.numpy(), a)
+    ((3,2):(4,2)+0, True)
+    >>> as_tensor(a[::-1]).layout          # a negative stride: copied into dense storage
+    (3,2):(2,1)+0
+    """
+    if isinstance(x, Tensor):
+        return x
+    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    item = arr.dtype.itemsize
+    strides = _element_strides(arr)
+    if strides is None:
+        return tensor(arr)
+    if arr.size == 0:
+        return Tensor(np.empty(0, arr.dtype), arr.shape)
+    span = sum((n - 1) * s for n, s in zip(arr.shape, strides))
+    if arr.ndim == 1 and arr.strides[0] == item:
+        storage = arr
+    else:
+        storage = np.lib.stride_tricks.as_strided(
+            arr, shape=(span + 1,), strides=(item,), writeable=arr.flags.writeable
+        )
+    return Tensor._wrap(storage, Layout.create(arr.shape, strides, 0, storage_size=span + 1))
+
+
+def _element_strides(arr: Array) -> tuple[int, ...] | None:
+    item = arr.dtype.itemsize
+    if item == 0:
+        return None
+    strides = []
+    for n, s in zip(arr.shape, arr.strides):
+        if n <= 1:
+            strides.append(0)
+        elif s < 0 or s % item:
+            return None
+        else:
+            strides.append(s // item)
+    return tuple(strides)
+
+
+def as_array(x: Any) -> Array:
+    """The ndarray behind a Tensor (a view), or ``np.asarray`` of anything else."""
+    if isinstance(x, Tensor):
+        return x.numpy()
+    return x if isinstance(x, np.ndarray) else np.asarray(x)
