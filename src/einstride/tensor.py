@@ -23,7 +23,7 @@ import numpy as np
 from .errors import LayoutError
 from .layout import Layout, infer_shape, normalize_axes
 
-__all__ = ["Tensor", "as_array", "as_tensor", "tensor"]
+__all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
 
 Array = np.ndarray[Any, Any]
 
@@ -271,3 +271,14 @@ def as_array(x: Any) -> Array:
     if isinstance(x, Tensor):
         return x.numpy()
     return x if isinstance(x, np.ndarray) else np.asarray(x)
+
+
+def any_tensor(*xs: Any) -> bool:
+    """Whether any argument is a Tensor: then results are Tensors ("any Tensor in, Tensor
+    out"); otherwise NumPy in, NumPy out."""
+    return any(isinstance(x, Tensor) for x in xs)
+
+
+def wrap_like(result: Any, as_tensor_result: bool) -> Any:
+    """Return ``result`` (an ndarray) as a Tensor view when ``as_tensor_result``, else as is."""
+    return as_tensor(result) if as_tensor_result else result
