@@ -1,0 +1,96 @@
+"""Shared plumbing of the ops: the result-kind rule, views through the Layout algebra, and
+argument checks that turn bad input into ``ValueError``.
+
+Result kind: NumPy in, NumPy out; any Tensor in, Tensor out (``tensor.any_tensor``).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..layout import Layout
+from ..tensor import Tensor, as_tensor
+
+__all__ = [
+    "Array",
+    "as_count",
+    "as_int",
+    "dense",
+    "finish",
+    "int_tuple",
+    "map_view",
+    "map_views",
+    "require_rank",
+]
+
+Array = np.ndarray[Any, Any]
+
+
+def as_int(value: Any, what: str) -> int:
+    """An integer argument; ``bool`` and non-integers are a ``TypeError`` naming ``what``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
+
+
+def int_tuple(values: Any, what: str) -> tuple[int, ...]:
+    """An int or a sequence of ints as a tuple (``TypeError`` for anything else)."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
+        return (int(values),)
+    if isinstance(values, np.ndarray) and values.ndim > 1:
+        raise ValueError(f"{what} must be an int or a 1-D sequence, got shape {values.shape}")
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {values!r}") from None
+    return tuple(as_int(v, what) for v in items)
+
+
+def as_count(value: Any, what: str) -> int:
+    """A non-negative integer argument; negative is a ``ValueError``."""
+    n = as_int(value, what)
+    if n < 0:
+        raise ValueError(f"{what} must be >= 0, got {n}")
+    return n
+
+
+def require_rank(arr: Any, minimum: int, op: str, what: str = "input") -> None:
+    """Reject an ``arr`` (anything with ``ndim``) of rank below ``minimum``."""
+    if arr.ndim < minimum:
+        raise ValueError(f"{op}: {what} must have rank >= {minimum}, got shape {arr.shape}")
+
+
+def dense(arr: Any) -> Array:
+    """``arr`` as a row-major contiguous ndarray (copied only if needed; rank 0 stays 0)."""
+    result: Array = np.asarray(arr, order="C")
+    return result
+
+
+def finish(result: Array, as_tensor_result: bool) -> Any:
+    """An ndarray result in the caller's kind (a Tensor view of it, or the ndarray itself)."""
+    return as_tensor(result) if as_tensor_result else result
+
+
+def map_view(x: Any, derive: Callable[[Layout], Layout]) -> Any:
+    """A view of ``x`` under ``derive(layout)``, in ``x``'s kind; no data is copied.
+
+    A NumPy input is wrapped with ``as_tensor`` first, so an input with negative strides
+    (which no Layout can describe) is copied once there and the result views that copy.
+    """
+    t = as_tensor(x)
+    view = Tensor._wrap(t.storage, derive(t.layout))
+    return view if isinstance(x, Tensor) else view.numpy()
+
+
+def map_views(x: Any, derive: Callable[[Layout], Sequence[Layout]]) -> list[Any]:
+    """``map_view`` for an operation that yields several views (split, unstack)."""
+    t = as_tensor(x)
+    views = [Tensor._wrap(t.storage, layout) for layout in derive(t.layout)]
+    return views if isinstance(x, Tensor) else [v.numpy() for v in views]

@@ -1,0 +1,224 @@
+"""Indexing operations with TensorFlow semantics; every result is a new dense tensor.
+
+>>> import numpy as np
+>>> gather(np.array([10, 20, 30]), [2, 0]).tolist()
+[30, 10]
+>>> one_hot([0, 5], 3).tolist()                 # 5 is out of range: an all-off row
+[[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..layout import normalize_axis
+from ..tensor import any_tensor, as_array
+from ._common import Array, as_count, as_int, dense, finish, require_rank
+
+__all__ = ["boolean_mask", "gather", "nonzero_indices", "one_hot", "pad", "where"]
+
+_PAD_MODES = ("constant", "reflect", "symmetric")
+
+
+def _integer_indices(indices: Any, op: str) -> Array:
+    idx = as_array(indices)
+    if idx.dtype == np.bool_ or not np.issubdtype(idx.dtype, np.integer):
+        if idx.size == 0 and idx.dtype == np.float64:  # an empty list: no indices at all
+            return idx.astype(np.int64)
+        raise ValueError(f"{op}: indices must be integers, got dtype {idx.dtype}")
+    return idx
+
+
+def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
+    """Slices of ``t`` along ``axis`` picked by ``indices``, as ``tf.gather``.
+
+    Result shape ``t.shape[:axis] + indices.shape[batch_dims:] + t.shape[axis+1:]``.  With
+    ``batch_dims = b`` the first ``b`` axes of ``t`` and ``indices`` are batch axes (equal
+    lengths, ``b <= axis``); each batch gathers with its own indices.  A negative
+    ``batch_dims`` counts from ``indices``' rank.  A negative or out-of-range index is a
+    ``ValueError`` (NumPy's ``take`` would wrap).  A new dense tensor.
+
+    >>> params = np.arange(6).reshape(2, 3)
+    >>> gather(params, [[2, 0], [1, 1]], axis=1, batch_dims=1).tolist()
+    [[2, 0], [4, 4]]
+    """
+    arr = as_array(t)
+    idx = _integer_indices(indices, "gather")
+    require_rank(arr, 1, "gather", "t")
+    ax = normalize_axis(axis, arr.ndim)
+    b = _batch_dims(batch_dims, idx.ndim, ax)
+    if arr.shape[:b] != idx.shape[:b]:
+        raise ValueError(
+            f"gather: the {b} batch axes differ: t has shape {arr.shape}, "
+            f"indices have shape {idx.shape}"
+        )
+    _check_index_range(idx, arr.shape[ax], ax)
+    return finish(_batched_take(arr, idx.astype(np.intp), ax, b), any_tensor(t, indices))
+
+
+def _batch_dims(batch_dims: Any, index_rank: int, axis: int) -> int:
+    b = as_int(batch_dims, "batch_dims")
+    if b < 0:
+        b += index_rank
+    if not 0 <= b <= index_rank:
+        raise ValueError(
+            f"gather: batch_dims {batch_dims} is out of range for indices of rank {index_rank}"
+        )
+    if b > axis:
+        raise ValueError(f"gather: batch_dims {b} must be <= axis {axis}")
+    return b
+
+
+def _check_index_range(idx: Array, length: int, axis: int) -> None:
+    if idx.size == 0:
+        return
+    low, high = idx.min(), idx.max()
+    if low < 0 or high >= length:
+        bad = low if low < 0 else high
+        raise ValueError(
+            f"gather: index {bad} is out of range [0, {length}) for axis {axis} "
+            "(negative indices do not wrap)"
+        )
+
+
+def _batched_take(arr: Array, idx: Array, axis: int, b: int) -> Array:
+    if b == 0:
+        return np.take(arr, idx, axis=axis)
+    batch = arr.shape[:b]
+    count = int(np.prod(batch))
+    flat = arr.reshape((count,) + arr.shape[b:])
+    flat_idx = idx.reshape((count,) + idx.shape[b:])
+    moved = np.moveaxis(flat, axis - b + 1, 1)  # (count, n, middle..., rest...)
+    rows = np.arange(count).reshape((count,) + (1,) * (flat_idx.ndim - 1))
+    picked = moved[rows, flat_idx]  # (count, index dims..., middle..., rest...)
+    k, middle = flat_idx.ndim - 1, axis - b
+    order = [0, *range(1 + k, 1 + k + middle), *range(1, 1 + k)]
+    order += list(range(1 + k + middle, picked.ndim))
+    result = np.transpose(picked, order)
+    return dense(result).reshape(batch + result.shape[1:])
+
+
+def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
+    """The entries of ``t`` where ``mask`` is true: ``mask`` (bool, rank ``K >= 1``) must have
+    the shape ``t.shape[axis:axis+K]``; those axes collapse into one holding the true
+    positions in row-major order.  A new dense tensor.
+
+    >>> boolean_mask(np.arange(6).reshape(2, 3), [[True, False, True], [False, True, False]])
+    array([0, 2, 4])
+    """
+    arr = as_array(t)
+    m = as_array(mask)
+    if m.dtype != np.bool_:
+        raise ValueError(f"boolean_mask: the mask must be bool, got dtype {m.dtype}")
+    require_rank(m, 1, "boolean_mask", "mask")
+    require_rank(arr, 1, "boolean_mask", "t")
+    ax = normalize_axis(axis, arr.ndim)
+    if arr.shape[ax : ax + m.ndim] != m.shape:
+        raise ValueError(
+            f"boolean_mask: mask shape {m.shape} does not match t.shape[{ax}:{ax + m.ndim}] "
+            f"of t with shape {arr.shape}"
+        )
+    merged = arr.reshape(arr.shape[:ax] + (m.size,) + arr.shape[ax + m.ndim :])
+    picked = np.take(merged, np.flatnonzero(m), axis=ax)
+    return finish(picked, any_tensor(t, mask))
+
+
+def nonzero_indices(t: Any) -> Any:
+    """The int64 ``[num_nonzero, rank]`` coordinates of the non-zero entries in row-major
+    order (NaN counts as non-zero); rank 0 is an error.
+
+    >>> nonzero_indices(np.array([[0, 3], [np.nan, 0]])).tolist()
+    [[0, 1], [1, 0]]
+    """
+    arr = as_array(t)
+    require_rank(arr, 1, "nonzero_indices")
+    coords = np.argwhere(arr).astype(np.int64, copy=False)
+    return finish(dense(coords), any_tensor(t))
+
+
+def where(mask: Any, x: Any, y: Any) -> Any:
+    """Element-wise ``x`` where ``mask`` is true, else ``y``, with NumPy broadcasting of all
+    three (incompatible shapes are a ``ValueError``).  A new dense tensor.
+
+    >>> where(np.array([True, False]), np.array([1, 2]), 0).tolist()
+    [1, 0]
+    """
+    result = np.where(as_array(mask), as_array(x), as_array(y))
+    return finish(dense(result), any_tensor(mask, x, y))
+
+
+def one_hot(
+    indices: Any,
+    depth: int,
+    on_value: Any = 1,
+    off_value: Any = 0,
+    axis: int = -1,
+    dtype: Any = np.float32,
+) -> Any:
+    """One-hot encoding: a new axis of length ``depth`` at ``axis`` (in ``[-(r+1), r]`` for
+    indices of rank ``r``) holding ``on_value`` at the index and ``off_value`` elsewhere.  An
+    index ``< 0`` or ``>= depth`` gives an all-``off_value`` row.  A new dense tensor.
+
+    >>> one_hot(np.array([1, -1]), 3, axis=0, dtype=np.int8).tolist()
+    [[0, 0], [1, 0], [0, 0]]
+    """
+    idx = _integer_indices(indices, "one_hot")
+    n = as_count(depth, "one_hot depth")
+    ax = normalize_axis(axis, idx.ndim + 1)
+    hot = idx[..., np.newaxis] == np.arange(n)
+    values = np.where(hot, np.asarray(on_value, dtype), np.asarray(off_value, dtype))
+    result = dense(np.moveaxis(values.astype(dtype, copy=False), -1, ax))
+    return finish(result, any_tensor(indices))
+
+
+def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
+    """``t`` padded by ``paddings[d] = (before, after)`` (all ``>= 0``, one pair per axis).
+
+    Modes (case-insensitive): ``"constant"`` fills with ``value``; ``"reflect"`` mirrors
+    without repeating the edge (each pad ``< length``); ``"symmetric"`` mirrors repeating
+    the edge (each pad ``<= length``).  Larger mirror pads are a ``ValueError`` (NumPy keeps
+    reflecting); a pad of 0 is always allowed.  A new dense tensor.
+
+    >>> pad(np.array([1, 2, 3]), [(2, 1)], mode="reflect").tolist()
+    [3, 2, 1, 2, 3, 2]
+    """
+    arr = as_array(t)
+    pairs = _paddings(paddings, arr.ndim)
+    kind = mode.lower() if isinstance(mode, str) else mode
+    if kind not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
+    if kind != "constant":
+        _check_mirror_pads(pairs, arr.shape, kind)
+    if arr.ndim == 0:
+        result = np.array(arr, copy=True)
+    elif kind == "constant":
+        result = np.pad(arr, pairs, mode="constant", constant_values=value)
+    elif kind == "reflect":
+        result = np.pad(arr, pairs, mode="reflect")
+    else:
+        result = np.pad(arr, pairs, mode="symmetric")
+    return finish(dense(result), any_tensor(t))
+
+
+def _paddings(paddings: Any, rank: int) -> list[tuple[int, int]]:
+    raw = np.asarray(paddings)
+    if raw.size == 0 and rank == 0:
+        return []
+    if raw.shape != (rank, 2):
+        raise ValueError(f"pad: paddings must have shape ({rank}, 2), got {raw.shape}")
+    pairs = [(as_int(p[0], "padding"), as_int(p[1], "padding")) for p in raw.tolist()]
+    if any(n < 0 for pair in pairs for n in pair):
+        raise ValueError(f"pad: paddings {pairs} must be >= 0")
+    return pairs
+
+
+def _check_mirror_pads(pairs: list[tuple[int, int]], shape: tuple[int, ...], mode: str) -> None:
+    limit = 1 if mode == "reflect" else 0  # reflect: pad < length; symmetric: pad <= length
+    for axis, (pair, length) in enumerate(zip(pairs, shape)):
+        if max(pair) > 0 and max(pair) > length - limit:
+            bound = "less than" if mode == "reflect" else "at most"
+            raise ValueError(
+                f"pad: {mode} padding {pair} on axis {axis} must be {bound} the length {length}"
+            )

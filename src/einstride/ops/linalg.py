@@ -1,0 +1,87 @@
+"""Batched QR and SVD over the last two axes, real or complex; results are new tensors.
+
+Integer and bool inputs are computed in float64 and float16/bfloat16 in float32 (LAPACK
+has no narrower types); float32/64 and complex64/128 keep their precision.  A failure to
+converge (non-finite input) is ``numpy.linalg.LinAlgError``, a ``ValueError``.
+
+>>> import numpy as np
+>>> a = np.array([[3.0, 0.0], [4.0, 5.0]])
+>>> q, r = qr(a)
+>>> bool(np.allclose(q @ r, a))
+True
+>>> s, u, v = svd(a)
+>>> bool(np.allclose(u @ np.diag(s) @ v.conj().T, a))      # v, not NumPy's vh
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+from ..tensor import any_tensor, as_array
+from ._common import Array, dense, finish, require_rank
+
+__all__ = ["QRResult", "SVDResult", "qr", "svd"]
+
+_NARROW = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+class QRResult(NamedTuple):
+    """``t == q @ r``: ``q`` with orthonormal columns, ``r`` upper triangular."""
+
+    q: Any
+    r: Any
+
+
+class SVDResult(NamedTuple):
+    """``t == u @ diag(s) @ v^H``; ``u`` and ``v`` are ``None`` when not computed."""
+
+    s: Any
+    u: Any
+    v: Any
+
+
+def _matrices(t: Any, op: str) -> Array:
+    arr = as_array(t)
+    require_rank(arr, 2, op)
+    return arr.astype(np.float32) if arr.dtype in _NARROW else arr
+
+
+def qr(t: Any, full_matrices: bool = False) -> QRResult:
+    """QR of each ``[M, N]`` matrix of ``t`` (``[..., M, N]``, rank ``>= 2``): ``q`` is
+    ``[..., M, K]`` and ``r`` ``[..., K, N]`` with ``K = min(M, N)``, or ``K = M`` with
+    ``full_matrices``.
+
+    >>> q, r = qr(np.ones((4, 3, 2)), full_matrices=True)
+    >>> q.shape, r.shape
+    ((4, 3, 3), (4, 3, 2))
+    """
+    arr = _matrices(t, "qr")
+    q, r = np.linalg.qr(arr, mode="complete" if full_matrices else "reduced")
+    kind = any_tensor(t)
+    return QRResult(finish(dense(q), kind), finish(dense(r), kind))
+
+
+def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResult:
+    """Singular values (descending, real) of each matrix of ``t`` (``[..., M, N]``) and, with
+    ``compute_uv``, ``u`` (``[..., M, K]``) and ``v`` (``[..., N, K]``; ``K = min(M, N)``, or
+    square with ``full_matrices``) such that ``t == u @ diag(s) @ v^H``.
+
+    >>> svd(np.diag([1.0, 3.0]), compute_uv=False).s.tolist()
+    [3.0, 1.0]
+    """
+    arr = _matrices(t, "svd")
+    kind = any_tensor(t)
+    if not compute_uv:
+        s = np.linalg.svd(arr, compute_uv=False)
+        return SVDResult(finish(dense(s), kind), None, None)
+    u, s, vh = np.linalg.svd(arr, full_matrices=full_matrices)
+    v = dense(np.swapaxes(vh, -1, -2).conj())
+    return SVDResult(
+        finish(dense(s), kind),
+        finish(dense(u), kind),
+        finish(v, kind),
+    )

@@ -1,0 +1,59 @@
+"""bfloat16 conversion through ``ml_dtypes``: float32 <-> bfloat16, rounding to nearest even.
+
+>>> import numpy as np
+>>> half = to_reduced_precision(np.array([1.0, 1 + 2**-8, 1 + 3 * 2**-8], np.float32))
+>>> is_reduced_precision(half), to_full_precision(half).tolist()       # ties go to even
+(True, [1.0, 1.0, 1.015625])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..tensor import any_tensor, as_array
+from ._common import finish
+
+__all__ = ["is_reduced_precision", "to_full_precision", "to_reduced_precision"]
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def is_reduced_precision(t: Any) -> bool:
+    """Whether ``t`` holds bfloat16 values.
+
+    >>> is_reduced_precision(np.zeros(2, np.float32))
+    False
+    """
+    return bool(as_array(t).dtype == BFLOAT16)
+
+
+def to_reduced_precision(t: Any) -> Any:
+    """A new bfloat16 tensor of ``t``'s values (a real floating dtype, usually float32),
+    rounded to nearest even (overflow gives infinity, NaN stays NaN).  A tensor that is
+    already bfloat16 is a ``ValueError``.
+
+    >>> to_reduced_precision(np.float32(3.0)).dtype
+    dtype(bfloat16)
+    """
+    arr = as_array(t)
+    if arr.dtype == BFLOAT16:
+        raise ValueError("to_reduced_precision: the tensor is already bfloat16")
+    if arr.dtype.kind != "f":
+        raise ValueError(f"to_reduced_precision: a floating dtype is required, got {arr.dtype}")
+    return finish(np.array(arr, dtype=BFLOAT16, order="C", copy=True), any_tensor(t))
+
+
+def to_full_precision(t: Any) -> Any:
+    """A new float32 tensor of a bfloat16 ``t``'s values (exact); any other dtype is a
+    ``ValueError``.
+
+    >>> to_full_precision(to_reduced_precision(np.float32(0.1))).item()
+    0.10009765625
+    """
+    arr = as_array(t)
+    if arr.dtype != BFLOAT16:
+        raise ValueError(f"to_full_precision: a bfloat16 tensor is required, got {arr.dtype}")
+    return finish(np.array(arr, dtype=np.float32, order="C", copy=True), any_tensor(t))

@@ -1,0 +1,163 @@
+"""Seeded random sampling; every function returns a new dense ``Tensor``.
+
+``seed`` is an int (the same int gives the same values), a ``numpy.random.Generator``
+(drawn from, so it advances) or ``None`` (fresh entropy).  Floating dtypes only: float16,
+float32, float64 and bfloat16; samples are drawn in float64 and rounded once.
+
+>>> a = random_normal((2, 3), seed=7)
+>>> b = random_normal((2, 3), seed=7)
+>>> bool((a.numpy() == b.numpy()).all()), a.dtype
+(True, dtype('float32'))
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..layout import Layout
+from ..tensor import Tensor, as_array, as_tensor
+from ._common import Array, as_count, dense
+
+__all__ = ["categorical", "random_normal", "random_uniform", "truncated_normal"]
+
+# Truncated normals are cut at this many standard deviations (TensorFlow's choice).
+TRUNCATION = 2.0
+
+
+def generator(seed: Any) -> np.random.Generator:
+    """The Generator behind ``seed`` (int, Generator or ``None``)."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return np.random.default_rng(seed)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int or a numpy.random.Generator, not {seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    return np.random.default_rng(int(seed))
+
+
+def float_dtype(dtype: Any) -> np.dtype[Any]:
+    """``dtype`` as a NumPy dtype, which must be a real floating type (bfloat16 included)."""
+    kind: np.dtype[Any] = np.dtype(dtype)
+    if kind.kind != "f" and kind != np.dtype(ml_dtypes.bfloat16):
+        raise ValueError(f"a floating dtype is required, got {kind}")
+    return kind
+
+
+def sample_shape(shape: Any) -> tuple[int, ...]:
+    return Layout.create(shape).shape
+
+
+def _finite(value: Any, what: str) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{what} must be finite, got {number}")
+    return number
+
+
+def random_uniform(
+    shape: Any, low: Any = 0.0, high: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
+) -> Tensor:
+    """Uniform samples in ``[low, high)`` (all ``low`` when they are equal); ``low > high``
+    is a ``ValueError``.  Values that would round up to ``high`` in ``dtype`` are kept below.
+
+    >>> u = random_uniform(1000, -1, 1, seed=0).numpy()
+    >>> bool(u.min() >= -1 and u.max() < 1)
+    True
+    """
+    lo, hi = _finite(low, "low"), _finite(high, "high")
+    if lo > hi:
+        raise ValueError(f"random_uniform: low {lo} is greater than high {hi}")
+    kind, dims = float_dtype(dtype), sample_shape(shape)
+    draws = generator(seed).uniform(lo, hi, dims).astype(kind)
+    if hi > lo:
+        below = np.nextafter(np.array(hi, kind), np.array(lo, kind))
+        draws = np.where(draws >= np.array(hi, kind), below, draws)
+    return as_tensor(dense(draws))
+
+
+def random_normal(
+    shape: Any, mean: Any = 0.0, stddev: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
+) -> Tensor:
+    """Normal samples with the given ``mean`` and ``stddev`` (``>= 0``).
+
+    >>> random_normal((2, 0), seed=1).shape
+    (2, 0)
+    """
+    mu, sigma = _finite(mean, "mean"), _finite(stddev, "stddev")
+    if sigma < 0:
+        raise ValueError(f"random_normal: stddev must be >= 0, got {sigma}")
+    kind, dims = float_dtype(dtype), sample_shape(shape)
+    draws = generator(seed).normal(mu, sigma, dims)
+    return as_tensor(dense(draws.astype(kind)))
+
+
+def standard_truncated(rng: np.random.Generator, dims: tuple[int, ...]) -> Array:
+    """Standard normal samples re-drawn until each lies within ``TRUNCATION``."""
+    draws = rng.standard_normal(dims)
+    outside = np.abs(draws) > TRUNCATION
+    while outside.any():
+        draws[outside] = rng.standard_normal(int(outside.sum()))
+        outside = np.abs(draws) > TRUNCATION
+    return draws
+
+
+def truncated_normal(
+    shape: Any, mean: Any = 0.0, stddev: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
+) -> Tensor:
+    """Normal samples with ``mean`` and ``stddev`` (of the untruncated distribution, as
+    TensorFlow), re-drawn until each lies within 2 standard deviations of the mean.  The
+    resulting std is about ``0.88 * stddev`` (see the initializers for the exact factor).
+
+    >>> x = truncated_normal(10000, 5.0, 2.0, seed=3).numpy()
+    >>> bool(x.min() >= 1.0 and x.max() <= 9.0)
+    True
+    """
+    mu, sigma = _finite(mean, "mean"), _finite(stddev, "stddev")
+    if sigma < 0:
+        raise ValueError(f"truncated_normal: stddev must be >= 0, got {sigma}")
+    kind, dims = float_dtype(dtype), sample_shape(shape)
+    values = mu + sigma * standard_truncated(generator(seed), dims)
+    # Rounding to ``kind`` is monotonic, so clipping in float64 keeps the bounds afterwards.
+    bound = TRUNCATION * sigma
+    values = np.clip(values, mu - bound, mu + bound)
+    return as_tensor(dense(values.astype(kind)))
+
+
+def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Tensor:
+    """``num_samples`` class indices per row of ``[batch, classes]`` unnormalized
+    log-probabilities: int64 ``[batch, num_samples]``.  A ``-inf`` logit is never drawn; NaN,
+    ``+inf``, no classes, or a row with no finite logit is a ``ValueError``.
+
+    >>> categorical(np.array([[-np.inf, 0.0], [0.0, -np.inf]]), 3, seed=0).numpy().tolist()
+    [[1, 1, 1], [0, 0, 0]]
+    """
+    values = as_array(logits)
+    real = values.dtype.kind in "iuf" or values.dtype == np.dtype(ml_dtypes.bfloat16)
+    if values.ndim != 2 or not real or values.shape[1] == 0:
+        raise ValueError(
+            f"categorical: logits must be real [batch, classes] with classes >= 1, got shape "
+            f"{values.shape} and dtype {values.dtype}"
+        )
+    count = as_count(num_samples, "num_samples")
+    cdf = _row_cdfs(values.astype(np.float64))
+    uniforms = generator(seed).random((values.shape[0], count))
+    picks = np.empty((values.shape[0], count), np.int64)
+    for row, (edges, draws) in enumerate(zip(cdf, uniforms)):
+        picks[row] = np.searchsorted(edges, draws, side="right")
+    return as_tensor(picks)
+
+
+def _row_cdfs(logits: Array) -> Array:
+    """Per-row cumulative probabilities ending at exactly 1.0 (stable softmax)."""
+    if np.isnan(logits).any() or np.isposinf(logits).any():
+        raise ValueError("categorical: logits must not be NaN or +inf")
+    top = logits.max(axis=1, keepdims=True) if logits.size else logits[:, :1]
+    if np.isneginf(top).any():
+        raise ValueError("categorical: a row of logits has no finite value")
+    cdf = np.cumsum(np.exp(logits - top), axis=1)
+    normalized: Array = cdf / cdf[:, -1:]
+    return normalized

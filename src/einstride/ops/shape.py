@@ -1,0 +1,278 @@
+"""Shape operations: views through the Layout algebra wherever the strides allow it.
+
+Views (no copy, same storage): ``unstack``, ``split``, ``transpose``, ``broadcast_to``,
+``squeeze``, ``expand_dims``, and ``reshape``/``flatten`` when the strides allow it.
+Copies: ``stack``, ``concat`` (or written into ``out=``), ``tile``.
+
+>>> import numpy as np
+>>> a = np.arange(6).reshape(2, 3)
+>>> [p.tolist() for p in split(a, [1, 2], axis=1)]
+[[[0], [3]], [[1, 2], [4, 5]]]
+>>> np.shares_memory(transpose(a), a)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
+from ..tensor import Tensor, any_tensor, as_array, as_tensor
+from ..transfer import check_destination, check_no_overlap
+from ._common import Array, finish, int_tuple, map_view, map_views
+
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flatten",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "tile",
+    "transpose",
+    "unstack",
+]
+
+
+def unstack(t: Any, axis: int = 0) -> list[Any]:
+    """The ``t.shape[axis]`` slices along ``axis``, that axis removed; each is a **view**.
+
+    >>> [row.tolist() for row in unstack(np.arange(6).reshape(2, 3), axis=-1)]
+    [[0, 3], [1, 4], [2, 5]]
+    """
+    if np.ndim(t) == 0:
+        raise ValueError("unstack: the input has rank 0; there is no axis to unstack")
+
+    def parts(layout: Layout) -> list[Layout]:
+        ax = normalize_axis(axis, layout.ndim)
+        lead = (slice(None),) * ax
+        return [layout.index((*lead, i)) for i in range(layout.shape[ax])]
+
+    return map_views(t, parts)
+
+
+def split(t: Any, count_or_sizes: Any, axis: int = 0) -> list[Any]:
+    """Split along ``axis`` into **views**: ``count`` equal parts (``count`` must divide the
+    length), or parts of the given ``sizes`` (each ``>= 0``, summing exactly to the length;
+    no ``-1``).
+
+    >>> [p.tolist() for p in split(np.arange(6), 3)]
+    [[0, 1], [2, 3], [4, 5]]
+    >>> split(np.arange(5), 2)
+    Traceback (most recent call last):
+    ValueError: split: 2 does not divide the length 5 of axis 0
+    """
+    if np.ndim(t) == 0:
+        raise ValueError("split: the input has rank 0; there is no axis to split")
+
+    def parts(layout: Layout) -> tuple[Layout, ...]:
+        ax = normalize_axis(axis, layout.ndim)
+        sizes = _split_sizes(count_or_sizes, layout.shape[ax], ax)
+        return layout.split(ax, sizes)
+
+    return map_views(t, parts)
+
+
+def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]:
+    if isinstance(count_or_sizes, (int, np.integer)) and not isinstance(count_or_sizes, bool):
+        count = int(count_or_sizes)
+        if count <= 0:
+            raise ValueError(f"split: the count must be > 0, got {count}")
+        if length % count:
+            raise ValueError(f"split: {count} does not divide the length {length} of axis {axis}")
+        return (length // count,) * count
+    sizes = int_tuple(count_or_sizes, "split size")
+    if any(n < 0 for n in sizes):
+        raise ValueError(f"split: sizes {sizes} must be >= 0 (a -1 is not inferred)")
+    if sum(sizes) != length:
+        raise ValueError(f"split: sizes {sizes} sum to {sum(sizes)}, not {length} (axis {axis})")
+    return sizes
+
+
+def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
+    """Stack equal-shape tensors along a new ``axis`` (in ``[-(r+1), r]``); a new dense
+    tensor, or written into ``out``, which may not overlap any input (returns ``out``).
+
+    >>> stack([np.array([1, 2]), np.array([3, 4])], axis=1).tolist()
+    [[1, 3], [2, 4]]
+    """
+    items = _collect(tensors, "stack")
+    arrays = [as_array(x) for x in items]
+    shape = arrays[0].shape
+    for i, a in enumerate(arrays):
+        if a.shape != shape:
+            raise ValueError(f"stack: input {i} has shape {a.shape}, input 0 has shape {shape}")
+    ax = normalize_axis(axis, len(shape) + 1)
+    result_shape = shape[:ax] + (len(arrays),) + shape[ax:]
+    dst = _destination(out, result_shape, np.result_type(*arrays), arrays, "stack")
+    for i, a in enumerate(arrays):
+        dst[(slice(None),) * ax + (i,)] = a
+    return out if out is not None else finish(dst, any_tensor(*items))
+
+
+def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
+    """Join tensors of one rank (``>= 1``) along an existing ``axis``; the other lengths must
+    match.  A new dense tensor, or written into a non-overlapping ``out`` (returned).
+
+    >>> concat([np.zeros((1, 2)), np.ones((2, 2))]).tolist()
+    [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]]
+    """
+    items = _collect(tensors, "concat")
+    arrays = [as_array(x) for x in items]
+    first = arrays[0].shape
+    if any(a.ndim == 0 for a in arrays):
+        raise ValueError("concat: rank-0 inputs cannot be concatenated")
+    ax = normalize_axis(axis, len(first))
+    for i, a in enumerate(arrays):
+        if a.ndim != len(first) or a.shape[:ax] + a.shape[ax + 1 :] != first[:ax] + first[ax + 1 :]:
+            raise ValueError(
+                f"concat: input {i} has shape {a.shape}, which does not match input 0's "
+                f"{first} outside axis {ax}"
+            )
+    total = sum(a.shape[ax] for a in arrays)
+    result_shape = first[:ax] + (total,) + first[ax + 1 :]
+    dst = _destination(out, result_shape, np.result_type(*arrays), arrays, "concat")
+    start = 0
+    for a in arrays:
+        dst[(slice(None),) * ax + (slice(start, start + a.shape[ax]),)] = a
+        start += a.shape[ax]
+    return out if out is not None else finish(dst, any_tensor(*items))
+
+
+def _collect(tensors: Iterable[Any], op: str) -> list[Any]:
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}: pass a sequence of tensors, not a single Tensor")
+    items = list(tensors)
+    if not items:
+        raise ValueError(f"{op}: the list of tensors is empty")
+    return items
+
+
+def _destination(
+    out: Any, shape: tuple[int, ...], dtype: np.dtype[Any], sources: Sequence[Array], op: str
+) -> Array:
+    """A new dense array, or ``out``'s ndarray view after every check (nothing written yet)."""
+    if out is None:
+        return np.empty(shape, dtype)
+    if not isinstance(out, (Tensor, np.ndarray)):
+        raise TypeError(f"{op}: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}")
+    dst = as_array(out)
+    if dst.shape != shape:
+        raise ValueError(f"{op}: out has shape {dst.shape}, the result has shape {shape}")
+    if not np.can_cast(dtype, dst.dtype, "same_kind"):
+        raise ValueError(f"{op}: out has dtype {dst.dtype}, which cannot hold {dtype} values")
+    check_destination(out, op)
+    check_no_overlap(out, sources, op)
+    return dst
+
+
+def tile(t: Any, multiples: Any) -> Any:
+    """Repeat ``t`` ``multiples[d]`` times along each axis ``d``; one multiple per axis, each
+    ``>= 0`` (NumPy would pad a short list; this does not).  A new dense tensor.
+
+    >>> tile(np.array([[1, 2]]), [2, 2]).tolist()
+    [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
+    arr = as_array(t)
+    reps = int_tuple(multiples, "multiple")
+    if len(reps) != arr.ndim:
+        raise ValueError(f"tile: {len(reps)} multiples {reps} for an input of rank {arr.ndim}")
+    if any(m < 0 for m in reps):
+        raise ValueError(f"tile: multiples {reps} must be >= 0")
+    return finish(np.array(np.tile(arr, reps), copy=True), any_tensor(t))
+
+
+def reshape(t: Any, shape: Any) -> Any:
+    """The elements in row-major order under ``shape`` (one ``-1`` is inferred): a **view**
+    when the strides allow it, otherwise a dense copy.
+
+    >>> a = np.arange(6)
+    >>> np.shares_memory(reshape(a, (2, -1)), a)
+    True
+    >>> np.shares_memory(reshape(transpose(a.reshape(2, 3)), (6,)), a)   # needs a copy
+    False
+    """
+    src = as_tensor(t)
+    layout = src.layout.reshape(shape)
+    if layout is not None:
+        view = Tensor._wrap(src.storage, layout)
+        return view if isinstance(t, Tensor) else view.numpy()
+    target = infer_shape(shape, src.size)
+    dense = np.array(src.numpy(), order="C", copy=True).reshape(target)
+    return finish(dense, isinstance(t, Tensor))
+
+
+def flatten(t: Any) -> Any:
+    """1-D in row-major order (rank 0 gives shape ``(1,)``): a **view** when the strides allow
+    it, otherwise a dense copy.
+
+    >>> flatten(np.float32(3)).shape
+    (1,)
+    """
+    return reshape(t, (-1,) if np.ndim(t) else (1,))
+
+
+def expand_dims(t: Any, axis: Any) -> Any:
+    """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result); a
+    **view**.
+
+    >>> expand_dims(np.zeros((2, 3)), (0, -1)).shape
+    (1, 2, 3, 1)
+    """
+    wanted = int_tuple(axis, "axis")
+
+    def expanded(layout: Layout) -> Layout:
+        for ax in sorted(normalize_axes(wanted, layout.ndim + len(wanted))):
+            layout = layout.expand(ax)
+        return layout
+
+    return map_view(t, expanded)
+
+
+def squeeze(t: Any, axis: Any = None) -> Any:
+    """Remove length-1 axes: all of them (``axis=None``) or the named ones (an int or a tuple),
+    each of which must have length 1; a **view**.
+
+    >>> squeeze(np.zeros((1, 2, 1))).shape
+    (2,)
+    >>> squeeze(np.zeros((1, 2, 1)), 1)
+    Traceback (most recent call last):
+    einstride.errors.LayoutError: cannot squeeze axis 1 of length 2
+    """
+    axes = None if axis is None else int_tuple(axis, "axis")
+    return map_view(t, lambda layout: layout.squeeze(axes))
+
+
+def transpose(t: Any, perm: Any = None) -> Any:
+    """Axes permuted (new axis ``k`` is old axis ``perm[k]``), reversed when ``perm`` is
+    ``None``; a **view**.
+
+    >>> transpose(np.zeros((2, 3, 4)), (1, -1, 0)).shape
+    (3, 4, 2)
+    """
+
+    def permuted(layout: Layout) -> Layout:
+        order = tuple(reversed(range(layout.ndim))) if perm is None else int_tuple(perm, "axis")
+        return layout.permute(order)
+
+    return map_view(t, permuted)
+
+
+def broadcast_to(t: Any, shape: Any) -> Any:
+    """``t`` broadcast to ``shape`` (NumPy rules) as a **view** with zero strides.  A NumPy
+    result is read-only, as NumPy's own (its elements repeat).
+
+    >>> b = broadcast_to(np.arange(3), (2, 3))
+    >>> b.tolist(), b.strides
+    ([[0, 1, 2], [0, 1, 2]], (0, 8))
+    """
+    target = int_tuple(shape, "length")
+    view = map_view(t, lambda layout: layout.broadcast_to(target))
+    if isinstance(view, np.ndarray):
+        view.flags.writeable = False
+    return view

@@ -1,0 +1,68 @@
+"""Creation functions: as NumPy, Tensor results (the *_like follow their input)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ops_layouts import assert_kind, shares, values, variants
+
+import einstride as es
+
+
+@pytest.mark.parametrize(
+    "make,expected",
+    [
+        (lambda: es.zeros((2, 3)), np.zeros((2, 3))),
+        (lambda: es.zeros(4, dtype=np.int8), np.zeros(4, np.int8)),
+        (lambda: es.ones((3, 0)), np.ones((3, 0))),
+        (lambda: es.ones((), dtype=bool), np.ones((), bool)),
+        (lambda: es.full((2, 2), 3), np.full((2, 2), 3)),
+        (lambda: es.full(3, 1.5, dtype=np.float32), np.full(3, 1.5, np.float32)),
+        (lambda: es.arange(5), np.arange(5)),
+        (lambda: es.arange(1, 2, 0.25), np.arange(1, 2, 0.25)),
+        (lambda: es.arange(5, 0, -2), np.arange(5, 0, -2)),
+        (lambda: es.arange(3, 1), np.arange(3, 1)),
+        (lambda: es.arange(4, dtype=np.float32), np.arange(4, dtype=np.float32)),
+        (lambda: es.linspace(0, 1, 5), np.linspace(0, 1, 5)),
+        (lambda: es.linspace(0, 1, 4, endpoint=False), np.linspace(0, 1, 4, endpoint=False)),
+        (lambda: es.linspace(2, 3, 0), np.linspace(2, 3, 0)),
+        (lambda: es.linspace(0, 6, 4, dtype=int), np.linspace(0, 6, 4, dtype=int)),
+    ],
+)
+def test_creation_matches_numpy(make, expected):
+    result = make()
+    assert isinstance(result, es.Tensor)
+    assert result.dtype == expected.dtype
+    assert result.shape == expected.shape
+    assert result.is_dense
+    np.testing.assert_array_equal(result.numpy(), expected)
+
+
+@pytest.mark.parametrize("name,x", variants(np.arange(6, dtype=np.int16).reshape(2, 3)))
+def test_like_functions_follow_the_input(name, x):
+    for result, fill in [
+        (es.zeros_like(x), 0),
+        (es.ones_like(x), 1),
+        (es.full_like(x, 7), 7),
+    ]:
+        assert_kind(result, x)
+        got = values(result)
+        assert got.dtype == np.int16 and got.shape == (2, 3)
+        assert (got == fill).all() and got.flags.c_contiguous
+        assert not shares(result, x)
+    assert values(es.zeros_like(x, dtype=np.float32)).dtype == np.float32
+    assert values(es.full_like(x, 2.5, dtype=float)).tolist() == [[2.5] * 3] * 2
+
+
+def test_creation_errors():
+    for bad in [lambda: es.zeros((2, -1)), lambda: es.ones(-3), lambda: es.full((-1,), 0)]:
+        with pytest.raises(ValueError, match="negative"):
+            bad()
+    with pytest.raises(ValueError, match="zero"):
+        es.arange(0, 5, 0)
+    with pytest.raises(ValueError):
+        es.linspace(0, 1, -1)
+    with pytest.raises(ValueError):
+        es.zeros((2**40, 2**40))
+    with pytest.raises(TypeError):
+        es.zeros((2.5,))

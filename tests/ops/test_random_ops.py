@@ -1,0 +1,149 @@
+"""Seeded random sampling: reproducibility, dtypes, bounds and statistics."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import einstride as es
+from einstride.ops.init import TRUNCATED_STD
+
+N = 200_000  # large enough for tight statistical tolerances, small enough to be quick
+SAMPLERS = [es.random_uniform, es.random_normal, es.truncated_normal]
+
+
+def within(value, expected, standard_error, sigmas=5.0):
+    """``value`` matches ``expected`` up to ``sigmas`` standard errors of the estimate."""
+    assert abs(value - expected) <= sigmas * standard_error, (value, expected, standard_error)
+
+
+@pytest.mark.parametrize("sample", SAMPLERS)
+def test_same_seed_same_values(sample):
+    a, b = sample((3, 4), seed=11), sample((3, 4), seed=11)
+    assert isinstance(a, es.Tensor) and a.dtype == np.float32 and a.shape == (3, 4)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert not np.array_equal(a.numpy(), sample((3, 4), seed=12).numpy())
+    g1, g2 = np.random.default_rng(5), np.random.default_rng(5)
+    first = sample(10, seed=g1).numpy()
+    np.testing.assert_array_equal(first, sample(10, seed=g2).numpy())
+    assert not np.array_equal(first, sample(10, seed=g1).numpy())  # the generator advanced
+    assert sample((), seed=0).shape == ()
+    assert sample((2, 0), seed=0).shape == (2, 0)
+
+
+@pytest.mark.parametrize("sample", SAMPLERS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, ml_dtypes.bfloat16])
+def test_floating_dtypes(sample, dtype):
+    result = sample((5,), seed=1, dtype=dtype)
+    assert result.dtype == np.dtype(dtype)
+    assert np.isfinite(result.numpy().astype(np.float64)).all()
+
+
+@pytest.mark.parametrize("sample", SAMPLERS)
+def test_argument_errors(sample):
+    with pytest.raises(ValueError, match="floating dtype"):
+        sample(3, dtype=np.int32)
+    with pytest.raises(ValueError, match="floating dtype"):
+        sample(3, dtype=np.complex64)
+    with pytest.raises(ValueError):
+        sample((2, -1))
+    with pytest.raises(TypeError):
+        sample(3, seed=1.5)
+    with pytest.raises(TypeError):
+        sample(3, seed=True)
+    with pytest.raises(ValueError, match="seed"):
+        sample(3, seed=-1)
+    with pytest.raises(ValueError, match="finite"):
+        sample(3, 0.0, float("nan"))
+
+
+def test_uniform_bounds_and_moments():
+    low, high = -2.0, 3.0
+    x = es.random_uniform(N, low, high, seed=0, dtype=np.float64).numpy()
+    assert x.min() >= low and x.max() < high
+    width = high - low
+    within(x.mean(), (low + high) / 2, width / np.sqrt(12 * N))
+    within(x.var(), width**2 / 12, width**2 / np.sqrt(180 * N))  # var of U's variance estimate
+
+
+def test_uniform_never_reaches_high_after_rounding():
+    x = es.random_uniform(N, 0.0, 1.0, seed=3, dtype=np.float16).numpy()
+    assert x.max() < 1.0 and x.min() >= 0.0
+    same = es.random_uniform(4, 2.5, 2.5, seed=0).numpy()
+    assert (same == 2.5).all()
+    with pytest.raises(ValueError, match="greater than"):
+        es.random_uniform(3, 1.0, 0.0)
+
+
+def test_normal_moments():
+    x = es.random_normal(N, 1.5, 2.0, seed=1, dtype=np.float64).numpy()
+    within(x.mean(), 1.5, 2.0 / np.sqrt(N))
+    within(x.std(), 2.0, 2.0 / np.sqrt(2 * N))
+    assert (es.random_normal(3, 4.0, 0.0, seed=0).numpy() == 4.0).all()
+    with pytest.raises(ValueError, match="stddev"):
+        es.random_normal(3, 0.0, -1.0)
+
+
+def test_truncated_normal_bounds_and_moments():
+    mean, std = -1.0, 0.5
+    x = es.truncated_normal(N, mean, std, seed=2, dtype=np.float64).numpy()
+    assert x.min() >= mean - 2 * std and x.max() <= mean + 2 * std
+    within(x.mean(), mean, std / np.sqrt(N))
+    within(x.std(), TRUNCATED_STD * std, std / np.sqrt(2 * N))
+    # Close to the cut there must still be samples: the distribution is not squeezed.
+    assert (np.abs(x - mean) > 1.9 * std).any()
+    narrow = es.truncated_normal(N, 0.1, 1.0, seed=2).numpy()
+    assert narrow.dtype == np.float32
+    assert narrow.min() >= np.float32(-1.9) and narrow.max() <= np.float32(2.1)
+    with pytest.raises(ValueError, match="stddev"):
+        es.truncated_normal(3, 0.0, -1.0)
+
+
+# -- categorical ------------------------------------------------------------------------------------
+
+
+def test_categorical_frequencies_match_softmax():
+    logits = np.array([[0.0, 1.0, 2.0, -np.inf], [3.0, 3.0, -np.inf, 0.0]])
+    draws = es.categorical(logits, N // 4, seed=4)
+    assert isinstance(draws, es.Tensor)
+    picks = draws.numpy()
+    assert picks.dtype == np.int64 and picks.shape == (2, N // 4)
+    finite = np.where(np.isinf(logits), -1e300, logits)
+    probs = np.exp(finite - finite.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    for row in range(2):
+        counts = np.bincount(picks[row], minlength=4) / picks.shape[1]
+        for k in range(4):
+            p = probs[row, k]
+            within(counts[k], p, np.sqrt(p * (1 - p) / picks.shape[1]) + 1e-12)
+    assert not (picks[0] == 3).any() and not (picks[1] == 2).any()
+
+
+def test_categorical_reproducible_and_kinds():
+    logits = np.log(np.array([[0.2, 0.8], [0.5, 0.5], [1.0, 1e-9]]))
+    a = es.categorical(logits, 50, seed=9).numpy()
+    np.testing.assert_array_equal(a, es.categorical(es.tensor(logits), 50, seed=9).numpy())
+    assert es.categorical(logits, 0, seed=1).shape == (3, 0)
+    assert es.categorical(np.zeros((0, 3)), 4, seed=1).shape == (0, 4)
+    assert es.categorical(np.array([[0.0]], np.float32), 3).numpy().tolist() == [[0, 0, 0]]
+    assert es.categorical(np.array([[-np.inf, 0.0, -np.inf]]), 5).numpy().tolist() == [[1] * 5]
+    huge = es.categorical(np.array([[1000.0, 0.0]]), 20, seed=0).numpy()
+    assert (huge == 0).all()
+
+
+@pytest.mark.parametrize(
+    "logits,samples,match",
+    [
+        (np.zeros(3), 2, r"\[batch, classes\]"),
+        (np.zeros((2, 0)), 2, r"\[batch, classes\]"),
+        (np.zeros((2, 2), complex), 2, r"\[batch, classes\]"),
+        (np.array([[0.0, np.nan]]), 2, "NaN"),
+        (np.array([[0.0, np.inf]]), 2, r"\+inf"),
+        (np.array([[0.0, 1.0], [-np.inf, -np.inf]]), 2, "no finite"),
+        (np.zeros((2, 2)), -1, ">= 0"),
+    ],
+)
+def test_categorical_errors(logits, samples, match):
+    with pytest.raises(ValueError, match=match):
+        es.categorical(logits, samples)
