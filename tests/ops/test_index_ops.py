@@ -81,6 +81,9 @@ def test_gather_negative_batch_dims_and_scalar_index():
     expected = gather_oracle(params, indices, 1, 1)
     np.testing.assert_array_equal(es.gather(params, indices, axis=1, batch_dims=-1), expected)
     np.testing.assert_array_equal(es.gather(params, 2, axis=1), params[:, 2])
+    scalar = es.gather(np.arange(3), np.int64(1))
+    assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar == 1
+    assert es.gather(es.tensor(np.arange(3)), 2).shape == ()
     assert es.gather(params, [], axis=1).shape == (3, 0)
     broadcast = np.broadcast_to(np.arange(4), (3, 4))
     np.testing.assert_array_equal(es.gather(broadcast, [3, 0], axis=1), broadcast[:, [3, 0]])
@@ -251,6 +254,8 @@ def test_one_hot_errors():
         es.one_hot([[0]], 2, axis=3)
     with pytest.raises(ValueError):
         es.one_hot([[0]], 2, axis=-4)
+    with pytest.raises(ValueError, match="do not fit"):
+        es.one_hot([0], 2, on_value=300, dtype=np.int8)
 
 
 # -- pad ------------------------------------------------------------------------------------------

@@ -302,6 +302,10 @@ def test_expand_dims(name, x):
         es.expand_dims(x, -5)
     with pytest.raises(ValueError):
         es.expand_dims(x, (0, -5))
+    with pytest.raises(ValueError, match="repeated"):
+        es.expand_dims(x, (1, 1))
+    with pytest.raises(TypeError):
+        es.expand_dims(x, 1.0)
 
 
 @pytest.mark.parametrize("name,x", variants(BASE.reshape(1, 2, 1, 3, 4)))

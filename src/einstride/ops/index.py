@@ -85,7 +85,7 @@ def _check_index_range(idx: Array, length: int, axis: int) -> None:
 
 def _batched_take(arr: Array, idx: Array, axis: int, b: int) -> Array:
     if b == 0:
-        return np.take(arr, idx, axis=axis)
+        return dense(np.take(arr, idx, axis=axis))  # np.take gives a scalar for rank 0
     batch = arr.shape[:b]
     count = int(np.prod(batch))
     flat = arr.reshape((count,) + arr.shape[b:])
@@ -168,7 +168,11 @@ def one_hot(
     n = as_count(depth, "one_hot depth")
     ax = normalize_axis(axis, idx.ndim + 1)
     hot = idx[..., np.newaxis] == np.arange(n)
-    values = np.where(hot, np.asarray(on_value, dtype), np.asarray(off_value, dtype))
+    try:
+        on, off = np.asarray(on_value, dtype), np.asarray(off_value, dtype)
+    except OverflowError as error:
+        raise ValueError(f"one_hot: on/off values do not fit dtype {np.dtype(dtype)}") from error
+    values = np.where(hot, on, off)
     result = dense(np.moveaxis(values.astype(dtype, copy=False), -1, ax))
     return finish(result, any_tensor(indices))
 

@@ -1,4 +1,5 @@
-"""Seeded random sampling; every function returns a new dense ``Tensor``.
+"""Seeded random sampling; each function returns a new dense ``Tensor`` (``categorical``:
+in the kind of its logits).
 
 ``seed`` is an int (the same int gives the same values), a ``numpy.random.Generator``
 (drawn from, so it advances) or ``None`` (fresh entropy).  Floating dtypes only: float16,
@@ -19,8 +20,8 @@ import ml_dtypes
 import numpy as np
 
 from ..layout import Layout
-from ..tensor import Tensor, as_array, as_tensor
-from ._common import Array, as_count, dense
+from ..tensor import Tensor, any_tensor, as_array, as_tensor
+from ._common import Array, as_count, dense, finish
 
 __all__ = ["categorical", "random_normal", "random_uniform", "truncated_normal"]
 
@@ -127,12 +128,13 @@ def truncated_normal(
     return as_tensor(dense(values.astype(kind)))
 
 
-def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Tensor:
+def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
     """``num_samples`` class indices per row of ``[batch, classes]`` unnormalized
-    log-probabilities: int64 ``[batch, num_samples]``.  A ``-inf`` logit is never drawn; NaN,
-    ``+inf``, no classes, or a row with no finite logit is a ``ValueError``.
+    log-probabilities: int64 ``[batch, num_samples]``, in the logits' kind (NumPy or
+    Tensor).  A ``-inf`` logit is never drawn; NaN, ``+inf``, no classes, or a row with no
+    finite logit is a ``ValueError``.
 
-    >>> categorical(np.array([[-np.inf, 0.0], [0.0, -np.inf]]), 3, seed=0).numpy().tolist()
+    >>> categorical(np.array([[-np.inf, 0.0], [0.0, -np.inf]]), 3, seed=0).tolist()
     [[1, 1, 1], [0, 0, 0]]
     """
     values = as_array(logits)
@@ -148,7 +150,7 @@ def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Tensor:
     picks = np.empty((values.shape[0], count), np.int64)
     for row, (edges, draws) in enumerate(zip(cdf, uniforms)):
         picks[row] = np.searchsorted(edges, draws, side="right")
-    return as_tensor(picks)
+    return finish(picks, any_tensor(logits))
 
 
 def _row_cdfs(logits: Array) -> Array:
