@@ -126,6 +126,11 @@ def test_categorical_reproducible_and_kinds():
     assert isinstance(a, np.ndarray) and isinstance(as_tensor, es.Tensor)
     np.testing.assert_array_equal(a, as_tensor.numpy())
     assert es.categorical(logits, 0, seed=1).shape == (3, 0)
+    gapped = np.zeros((3, 4))[:, ::2]
+    gapped[...] = logits
+    transposed = np.asfortranarray(logits)
+    np.testing.assert_array_equal(es.categorical(gapped, 50, seed=9), a)
+    np.testing.assert_array_equal(es.categorical(transposed, 50, seed=9), a)
     assert es.categorical(np.zeros((0, 3)), 4, seed=1).shape == (0, 4)
     assert es.categorical(np.array([[0.0]], np.float32), 3).tolist() == [[0, 0, 0]]
     assert es.categorical(np.array([[-np.inf, 0.0, -np.inf]]), 5).tolist() == [[1] * 5]

@@ -304,6 +304,7 @@ def test_expand_dims(name, x):
         es.expand_dims(x, (0, -5))
     with pytest.raises(ValueError, match="repeated"):
         es.expand_dims(x, (1, 1))
+    assert es.expand_dims(np.zeros((2, 0)), (-1, 0)).shape == (1, 2, 0, 1)
     with pytest.raises(TypeError):
         es.expand_dims(x, 1.0)
 
