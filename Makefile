@@ -21,11 +21,11 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check $(wildcard src tests benchmarks examples)
 	$(BIN)/mypy --strict src
 
 fmt: $(STAMP)
-	$(BIN)/ruff format src tests benchmarks examples
+	$(BIN)/ruff format $(wildcard src tests benchmarks examples)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

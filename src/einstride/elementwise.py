@@ -1,3 +1,128 @@
-"""Placeholder: filled by the core data-movement work (issue 2)."""
+"""Element-wise arithmetic, functions and comparisons over Tensors, arrays and scalars.
 
-__all__: list[str] = []
+Each function broadcasts NumPy-style and follows its inputs: NumPy in, NumPy out; any Tensor
+in, Tensor out.  ``out=`` (a Tensor or an ndarray) is written in place and returned, under the
+layout spec's rule: an input may overlap ``out`` only by being exactly the same view of it, and
+``out`` may not have repeated locations (``transfer.check_elementwise_out``).
+
+>>> import numpy as np, einstride as es
+>>> t = es.tensor([1.0, 4.0, 9.0])
+>>> es.sqrt(t).numpy().tolist()
+[1.0, 2.0, 3.0]
+>>> es.add(np.arange(3), 10).tolist()
+[10, 11, 12]
+>>> es.less(t, 5).numpy().tolist()
+[True, True, False]
+>>> es.multiply(t, 2, out=t) is t          # the input is the same view as out: fine
+True
+>>> t.numpy().tolist()
+[2.0, 8.0, 18.0]
+>>> s = np.arange(6.0)
+>>> es.negative(s[:5], out=s[1:])          # shifted dense views: rejected before writing
+Traceback (most recent call last):
+einstride.errors.LayoutError: negative: input 0 (...) overlaps out= (...) without being ...
+>>> s.tolist()
+[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .tensor import any_tensor, as_array, wrap_like
+from .transfer import check_elementwise_out
+
+__all__ = [
+    "abs",
+    "add",
+    "arccos",
+    "arcsin",
+    "arctan",
+    "cos",
+    "divide",
+    "equal",
+    "exp",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "log",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "not_equal",
+    "power",
+    "sin",
+    "sqrt",
+    "subtract",
+    "tan",
+    "tanh",
+]
+
+ElementWise = Callable[..., Any]
+
+
+def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
+    arrays = [as_array(x) for x in inputs]
+    if out is None:
+        return wrap_like(ufunc(*arrays), any_tensor(*inputs))
+    target = check_elementwise_out(out, arrays, name)
+    ufunc(*arrays, out=target)
+    return out
+
+
+def _unary(name: str, ufunc: np.ufunc) -> ElementWise:
+    def function(x: Any, /, out: Any = None) -> Any:
+        return _apply(ufunc, name, (x,), out)
+
+    return _named(function, name, f"``numpy.{ufunc.__name__}`` of ``x``")
+
+
+def _binary(name: str, ufunc: np.ufunc) -> ElementWise:
+    def function(x1: Any, x2: Any, /, out: Any = None) -> Any:
+        return _apply(ufunc, name, (x1, x2), out)
+
+    return _named(function, name, f"``numpy.{ufunc.__name__}`` of ``x1`` and ``x2``")
+
+
+def _named(function: ElementWise, name: str, what: str) -> ElementWise:
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = __name__
+    function.__doc__ = (
+        f"Element-wise {what}, broadcast NumPy-style; Tensors in give a Tensor out.  "
+        "``out=`` is written in place and returned (see the module docstring for its rule)."
+    )
+    return function
+
+
+negative = _unary("negative", np.negative)
+abs = _unary("abs", np.absolute)  # the spec's name (as numpy.abs), shadowing the builtin
+sqrt = _unary("sqrt", np.sqrt)
+exp = _unary("exp", np.exp)
+log = _unary("log", np.log)
+sin = _unary("sin", np.sin)
+cos = _unary("cos", np.cos)
+tan = _unary("tan", np.tan)
+arcsin = _unary("arcsin", np.arcsin)
+arccos = _unary("arccos", np.arccos)
+arctan = _unary("arctan", np.arctan)
+tanh = _unary("tanh", np.tanh)
+
+add = _binary("add", np.add)
+subtract = _binary("subtract", np.subtract)
+multiply = _binary("multiply", np.multiply)
+divide = _binary("divide", np.divide)
+maximum = _binary("maximum", np.maximum)
+minimum = _binary("minimum", np.minimum)
+power = _binary("power", np.power)
+
+less = _binary("less", np.less)
+less_equal = _binary("less_equal", np.less_equal)
+greater = _binary("greater", np.greater)
+greater_equal = _binary("greater_equal", np.greater_equal)
+equal = _binary("equal", np.equal)
+not_equal = _binary("not_equal", np.not_equal)

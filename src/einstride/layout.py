@@ -584,7 +584,7 @@ def _probe(layout: Layout) -> np.ndarray[Any, Any]:
         strides=(layout.offset, *layout.strides),
         writeable=False,
     )
-    probe: np.ndarray[Any, Any] = full[1]
+    probe: np.ndarray[Any, Any] = full[1, ...]  # ``...`` keeps a rank-0 probe a view
     return probe
 
 

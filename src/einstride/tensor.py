@@ -16,6 +16,7 @@ Tensor(1, layout=():()+0, dtype=int64)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,20 @@ __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like
 Array = np.ndarray[Any, Any]
 
 
+def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Tensor]:
+    """A Tensor operator delegating to the element-wise function ``name`` of einstride."""
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        from . import elementwise  # imported late: elementwise builds on this module
+
+        function = getattr(elementwise, name)
+        result: Tensor = function(other, self) if reflected else function(self, other)
+        return result
+
+    method.__name__ = f"__r{name}__" if reflected else f"__{name}__"
+    return method
+
+
 class Tensor:
     """A strided view of a flat 1-D NumPy ``storage``.
 
@@ -37,6 +52,37 @@ class Tensor:
     """
 
     __slots__ = ("_array", "_layout", "_storage")
+
+    # ``ndarray <op> Tensor`` defers to the Tensor's reflected operator (a Tensor result).
+    __array_priority__ = 100
+
+    __add__ = _operator("add")
+    __radd__ = _operator("add", reflected=True)
+    __sub__ = _operator("subtract")
+    __rsub__ = _operator("subtract", reflected=True)
+    __mul__ = _operator("multiply")
+    __rmul__ = _operator("multiply", reflected=True)
+    __truediv__ = _operator("divide")
+    __rtruediv__ = _operator("divide", reflected=True)
+    __pow__ = _operator("power")
+    __rpow__ = _operator("power", reflected=True)
+    # Ordering only: ``==`` keeps identity semantics (Tensors stay hashable); use es.equal.
+    __lt__ = _operator("less")
+    __le__ = _operator("less_equal")
+    __gt__ = _operator("greater")
+    __ge__ = _operator("greater_equal")
+
+    def __neg__(self) -> Tensor:
+        from .elementwise import negative
+
+        result: Tensor = negative(self)
+        return result
+
+    def __abs__(self) -> Tensor:
+        from .elementwise import abs as absolute
+
+        result: Tensor = absolute(self)
+        return result
 
     def __init__(
         self, storage: Any, shape: Any = None, strides: Any = None, offset: Any = 0

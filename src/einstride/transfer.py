@@ -1,34 +1,78 @@
 """Data movement between tensors, and every overlap rule of the layout spec, in one place.
 
-All checks run **before anything is written**: on an error the destination is unchanged.
+Sources and destinations may be Tensors or NumPy arrays (a NumPy destination is written in
+place).  Every rule is checked **before anything is written**: on an error the destination and
+its storage are unchanged, and no hidden snapshot copy ever rescues an overlapping layout.
+
+=====================================  ==================================================
+operation                              overlapping source/destination that is supported
+=====================================  ==================================================
+``copy_to`` / ``try_copy_to``          both dense with equal element counts (memmove),
+                                       or exactly the same view
+``flatten_to`` / ``try_flatten_to``    a dense source
+element-wise ``out=``                  an input that is the same view as ``out``
+``resize_to``                          both dense
+``reverse(t, axis, out=t)``            a dense view reversed in place; a reversal that
+                                       changes nothing
+``concat`` / ``stack`` ``out=``        none (``check_no_overlap``)
+=====================================  ==================================================
 
 >>> import numpy as np
 >>> from einstride import Tensor
->>> storage = np.arange(1, 7)
->>> a, b = Tensor(storage, (3,), (2,)), Tensor(storage, (3,), (2,), 1)
->>> tensors_overlap(a, b)          # the even and the odd elements of one buffer
-False
+>>> storage = np.array([1, 2, 3, 4, 5, 6])
+>>> src = Tensor(storage, shape=(2, 2), strides=(3, 1))    # [1, 2, 4, 5]
+>>> dst = Tensor(storage, shape=(2, 2))                    # dense, overlaps src
+>>> copy_to(src, dst)                                      # doctest: +ELLIPSIS
+Traceback (most recent call last):
+einstride.errors.LayoutError: copy_to: the source (shape (2, 2), strides (3, 1)) overlaps the ...
+>>> snap = np.empty(4, dtype=storage.dtype)
+>>> flatten_to(src, snap)
+>>> copy_to(Tensor(snap, shape=(2, 2)), dst)
+>>> storage.tolist()
+[1, 2, 4, 5, 5, 6]
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import numpy as np
 
 from .errors import LayoutError
-from .tensor import as_array, as_tensor
+from .footprint import Footprint
+from .layout import Layout, normalize_axes
+from .tensor import Tensor, as_array, wrap_like
 
-__all__ = ["check_destination", "check_no_overlap", "tensors_overlap"]
+__all__ = [
+    "check_destination",
+    "check_no_overlap",
+    "copy_to",
+    "flatten_to",
+    "resize",
+    "resize_to",
+    "reverse",
+    "tensors_overlap",
+    "try_copy_to",
+    "try_flatten_to",
+]
+
+Array = np.ndarray[Any, Any]
 
 _EXACT: Final = -1  # np.shares_memory: solve exactly (NumPy's MAY_SHARE_EXACT)
+
+
+# -- the shared checks ----------------------------------------------------------------------
 
 
 def tensors_overlap(a: Any, b: Any) -> bool:
     """Whether two Tensors/arrays share at least one byte of memory (exact).
 
     Judged on memory, so a NumPy array and a Tensor viewing one buffer are compared too.
+
+    >>> storage = np.arange(6)
+    >>> tensors_overlap(Tensor(storage, (3,), (2,)), storage[1::2])   # evens vs odds
+    False
     """
     x, y = as_array(a), as_array(b)
     if x.size == 0 or y.size == 0:
@@ -37,14 +81,20 @@ def tensors_overlap(a: Any, b: Any) -> bool:
 
 
 def check_destination(dst: Any, op: str) -> None:
-    """A destination must be writeable and hold distinct values (no repeated locations)."""
+    """A destination must be writeable and hold distinct values (no repeated locations).
+
+    >>> check_destination(np.zeros((2, 3))[:, :2], "demo")              # gaps are fine
+    >>> check_destination(Tensor(np.zeros(3), (2, 3), (0, 1)), "demo")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    einstride.errors.LayoutError: demo: the destination (layout (2,3):(0,1)+0) has repeated ...
+    """
     arr = as_array(dst)
     if not arr.flags.writeable:
-        raise LayoutError(f"{op}: the destination is read-only")
-    if arr.size > 1 and as_tensor(arr).has_repeated_locations:
+        raise LayoutError(f"{op}: the destination ({_describe(dst)}) is read-only")
+    if Footprint.of(arr).has_repeated_locations:
         raise LayoutError(
-            f"{op}: the destination (layout {as_tensor(arr).layout}) has repeated locations "
-            "and cannot hold distinct values"
+            f"{op}: the destination ({_describe(dst)}) has repeated locations and cannot "
+            "hold distinct values"
         )
 
 
@@ -54,3 +104,371 @@ def check_no_overlap(dst: Any, sources: Iterable[Any], op: str) -> None:
     for index, src in enumerate(sources):
         if tensors_overlap(dst, src):
             raise LayoutError(f"{op}: the destination overlaps input {index}")
+
+
+def check_elementwise_out(out: Any, inputs: Sequence[Any], op: str) -> Array:
+    """The element-wise ``out=`` rule; returns ``out``'s ndarray, ready to be written.
+
+    The inputs must broadcast to ``out``'s shape, ``out`` must be a valid destination, and an
+    input that overlaps ``out`` must be exactly the same view of it once broadcast to its shape
+    (each element is then read before it is written).  Any other overlap is a ``LayoutError``.
+
+    >>> a = np.arange(4.0)
+    >>> check_elementwise_out(a, [a, 1.0], "add") is a
+    True
+    """
+    target = _destination(out, op)
+    arrays = [as_array(x) for x in inputs]
+    shapes = [arr.shape for arr in arrays]
+    try:
+        joint = np.broadcast_shapes(target.shape, *shapes)
+    except ValueError:
+        joint = None
+    if joint != target.shape:
+        raise LayoutError(
+            f"{op}: inputs of shapes {shapes} do not broadcast to out's shape {target.shape}"
+        )
+    check_destination(target, op)
+    written = Footprint.of(target)
+    for index, arr in enumerate(arrays):
+        if not tensors_overlap(arr, target):
+            continue
+        if not Footprint.of(np.broadcast_to(arr, target.shape)).same_view(written):
+            raise LayoutError(
+                f"{op}: input {index} ({_describe(inputs[index])}) overlaps out= "
+                f"({_describe(out)}) without being exactly the same view; pass a copy"
+            )
+    return target
+
+
+def _destination(dst: Any, op: str) -> Array:
+    if isinstance(dst, Tensor):
+        return dst.numpy()
+    if isinstance(dst, np.ndarray):
+        return dst
+    raise TypeError(
+        f"{op}: the destination must be an einstride.Tensor or a numpy.ndarray, "
+        f"not {type(dst).__name__}"
+    )
+
+
+def _describe(x: Any) -> str:
+    """A view's shape and strides for messages: a Tensor's layout, an array's element strides
+    (byte strides when they are not whole elements)."""
+    if isinstance(x, Tensor):
+        return f"layout {x.layout}"
+    arr = as_array(x)
+    item = arr.dtype.itemsize
+    if item and all(s % item == 0 for s in arr.strides):
+        return f"shape {arr.shape}, strides {tuple(s // item for s in arr.strides)}"
+    return f"shape {arr.shape}, byte strides {arr.strides}"
+
+
+def _flat(arr: Array) -> Array:
+    """The 1-D view of a dense array (its elements in row-major order)."""
+    flat: Array = np.lib.stride_tricks.as_strided(arr, (arr.size,), (arr.dtype.itemsize,))
+    return flat
+
+
+def _both_dense(source: Array, target: Array) -> bool:
+    return (
+        source.dtype.itemsize == target.dtype.itemsize
+        and Footprint.of(source).is_dense
+        and Footprint.of(target).is_dense
+    )
+
+
+# -- copy_to ----------------------------------------------------------------------------------
+
+
+def copy_to(src: Any, dst: Any) -> None:
+    """Copy ``src`` into ``dst`` (NumPy assignment semantics: broadcasting, unsafe casting).
+
+    ``src`` must broadcast to ``dst.shape`` (extra leading length-1 dimensions are accepted) and
+    ``dst`` must have at least as many elements; overlap is allowed only between dense views
+    with equal element counts (memmove semantics) or exactly the same view.
+
+    >>> storage = np.arange(6)
+    >>> copy_to(storage[:4], storage[2:])           # dense and dense: memmove
+    >>> storage.tolist()
+    [0, 1, 0, 1, 2, 3]
+    >>> copy_to([[7]], Tensor(storage, (2,), (3,)))
+    >>> storage.tolist()
+    [7, 1, 0, 7, 2, 3]
+    """
+    source, target = as_array(src), _destination(dst, "copy_to")
+    shaped = _fit_source(source, target.shape)
+    if shaped is None:
+        raise LayoutError(
+            f"copy_to: the source shape {source.shape} does not broadcast to the destination "
+            f"shape {target.shape}"
+        )
+    if target.size < source.size:
+        raise LayoutError(
+            f"copy_to: the destination has {target.size} elements, fewer than the source's "
+            f"{source.size}"
+        )
+    _copy_checked(shaped, target, "copy_to")
+
+
+def try_copy_to(src: Any, dst: Any) -> bool:
+    """``copy_to`` that returns ``False`` (copying nothing) when the shapes do not broadcast or
+    ``dst`` has fewer elements; an unsupported overlap or a bad destination still raises.
+
+    >>> dst = np.zeros(2)
+    >>> try_copy_to(np.ones(3), dst), try_copy_to(np.ones(2), dst), dst.tolist()
+    (False, True, [1.0, 1.0])
+    """
+    source, target = as_array(src), _destination(dst, "try_copy_to")
+    shaped = _fit_source(source, target.shape)
+    if shaped is None or target.size < source.size:
+        return False
+    _copy_checked(shaped, target, "try_copy_to")
+    return True
+
+
+def _fit_source(source: Array, shape: tuple[int, ...]) -> Array | None:
+    """``source`` broadcast to ``shape`` as NumPy assignment does, or ``None``."""
+    kept = source.shape
+    while len(kept) > len(shape) and kept[0] == 1:
+        kept = kept[1:]
+    if len(kept) > len(shape):
+        return None
+    if any(n not in (m, 1) for n, m in zip(reversed(kept), reversed(shape))):
+        return None
+    fitted: Array = np.broadcast_to(source.reshape(kept), shape)
+    return fitted
+
+
+def _copy_checked(source: Array, target: Array, op: str) -> None:
+    """The overlap rule of ``copy_to``, then the copy; ``source`` already has ``target``'s
+    shape."""
+    check_destination(target, op)
+    if not tensors_overlap(source, target):
+        np.copyto(target, source, casting="unsafe")
+        return
+    if Footprint.of(source).same_view(Footprint.of(target)):
+        if source.dtype != target.dtype:  # the same bytes read as another type: convert
+            np.copyto(target, source, casting="unsafe")
+        return
+    if not _both_dense(source, target):
+        raise LayoutError(
+            f"{op}: the source ({_describe(source)}) overlaps the destination "
+            f"({_describe(target)}); only dense views with equal element counts, or exactly the "
+            "same view, may overlap (flatten_to a snapshot first)"
+        )
+    # 1-D contiguous views with equal strides: NumPy copies in the safe direction (memmove).
+    np.copyto(_flat(target), _flat(source), casting="unsafe")
+
+
+# -- flatten_to -------------------------------------------------------------------------------
+
+
+def flatten_to(src: Any, dst: Any) -> None:
+    """Write ``src``'s elements in row-major order into the first ``src.size`` elements of the
+    1-D ``dst``; too short is a ``LayoutError``.  Overlap is allowed when ``src`` is dense.
+
+    >>> storage = np.arange(8)
+    >>> flatten_to(storage[2:6].reshape(2, 2), storage[::2])    # reads 2..5, writes 0, 2, 4, 6
+    >>> storage.tolist()
+    [2, 1, 3, 3, 4, 5, 5, 7]
+    """
+    source, target = as_array(src), _flat_destination(dst, "flatten_to")
+    if target.shape[0] < source.size:
+        raise LayoutError(
+            f"flatten_to: the destination has {target.shape[0]} elements, fewer than the "
+            f"source's {source.size}"
+        )
+    _flatten_checked(source, target[: source.size], "flatten_to")
+
+
+def try_flatten_to(src: Any, dst: Any) -> bool:
+    """``flatten_to`` that returns ``False`` (writing nothing) when ``dst`` is too short.
+
+    >>> try_flatten_to(np.ones((2, 2)), np.zeros(3))
+    False
+    """
+    source, target = as_array(src), _flat_destination(dst, "try_flatten_to")
+    if target.shape[0] < source.size:
+        return False
+    _flatten_checked(source, target[: source.size], "try_flatten_to")
+    return True
+
+
+def _flat_destination(dst: Any, op: str) -> Array:
+    target = _destination(dst, op)
+    if target.ndim != 1:
+        raise LayoutError(f"{op}: the destination must be 1-D, not of shape {target.shape}")
+    return target
+
+
+def _flatten_checked(source: Array, head: Array, op: str) -> None:
+    check_destination(head, op)
+    if not tensors_overlap(source, head):
+        np.copyto(head, source.reshape(-1), casting="unsafe")
+        return
+    if not Footprint.of(source).is_dense:
+        raise LayoutError(
+            f"{op}: the source ({_describe(source)}) overlaps the destination and is not dense"
+        )
+    _ordered_copy(_flat(source), head, op)
+
+
+def _ordered_copy(source: Array, head: Array, op: str) -> None:
+    """Copy the dense 1-D ``source`` into the overlapping 1-D ``head`` as if from a snapshot.
+
+    NumPy gets an overlapping 1-D copy right only when both strides are equal (a memmove), so
+    a strided ``head`` is copied in chunks, each of which overlaps nothing it still has to read.
+    """
+    if Footprint.of(head).is_dense and source.dtype.itemsize == head.dtype.itemsize:
+        np.copyto(head, source, casting="unsafe")
+        return
+    item = source.dtype.itemsize
+    gap = Footprint.of(head).address - Footprint.of(source).address
+    stride = head.strides[0]
+    if head.dtype.itemsize != item or stride < 0 or gap % item or stride % item:
+        raise LayoutError(
+            f"{op}: the destination ({_describe(head)}) overlaps the source off its element "
+            "grid (another item size, a reversed or misaligned view)"
+        )
+    for start, stop in ordered_chunks(head.shape[0], gap // item, stride // item):
+        np.copyto(head[start:stop], source[start:stop], casting="unsafe")
+
+
+def ordered_chunks(count: int, start: int, step: int) -> list[tuple[int, int]]:
+    """Chunks ``[k0, k1)`` and a safe order to copy ``source[k] -> dest[k]`` for ``k < count``,
+    where source element ``k`` sits at position ``k`` and destination element ``k`` at
+    ``start + k * step`` (``step >= 2``): no chunk writes a position that it, or a later chunk,
+    still has to read.
+
+    Elements whose destination lies below their source are copied in ascending chunks, those
+    above in descending ones; chunk lengths grow geometrically away from the crossing point,
+    so there are O(log count) of them.
+
+    >>> ordered_chunks(4, -2, 2)      # destinations at -2, 0, 2, 4
+    [(3, 4), (2, 3), (0, 1), (1, 2)]
+    """
+    split = min(count, max(0, -(start // (step - 1)))) if start < 0 else 0
+    chunks = []
+    high = count
+    while high > split:  # destination above (or on) the source: descending
+        low = max(split, (high - 1 - start) // step + 1)
+        if low >= high:  # the one element that lands on itself
+            low = high - 1
+        chunks.append((low, high))
+        high = low
+    low = 0
+    while low < split:  # destination below the source: ascending
+        high = min(split, (low - start - 1) // step + 1)
+        chunks.append((low, high))
+        low = high
+    return chunks
+
+
+# -- resize, resize_to ----------------------------------------------------------------------
+
+
+def resize(t: Any, new_shape: Any) -> Any:
+    """A new dense tensor of ``new_shape`` holding ``t``'s elements in row-major order,
+    truncated or padded with the dtype's zero (not repeated, as ``np.resize`` does).
+
+    >>> resize(np.array([1, 2]), 5).tolist()
+    [1, 2, 0, 0, 0]
+    >>> resize(Tensor(np.arange(6), (2, 2), (3, 1)), (3,))
+    Tensor([0, 1, 3], layout=(3,):(1,)+0, dtype=int64)
+    """
+    source = as_array(t)
+    shape = Layout.create(new_shape).shape
+    result = np.zeros(shape, dtype=source.dtype)
+    count = min(source.size, result.size)
+    result.reshape(-1)[:count] = source.reshape(-1)[:count]
+    return wrap_like(result, isinstance(t, Tensor))
+
+
+def resize_to(src: Any, dst: Any) -> None:
+    """Fill ``dst``'s logical elements with ``src``'s elements in row-major order, then zeros;
+    storage outside ``dst``'s elements (gaps) is untouched.  Overlap: both dense.
+
+    >>> storage = np.arange(1, 7)
+    >>> resize_to(np.array([9, 9, 9]), Tensor(storage, (2, 2), (3, 1)))
+    >>> storage.tolist()
+    [9, 9, 3, 9, 0, 6]
+    """
+    source, target = as_array(src), _destination(dst, "resize_to")
+    check_destination(target, "resize_to")
+    count = min(source.size, target.size)
+    if tensors_overlap(source, target):
+        if not _both_dense(source, target):
+            raise LayoutError(
+                f"resize_to: the source ({_describe(source)}) overlaps the destination "
+                f"({_describe(target)}); only two dense views may overlap"
+            )
+        flat = _flat(target)
+        np.copyto(flat[:count], _flat(source)[:count], casting="unsafe")  # a memmove
+        flat[count:] = np.zeros((), target.dtype)
+        return
+    filled = np.zeros(target.size, target.dtype)
+    filled[:count] = source.reshape(-1)[:count]
+    np.copyto(target, filled.reshape(target.shape))
+
+
+# -- reverse ----------------------------------------------------------------------------------
+
+
+def reverse(t: Any, axis: Any, out: Any = None) -> Any:
+    """``t`` with the order of ``axis`` (an int or a tuple, negative allowed) reversed.
+
+    Without ``out``: a new dense tensor (reversed views need negative strides, which a Tensor
+    cannot have).  With ``out``: written there and ``out`` returned; an overlapping ``out``
+    must be the same view, and dense unless the reversal changes nothing.
+
+    >>> t = Tensor(np.arange(6), (2, 3))
+    >>> reverse(t, -1).numpy().tolist()
+    [[2, 1, 0], [5, 4, 3]]
+    >>> reverse(t, (0, 1), out=t) is t                # a dense view reversed in place
+    True
+    >>> t.storage.tolist()
+    [5, 4, 3, 2, 1, 0]
+    """
+    source = as_array(t)
+    axes = normalize_axes(axis, source.ndim)
+    flipped = np.flip(source, axes) if axes else source
+    if out is None:
+        return wrap_like(np.array(flipped, order="C", copy=True), isinstance(t, Tensor))
+    target = _destination(out, "reverse")
+    if target.shape != source.shape:
+        raise LayoutError(f"reverse: out has shape {target.shape}, the input {source.shape}")
+    if tensors_overlap(source, target):
+        _reverse_in_place(source, target, axes)
+    else:
+        check_destination(target, "reverse")
+        np.copyto(target, flipped, casting="unsafe")
+    return out
+
+
+def _reverse_in_place(source: Array, target: Array, axes: tuple[int, ...]) -> None:
+    """The overlapping case of ``reverse``: ``target`` must be ``source`` itself."""
+    if not target.flags.writeable:
+        raise LayoutError(f"reverse: the destination ({_describe(target)}) is read-only")
+    footprint = Footprint.of(source)
+    if not footprint.same_view(Footprint.of(target)):
+        raise LayoutError(
+            f"reverse: out ({_describe(target)}) overlaps the input ({_describe(source)}) "
+            "without being the same view"
+        )
+    if source.dtype == target.dtype and not footprint.changes_under_reversal(axes):
+        return  # nothing moves: fine even with repeated locations
+    if not footprint.is_dense:
+        raise LayoutError(
+            f"reverse: an in-place reversal needs a dense view, not {_describe(target)}"
+        )
+    if source.dtype != target.dtype:  # the same bytes read as another type: convert first
+        np.copyto(target, source, casting="unsafe")
+    for ax in axes:
+        half = target.shape[ax] // 2
+        lead = (slice(None),) * ax
+        low = target[(*lead, slice(0, half))]
+        high = np.flip(target[(*lead, slice(target.shape[ax] - half, None))], ax)
+        saved = low.copy()  # the swap's temporary: half an axis, not a rescue of a bad overlap
+        low[...] = high
+        high[...] = saved

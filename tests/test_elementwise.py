@@ -1,0 +1,186 @@
+"""Element-wise functions: values against NumPy, result kinds, and the ``out=`` overlap rule on
+random views of one storage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride import Layout, LayoutError, Tensor
+from layout_oracles import (
+    has_repeats,
+    layouts,
+    layouts_of,
+    offsets,
+    overlap,
+    source_shapes,
+    storage_for,
+    values,
+    view,
+)
+
+UNARY = {
+    "negative": np.negative,
+    "abs": np.abs,
+    "sqrt": np.sqrt,
+    "exp": np.exp,
+    "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "tanh": np.tanh,
+}
+BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "power": np.power,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+}
+
+
+def test_the_spec_lists_exactly_these_functions():
+    assert set(UNARY) | set(BINARY) <= set(es.__all__)
+    assert len(UNARY) + len(BINARY) == 25
+
+
+def strided(values_2d: np.ndarray) -> Tensor:
+    """A transposed, gapped Tensor view holding ``values_2d``."""
+    rows, cols = values_2d.shape
+    storage = np.zeros(2 * rows * cols + 1, dtype=values_2d.dtype)
+    t = Tensor(storage, (cols, rows), (2 * rows, 2), 1).T
+    t.numpy()[...] = values_2d
+    return t
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_functions_match_numpy_for_each_input_kind(name):
+    data = np.array([[0.1, 0.5, 0.9], [0.2, 0.3, 0.7]])
+    expected = UNARY[name](data)
+    function = getattr(es, name)
+    from_tensor = function(strided(data))
+    assert isinstance(from_tensor, Tensor)
+    np.testing.assert_array_equal(from_tensor.numpy(), expected)
+    from_array = function(data)
+    assert isinstance(from_array, np.ndarray)
+    np.testing.assert_array_equal(from_array, expected)
+    np.testing.assert_array_equal(function(data.tolist()), expected)
+    assert function(0.5) == UNARY[name](0.5)
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_functions_broadcast_like_numpy(name):
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    y = np.array([3.0, 2.0, 1.0])
+    expected = BINARY[name](x, y)
+    function = getattr(es, name)
+    for a, b in [(strided(x), y), (x, strided(y[None, :])), (strided(x), strided(y[None, :]))]:
+        result = function(a, b)
+        assert isinstance(result, Tensor) and result.shape == expected.shape
+        np.testing.assert_array_equal(result.numpy(), expected)
+    plain = function(x, 2.0)
+    assert isinstance(plain, np.ndarray)
+    np.testing.assert_array_equal(plain, BINARY[name](x, 2.0))
+
+
+def test_rank_zero_tensors_give_rank_zero_tensors():
+    result = es.add(Tensor(np.array([2.0]), ()), 1)
+    assert isinstance(result, Tensor) and result.shape == () and result.numpy() == 3.0
+
+
+@pytest.mark.parametrize("name", ["add", "less"])
+def test_out_is_written_in_place_and_returned(name):
+    storage = np.zeros(7)
+    out = Tensor(storage, (2, 3), (4, 1))
+    x = np.arange(6.0).reshape(2, 3)
+    assert getattr(es, name)(x, 2.5, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), BINARY[name](x, 2.5))
+    assert storage[3] == 0.0  # the gap is untouched
+    numpy_out = np.zeros((2, 3))
+    assert es.negative(x, out=numpy_out) is numpy_out and numpy_out[1, 2] == -5.0
+
+
+@st.composite
+def out_cases(draw):
+    out = draw(layouts())
+    inputs = []
+    for _ in range(draw(st.integers(1, 2))):
+        same = Layout.create(out.shape, out.strides, out.offset)
+        shifted = Layout.create(out.shape, out.strides, out.offset + draw(st.integers(1, 2)))
+        other = layouts_of(draw(source_shapes(out.shape)))
+        inputs.append(draw(st.sampled_from([same, shifted]) | other))
+    return out, inputs
+
+
+def fits(shape, target):
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(out_cases())
+def test_out_rule_between_views_of_one_storage(case):
+    out, inputs = case
+    storage = storage_for(out, *inputs, slack=1)
+    original = storage.copy()
+    function, ufunc = (es.add, np.add) if len(inputs) == 2 else (es.negative, np.negative)
+    before = storage.copy()
+    try:
+        result = function(*(view(storage, x) for x in inputs), out=view(storage, out))
+    except LayoutError:
+        assert storage.tobytes() == before.tobytes()
+        result = "error"
+    allowed = all(fits(x.shape, out.shape) for x in inputs) and not has_repeats(out)
+    for x in inputs:
+        if allowed and overlap(x, out):
+            seen = np.broadcast_to(offsets(x), out.shape)
+            allowed = np.array_equal(seen, offsets(out))
+    if not allowed:
+        assert result == "error"
+        return
+    assert result != "error"
+    expected = original.copy()
+    expected[offsets(out)] = ufunc(*(values(original, x) for x in inputs))
+    assert storage.tolist() == expected.tolist()
+
+
+def test_out_rule_errors():
+    storage = np.arange(6.0)
+    with pytest.raises(LayoutError, match="input 1"):
+        es.add(np.ones(3), storage[1:4], out=storage[:3])
+    with pytest.raises(LayoutError, match="broadcast"):
+        es.add(np.ones(3), 1, out=np.zeros(2))
+    with pytest.raises(LayoutError, match="repeated"):
+        es.sqrt(np.ones(3), out=Tensor(storage, (2, 3), (0, 1)))
+    with pytest.raises(LayoutError, match="input 0"):  # broadcast read of a row being written
+        es.add(storage[:3], 1, out=storage.reshape(2, 3))
+    with pytest.raises(TypeError, match="destination"):
+        es.add(1, 2, out=[0])
+    frozen = np.zeros(2)
+    frozen.flags.writeable = False
+    with pytest.raises(LayoutError, match="read-only"):
+        es.add(1, 2, out=frozen)
+    assert storage.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_a_casting_error_writes_nothing():
+    storage = np.arange(4)
+    with pytest.raises(TypeError):
+        es.divide(storage, 3, out=storage)
+    assert storage.tolist() == [0, 1, 2, 3]
