@@ -1,3 +1,23 @@
-"""The einsum engine: equation -> spec -> plan -> execution (see docs/einsum.md)."""
+"""The einsum engine: equation -> spec -> plan -> execution (see docs/einsum.md).
 
-__all__: list[str] = []
+* :mod:`.equation` parses equations into :class:`EinsumSpec` (integer label ids);
+* :mod:`.paths` finds contraction paths (opt_einsum);
+* :mod:`.plan` turns a spec and the operands' layouts into an immutable :class:`Plan`;
+* :mod:`.execute` runs a plan; :mod:`.report` prints it;
+* :mod:`.api` holds ``einsum``, ``einsum_path`` and ``contract_expression``.
+"""
+
+from .api import Expression, contract_expression, einsum, einsum_path
+from .equation import EinsumSpec, Equation, parse_equation
+from .steps import Plan
+
+__all__ = [
+    "EinsumSpec",
+    "Equation",
+    "Expression",
+    "Plan",
+    "contract_expression",
+    "einsum",
+    "einsum_path",
+    "parse_equation",
+]

@@ -1,0 +1,473 @@
+"""Parse einsum equations into typed, immutable specs with integer label ids.
+
+Two levels, both immutable and hashable:
+
+* :class:`Equation` -- the equation alone (string or sublist form), independent of shapes:
+  one tuple of label ids per input term, the output term, and where each label was
+  written (for messages).  ``ELLIPSIS`` marks the ``...`` of a term.
+* :class:`EinsumSpec` -- an equation bound to operand shapes: every axis of every operand
+  has a concrete label id (the dimensions covered by ``...`` get ids of their own), every
+  label has a size, and the output is a tuple of ids.  This is what the planner, the
+  gradients and other backends consume.
+
+>>> spec = parse_equation("bij,bjk->bik", (8, 2, 3), (8, 3, 4))
+>>> spec.inputs, spec.output
+(((0, 1, 2), (0, 2, 3)), (0, 1, 3))
+>>> spec.sizes, spec.names
+((8, 2, 3, 4), ('b', 'i', 'j', 'k'))
+>>> spec = parse_equation("...i,i", (5, 2, 3), (3,))   # implicit output: '...' first
+>>> spec.inputs, spec.output, spec.names
+(((1, 2, 0), (0,)), (1, 2), ('i', '…0', '…1'))
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..errors import EinsumError
+
+__all__ = [
+    "ELLIPSIS",
+    "EinsumSpec",
+    "Equation",
+    "bind",
+    "parse_equation",
+    "parse_sublists",
+    "parse_subscripts",
+]
+
+ELLIPSIS: Final = -1
+"""The marker of ``...`` inside :attr:`Equation.terms` and :attr:`Equation.output`."""
+
+_SPECIAL = frozenset(",.->")
+
+
+@dataclass(frozen=True)
+class Equation:
+    """An einsum equation independent of shapes.
+
+    ``terms[i]`` holds the label ids of input term ``i`` in writing order, with
+    :data:`ELLIPSIS` where ``...`` stands; ``output`` likewise (computed in implicit mode).
+    ``names[id]`` is the label as written (a character, or the int of the sublist form);
+    ``positions[i][k]`` / ``output_positions[k]`` is where item ``k`` was written (a
+    character index into ``text``, or the index inside the sublist).
+
+    >>> eq = parse_subscripts("ij, jk")
+    >>> eq.terms, eq.output, eq.explicit, eq.names
+    (((0, 1), (1, 2)), (0, 2), False, ('i', 'j', 'k'))
+    >>> eq.positions
+    ((0, 1), (4, 5))
+    """
+
+    text: str
+    terms: tuple[tuple[int, ...], ...]
+    output: tuple[int, ...]
+    explicit: bool
+    names: tuple[str, ...]
+    positions: tuple[tuple[int, ...], ...]
+    output_positions: tuple[int, ...]
+    sublist: bool = False
+
+    def where(self, term: int | None, item: int) -> str:
+        """Words for where item ``item`` of input term ``term`` (None: the output) was written."""
+        pos = (self.output_positions if term is None else self.positions[term])[item]
+        return f"sublist index {pos}" if self.sublist else f"position {pos}"
+
+    def fail(self, message: str) -> EinsumError:
+        """An :class:`EinsumError` whose message starts with this equation."""
+        return EinsumError(f"einsum {self.text!r}: {message}")
+
+
+@dataclass(frozen=True)
+class EinsumSpec:
+    """An equation bound to operand shapes: the contract between parser, planner and backends.
+
+    * ``inputs[i]``: one label id per axis of operand ``i`` (repeats mean a diagonal).
+      The dimensions under ``...`` get their own ids, shared between operands the NumPy way
+      (right-aligned), so broadcasting is just "same id".
+    * ``output``: the label ids of the result's axes (repeats mean diagonal expansion).
+    * ``sizes[id]``: the size of each label (for ``...`` dimensions: the broadcast size).
+    * ``names[id]``: printable names; ``...`` dimension ``j`` is named ``'…j'``.
+    * ``stretched[i]``: the axes of operand ``i`` of size 1 that broadcast against a larger
+      ``...`` dimension (a backend reads them at index 0; a gradient sums over them).
+    """
+
+    equation: Equation
+    inputs: tuple[tuple[int, ...], ...]
+    output: tuple[int, ...]
+    sizes: tuple[int, ...]
+    names: tuple[str, ...]
+    stretched: tuple[tuple[int, ...], ...]
+
+    @property
+    def text(self) -> str:
+        return self.equation.text
+
+    def label_string(self, labels: Sequence[int]) -> str:
+        """Labels as text: concatenated when every name is one character, else spaced.
+
+        >>> parse_equation("ij->ji", (2, 3)).label_string((1, 0))
+        'ji'
+        """
+        names = [self.names[label] for label in labels]
+        joiner = "" if all(len(n) == 1 for n in names) else " "
+        return joiner.join(names)
+
+    def shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The operand shapes this spec was bound to."""
+        return tuple(
+            tuple(1 if axis in stretch else self.sizes[label] for axis, label in enumerate(term))
+            for term, stretch in zip(self.inputs, self.stretched)
+        )
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes[label] for label in self.output)
+
+    def describe(self) -> str:
+        """The equation with every ``...`` spelled out as its dimensions' names."""
+        ins = ",".join(self.label_string(term) for term in self.inputs)
+        return f"{ins}->{self.label_string(self.output)}"
+
+
+# -- the string form -------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=2048)
+def parse_subscripts(subscripts: str) -> Equation:
+    """Parse the string form (cached); whitespace is ignored anywhere.
+
+    >>> parse_subscripts("ii").output          # implicit mode: 'i' appears twice
+    ()
+    >>> parse_subscripts("ba").output          # implicit output is sorted
+    (1, 0)
+    >>> parse_subscripts("i->jj")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum 'i->jj': output label 'j' (position 3) appears in no input
+    """
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum subscripts must be a str, not {type(subscripts).__name__}")
+    chars = [(pos, ch) for pos, ch in enumerate(subscripts) if not ch.isspace()]
+    fail = functools.partial(_fail_text, subscripts)
+    inputs_part, output_part = _split_arrow(chars, fail)
+    ids: dict[str, int] = {}
+    terms, positions = [], []
+    for term_chars in _split_terms(inputs_part):
+        labels, where = _parse_term(term_chars, ids, fail)
+        terms.append(labels)
+        positions.append(where)
+    names = tuple(ids)
+    if output_part is None:
+        output = _implicit_output(terms, names)
+        out_pos: tuple[int, ...] = (-1,) * len(output)
+        return Equation(subscripts, tuple(terms), output, False, names, tuple(positions), out_pos)
+    for pos, ch in output_part:
+        if ch == ",":
+            raise fail(f"the output cannot have ',' (position {pos})")
+    output, out_pos = _parse_term(output_part, ids, fail, output=True)
+    return Equation(subscripts, tuple(terms), output, True, names, tuple(positions), out_pos)
+
+
+def _fail_text(text: str, message: str) -> EinsumError:
+    return EinsumError(f"einsum {text!r}: {message}")
+
+
+def _split_arrow(
+    chars: list[tuple[int, str]], fail: Any
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]] | None]:
+    """Split at the one ``->``; a lone ``-`` or ``>`` or a second arrow is an error."""
+    arrow = None
+    k = 0
+    while k < len(chars):
+        pos, ch = chars[k]
+        if ch == "-":
+            if k + 1 >= len(chars) or chars[k + 1][1] != ">":
+                raise fail(f"'-' (position {pos}) is not followed by '>'")
+            if arrow is not None:
+                raise fail(f"a second '->' (position {pos}); at most one is allowed")
+            arrow = k
+            k += 2
+            continue
+        if ch == ">":
+            raise fail(f"'>' (position {pos}) is not preceded by '-'")
+        k += 1
+    if arrow is None:
+        return chars, None
+    return chars[:arrow], chars[arrow + 2 :]
+
+
+def _split_terms(chars: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    terms: list[list[tuple[int, str]]] = [[]]
+    for pos, ch in chars:
+        if ch == ",":
+            terms.append([])
+        else:
+            terms[-1].append((pos, ch))
+    return terms
+
+
+def _parse_term(
+    chars: list[tuple[int, str]], ids: dict[str, int], fail: Any, output: bool = False
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Labels (ids, ``ELLIPSIS`` for ``...``) and their positions; new labels get new ids."""
+    labels: list[int] = []
+    where: list[int] = []
+    k = 0
+    while k < len(chars):
+        pos, ch = chars[k]
+        if ch == ".":
+            if [c for _, c in chars[k : k + 3]] != [".", ".", "."]:
+                raise fail(f"'.' (position {pos}) is not part of an ellipsis '...'")
+            if ELLIPSIS in labels:
+                raise fail(f"a second '...' in one term (position {pos})")
+            labels.append(ELLIPSIS)
+            where.append(pos)
+            k += 3
+            continue
+        if ch not in ids:
+            if output:
+                raise fail(f"output label {ch!r} (position {pos}) appears in no input")
+            ids[ch] = len(ids)
+        labels.append(ids[ch])
+        where.append(pos)
+        k += 1
+    return tuple(labels), tuple(where)
+
+
+def _implicit_output(terms: Sequence[tuple[int, ...]], names: Sequence[str]) -> tuple[int, ...]:
+    """Labels written exactly once, by code point (ints: by value), after ``...`` if any."""
+    counts: dict[int, int] = {}
+    for term in terms:
+        for label in term:
+            counts[label] = counts.get(label, 0) + 1
+    single = [label for label, n in counts.items() if n == 1 and label != ELLIPSIS]
+    single.sort(key=lambda label: names[label])
+    if ELLIPSIS in counts:
+        return (ELLIPSIS, *single)
+    return tuple(single)
+
+
+# -- the sublist form ------------------------------------------------------------------------
+
+
+def parse_sublists(
+    sublists: Sequence[Sequence[Any]], output: Sequence[Any] | None = None
+) -> Equation:
+    """Parse the sublist form: per operand a list of non-negative ints and ``...``.
+
+    >>> eq = parse_sublists([[0, 1], [1, 2]], [0, 2])
+    >>> eq.text, eq.terms, eq.output, eq.names
+    ('[0,1],[1,2]->[0,2]', ((0, 1), (1, 2)), (0, 2), ('0', '1', '2'))
+    >>> parse_sublists([[10, 2]]).output            # implicit: sorted by value
+    (1, 0)
+    """
+    raw_terms = [_sublist_items(s, i) for i, s in enumerate(sublists)]
+    raw_out = None if output is None else _sublist_items(output, None)
+    text = ",".join(_render_sublist(t) for t in raw_terms)
+    if raw_out is not None:
+        text += "->" + _render_sublist(raw_out)
+    ids: dict[int, int] = {}
+    terms: list[tuple[int, ...]] = []
+    for items in raw_terms:
+        labels: list[int] = []
+        for item in items:
+            if item is not Ellipsis and item not in ids:
+                ids[item] = len(ids)
+            labels.append(ELLIPSIS if item is Ellipsis else ids[item])
+        terms.append(tuple(labels))
+    names = tuple(str(k) for k in ids)
+    positions = tuple(tuple(range(len(t))) for t in terms)
+    for k, written in enumerate(terms):
+        if written.count(ELLIPSIS) > 1:
+            raise _fail_text(text, f"a second '...' in sublist {k}")
+    if raw_out is None:
+        counts: dict[int, int] = {}
+        for written in terms:
+            for label in written:
+                counts[label] = counts.get(label, 0) + 1
+        single = sorted((lab for lab, n in counts.items() if n == 1 and lab != ELLIPSIS),
+                        key=lambda lab: int(names[lab]))
+        implicit = ((ELLIPSIS,) if ELLIPSIS in counts else ()) + tuple(single)
+        return Equation(text, tuple(terms), implicit, False, names, positions,
+                        (-1,) * len(implicit), sublist=True)
+    out = _sublist_output(raw_out, ids, text)
+    return Equation(text, tuple(terms), out, True, names, positions,
+                    tuple(range(len(out))), sublist=True)
+
+
+def _sublist_output(raw: list[Any], ids: dict[int, int], text: str) -> tuple[int, ...]:
+    out = []
+    for k, item in enumerate(raw):
+        if item is Ellipsis:
+            if ELLIPSIS in out:
+                raise _fail_text(text, f"a second '...' in the output sublist (index {k})")
+            out.append(ELLIPSIS)
+        elif item not in ids:
+            raise _fail_text(text, f"output label {item} (sublist index {k}) appears in no input")
+        else:
+            out.append(ids[item])
+    return tuple(out)
+
+
+def _sublist_items(sublist: Any, index: int | None) -> list[Any]:
+    what = "the output sublist" if index is None else f"the sublist of operand {index}"
+    if isinstance(sublist, (str, bytes)) or not hasattr(sublist, "__iter__"):
+        raise EinsumError(f"einsum: {what} must be a list of ints and '...', got {sublist!r}")
+    items: list[Any] = []
+    for k, item in enumerate(sublist):
+        if item is Ellipsis:
+            items.append(Ellipsis)
+            continue
+        if isinstance(item, bool) or not hasattr(item, "__index__"):
+            raise EinsumError(f"einsum: {what} has {item!r} at index {k}; labels must be "
+                              "non-negative ints or ... (Ellipsis)")
+        label = operator.index(item)
+        if label < 0:
+            raise EinsumError(f"einsum: {what} has the negative label {label} at index {k}")
+        items.append(label)
+    return items
+
+
+def _render_sublist(items: Sequence[Any]) -> str:
+    return "[" + ",".join("..." if x is Ellipsis else str(x) for x in items) + "]"
+
+
+# -- binding to shapes -----------------------------------------------------------------------
+
+
+def bind(equation: Equation, shapes: Sequence[Sequence[int]]) -> EinsumSpec:
+    """Bind an equation to operand shapes: check ranks and sizes, give ``...`` dims ids.
+
+    >>> bind(parse_subscripts("ij,jk"), [(2, 3), (4, 5)])
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum 'ij,jk': operand 1 label 'j' (position 3) has size 4, ...
+    """
+    if len(shapes) != len(equation.terms):
+        raise equation.fail(
+            f"{len(equation.terms)} input term(s) but {len(shapes)} operand(s) were given"
+        )
+    ellipsis_ranks = [_ellipsis_rank(equation, i, tuple(s)) for i, s in enumerate(shapes)]
+    n_ell = max((r for r in ellipsis_ranks if r is not None), default=0)
+    base = len(equation.names)
+    sizes: list[int | None] = [None] * (base + n_ell)
+    first: list[int] = [-1] * (base + n_ell)
+    inputs, stretched = [], []
+    for i, shape in enumerate(shapes):
+        labels = _expand_term(equation.terms[i], ellipsis_ranks[i], base, n_ell)
+        inputs.append(labels)
+        _check_named_sizes(equation, i, labels, tuple(shape), sizes, first, base)
+    for i, shape in enumerate(shapes):
+        _broadcast_ellipsis(equation, i, inputs[i], tuple(shape), sizes, first, base)
+    for i, shape in enumerate(shapes):
+        stretched.append(tuple(
+            ax for ax, (label, n) in enumerate(zip(inputs[i], shape))
+            if label >= base and n == 1 and sizes[label] != 1
+        ))
+    output = _bind_output(equation, n_ell, base, sizes)
+    names = equation.names + tuple(f"…{j}" for j in range(n_ell))
+    final_sizes = tuple(0 if s is None else s for s in sizes)
+    return EinsumSpec(equation, tuple(inputs), output, final_sizes, names, tuple(stretched))
+
+
+def _ellipsis_rank(equation: Equation, i: int, shape: tuple[int, ...]) -> int | None:
+    term = equation.terms[i]
+    named = len(term) - (1 if ELLIPSIS in term else 0)
+    if ELLIPSIS not in term:
+        if len(shape) != named:
+            raise equation.fail(
+                f"operand {i} has {len(shape)} dimension(s) (shape {shape}) but its term "
+                f"{_term_text(equation, i)!r} names {named} label(s)"
+            )
+        return None
+    if len(shape) < named:
+        raise equation.fail(
+            f"operand {i} has {len(shape)} dimension(s) (shape {shape}) but its term "
+            f"{_term_text(equation, i)!r} names {named} label(s) besides '...'"
+        )
+    return len(shape) - named
+
+
+def _term_text(equation: Equation, i: int) -> str:
+    return "".join("..." if lab == ELLIPSIS else equation.names[lab] for lab in equation.terms[i])
+
+
+def _expand_term(term: tuple[int, ...], rank: int | None, base: int, n_ell: int
+                 ) -> tuple[int, ...]:
+    if rank is None:
+        return term
+    k = term.index(ELLIPSIS)
+    dims = tuple(range(base + n_ell - rank, base + n_ell))
+    return term[:k] + dims + term[k + 1 :]
+
+
+def _check_named_sizes(equation: Equation, i: int, labels: tuple[int, ...],
+                       shape: tuple[int, ...], sizes: list[int | None], first: list[int],
+                       base: int) -> None:
+    """Named labels: every dimension carrying one has the same size (no size-1 broadcast)."""
+    items = [lab for lab in equation.terms[i]]
+    ell = items.index(ELLIPSIS) if ELLIPSIS in items else None
+    n_ell_here = len(labels) - len(items) + (1 if ell is not None else 0)
+    for axis, (label, n) in enumerate(zip(labels, shape)):
+        if label >= base:
+            continue
+        item = axis if ell is None or axis < ell else axis - n_ell_here + 1
+        known = sizes[label]
+        if known is None:
+            sizes[label], first[label] = n, i
+        elif known != n:
+            hint = ""
+            if 1 in (known, n):
+                hint = " (named labels never broadcast; write '...' to broadcast a dimension)"
+            raise equation.fail(
+                f"operand {i} label {equation.names[label]!r} ({equation.where(i, item)}) has "
+                f"size {n}, but operand {first[label]} gave it size {known}{hint}"
+            )
+
+
+def _broadcast_ellipsis(equation: Equation, i: int, labels: tuple[int, ...],
+                        shape: tuple[int, ...], sizes: list[int | None], first: list[int],
+                        base: int) -> None:
+    """``...`` dimensions broadcast the NumPy way: equal sizes, or 1 stretches."""
+    for label, n in zip(labels, shape):
+        if label < base:
+            continue
+        known = sizes[label]
+        if known is None or (known == 1 and n != 1):
+            sizes[label], first[label] = n, i
+        elif n not in (1, known):
+            raise equation.fail(
+                f"operand {i}'s '...' dimension {label - base} has size {n}, but operand "
+                f"{first[label]}'s has size {known}; they do not broadcast"
+            )
+
+
+def _bind_output(equation: Equation, n_ell: int, base: int, sizes: list[int | None]
+                 ) -> tuple[int, ...]:
+    out = equation.output
+    if ELLIPSIS in out:
+        return _expand_term(out, n_ell, base, n_ell)
+    if n_ell > 0:
+        shape = tuple(sizes[base:])
+        raise equation.fail(
+            f"the inputs' '...' covers {n_ell} dimension(s) of broadcast shape {shape}, but the "
+            "explicit output has no '...' to hold them"
+        )
+    return out
+
+
+def parse_equation(subscripts: str, *shapes: Sequence[int]) -> EinsumSpec:
+    """Parse ``subscripts`` (cached) and bind it to the operand ``shapes``.
+
+    >>> spec = parse_equation("ii->i", (3, 3))
+    >>> spec.inputs, spec.output, spec.sizes
+    (((0, 0),), (0,), (3,))
+    >>> parse_equation("a...,a...->a...", (2, 1, 4), (2, 3, 1)).stretched
+    ((1,), (2,))
+    """
+    return bind(parse_subscripts(subscripts), [tuple(s) for s in shapes])

@@ -1,0 +1,125 @@
+"""Layout facts the planner decides with: folding label groups and BLAS-ready matrices.
+
+A *term* is an operand as the planner sees it: one distinct label per axis, a shape and
+**byte** strides (as ``ndarray.strides``; possibly negative or zero).  A group of labels
+*folds* in a term when some ordering of the group makes the term's axes one strided
+dimension: ``stride[l_k] == stride[l_k+1] * size[l_k+1]`` along the ordering.  Folding a
+group jointly across several terms (TBLIS style) means one ordering works for all of them,
+so ``transpose + reshape`` is a view in every one of them.
+
+>>> t = Term((0, 1, 2), (2, 3, 4), (96, 32, 8), np.dtype(float))   # C order
+>>> fold_group((1, 2), [t])               # j, k fold (in that order)
+(1, 2)
+>>> fold_group((2, 1), [t])               # any given order: the strides decide
+(1, 2)
+>>> fold_group((0, 2), [t]) is None       # i and k are not adjacent in memory
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BLAS_TYPES", "Term", "blas_ready", "contiguous_strides", "fold_group", "fold_stride"]
+
+BLAS_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
+"""The dtypes ``numpy.matmul`` hands to BLAS; other dtypes use NumPy's own loops."""
+
+
+@dataclass(frozen=True)
+class Term:
+    """An operand during planning: distinct ``labels`` per axis, ``shape``, byte ``strides``."""
+
+    labels: tuple[int, ...]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+    def stride(self, label: int) -> int:
+        return self.strides[self.labels.index(label)]
+
+    def size_of(self, label: int) -> int:
+        return self.shape[self.labels.index(label)]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=object))
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+def contiguous_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """Row-major byte strides, as NumPy gives a new array (a zero-size one included).
+
+    >>> contiguous_strides((2, 3, 4), 8)
+    (96, 32, 8)
+    """
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _chains(order: Sequence[int], term: Term) -> bool:
+    return all(
+        term.stride(outer) == term.stride(inner) * term.size_of(inner)
+        for outer, inner in itertools.pairwise(order)
+    )
+
+
+def fold_group(group: Sequence[int], terms: Sequence[Term]) -> tuple[int, ...] | None:
+    """An ordering of ``group`` that folds in every term, or None.
+
+    Labels of size 1 fold anywhere (they go last); a term without elements folds anything.
+    With no terms to satisfy, ``group`` comes back in the given order.
+    """
+    live = [t for t in terms if t.size != 0]
+    if not live:
+        return tuple(group)
+    big = [label for label in group if live[0].size_of(label) != 1]
+    small = [label for label in group if live[0].size_of(label) == 1]
+    if len(big) <= 1:
+        return tuple(big + small)
+    for ref in live:
+        order = sorted(big, key=lambda label: -abs(ref.stride(label)))
+        if all(_chains(order, t) for t in live):
+            return tuple(order + small)
+    return None
+
+
+def fold_stride(order: Sequence[int], term: Term) -> int:
+    """The byte stride of the folded dimension (its innermost label of size > 1)."""
+    for label in reversed(order):
+        if term.size_of(label) != 1:
+            return term.stride(label)
+    return term.dtype.itemsize
+
+
+def blas_ready(rows: int, cols: int, row_stride: int, col_stride: int, itemsize: int) -> bool:
+    """Whether ``numpy.matmul`` hands this matrix to BLAS as is (no hidden copy).
+
+    Matrices need one unit stride and a leading dimension that does not alias; vectors a
+    positive stride that is a whole number of items.
+
+    >>> blas_ready(4, 3, 24, 8, 8), blas_ready(4, 3, 8, 32, 8), blas_ready(4, 3, 48, 16, 8)
+    (True, True, False)
+    """
+    if rows == 0 or cols == 0 or (rows == 1 and cols == 1):
+        return True
+    if rows == 1:
+        return col_stride > 0 and col_stride % itemsize == 0
+    if cols == 1:
+        return row_stride > 0 and row_stride % itemsize == 0
+    whole = row_stride % itemsize == 0 and col_stride % itemsize == 0
+    c_order = col_stride == itemsize and row_stride >= cols * itemsize
+    f_order = row_stride == itemsize and col_stride >= rows * itemsize
+    return whole and (c_order or f_order)

@@ -1,0 +1,138 @@
+"""Contraction paths for three and more operands, from opt_einsum's path finders.
+
+Labels are integer ids inside einstride; opt_einsum sees them as ``opt_einsum.get_symbol``
+characters, so any number of labels works.  A path uses NumPy's format: each entry names the
+positions (in the current operand list) contracted together; the result goes to the end.
+
+>>> find_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), "greedy")
+((1, 2), (0, 1))
+>>> find_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), False)   # left to right
+((0, 1), (0, 1))
+>>> find_path([(0,), (0,)], (), (3,), [(0, 1)])
+((0, 1),)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import opt_einsum  # type: ignore[import-untyped]
+from opt_einsum import paths as oe_paths
+
+from ..errors import EinsumError
+
+__all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
+
+OPTIMIZE_NAMES = tuple(sorted(oe_paths._PATH_OPTIONS))
+"""The path finder names ``optimize`` accepts (besides False, True and path lists)."""
+
+
+def optimize_key(optimize: Any) -> Any:
+    """A hashable stand-in for ``optimize`` to key plan caches, or None if it cannot be
+    cached (an optimizer object may keep state between calls).
+
+    >>> optimize_key("auto"), optimize_key(False), optimize_key(["einsum_path", (0, 1)])
+    ('auto', False, ('path', (0, 1)))
+    """
+    if optimize is None:
+        return "auto"
+    if isinstance(optimize, bool):
+        return optimize
+    if isinstance(optimize, str):
+        return optimize
+    if isinstance(optimize, (list, tuple)):
+        try:
+            return ("path", *(_entry(e) for e in optimize if not isinstance(e, str)))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _entry(entry: Any) -> tuple[int, ...]:
+    if isinstance(entry, (str, bytes)):
+        raise TypeError("not a path entry")
+    return tuple(_index(i) for i in entry)
+
+
+def find_path(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    optimize: Any = "auto",
+) -> tuple[tuple[int, ...], ...]:
+    """The contraction path for ``inputs`` (distinct label ids per operand) -> ``output``.
+
+    ``optimize``: False (left to right), True (greedy, as NumPy), a path finder name (see
+    :data:`OPTIMIZE_NAMES`), an explicit path (NumPy's format, with or without the leading
+    ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
+    """
+    n = len(inputs)
+    if isinstance(optimize, (list, tuple)):
+        return _checked_path(optimize, n)
+    if n <= 1:
+        return ((0,),) if n == 1 else ()
+    if n == 2:
+        return ((0, 1),)
+    if optimize is False:
+        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2))
+    finder = _finder(optimize)
+    symbol = opt_einsum.get_symbol
+    oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
+    oe_output = frozenset(symbol(label) for label in output)
+    used = {label for term in inputs for label in term}
+    size_dict = {symbol(label): max(sizes[label], 1) for label in used}
+    path = finder(oe_inputs, oe_output, size_dict, None)
+    return _checked_path(list(path), n)
+
+
+def _finder(optimize: Any) -> Any:
+    if optimize is True or optimize is None:
+        optimize = "greedy" if optimize is True else "auto"
+    if isinstance(optimize, str):
+        if optimize not in oe_paths._PATH_OPTIONS:
+            raise EinsumError(
+                f"einsum: unknown optimize={optimize!r}; use False, True, one of "
+                f"{', '.join(OPTIMIZE_NAMES)}, a path list or an opt_einsum PathOptimizer"
+            )
+        return oe_paths.get_path_fn(optimize)
+    if callable(optimize):
+        return optimize
+    raise EinsumError(
+        f"einsum: optimize={optimize!r} is neither a path finder name, a path list nor a "
+        "PathOptimizer"
+    )
+
+
+def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
+    """Validate a NumPy-format path over ``n`` operands: it must end with one operand."""
+    entries = [e for e in path if not (isinstance(e, str) and e == "einsum_path")]
+    live = n
+    checked = []
+    for k, entry in enumerate(entries):
+        try:
+            positions = tuple(_index(i) for i in entry)
+        except TypeError:
+            raise EinsumError(
+                f"einsum: path entry {k} ({entry!r}) is not a tuple of ints") from None
+        if not positions or len(set(positions)) != len(positions):
+            raise EinsumError(f"einsum: path entry {k} {positions} must name distinct operands")
+        bad = [i for i in positions if not 0 <= i < live]
+        if bad:
+            raise EinsumError(
+                f"einsum: path entry {k} {positions} names operand {bad[0]}, but only {live} "
+                "are left at that point"
+            )
+        live -= len(positions) - 1
+        checked.append(positions)
+    if live != 1 and n > 0:
+        raise EinsumError(
+            f"einsum: the path {checked} leaves {live} operands; it must contract all {n} to one"
+        )
+    return tuple(checked)
+
+
+def _index(value: Any) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError("not an int")
+    return int(value)

@@ -1,0 +1,597 @@
+"""The planner: an :class:`EinsumSpec` plus the operands' layouts -> an immutable :class:`Plan`.
+
+Per operand: diagonal views for repeated labels, broadcast ``...`` dims of size 1 dropped.
+Per contraction (one operand, or a pair along the path):
+
+* every label is classified once: batch (both inputs and kept), contracted (both, not
+  kept), left-/right-free (one input, kept) and left-/right-only (one input, not kept);
+* left-/right-only labels are summed **before** the product;
+* the product is ONE batched ``numpy.matmul`` (BLAS) over views: each label group (batch,
+  M = left-free, K = contracted, N = right-free) is folded jointly across both operands and
+  the output, so strided and transposed operands are used as they are.  An operand is
+  copied only when no ordering of its groups folds (or its strides are not BLAS-ready),
+  choosing the cheapest set of copies; the step records what was viewed or copied and why.
+* without contracted labels the product is one broadcast ``numpy.multiply``.
+
+The result is written straight into the output (``out=`` or the plan's own array, through
+a strided diagonal view when output labels repeat) whenever the strides allow.
+
+>>> import numpy as np
+>>> from .equation import parse_equation
+>>> a, b = np.ones((8, 64, 32)), np.ones((8, 32, 16))
+>>> plan = build_plan(parse_equation("bij,bjk->bik", a.shape, b.shape),
+...                   (a.dtype, b.dtype), (a.strides, b.strides))
+>>> [step.kind for step in plan.steps], plan.steps[0].left_note
+(['contract'], 'viewed')
+>>> plan.allocated_bytes == 8 * 64 * 16 * 8
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import EinsumError
+from .equation import EinsumSpec
+from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
+from .paths import find_path
+from .steps import (
+    WRITE_INTO,
+    WRITE_NEW,
+    WRITE_RETURN,
+    WRITE_TEMP,
+    Alloc,
+    BatchStep,
+    ContractStep,
+    CopyStep,
+    OutputPlan,
+    Plan,
+    ReduceStep,
+    Step,
+    ViewStep,
+)
+
+__all__ = ["build_plan", "check_memory", "compute_dtype", "result_dtype"]
+
+_SMALL_FLOATS = frozenset(
+    np.dtype(getattr(ml_dtypes, name))
+    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                 "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3",
+                 "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
+    if hasattr(ml_dtypes, name)
+) | {np.dtype(np.float16)}
+
+
+def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:
+    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes.
+
+    >>> result_dtype([np.dtype("int32"), np.dtype("float32")])
+    dtype('float64')
+    """
+    try:
+        found = np.dtype(dtype) if dtype is not None else np.result_type(*dtypes)
+    except TypeError as exc:
+        raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
+    _check_numeric(found, "the result dtype")
+    return found
+
+
+def _check_numeric(dtype: np.dtype[Any], what: str) -> None:
+    if dtype.kind not in "biufc" and dtype not in _SMALL_FLOATS:
+        raise TypeError(f"einsum: {what} {dtype} is not numeric (bool, int, float, complex)")
+
+
+def compute_dtype(result: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype products and sums run in: float32 for 16-bit and smaller floats.
+
+    >>> compute_dtype(np.dtype("float16")), compute_dtype(np.dtype("int8"))
+    (dtype('float32'), dtype('int8'))
+    """
+    return np.dtype(np.float32) if result in _SMALL_FLOATS else result
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The final destination as the last step sees it: distinct labels (``U``) and, when
+    fixed, the write view's term (``out=``, or the zeroed array of a diagonal expansion)."""
+
+    labels: tuple[int, ...]
+    term: Term | None
+    dtype: np.dtype[Any]
+
+
+def build_plan(
+    spec: EinsumSpec,
+    dtypes: Sequence[np.dtype[Any]],
+    strides: Sequence[Sequence[int]],
+    *,
+    out: tuple[tuple[int, ...], np.dtype[Any]] | None = None,
+    dtype: Any = None,
+    optimize: Any = "auto",
+) -> Plan:
+    """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
+    byte strides and dtype when given)."""
+    for i, d in enumerate(dtypes):
+        _check_numeric(np.dtype(d), f"operand {i} has dtype")
+    rt = result_dtype(dtypes, dtype)
+    planner = _Planner(spec, tuple(np.dtype(d) for d in dtypes), rt, out)
+    return planner.run(tuple(tuple(s) for s in strides), optimize)
+
+
+class _Planner:
+    def __init__(self, spec: EinsumSpec, dtypes: tuple[np.dtype[Any], ...], rt: np.dtype[Any],
+                 out: tuple[tuple[int, ...], np.dtype[Any]] | None) -> None:
+        self.spec = spec
+        self.sizes = spec.sizes
+        self.dtypes = dtypes
+        self.rt = rt
+        self.ct = compute_dtype(rt)
+        self.out = out
+        self.steps: list[Step] = []
+        self.n_regs = len(spec.inputs)
+        self.flops = 0
+        self.create = "none"
+        self.result = -1
+        self.final_perm: tuple[int, ...] = ()
+        self.distinct = tuple(dict.fromkeys(spec.output))
+        self.expand = tuple(
+            tuple(ax for ax, lab in enumerate(spec.output) if lab == u) for u in self.distinct
+        )
+        self.target = self._target()
+
+    # -- the destination ----------------------------------------------------------------
+
+    def _target(self) -> _Target:
+        out_shape = self.spec.output_shape
+        if self.out is not None:
+            self.create = "out"
+            out_strides, out_dtype = self.out
+            return _Target(self.distinct, self._write_term(out_strides, out_dtype), out_dtype)
+        if len(self.distinct) != len(self.spec.output):
+            self.create = "zeros"
+            strides = contiguous_strides(out_shape, self.rt.itemsize)
+            return _Target(self.distinct, self._write_term(strides, self.rt), self.rt)
+        return _Target(self.distinct, None, self.rt)
+
+    def _write_term(self, strides: Sequence[int], dtype: np.dtype[Any]) -> Term:
+        """The write view of the destination: one axis per distinct output label."""
+        summed = tuple(sum(strides[ax] for ax in axes) for axes in self.expand)
+        shape = tuple(self.sizes[u] for u in self.distinct)
+        return Term(self.distinct, shape, summed, dtype)
+
+    def _own_output(self) -> Term:
+        """The plan allocates the output (C order) and the last step writes into it."""
+        self.create = "empty"
+        shape = self.spec.output_shape
+        return Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize), self.rt)
+
+    def _dest_perm(self, labels: Sequence[int]) -> tuple[int, ...]:
+        return tuple(self.distinct.index(lab) for lab in labels)
+
+    # -- driver ---------------------------------------------------------------------------
+
+    def new_reg(self) -> int:
+        self.n_regs += 1
+        return self.n_regs - 1
+
+    def run(self, strides: tuple[tuple[int, ...], ...], optimize: Any) -> Plan:
+        shapes = self.spec.shapes()
+        live = [self._prepare(i, shapes[i], strides[i]) for i in range(len(shapes))]
+        n = len(live)
+        path = ((0,),) if n == 1 else find_path(
+            [t.labels for _, t in live], self.distinct, self.sizes, optimize)
+        for k, entry in enumerate(path):
+            picked = [live[i] for i in entry]
+            for i in sorted(entry, reverse=True):
+                del live[i]
+            live.append(self._contract_all(picked, live, final=k == len(path) - 1))
+        return self._finish(strides, path)
+
+    def _contract_all(self, picked: list[tuple[int, Term]], others: list[tuple[int, Term]],
+                      final: bool) -> tuple[int, Term]:
+        if len(picked) == 1:
+            return self._unary(*picked[0], self._keep(others, []), final)
+        acc = picked[0]
+        for j in range(1, len(picked)):
+            last = final and j == len(picked) - 1
+            acc = self._pair(acc, picked[j], self._keep(others, picked[j + 1:]), last)
+        return acc
+
+    def _keep(self, *groups: list[tuple[int, Term]]) -> frozenset[int]:
+        needed = set(self.distinct)
+        for group in groups:
+            for _, term in group:
+                needed.update(term.labels)
+        return frozenset(needed)
+
+    def _finish(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
+                ) -> Plan:
+        allocs: tuple[Alloc, ...] = ()
+        if self.create in ("zeros", "empty"):
+            allocs = (Alloc("output", self.spec.output_shape, self.rt),)
+        output = OutputPlan(self.spec.output, self.spec.output_shape, self.rt, self.create,
+                            self.expand, self.result, self.final_perm, allocs)
+        all_labels = {lab for term in self.spec.inputs for lab in term}
+        naive = _flop_count(all_labels, bool(all_labels - set(self.distinct)),
+                            len(self.spec.inputs), self.sizes)
+        return Plan(self.spec, self.dtypes, strides, None if self.out is None else self.out[0],
+                    self.rt, self.ct, path, tuple(self.steps), output, naive, self.flops,
+                    self.n_regs, _frees(self.steps, len(self.spec.inputs), self.result))
+
+    # -- per operand ----------------------------------------------------------------------
+
+    def _prepare(self, i: int, shape: tuple[int, ...], strides: tuple[int, ...]
+                 ) -> tuple[int, Term]:
+        """Drop stretched size-1 ``...`` axes, then take diagonals of repeated labels."""
+        labels, dims, steps = list(self.spec.inputs[i]), list(shape), list(strides)
+        squeeze = self.spec.stretched[i]
+        for ax in reversed(squeeze):
+            del labels[ax], dims[ax], steps[ax]
+        diagonals = []
+        while len(set(labels)) != len(labels):
+            a = next(k for k, lab in enumerate(labels) if labels.count(lab) > 1)
+            b = labels.index(labels[a], a + 1)
+            diagonals.append((a, b))
+            label, size, stride = labels[a], dims[a], steps[a] + steps[b]
+            for ax in (b, a):
+                del labels[ax], dims[ax], steps[ax]
+            labels.append(label)
+            dims.append(size)
+            steps.append(stride)
+        term = Term(tuple(labels), tuple(dims), tuple(steps), self.dtypes[i])
+        reg = i
+        if squeeze or diagonals:
+            reg = self.new_reg()
+            self.steps.append(ViewStep(i, reg, i, squeeze, tuple(diagonals),
+                                       self.spec.inputs[i], term.labels, term.shape))
+        if not np.can_cast(term.dtype, self.ct, "same_kind"):
+            return self._copy(reg, term, term.labels, f"cast {term.dtype} -> {self.ct}")
+        return reg, term
+
+    def _new_term(self, labels: Sequence[int], dtype: np.dtype[Any]) -> Term:
+        shape = tuple(self.sizes[lab] for lab in labels)
+        return Term(tuple(labels), shape, contiguous_strides(shape, dtype.itemsize), dtype)
+
+    def _reduce(self, reg: int, term: Term, keep: frozenset[int], order: Sequence[int]
+                ) -> tuple[int, Term]:
+        """Sum the labels of ``term`` not in ``keep`` into a new buffer laid out in ``order``."""
+        axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
+        kept = tuple(lab for lab in term.labels if lab in keep)
+        new = self._new_term(order, self.ct)
+        dst = self.new_reg()
+        self.flops += _flop_count(term.labels, True, 1, self.sizes)
+        self.steps.append(ReduceStep(
+            reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, new.labels, new.shape,
+            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),)))
+        return dst, new
+
+    def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
+        new = self._new_term(order, self.ct)
+        perm = tuple(term.labels.index(lab) for lab in order)
+        dst = self.new_reg()
+        self.steps.append(CopyStep(reg, dst, perm, new.labels, new.shape, self.ct, WRITE_NEW,
+                                   reason, allocs=(Alloc("copy", new.shape, self.ct),)))
+        return dst, new
+
+    # -- one operand ----------------------------------------------------------------------
+
+    def _unary(self, reg: int, term: Term, keep: frozenset[int], final: bool
+               ) -> tuple[int, Term]:
+        kept = tuple(lab for lab in term.labels if lab in keep)
+        if not final:
+            return (reg, term) if kept == term.labels else self._reduce(reg, term, keep, kept)
+        if kept != term.labels:
+            return self._final_reduce(reg, term, keep, kept)
+        dest = self.target.term
+        if dest is None and term.dtype == self.rt:
+            self.result, self.final_perm = reg, tuple(term.labels.index(u) for u in self.distinct)
+            return reg, term
+        if dest is None:
+            dest = self._own_output()
+        perm = tuple(range(len(term.labels)))
+        dst = self.new_reg()
+        self.steps.append(CopyStep(reg, dst, perm, term.labels, term.shape, dest.dtype,
+                                   WRITE_INTO, "written into the output",
+                                   self._dest_perm(term.labels)))
+        return dst, term
+
+    def _final_reduce(self, reg: int, term: Term, keep: frozenset[int], kept: tuple[int, ...]
+                      ) -> tuple[int, Term]:
+        axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
+        shape = tuple(self.sizes[lab] for lab in kept)
+        dest = self.target.term
+        allocs: tuple[Alloc, ...]
+        if dest is None and self.ct == self.rt:
+            write, allocs = WRITE_RETURN, (Alloc("output", shape, self.ct),)
+        else:
+            dest = dest if dest is not None else self._own_output()
+            into = dest.dtype == self.ct
+            write = WRITE_INTO if into else WRITE_TEMP
+            allocs = () if into else (Alloc("temporary", shape, self.ct),)
+        dst = self.new_reg()
+        self.flops += _flop_count(term.labels, True, 1, self.sizes)
+        self.steps.append(ReduceStep(
+            reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, kept, shape, self.ct,
+            write, self._dest_perm(kept), allocs=allocs))
+        if write == WRITE_RETURN:
+            self.result, self.final_perm = dst, tuple(kept.index(u) for u in self.distinct)
+        return dst, self._new_term(kept, self.ct)
+
+    # -- two operands ---------------------------------------------------------------------
+
+    def _pair(self, left: tuple[int, Term], right: tuple[int, Term], keep: frozenset[int],
+              final: bool) -> tuple[int, Term]:
+        (ra, a), (rb, b) = left, right
+        groups = _classify(a.labels, b.labels, keep)
+        self.flops += _flop_count(set(a.labels) | set(b.labels),
+                                  bool(groups.contracted or groups.left_only or groups.right_only),
+                                  2, self.sizes)
+        if math.prod(self.sizes[lab] for lab in groups.contracted) == 1:
+            return self._batch(ra, a, rb, b, groups, keep, final)
+        return self._matmul(ra, a, rb, b, groups, keep, final)
+
+    def _preferred(self, labels: Sequence[int], final: bool, fallback: Sequence[int]
+                   ) -> tuple[int, ...]:
+        source = self.distinct if final else fallback
+        return tuple(lab for lab in source if lab in labels)
+
+    def _batch(self, ra: int, a: Term, rb: int, b: Term, g: _Groups, keep: frozenset[int],
+               final: bool) -> tuple[int, Term]:
+        if g.left_only:
+            ra, a = self._reduce(ra, a, keep | set(b.labels), [x for x in a.labels if x in keep
+                                                             or x in b.labels])
+        if g.right_only:
+            rb, b = self._reduce(rb, b, keep | set(a.labels), [x for x in b.labels if x in keep
+                                                             or x in a.labels])
+        bt = self._preferred(g.batch, final, a.labels)
+        lf = self._preferred(g.left_free, final, a.labels)
+        rf = self._preferred(g.right_free, final, b.labels)
+        labels = bt + lf + rf
+        size = self.sizes
+        left_perm = tuple(a.labels.index(x) for x in bt + lf + g.contracted)
+        right_perm = tuple(b.labels.index(x) for x in bt + g.contracted + rf)
+        left_shape = tuple(size[x] for x in bt + lf) + (1,) * len(rf)
+        right_shape = tuple(size[x] for x in bt) + (1,) * len(lf) + tuple(size[x] for x in rf)
+        shape = tuple(size[x] for x in labels)
+        write, dest_perm, allocs, note = self._product_write(labels, shape, final)
+        dst = self.new_reg()
+        self.steps.append(BatchStep(
+            ra, rb, dst, bt, lf, rf, left_perm, left_shape, right_perm, right_shape, labels,
+            shape, self.ct, write, dest_perm, g.left_only, g.right_only, allocs, note))
+        return dst, self._new_term(labels, self.ct)
+
+    def _product_write(self, labels: tuple[int, ...], shape: tuple[int, ...], final: bool
+                       ) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
+        """How a broadcast product delivers: a new buffer, or into the destination."""
+        if not final:
+            return WRITE_NEW, (), (Alloc("intermediate", shape, self.ct),), "new buffer"
+        dest = self.target.term if self.target.term is not None else self._own_output()
+        if dest.dtype == self.ct:
+            return WRITE_INTO, self._dest_perm(labels), (), "written into the output"
+        return (WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),),
+                f"computed in {self.ct}, then cast into the output")
+
+    def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: _Groups, keep: frozenset[int],
+                final: bool) -> tuple[int, Term]:
+        choice = self._choose(a, b, g, final)
+        bt = self._preferred(g.batch, final, a.labels)
+        m, k, n = choice.m, choice.k, choice.n
+        if g.left_only:
+            ra, a = self._reduce(ra, a, keep | set(b.labels), bt + m + k)
+        elif choice.copy_a:
+            ra, a = self._copy(ra, a, bt + m + k, choice.reason_a)
+        if g.right_only:
+            rb, b = self._reduce(rb, b, keep | set(a.labels), bt + k + n)
+        elif choice.copy_b:
+            rb, b = self._copy(rb, b, bt + k + n, choice.reason_b)
+        size = self.sizes
+        bshape = tuple(size[x] for x in bt)
+        mm, kk, nn = (math.prod(size[x] for x in grp) for grp in (m, k, n))
+        labels = bt + m + n
+        shape = tuple(size[x] for x in labels)
+        write, dest_perm, allocs, out_note = self._matmul_write(choice, labels, shape, final)
+        dst = self.new_reg()
+        self.steps.append(ContractStep(
+            ra, rb, dst, bt, k, m, n,
+            tuple(a.labels.index(x) for x in bt + m + k), bshape + (mm, kk),
+            tuple(b.labels.index(x) for x in bt + k + n), bshape + (kk, nn),
+            bshape + (mm, nn), labels, shape, self.ct, write, dest_perm,
+            choice.note_a if not g.left_only else "summed into a new buffer (previous step)",
+            choice.note_b if not g.right_only else "summed into a new buffer (previous step)",
+            out_note, g.left_only, g.right_only, allocs))
+        if write == WRITE_RETURN:
+            self.result, self.final_perm = dst, tuple(labels.index(u) for u in self.distinct)
+        return dst, self._new_term(labels, self.ct)
+
+    def _matmul_write(self, choice: _Choice, labels: tuple[int, ...], shape: tuple[int, ...],
+                      final: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
+        if not final:
+            return WRITE_NEW, (), (Alloc("intermediate", shape, self.ct),), "new buffer"
+        if choice.c_mode == "return":
+            return WRITE_RETURN, (), (Alloc("output", shape, self.ct),), (
+                "new buffer in matmul order; the result is a transposed view of it"
+                if labels != self.distinct else "new buffer")
+        if choice.c_mode == "into-own" and labels == self.distinct:
+            # a new C-ordered buffer already is the output in its final order
+            return WRITE_RETURN, (), (Alloc("output", shape, self.ct),), "new buffer"
+        if choice.c_mode == "into-own":
+            self._own_output()
+            return WRITE_INTO, self._dest_perm(labels), (), "written straight into the output"
+        if choice.c_mode == "into":
+            return WRITE_INTO, self._dest_perm(labels), (), "written straight into the output"
+        if self.target.term is None:
+            self._own_output()
+        return (WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),),
+                choice.c_reason)
+
+    def _choose(self, a: Term, b: Term, g: _Groups, final: bool) -> _Choice:
+        """The cheapest set of copies that lets every group fold (and BLAS take the views)."""
+        a_forced = bool(g.left_only) or a.dtype != self.ct
+        b_forced = bool(g.right_only) or b.dtype != self.ct
+        pref_m = self._preferred(g.left_free, final, a.labels)
+        pref_n = self._preferred(g.right_free, final, b.labels)
+        options = []
+        for ci, (c_mode, c_term, c_cost) in enumerate(self._c_options(final)):
+            for copy_a in (True,) if a_forced else (False, True):
+                for copy_b in (True,) if b_forced else (False, True):
+                    fixed_a = [] if copy_a else [a]
+                    fixed_b = [] if copy_b else [b]
+                    fixed_c = [] if c_term is None else [c_term]
+                    k = fold_group(g.contracted, fixed_a + fixed_b)
+                    m = fold_group(pref_m, fixed_a + fixed_c)
+                    n = fold_group(pref_n, fixed_b + fixed_c)
+                    if k is None or m is None or n is None:
+                        continue
+                    if not self._blas_ok(fixed_a, fixed_b, fixed_c, m, k, n):
+                        continue
+                    cost = (a.nbytes if copy_a and not a_forced else 0) + (
+                        b.nbytes if copy_b and not b_forced else 0) + c_cost
+                    options.append(((cost, copy_a + copy_b, ci), _Choice(
+                        m, k, n, copy_a and not g.left_only, copy_b and not g.right_only,
+                        c_mode)))
+        _, best = min(options, key=lambda item: item[0])
+        return self._explain_choice(best, a, b, g, a_forced, b_forced)
+
+    def _c_options(self, final: bool) -> list[tuple[str, Term | None, int]]:
+        if not final:
+            return [("new", None, 0)]
+        dest = self.target.term
+        if dest is not None:
+            cost = dest.size * self.ct.itemsize
+            return ([("into", dest, 0)] if dest.dtype == self.ct else []) + [("temp", None, cost)]
+        if self.ct != self.rt:
+            return [("temp", None, 0)]
+        shape = self.spec.output_shape
+        own = Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize), self.rt)
+        return [("into-own", own, 0), ("return", None, 0)]
+
+    def _blas_ok(self, fixed_a: list[Term], fixed_b: list[Term], fixed_c: list[Term],
+                 m: tuple[int, ...], k: tuple[int, ...], n: tuple[int, ...]) -> bool:
+        if self.ct not in BLAS_TYPES:
+            return True
+        item = self.ct.itemsize
+        mm, kk, nn = (math.prod(self.sizes[x] for x in grp) for grp in (m, k, n))
+        checks = [(t, mm, kk, m, k) for t in fixed_a] + [(t, kk, nn, k, n) for t in fixed_b]
+        checks += [(t, mm, nn, m, n) for t in fixed_c]
+        return all(
+            blas_ready(rows, cols, fold_stride(rg, t), fold_stride(cg, t), item)
+            for t, rows, cols, rg, cg in checks
+        )
+
+    def _explain_choice(self, best: _Choice, a: Term, b: Term, g: _Groups, a_forced: bool,
+                        b_forced: bool) -> _Choice:
+        """Fill in why each operand was copied, for the report."""
+        reason_a = self._why(a, g.left_free, g.contracted, "left")
+        reason_b = self._why(b, g.contracted, g.right_free, "right")
+        c_reason = "computed into a temporary, then copied into the output"
+        if self.target.term is not None and best.c_mode == "temp":
+            if self.target.term.dtype != self.ct:
+                c_reason = f"computed in {self.ct}, then cast into the output"
+            else:
+                c_reason = "the output's strides do not fold; computed into a temporary, " \
+                           "then copied into the output"
+        elif best.c_mode == "temp":
+            c_reason = f"computed in {self.ct}, then cast into the output"
+        note_a = f"copied in the previous step ({reason_a})" if best.copy_a or (
+            a_forced and not g.left_only) else "viewed"
+        note_b = f"copied in the previous step ({reason_b})" if best.copy_b or (
+            b_forced and not g.right_only) else "viewed"
+        return _Choice(best.m, best.k, best.n, best.copy_a or (a_forced and not g.left_only),
+                       best.copy_b or (b_forced and not g.right_only), best.c_mode,
+                       reason_a, reason_b, note_a, note_b, c_reason)
+
+    def _why(self, term: Term, rows: Sequence[int], cols: Sequence[int], side: str) -> str:
+        if term.dtype != self.ct:
+            return f"cast {term.dtype} -> {self.ct}"
+        names = self.spec.label_string
+        for grp, what in ((rows, "row"), (cols, "column")):
+            if fold_group(grp, [term]) is None:
+                return f"{side} {what} labels '{names(grp)}' do not fold into one stride"
+        if self.ct in BLAS_TYPES:
+            r, c = fold_group(rows, [term]), fold_group(cols, [term])
+            assert r is not None and c is not None
+            if not blas_ready(math.prod(self.sizes[x] for x in r),
+                              math.prod(self.sizes[x] for x in c),
+                              fold_stride(r, term), fold_stride(c, term), self.ct.itemsize):
+                return "strides not BLAS-ready (no unit stride)"
+        return "its groups fold only in an order the other operands do not share"
+
+
+@dataclass(frozen=True)
+class _Groups:
+    batch: tuple[int, ...]
+    contracted: tuple[int, ...]
+    left_free: tuple[int, ...]
+    right_free: tuple[int, ...]
+    left_only: tuple[int, ...]
+    right_only: tuple[int, ...]
+
+
+def _classify(la: tuple[int, ...], lb: tuple[int, ...], keep: frozenset[int]) -> _Groups:
+    """Each label once: batch, contracted, left-/right-free, left-/right-only."""
+    sb, sa = set(lb), set(la)
+    return _Groups(
+        tuple(x for x in la if x in sb and x in keep),
+        tuple(x for x in la if x in sb and x not in keep),
+        tuple(x for x in la if x not in sb and x in keep),
+        tuple(x for x in lb if x not in sa and x in keep),
+        tuple(x for x in la if x not in sb and x not in keep),
+        tuple(x for x in lb if x not in sa and x not in keep),
+    )
+
+
+@dataclass(frozen=True)
+class _Choice:
+    m: tuple[int, ...]
+    k: tuple[int, ...]
+    n: tuple[int, ...]
+    copy_a: bool
+    copy_b: bool
+    c_mode: str
+    reason_a: str = ""
+    reason_b: str = ""
+    note_a: str = "viewed"
+    note_b: str = "viewed"
+    c_reason: str = ""
+
+
+def _flop_count(labels: Any, inner: bool, terms: int, sizes: Sequence[int]) -> int:
+    """opt_einsum's FLOP convention: size of all labels times max(1, terms - 1) (+1 if summed)."""
+    size: int = math.prod(sizes[x] for x in set(labels))
+    return size * (max(1, terms - 1) + (1 if inner else 0))
+
+
+def _frees(steps: Sequence[Step], n_inputs: int, result: int) -> tuple[tuple[int, ...], ...]:
+    """Per step, the registers (not operands, not the result) whose last reader it is."""
+    last: dict[int, int] = {}
+    for k, step in enumerate(steps):
+        for reg in _reads(step):
+            last[reg] = k
+    frees: list[list[int]] = [[] for _ in steps]
+    for reg, k in last.items():
+        if reg >= n_inputs and reg != result:
+            frees[k].append(reg)
+    return tuple(tuple(f) for f in frees)
+
+
+def _reads(step: Step) -> tuple[int, ...]:
+    if isinstance(step, (ContractStep, BatchStep)):
+        return (step.left, step.right)
+    return (step.src,)
+
+
+def check_memory(plan: Plan, limit: int) -> None:
+    """Raise :class:`EinsumError` naming the step when one allocation exceeds ``limit``."""
+    for name, alloc in plan.allocations():
+        if alloc.nbytes > limit:
+            raise EinsumError(
+                f"einsum {plan.spec.text!r}: {name} would allocate {alloc.nbytes:,} bytes for "
+                f"the {alloc.what} of shape {alloc.shape} ({alloc.dtype}), more than the memory "
+                f"limit of {limit:,} bytes"
+            )

@@ -1,0 +1,150 @@
+"""The plan report that ``Expression.explain()``, ``einsum_path`` and ``einstride explain``
+print: the equation, FLOPs, the largest intermediate, and per step what it does, over which
+labels and shapes, whether each operand was viewed or copied (and why), and the bytes it
+allocates (exactly what the executor allocates)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .steps import (
+    WRITE_INTO,
+    WRITE_NEW,
+    WRITE_RETURN,
+    WRITE_TEMP,
+    BatchStep,
+    ContractStep,
+    CopyStep,
+    Plan,
+    ReduceStep,
+    Step,
+    ViewStep,
+)
+
+__all__ = ["format_plan"]
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _shape(shape: Sequence[int]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+class _Names:
+    """Printable names of registers and label groups."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.regs: dict[int, str] = {i: f"operand {i}" for i in range(len(plan.spec.inputs))}
+
+    def labels(self, labels: Sequence[int]) -> str:
+        text = self.plan.spec.label_string(labels)
+        return text if text else "-"
+
+    def reg(self, reg: int) -> str:
+        return self.regs.get(reg, f"register {reg}")
+
+
+def format_plan(plan: Plan) -> str:
+    """The full report of ``plan`` (see the module doc)."""
+    spec = plan.spec
+    names = _Names(plan)
+    lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
+    for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
+        lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
+    out_where = "written into out=" if plan.output.create == "out" else "new array"
+    lines.append(f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
+                 f"computed in {plan.compute_dtype}")
+    speedup = plan.naive_flops / plan.flops if plan.flops else 1.0
+    lines.append(f"  naive FLOPs: {plan.naive_flops:,}   optimized FLOPs: {plan.flops:,}   "
+                 f"(speedup {speedup:.3g}x)")
+    inter = plan.largest_intermediate()
+    lines.append("  largest intermediate: " + (
+        "none" if inter is None else
+        f"{_bytes(inter[1].nbytes)} ({inter[1].what} {_shape(inter[1].shape)} "
+        f"{inter[1].dtype}, {inter[0]})"))
+    lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}")
+    lines.append(f"  path: {list(plan.path)}")
+    if plan.output.allocs:
+        a = plan.output.allocs[0]
+        fill = "zeroed: output labels repeat" if plan.output.create == "zeros" else "empty"
+        lines.append(f"  output: {_shape(a.shape)} {a.dtype} allocated first ({fill}); "
+                     f"{_bytes(a.nbytes)}")
+    elif plan.output.create == "out" and plan.output.expands:
+        lines.append("  output: out= is zeroed first (output labels repeat)")
+    if plan.output.expands:
+        lines.append(f"  diagonal-expand: the steps write through the strided diagonal view "
+                     f"{names.labels(tuple(dict.fromkeys(plan.output.labels)))} of the "
+                     f"{names.labels(plan.output.labels)} output")
+    for k, step in enumerate(plan.steps):
+        lines += _step_lines(k + 1, step, names)
+        names.regs[step.dst] = f"step {k + 1}"
+    if not plan.steps:
+        lines.append("  (no steps: the result is a view of operand 0)")
+    return "\n".join(lines)
+
+
+def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
+    head = f"  step {number}: {step.kind}"
+    allocated = sum(a.nbytes for a in step.allocs)
+    tail = f"      allocates {_bytes(allocated)}" + (
+        "" if not step.allocs else " (" + ", ".join(
+            f"{a.what} {_shape(a.shape)} {a.dtype}" for a in step.allocs) + ")")
+    if isinstance(step, ViewStep):
+        body = [f"{head}  {names.reg(step.src)}: {names.labels(step.labels_in)} -> "
+                f"{names.labels(step.labels)} {_shape(step.shape)}"]
+        if step.squeeze:
+            body.append(f"      view: size-1 '...' axes {list(step.squeeze)} broadcast (dropped)")
+        if step.diagonals:
+            body.append("      view: repeated labels become one axis whose stride is the sum")
+        return [*body, tail]
+    if isinstance(step, ReduceStep):
+        return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
+                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype}",
+                f"      {_write_words(step.write)}", tail]
+    if isinstance(step, CopyStep):
+        return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
+                f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
+    if isinstance(step, ContractStep):
+        return _contract_lines(head, step, names, tail)
+    return _batch_lines(head, step, names, tail)
+
+
+def _write_words(write: str) -> str:
+    return {
+        WRITE_NEW: "into a new buffer",
+        WRITE_RETURN: "into a new array: the result",
+        WRITE_INTO: "written straight into the output",
+        WRITE_TEMP: "into a temporary, then copied (cast) into the output",
+    }[write]
+
+
+def _contract_lines(head: str, step: ContractStep, names: _Names, tail: str) -> list[str]:
+    n = names.labels
+    lines = [
+        f"{head}  {names.reg(step.left)} x {names.reg(step.right)} -> {n(step.labels)} "
+        f"{_shape(step.shape)}: one batched matmul (BLAS)",
+        f"      batch {n(step.batch)} | contracted {n(step.contracted)} | left-free "
+        f"{n(step.left_free)} | right-free {n(step.right_free)} | left-only "
+        f"{n(step.left_only)} | right-only {n(step.right_only)}",
+        f"      left  as {_shape(step.left_shape)}: {step.left_note}",
+        f"      right as {_shape(step.right_shape)}: {step.right_note}",
+        f"      out   as {_shape(step.out_shape)}: {step.out_note or _write_words(step.write)}",
+    ]
+    return [*lines, tail]
+
+
+def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[str]:
+    n = names.labels
+    return [
+        f"{head}  {names.reg(step.left)} x {names.reg(step.right)} -> {n(step.labels)} "
+        f"{_shape(step.shape)}: one broadcast multiply (no contracted labels)",
+        f"      batch {n(step.batch)} | left-free {n(step.left_free)} | right-free "
+        f"{n(step.right_free)} | left-only {n(step.left_only)} | right-only "
+        f"{n(step.right_only)}",
+        f"      operands viewed as {_shape(step.left_shape)} and {_shape(step.right_shape)}",
+        f"      out: {step.out_note or _write_words(step.write)}",
+        tail,
+    ]

@@ -1,0 +1,267 @@
+"""dtypes, out=, Tensors, einsum_path, contract_expression, the plan cache and the report."""
+
+from __future__ import annotations
+
+import threading
+import tracemalloc
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import einstride as es
+from einstride.einsum.api import clear_plan_cache, plan_cache_info
+from einstride.einsum.cli import explain_main
+
+RNG = np.random.default_rng(7)
+
+
+# -- dtypes ----------------------------------------------------------------------------------
+
+
+def test_float16_accumulates_in_float32() -> None:
+    total = es.einsum("i->", np.ones(3000, np.float16))
+    assert total == 3000 and np.asarray(total).dtype == np.float16
+    a = RNG.random((40, 3000)).astype(np.float16)
+    b = RNG.random((3000, 30)).astype(np.float16)
+    exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    got = es.einsum("ij,jk->ik", a, b)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float64), exact.astype(np.float64), rtol=2e-3)
+
+
+def test_bfloat16_accumulates_in_float32() -> None:
+    ones = np.ones(1000, ml_dtypes.bfloat16)   # a bfloat16 accumulator would stop at 256
+    total = es.einsum("i->", ones)
+    assert np.asarray(total).dtype == ml_dtypes.bfloat16 and float(total) == 1000.0
+    got = es.einsum("ij,jk->ik", np.ones((2, 1000), ml_dtypes.bfloat16),
+                    np.ones((1000, 2), ml_dtypes.bfloat16))
+    assert got.dtype == ml_dtypes.bfloat16 and np.all(got.astype(np.float32) == 1000)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64])
+def test_integers_wrap_like_numpy(dtype: type) -> None:
+    a = np.full((3, 200), 100, dtype)
+    b = np.full((200, 2), 7, dtype)
+    for eq, ops in [("ij,jk->ik", (a, b)), ("ij->", (a,)), ("ij,ij->i", (a, a))]:
+        got = es.einsum(eq, *ops)
+        expected = np.einsum(eq, *ops)
+        assert np.asarray(got).dtype == np.asarray(expected).dtype
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_bool_is_and_or() -> None:
+    a = RNG.random((4, 5)) < 0.3
+    b = RNG.random((5, 3)) < 0.3
+    got = es.einsum("ij,jk->ik", a, b)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, (a.astype(int) @ b.astype(int)) > 0)
+    np.testing.assert_array_equal(es.einsum("ij->i", a), a.any(axis=1))
+    np.testing.assert_array_equal(es.einsum("ij,ij->ij", a, a[::-1]), a & a[::-1])
+
+
+def test_complex_and_mixed_dtypes() -> None:
+    a = RNG.random((3, 4)) + 1j * RNG.random((3, 4))
+    b = RNG.integers(0, 5, (4, 2)).astype(np.int32)
+    got = es.einsum("ij,jk->ik", a, b)
+    assert got.dtype == np.complex128
+    np.testing.assert_allclose(got, a @ b)
+    mixed = es.einsum("i,i->i", np.ones(3, np.int32), np.ones(3, np.float32))
+    assert mixed.dtype == np.result_type(np.int32, np.float32)
+
+
+def test_dtype_argument_sets_the_result_dtype() -> None:
+    a = RNG.random((3, 4))
+    got = es.einsum("ij,jk->ik", a, a.T, dtype=np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, a @ a.T, rtol=1e-5)
+    assert es.einsum("ij->i", np.ones((2, 3), np.int8), dtype=np.int64).dtype == np.int64
+
+
+def test_scalars_and_lists_are_converted() -> None:
+    assert es.einsum(",->", 2, 3.5) == 7.0
+    assert es.einsum("i,i", [1, 2, 3], [4, 5, 6]) == 32
+    assert isinstance(es.einsum("i->", np.ones(3)), np.floating)
+
+
+def test_numpy_in_numpy_out_tensor_in_tensor_out() -> None:
+    a, b = RNG.random((2, 3)), RNG.random((3, 4))
+    assert type(es.einsum("ij,jk->ik", a, b)) is np.ndarray
+    got = es.einsum("ij,jk->ik", es.as_tensor(a), b)
+    assert isinstance(got, es.Tensor)
+    np.testing.assert_allclose(got.numpy(), a @ b)
+    scalar = es.einsum("ij,ij->", es.as_tensor(a), a)
+    assert isinstance(scalar, es.Tensor) and scalar.shape == ()
+    strided = es.Tensor(np.arange(12.0), (3, 2), (4, 1), 1)   # a gapped Tensor view
+    np.testing.assert_allclose(es.einsum("ij->j", strided).numpy(), strided.numpy().sum(0))
+
+
+# -- out= ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("equation", ["ij,jk->ik", "ij,jk->ki", "bij,bjk->bik", "ij->j",
+                                      "ij,jk->iik", "i,j->ij"])
+def test_out_with_transposed_and_gapped_layouts(equation: str) -> None:
+    shapes = {"ij,jk->ik": [(3, 4), (4, 5)], "ij,jk->ki": [(3, 4), (4, 5)],
+              "bij,bjk->bik": [(2, 3, 4), (2, 4, 5)], "ij->j": [(3, 4)],
+              "ij,jk->iik": [(3, 4), (4, 5)], "i,j->ij": [(3,), (5,)]}[equation]
+    ops = [RNG.random(s) for s in shapes]
+    expected = np.asarray(es.einsum(equation, *ops))
+    for make in (lambda s: np.empty(s[::-1]).T,
+                 lambda s: np.full(tuple(2 * d for d in s), 9.0)[tuple(slice(None, None, 2)
+                                                                      for _ in s)],
+                 lambda s: np.full(s, 7.0, order="F")):
+        out = make(expected.shape)
+        assert es.einsum(equation, *ops, out=out) is out
+        np.testing.assert_allclose(out, expected)
+
+
+def test_out_tensor_receives_the_result() -> None:
+    out = es.Tensor(np.zeros(8), (2, 2), (1, 2))
+    result = es.einsum("ij,jk->ik", np.eye(2), np.full((2, 2), 3.0), out=out)
+    assert result is out
+    np.testing.assert_allclose(out.numpy(), np.full((2, 2), 3.0))
+
+
+def test_out_float32_for_float64_operands_is_a_cast() -> None:
+    out = np.zeros((2, 2), np.float32)
+    es.einsum("ij,jk->ik", np.eye(2), np.full((2, 2), 0.5), out=out)
+    np.testing.assert_allclose(out, 0.5)
+
+
+# -- einsum_path, contract_expression, explain -------------------------------------------------
+
+
+def test_einsum_path_is_numpy_compatible() -> None:
+    a, b, c = RNG.random((10, 20)), RNG.random((20, 30)), RNG.random((30, 2))
+    path, report = es.einsum_path("ij,jk,kl->il", a, b, c, optimize="greedy")
+    assert path[0] == "einsum_path" and all(isinstance(p, tuple) for p in path[1:])
+    np.testing.assert_allclose(np.einsum("ij,jk,kl->il", a, b, c, optimize=path),
+                               es.einsum("ij,jk,kl->il", a, b, c, optimize=path))
+    assert "optimized FLOPs" in report
+    path2, _ = es.einsum_path("ij,jk,kl->il", (10, 20), (20, 30), (30, 2), optimize="greedy")
+    assert path2 == path
+
+
+def test_contract_expression_reuses_its_plan_for_any_layout() -> None:
+    expr = es.contract_expression("bij,bjk->bik", (2, 3, 4), (2, 4, 5))
+    a, b = RNG.random((2, 3, 4)), RNG.random((2, 4, 5))
+    np.testing.assert_allclose(expr(a, b), a @ b)
+    at = np.ascontiguousarray(a.transpose(2, 1, 0)).transpose(2, 1, 0)
+    np.testing.assert_allclose(expr(at, b), a @ b)
+    out = np.empty((5, 3, 2)).transpose(2, 1, 0)
+    assert expr(a, b, out=out) is out
+    np.testing.assert_allclose(out, a @ b)
+    assert "contract" in str(expr) and repr(expr).startswith("<Expression")
+
+
+def test_explain_reports_views_copies_flops_and_true_bytes() -> None:
+    report = es.contract_expression("bij,bjk->bik", (8, 64, 32), (8, 32, 16)).explain()
+    for fragment in ("einsum 'bij,bjk->bik'", "naive FLOPs", "optimized FLOPs",
+                     "largest intermediate", "step 1: contract", "batch b", "contracted j",
+                     "left-free i", "right-free k", "viewed", "65,536 B"):
+        assert fragment in report, fragment
+    # contracted labels in the same memory order in both operands: views, no copy
+    _, report = es.einsum_path("ijk,jkl->il", (4, 5, 6), (5, 6, 3))
+    assert "copy" not in report and report.count("viewed") == 2
+    # ... in opposite orders: the smaller operand is copied, and the report says why
+    _, report = es.einsum_path("ikj,jkl->il", (4, 6, 5), (5, 6, 3))
+    assert "step 1: copy  operand 1" in report and "order" in report
+    # a gapped operand whose labels cannot fold into one stride
+    a = RNG.random((4, 10, 6))[:, ::2, :]
+    plan_report = _plan_report("ijk,jkl->il", a, RNG.random((5, 6, 3)))
+    assert "copy  operand 0" in plan_report and "do not fold" in plan_report
+    # a transposed operand that folds jointly is viewed, not copied
+    t = RNG.random((3, 5, 6)).transpose(1, 2, 0)          # labels j k l, l outermost
+    assert "copy" not in _plan_report("ijk,jkl->il", RNG.random((4, 5, 6)), t)
+    t = RNG.random((6, 5, 3)).transpose(1, 0, 2)          # k before j: the orders differ
+    assert "copy" in _plan_report("ijk,jkl->il", RNG.random((4, 5, 6)), t)
+    # a unit-stride-free operand is copied so that BLAS can take it
+    g = RNG.random((4, 5, 12))[:, :, ::2]
+    assert "not BLAS-ready" in _plan_report("ijk,jkl->il", g, RNG.random((5, 6, 3)))
+
+
+def _plan_report(equation: str, *ops: np.ndarray) -> str:
+    from einstride.einsum.api import _as_arrays, _entry_for
+    from einstride.einsum.report import format_plan
+    arrays, _ = _as_arrays(ops)
+    return format_plan(_entry_for(equation, arrays, None, None, "auto").plan)
+
+
+@pytest.mark.parametrize(("equation", "shapes"), [
+    ("ij,jk->ik", [(300, 200), (200, 100)]),
+    ("ijk->i", [(50, 60, 70)]),
+    ("ij,jk,kl->il", [(100, 200), (200, 100), (100, 300)]),
+    ("i->ii", [(300,)]),
+])
+def test_reported_bytes_are_the_bytes_allocated(equation: str, shapes: list[tuple[int, ...]]
+                                                ) -> None:
+    from einstride.einsum.api import _as_arrays, _entry_for
+    ops = [RNG.random(s) for s in shapes]
+    arrays, _ = _as_arrays(ops)
+    entry = _entry_for(equation, arrays, None, None, "auto")
+    entry.run(arrays, None)   # warm up
+    tracemalloc.start()
+    result = entry.run(arrays, None)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    del result
+    reported = entry.plan.allocated_bytes
+    assert entry.plan.largest_bytes <= peak <= reported + 64 * 1024, (peak, reported)
+
+
+# -- the plan cache --------------------------------------------------------------------------
+
+
+def test_plan_cache_is_thread_safe_and_bounded() -> None:
+    clear_plan_cache()
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            for _ in range(60):
+                n = int(rng.integers(1, 6))
+                a, b = rng.random((n, 3)), rng.random((3, n + 1))
+                np.testing.assert_allclose(es.einsum("ij,jk->ik", a, b), a @ b)
+                np.testing.assert_allclose(es.einsum("ij->j", a.T), a.T.sum(0))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    info = plan_cache_info()
+    assert info.hits > 0 and info.currsize <= info.maxsize
+
+
+def test_plan_cache_keys_on_layout() -> None:
+    a = RNG.random((4, 5))
+    b = RNG.random((5, 6))
+    np.testing.assert_allclose(es.einsum("ij,jk->ik", a, b), a @ b)
+    bt = np.asfortranarray(b)
+    np.testing.assert_allclose(es.einsum("ij,jk->ik", a, bt), a @ b)
+    np.testing.assert_allclose(es.einsum("ij,jk->ik", a, b[:, ::-1]), a @ b[:, ::-1])
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def test_cli_explain_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert explain_main(["bij,bjk->bik", "8x64x32", "8x32x16"]) == 0
+    out = capsys.readouterr().out
+    assert "step 1: contract" in out and "FLOPs" in out and "largest intermediate" in out
+    assert explain_main(["ij,jk,kl->il", "10x20", "20x30", "30x2", "--optimize", "greedy",
+                         "--dtype", "float32"]) == 0
+    assert "float32" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["ij,jk->ik", "2x3", "4x5"], ["ij->k", "2x3"],
+                                  ["ij", "2xq"], ["ij", "2x3", "--dtype", "nonsense"], []])
+def test_cli_explain_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]
+                                       ) -> None:
+    assert explain_main(argv) == 2
+    assert capsys.readouterr().err

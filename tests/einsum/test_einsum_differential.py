@@ -1,0 +1,100 @@
+"""einsum against a brute-force oracle and numpy.einsum on random equations and layouts."""
+
+from __future__ import annotations
+
+import numpy as np
+from einsum_oracle import ELL, brute_force
+from einsum_strategies import DTYPES, Case, cases, layouts
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+
+OPTIMIZE = st.sampled_from([False, True, "auto", "greedy", "optimal", "dp", "branch-2"])
+
+
+def _tolerance(dtype: np.dtype) -> dict[str, float]:
+    if dtype.kind in "biu":
+        return {"rtol": 0, "atol": 0}
+    if dtype in (np.float32, np.complex64):
+        return {"rtol": 1e-4, "atol": 1e-3}
+    return {"rtol": 1e-10, "atol": 1e-9}
+
+
+def _check(case: Case, result: object, operands: list[np.ndarray], dtype: object = None) -> None:
+    expected = brute_force(case.terms, case.output, operands, dtype)
+    got = np.asarray(result.numpy() if isinstance(result, es.Tensor) else result)
+    assert got.shape == expected.shape, (case.render(), got.shape, expected.shape)
+    assert got.dtype == expected.dtype, (case.render(), got.dtype, expected.dtype)
+    np.testing.assert_allclose(got, expected, **_tolerance(expected.dtype), err_msg=case.render())
+
+
+@st.composite
+def problems(draw):
+    case = draw(cases())
+    dtypes = [draw(DTYPES) for _ in case.shapes]
+    operands = [draw(layouts(shape, dt)) for shape, dt in zip(case.shapes, dtypes)]
+    return case, operands
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
+@given(problems(), OPTIMIZE, st.booleans(), st.booleans())
+def test_matches_brute_force_and_numpy(problem, optimize, spaces, as_tensor):
+    case, operands = problem
+    before = [op.copy() for op in operands]
+    inputs = [es.as_tensor(op) if as_tensor and k == 0 else op for k, op in enumerate(operands)]
+    result = es.einsum(case.render(spaces), *inputs, optimize=optimize)
+    assert isinstance(result, es.Tensor) == (as_tensor and len(operands) > 0)
+    _check(case, result, operands)
+    for op, old in zip(operands, before):
+        np.testing.assert_array_equal(op, old)
+    numpy_eq = case.numpy_equation()
+    if numpy_eq is not None and not as_tensor:
+        expected = np.einsum(numpy_eq, *operands)
+        np.testing.assert_allclose(np.asarray(result), expected,
+                                   **_tolerance(np.asarray(expected).dtype))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
+@given(st.data(), OPTIMIZE)
+def test_out_with_any_layout(data, optimize):
+    case, operands = data.draw(problems())
+    expected = brute_force(case.terms, case.output, operands)
+    out = data.draw(layouts(expected.shape, str(expected.dtype), writeable=True))
+    out = np.require(out, requirements="W") if not out.flags.writeable else out
+    result = es.einsum(case.render(), *operands, out=out, optimize=optimize)
+    assert result is out
+    np.testing.assert_allclose(out, expected, **_tolerance(expected.dtype))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(problems(), st.sampled_from(["float64", "complex128", "int64", "float32"]))
+def test_dtype_argument(problem, dtype):
+    case, operands = problem
+    if any(op.dtype.kind == "c" for op in operands) and dtype in ("float64", "int64", "float32"):
+        operands = [op.real.copy() if op.dtype.kind == "c" else op for op in operands]
+    if dtype == "int64":
+        operands = [op.astype(np.int64) for op in operands]
+    result = es.einsum(case.render(), *operands, dtype=dtype)
+    assert np.asarray(result).dtype == np.dtype(dtype)
+    _check(case, result, operands, dtype)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(problems())
+def test_sublist_form_matches_string_form(problem):
+    case, operands = problem
+    ids = {x: k for k, x in enumerate(dict.fromkeys(x for t in case.terms for x in t))}
+    args: list[object] = []
+    for term, op in zip(case.terms, operands):
+        args += [op, [Ellipsis if x == ELL else ids[x] for x in term]]
+    if case.explicit:
+        args.append([Ellipsis if x == ELL else ids[x] for x in case.output])
+    else:  # implicit: the labels written once, sorted by their int (not by character)
+        singles = [x for x in case.output if x != ELL]
+        case.output = [ELL] * (ELL in case.output) + sorted(singles, key=ids.__getitem__)
+    _check(case, es.einsum(*args), operands)
