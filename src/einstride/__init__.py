@@ -11,6 +11,7 @@ from . import elementwise as _elementwise
 from . import ops as _ops
 from . import transfer as _transfer
 from .einsum import *  # noqa: F403
+from .einsum.grad import einsum_vjp
 from .elementwise import *  # noqa: F403
 from .errors import EinsumError, LayoutError
 from .layout import Layout
@@ -26,6 +27,7 @@ __all__ = [
     "LayoutError",
     "Tensor",
     "__version__",
+    "einsum_vjp",
     "as_tensor",
     "tensor",
     *_transfer.__all__,

@@ -1,0 +1,111 @@
+"""Vector-Jacobian products of einsum, computed as einsums over the same engine.
+
+einsum is linear in each operand, so the gradient of operand ``k`` is the einsum of the
+cotangent with every *other* operand, producing operand ``k``'s own term:
+
+* a label repeated in operand ``k`` (``iii->i``) appears repeated in the backward *output*:
+  a diagonal expansion (``i->iii``), written through a strided view;
+* a label repeated in the forward output (``i->ii``) appears repeated in the backward
+  *input* (the cotangent): a diagonal extraction, a zero-copy view;
+* a label of operand ``k`` that appears nowhere else (summed in the forward pass) is
+  broadcast back: it enters the backward equation through a zero-stride vector of ones;
+* a size-1 ``...`` axis that broadcast against a larger one gets a label of its own, so the
+  backward pass sums over the broadcast dimension and keeps the size-1 axis.
+
+Complex operands follow JAX's ``vjp`` for holomorphic maps: no conjugation.
+
+>>> import numpy as np
+>>> a, b = np.arange(6.0).reshape(2, 3), np.ones((3, 2))
+>>> ga, gb = einsum_vjp("ij,jk->ik", (a, b), np.ones((2, 2)))
+>>> ga
+array([[2., 2., 2.],
+       [2., 2., 2.]])
+>>> einsum_vjp("ii->", (np.ones((3, 3)),), np.array(2.0))[0]
+array([[2., 0., 0.],
+       [0., 2., 0.],
+       [0., 0., 2.]])
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import EinsumError
+from ..tensor import any_tensor, as_array, wrap_like
+from .api import einsum
+from .equation import parse_equation
+
+__all__ = ["einsum_vjp"]
+
+Array = np.ndarray[Any, Any]
+Labels = tuple[int, ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def _backward_equations(
+    subscripts: str, shapes: tuple[tuple[int, ...], ...]
+) -> tuple[Labels, tuple[Labels, ...], tuple[tuple[Labels, tuple[int, ...]], ...]]:
+    """(output labels, per-operand labels with broadcast axes renamed, per-operand
+    (fill labels, their sizes)) -- everything the backward einsums need, cached."""
+    spec = parse_equation(subscripts, *shapes)
+    fresh = len(spec.sizes)
+    inputs: list[Labels] = []
+    for term, stretched in zip(spec.inputs, spec.stretched):
+        renamed = list(term)
+        for axis in stretched:
+            renamed[axis] = fresh
+            fresh += 1
+        inputs.append(tuple(renamed))
+    fills = []
+    for k, term in enumerate(inputs):
+        present = set(spec.output).union(*(set(t) for j, t in enumerate(inputs) if j != k))
+        missing = tuple(label for label in dict.fromkeys(term) if label not in present)
+        sizes = tuple(shapes[k][term.index(label)] for label in missing)
+        fills.append((missing, sizes))
+    return spec.output, tuple(inputs), tuple(fills)
+
+
+def einsum_vjp(
+    subscripts: str, operands: Sequence[Any], cotangent: Any, *, optimize: Any = "auto"
+) -> tuple[Any, ...]:
+    """One gradient per operand (same shape and dtype) of ``<cotangent, einsum(...)>``.
+
+    ``subscripts`` is any equation ``einsum`` accepts (implicit mode, ellipses, repeated
+    input and output labels); ``cotangent`` has the forward result's shape.
+    """
+    if isinstance(operands, (str, bytes)) or not isinstance(operands, Sequence):
+        raise TypeError("einsum_vjp: operands must be a sequence of arrays")
+    arrays = [as_array(x) for x in operands]
+    cot = as_array(cotangent)
+    shapes = tuple(a.shape for a in arrays)
+    output, inputs, fills = _backward_equations(subscripts, shapes)
+    expected = parse_equation(subscripts, *shapes).output_shape
+    if cot.shape != expected:
+        raise EinsumError(
+            f"einsum_vjp {subscripts!r}: the cotangent has shape {cot.shape}, "
+            f"but the result has shape {expected}"
+        )
+    tensor_out = any_tensor(*operands, cotangent)
+    grads = []
+    for k, x in enumerate(arrays):
+        args: list[Any] = [cot, list(output)]
+        for j, (other, term) in enumerate(zip(arrays, inputs)):
+            if j != k:
+                args += [other, list(term)]
+        labels, sizes = fills[k]
+        for label, size in zip(labels, sizes):
+            args += [np.broadcast_to(np.ones(1, cot.dtype), (size,)), [label]]
+        grad = as_array(einsum(*args, list(inputs[k]), optimize=optimize))
+        grads.append(wrap_like(_cast_like(grad, x), tensor_out))
+    return tuple(grads)
+
+
+def _cast_like(grad: Array, x: Array) -> Array:
+    """The gradient in the operand's dtype (a real operand keeps the real part, as JAX)."""
+    if np.iscomplexobj(grad) and not np.iscomplexobj(x):
+        grad = grad.real
+    return np.asarray(grad.astype(x.dtype, copy=False))

@@ -1,0 +1,272 @@
+"""einsum_vjp: finite differences, the adjoint identity, and the named cases of issue 6.
+
+The forward oracle here is brute force from the definition (a loop over every label
+assignment), so the tests do not lean on einstride's own einsum for the expected values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import string
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+
+# -- the oracle ------------------------------------------------------------------------------
+
+
+def expand_terms(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str]:
+    """Explicit per-axis labels (ellipsis dims become upper-case letters, right-aligned)."""
+    eq = subscripts.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    ell_rank = max(
+        (len(s) - (len(t) - 3) for t, s in zip(terms, shapes) if "..." in t), default=0
+    )
+    ell = string.ascii_uppercase[:ell_rank]
+    out_terms = []
+    for t, s in zip(terms, shapes):
+        if "..." in t:
+            n = len(s) - (len(t) - 3)
+            t = t.replace("...", ell[ell_rank - n :])
+        out_terms.append(t)
+    if not arrow:
+        counts = {c: "".join(terms).count(c) for c in "".join(terms).replace(".", "")}
+        rhs = ("..." if "..." in lhs else "") + "".join(
+            sorted(c for c, k in counts.items() if k == 1)
+        )
+    return out_terms, rhs.replace("...", ell)
+
+
+def brute_einsum(subscripts: str, *ops: np.ndarray) -> np.ndarray:
+    terms, out = expand_terms(subscripts, [o.shape for o in ops])
+    sizes: dict[str, int] = {}
+    for t, o in zip(terms, ops):
+        for c, n in zip(t, o.shape):
+            if n != 1 or c not in sizes:
+                sizes[c] = max(sizes.get(c, n), n) if c.isupper() else n
+    labels = sorted(sizes)
+    dtype = np.result_type(*ops)
+    result = np.zeros(tuple(sizes[c] for c in out), dtype)
+    for values in itertools.product(*(range(sizes[c]) for c in labels)):
+        env = dict(zip(labels, values))
+        term = np.asarray(1, dtype)
+        for t, o in zip(terms, ops):
+            idx = tuple(env[c] if n != 1 or not c.isupper() else 0 for c, n in zip(t, o.shape))
+            term = term * o[idx]
+        result[tuple(env[c] for c in out)] += term
+    return result
+
+
+# -- random equations --------------------------------------------------------------------------
+
+
+@st.composite
+def equations(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]]]:
+    pool = "abcde"
+    size_of = {c: draw(st.integers(1, 3)) for c in pool}
+    if draw(st.booleans()):
+        size_of[draw(st.sampled_from(pool))] = 0 if draw(st.integers(0, 9)) == 0 else 2
+    n_ops = draw(st.integers(1, 3))
+    ell_shape = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    terms, shapes, used = [], [], []
+    any_ell = False
+    for _ in range(n_ops):
+        labels = draw(st.lists(st.sampled_from(pool[:4]), max_size=3))
+        shape = [size_of[c] for c in labels]
+        term = "".join(labels)
+        if ell_shape and draw(st.booleans()):
+            k = draw(st.integers(0, len(ell_shape)))
+            sub = [n if not draw(st.booleans()) else 1 for n in ell_shape[len(ell_shape) - k :]]
+            pos = draw(st.integers(0, len(labels)))
+            term = term[:pos] + "..." + term[pos:]
+            shape = shape[:pos] + sub + shape[pos:]
+            any_ell = True
+        terms.append(term)
+        shapes.append(tuple(shape))
+        used.extend(labels)
+    if draw(st.integers(0, 4)) == 0:
+        return ",".join(terms), shapes
+    out = draw(st.lists(st.sampled_from(sorted(set(used)) or ["a"]), max_size=3)) if used else []
+    out_term = "".join(c for c in out if c in used)
+    if any(
+        "..." in t and len(s) - (len(t) - 3) > 0 for t, s in zip(terms, shapes)
+    ) or (any_ell and draw(st.booleans())):
+        out_term = "..." + out_term
+    return ",".join(terms) + "->" + out_term, shapes
+
+
+def _operands(shapes: list[tuple[int, ...]], seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s) for s in shapes]
+
+
+def _unit(shape: tuple[int, ...], idx: tuple[int, ...]) -> np.ndarray:
+    e = np.zeros(shape)
+    e[idx] = 1.0
+    return e
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(equations(), st.integers(0, 2**32 - 1))
+def test_vjp_matches_central_differences(eq_shapes, seed) -> None:
+    eq, shapes = eq_shapes
+    ops = _operands(shapes, seed)
+    fwd = brute_einsum(eq, *ops)
+    cot = np.random.default_rng(seed + 1).standard_normal(fwd.shape)
+    grads = es.einsum_vjp(eq, ops, cot)
+    assert len(grads) == len(ops)
+    for k, (g, x) in enumerate(zip(grads, ops)):
+        assert g.shape == x.shape and g.dtype == x.dtype
+        expected = np.zeros(x.shape)
+        for idx in np.ndindex(*x.shape):
+            plus = [o + _unit(o.shape, idx) if j == k else o for j, o in enumerate(ops)]
+            minus = [o - _unit(o.shape, idx) if j == k else o for j, o in enumerate(ops)]
+            diff = (brute_einsum(eq, *plus) - brute_einsum(eq, *minus)) / 2.0
+            expected[idx] = np.sum(cot * diff)
+        np.testing.assert_allclose(g, expected, rtol=1e-9, atol=1e-9, err_msg=f"{eq} operand {k}")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(equations(), st.integers(0, 2**32 - 1))
+def test_vjp_adjoint_identity(eq_shapes, seed) -> None:
+    eq, shapes = eq_shapes
+    ops = _operands(shapes, seed)
+    rng = np.random.default_rng(seed + 2)
+    cot = rng.standard_normal(brute_einsum(eq, *ops).shape)
+    grads = es.einsum_vjp(eq, ops, cot)
+    for k, g in enumerate(grads):
+        dx = rng.standard_normal(ops[k].shape)
+        jvp = brute_einsum(eq, *[dx if j == k else o for j, o in enumerate(ops)])
+        assert np.isclose(np.sum(g * dx), np.sum(cot * jvp), rtol=1e-9, atol=1e-9)
+
+
+# -- named cases --------------------------------------------------------------------------------
+
+
+def test_repeated_input_labels_expand_the_diagonal() -> None:
+    x = np.arange(27.0).reshape(3, 3, 3)
+    (g,) = es.einsum_vjp("iii->i", (x,), np.array([1.0, 2.0, 3.0]))
+    expected = np.zeros((3, 3, 3))
+    for i in range(3):
+        expected[i, i, i] = i + 1
+    np.testing.assert_array_equal(g, expected)
+
+
+def test_trace_gradient_is_a_scaled_identity() -> None:
+    (g,) = es.einsum_vjp("ii->", (np.ones((4, 4)),), np.array(3.0))
+    np.testing.assert_array_equal(g, 3.0 * np.eye(4))
+
+
+def test_repeated_output_labels_extract_the_diagonal() -> None:
+    cot = np.arange(9.0).reshape(3, 3)
+    (g,) = es.einsum_vjp("i->ii", (np.ones(3),), cot)
+    np.testing.assert_array_equal(g, np.diag(cot))
+
+
+def test_summed_label_is_broadcast_back() -> None:
+    (g,) = es.einsum_vjp("ij->i", (np.ones((2, 3)),), np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g, [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+
+
+def test_size_one_ellipsis_axes_sum_over_the_broadcast() -> None:
+    a, b = np.ones((1, 3)), np.ones((4, 3))
+    ga, gb = es.einsum_vjp("...i,...i->...i", (a, b), np.ones((4, 3)))
+    np.testing.assert_array_equal(ga, np.full((1, 3), 4.0))
+    np.testing.assert_array_equal(gb, np.ones((4, 3)))
+
+
+def test_implicit_mode_rank0_and_size0() -> None:
+    ga, gb = es.einsum_vjp("ij,jk", (np.ones((2, 0)), np.ones((0, 3))), np.ones((2, 3)))
+    assert ga.shape == (2, 0) and gb.shape == (0, 3)
+    gs, gv = es.einsum_vjp(",i->i", (np.array(2.0), np.arange(3.0)), np.ones(3))
+    assert gs.shape == () and gs == 3.0
+    np.testing.assert_array_equal(gv, [2.0, 2.0, 2.0])
+
+
+def test_nary_chain_matches_matrix_calculus() -> None:
+    rng = np.random.default_rng(0)
+    a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal((4, 5))
+    cot = rng.standard_normal((2, 5))
+    ga, gb, gc = es.einsum_vjp("ab,bc,cd->ad", (a, b, c), cot)
+    np.testing.assert_allclose(ga, cot @ (b @ c).T)
+    np.testing.assert_allclose(gb, a.T @ cot @ c.T)
+    np.testing.assert_allclose(gc, (a @ b).T @ cot)
+
+
+def test_complex_follows_the_holomorphic_convention() -> None:
+    a = np.array([1 + 2j, 3 - 1j])
+    b = np.array([2 - 1j, 1j])
+    ga, gb = es.einsum_vjp("i,i->", (a, b), np.array(1 + 1j))
+    np.testing.assert_allclose(ga, (1 + 1j) * b)  # no conjugation, as JAX's vjp
+    np.testing.assert_allclose(gb, (1 + 1j) * a)
+
+
+def test_gradients_keep_dtype_and_kind() -> None:
+    a32 = np.ones((2, 2), np.float32)
+    (g,) = es.einsum_vjp("ij->", (a32,), np.array(1.0))
+    assert g.dtype == np.float32
+    t = es.tensor(np.ones((2, 3)))
+    (gt,) = es.einsum_vjp("ij->j", (t,), np.ones(3))
+    assert isinstance(gt, es.Tensor) and gt.shape == (2, 3)
+
+
+def test_cotangent_shape_mismatch_is_an_einsum_error() -> None:
+    with pytest.raises(es.EinsumError, match="cotangent"):
+        es.einsum_vjp("ij->i", (np.ones((2, 3)),), np.ones(3))
+    with pytest.raises(es.EinsumError):
+        es.einsum_vjp("ij,jk->ik", (np.ones((2, 3)),), np.ones((2, 2)))
+    with pytest.raises(TypeError):
+        es.einsum_vjp("i->", np.ones(3), np.array(1.0))
+
+
+def test_backward_equations_are_cached() -> None:
+    from einstride.einsum import grad
+
+    grad._backward_equations.cache_clear()
+    for _ in range(3):
+        es.einsum_vjp("ij,jk->ik", (np.ones((2, 3)), np.ones((3, 4))), np.ones((2, 4)))
+    info = grad._backward_equations.cache_info()
+    assert info.misses == 1 and info.hits == 2
+
+
+TORCH_EQUATIONS = [
+    "ij,jk->ik",
+    "bij,bjk->bik",
+    "ii->i",
+    "ii->",
+    "i,j->ij",
+    "...ij,...jk->...ik",
+    "abc,cd->abd",
+    "ij->",
+    "ab,bc,cd->ad",
+]
+
+
+@pytest.mark.parametrize("eq", TORCH_EQUATIONS)
+def test_agrees_with_torch_autograd(eq: str) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    shapes = {
+        "ij,jk->ik": [(2, 3), (3, 4)],
+        "bij,bjk->bik": [(2, 2, 3), (2, 3, 2)],
+        "ii->i": [(3, 3)],
+        "ii->": [(3, 3)],
+        "i,j->ij": [(2,), (3,)],
+        "...ij,...jk->...ik": [(2, 1, 2, 3), (3, 3, 4)],
+        "abc,cd->abd": [(2, 3, 2), (2, 4)],
+        "ij->": [(2, 3)],
+        "ab,bc,cd->ad": [(2, 3), (3, 2), (2, 2)],
+    }[eq]
+    ops = [rng.standard_normal(s) for s in shapes]
+    tops = [torch.tensor(o, requires_grad=True) for o in ops]
+    result = torch.einsum(eq, *tops)
+    cot = rng.standard_normal(tuple(result.shape))
+    result.backward(torch.tensor(cot))
+    grads = es.einsum_vjp(eq, ops, cot)
+    for g, t in zip(grads, tops):
+        np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
