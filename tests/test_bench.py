@@ -30,6 +30,7 @@ from einstride.bench import (
 from einstride.bench import command as bench_command
 from einstride.bench.check import mismatch, oracle
 from einstride.bench.contenders import NUMPY, naive_size
+from einstride.bench.machine import thread_limit
 from einstride.bench.results import CaseResult, Entry, geometric_mean
 from einstride.bench.timing import interleave
 
@@ -70,7 +71,8 @@ def test_report_has_a_row_per_case_with_the_measured_ratio(tmp_path: Path) -> No
         expected = result.subject.timing.median / min(peers)
         assert row[header.index("ratio")].split()[0] == f"{expected:.2f}x"
         assert row[header.index("status")] in ("**PASS**", "**MISS**")
-    assert "## Machine" in output.read_text(encoding="utf-8")
+    text = output.read_text(encoding="utf-8")
+    assert "## Machine" in text and "**Not einstride**" in text
     assert (note is None) == chart.exists()
 
 
@@ -217,3 +219,18 @@ def test_main_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     text = output.read_text(encoding="utf-8")
     assert re.search(r"\| tiny matmul 4x4 \| `ij,jk->ik` \|", text)
     assert "(No chart: disabled with --no-chart)" in text
+
+
+def test_thread_limit_limits_blas_and_restores_it() -> None:
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads() -> list[int]:
+        return [
+            p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"
+        ]
+
+    before = blas_threads()
+    with thread_limit(1) as what:
+        assert what.startswith("1 per pool: BLAS/OpenMP (threadpoolctl)")
+        assert set(blas_threads()) <= {1}
+    assert blas_threads() == before

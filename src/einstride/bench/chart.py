@@ -45,7 +45,7 @@ def _plot(pyplot: Any, suite: SuiteResult, path: Path) -> None:
     rows = [(r.case.name, relative_times(r)) for r in suite.results]
     columns = list(dict.fromkeys(column for _, times in rows for column in times))
     height = 0.8 / max(len(columns), 1)
-    figure, axes = pyplot.subplots(figsize=(10, 1.5 + 0.42 * len(rows) * max(1, len(columns) / 4)))
+    figure, axes = pyplot.subplots(figsize=(12, 1.5 + 0.085 * len(rows) * max(len(columns), 3)))
     for index, column in enumerate(columns):
         places = [n + index * height for n, (_, times) in enumerate(rows) if column in times]
         values = [times[column] for _, times in rows if column in times]
@@ -57,7 +57,7 @@ def _plot(pyplot: Any, suite: SuiteResult, path: Path) -> None:
     axes.axvline(1.0, color="gray", linewidth=0.8)
     axes.set_xlabel("time / fastest peer's time (log scale; left of 1 is faster)")
     axes.set_title(f"{suite.engine} vs peers ({suite.mode} run)")
-    axes.legend(loc="lower right", fontsize="small")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     figure.tight_layout()
     figure.savefig(path, dpi=90)
     pyplot.close(figure)

@@ -22,6 +22,7 @@ from pathlib import Path
 from .case import Case
 from .chart import draw
 from .contenders import Engine, default_peers, load_einstride, stand_in
+from .machine import thread_limit
 from .report import render
 from .results import SuiteResult
 from .runner import run_suite
@@ -57,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         help="leave out a peer, e.g. torch.einsum (repeatable)",
     )
     parser.add_argument("--budget", type=float, help="seconds of timing per case")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="limit native thread pools to N (1: steadier numbers on a busy machine)",
+    )
     parser.add_argument(
         "--stand-in",
         action="store_true",
@@ -114,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if engine is None:
         return 2
     peers = {n: p for n, p in default_peers().items() if n not in args.skip_peer}
-    suite = run_suite(cases, engine, peers, _budget(args), args.quick)
+    with thread_limit(args.threads) as limited:
+        suite = run_suite(cases, engine, peers, _budget(args), args.quick)
+    suite.notes["thread limit"] = limited
     default = Path("build/bench-quick.md" if args.quick else "docs/performance.md")
     output = args.output or default
     chart = None if args.no_chart else (args.chart or output.with_suffix(".png"))

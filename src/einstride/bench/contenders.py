@@ -74,6 +74,7 @@ class Engine:
     name: str
     einsum: Callable[..., Any]
     contract_expression: Callable[..., Any]
+    stand_in: bool = False  # True when this is not einstride, only something in its place
 
 
 def load_einstride() -> Engine:
@@ -81,7 +82,8 @@ def load_einstride() -> Engine:
     module = importlib.import_module("einstride")
     einsum = getattr(module, "einsum", None)
     expression = getattr(module, "contract_expression", None)
-    if einsum is None or expression is None:
+    # until the engine lands, ``einstride.einsum`` is the (empty) subpackage, not a function
+    if not callable(einsum) or not callable(expression):
         raise ImportError("einstride.einsum / einstride.contract_expression are not in this build")
     return Engine("einstride", einsum, expression)
 
@@ -92,7 +94,9 @@ def stand_in() -> Engine:
     >>> stand_in().name
     'opt_einsum (stand-in)'
     """
-    return Engine("opt_einsum (stand-in)", opt_einsum.contract, opt_einsum.contract_expression)
+    return Engine(
+        "opt_einsum (stand-in)", opt_einsum.contract, opt_einsum.contract_expression, stand_in=True
+    )
 
 
 def subject(engine: Engine) -> Prepare:

@@ -9,9 +9,12 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -35,6 +38,7 @@ __all__ = [
     "load_average",
     "machine_info",
     "matmul_rate",
+    "thread_limit",
 ]
 
 # Variables that change which kernels and threads BLAS uses (and so the numbers).
@@ -190,3 +194,35 @@ def background_cores(start: CpuClock, end: CpuClock) -> float | None:
         return None
     others = (end.busy - start.busy) - (end.own - start.own)
     return max(0.0, others / (end.wall - start.wall))
+
+
+def _limit_module(stack: contextlib.ExitStack, name: str, threads: int) -> bool:
+    module = sys.modules.get(name)
+    if module is None or not hasattr(module, "set_num_threads"):
+        return False
+    before = module.get_num_threads()
+    module.set_num_threads(threads)
+    stack.callback(module.set_num_threads, before)
+    return True
+
+
+@contextlib.contextmanager
+def thread_limit(threads: int | None) -> Iterator[str]:
+    """Limit the native thread pools already loaded (BLAS and OpenMP via threadpoolctl,
+    torch and pytblis by their own setters) to ``threads`` while inside; yields a line
+    for the report saying what was limited.
+
+    >>> with thread_limit(None) as what:
+    ...     what
+    'not limited'
+    """
+    if threads is None:
+        yield "not limited"
+        return
+    with contextlib.ExitStack() as stack:
+        limited = [name for name in ("torch", "pytblis") if _limit_module(stack, name, threads)]
+        threadpoolctl = optional_module("threadpoolctl")
+        if threadpoolctl is not None:
+            stack.enter_context(threadpoolctl.threadpool_limits(limits=threads))
+            limited.insert(0, "BLAS/OpenMP (threadpoolctl)")
+        yield f"{threads} per pool: " + (", ".join(limited) or "nothing (no threadpoolctl)")

@@ -207,13 +207,16 @@ _READING = """## How to read this
 
 - Every contender runs in one process on the same operands; each result is first checked
   against NumPy (float64 oracle, dtype-dependent tolerance) and only correct ones are timed.
-- Times are medians of interleaved samples (the order rotates each round; calls per
-  sample adapt so that microsecond cases are timed over many calls).
+- Times are medians of interleaved samples: contenders take turns in a new random order
+  each round, each turn starts with an untimed settling call, and calls per sample
+  adapt so that microsecond cases are timed over many calls.
 - **ratio** = {engine} / fastest peer (bold); below 1 means {engine} wins. "(noisy)"
   marks a case whose samples spread widely (interquartile range > 25% of the median).
 - **others busy**: cores that other processes kept busy while the case ran (from
   /proc/stat less this process's CPU time); on a 2-core machine anything near 1 makes
-  multi-threaded timings unreliable.
+  multi-threaded timings unreliable. `einstride bench --threads 1` limits every native
+  thread pool (BLAS, OpenMP, torch, pytblis) to one thread: steadier numbers on a
+  busy machine, at the price of not measuring parallel speed-ups.
 - **% matmul**: for GEMM-shaped cases, numpy.matmul's time on the same data / {engine}'s
   (100% = as fast as matmul); for other contractions, {engine}'s GFLOP/s as a share of
   the square-GEMM reference rate ("of peak").
@@ -228,6 +231,16 @@ _READING = """## How to read this
 """
 
 
+def _stand_in_banner(suite: SuiteResult) -> list[str]:
+    if not suite.stand_in:
+        return []
+    return [
+        f"> **Not einstride**: this run timed `{suite.engine}` in einstride's place, to",
+        "> exercise the harness. Regenerate with `make bench` for einstride's numbers.",
+        "",
+    ]
+
+
 def render(suite: SuiteResult, chart: str | None, chart_note: str = "") -> str:
     """The whole report; ``chart`` is the PNG's path relative to the report, if drawn."""
     notes = _Footnotes()
@@ -238,6 +251,7 @@ def render(suite: SuiteResult, chart: str | None, chart_note: str = "") -> str:
         "",
         f"`{suite.engine}` against its peers, {suite.mode} run of {when}.",
         "",
+        *_stand_in_banner(suite),
         "## Summary",
         "",
         *_summary(suite),

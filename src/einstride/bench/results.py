@@ -160,6 +160,7 @@ class SuiteResult:
 
     engine: str
     mode: str
+    stand_in: bool = False
     results: list[CaseResult] = field(default_factory=list)
     machine: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)

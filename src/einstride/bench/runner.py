@@ -152,7 +152,7 @@ def run_suite(
 ) -> SuiteResult:
     """Run every case, reporting progress on ``progress`` (default stderr)."""
     out = sys.stderr if progress is None else progress
-    suite = SuiteResult(engine=engine.name, mode="quick" if quick else "full")
+    suite = SuiteResult(engine.name, "quick" if quick else "full", engine.stand_in)
     start = CpuClock.now()
     _circumstances(suite, quick, measure_rates, out)
     for number, case in enumerate(cases, 1):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .case import FASTEST_PEER, Array, Case, Operands, Prepare, Target, Thunk, dense, viewed
+from .contenders import NUMPY
 
 __all__ = ["default_cases", "expand_diagonal_reference", "handwritten_expansions"]
 
@@ -183,7 +184,7 @@ def _elementwise_cases() -> list[Case]:
 
 
 def _tiny_cases() -> list[Case]:
-    within_2x = (Target("peer", 2.0, "numpy.einsum"),)
+    within_2x = (Target("peer", 2.0, NUMPY),)
     return [
         Case("tiny matmul 4x4", "ij,jk->ik", dense(F64, [(4, 4)] * 2), "tiny", targets=within_2x),
         Case(
@@ -195,7 +196,7 @@ def _tiny_cases() -> list[Case]:
             dense(F64, [(4, 4)] * 2),
             "tiny",
             kind="expression",
-            targets=(Target("peer", 1.3, "numpy.einsum"),),
+            targets=(Target("peer", 1.3, NUMPY),),
         ),
     ]
 
