@@ -32,6 +32,13 @@ from .timing import FULL, QUICK, Budget
 __all__ = ["main", "select", "write_report"]
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="einstride bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter timing")
@@ -60,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget", type=float, help="seconds of timing per case")
     parser.add_argument(
         "--threads",
-        type=int,
+        type=_positive,
         help="limit native thread pools to N (1: steadier numbers on a busy machine)",
     )
     parser.add_argument(

@@ -13,9 +13,22 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from .case import FASTEST_PEER, Array, Case, Operands, Prepare, Target, Thunk, dense, viewed
+from .case import (
+    FASTEST_PEER,
+    Array,
+    Case,
+    Maker,
+    Operands,
+    Prepare,
+    Target,
+    Thunk,
+    dense,
+    viewed,
+)
 from .contenders import NUMPY
 
 __all__ = ["default_cases", "expand_diagonal_reference", "handwritten_expansions"]
@@ -33,50 +46,21 @@ def _matmul_transposed_right(ops: Operands) -> Thunk:
     return lambda: np.matmul(ops[0], right)
 
 
+def _gemm(name: str, equation: str, make: Maker, matmul: Callable[[Operands], Thunk]) -> Case:
+    return Case(name, equation, make, "gemm", matmul=matmul, targets=GEMM_TARGETS)
+
+
 def _gemm_cases() -> list[Case]:
     bmm_full, bmm_quick = [(64, 128, 128)] * 2, [(32, 64, 64)] * 2
-    attn_full, attn_quick = [(4, 8, 256, 64)] * 2, [(2, 4, 128, 64)] * 2
+    scores = dense(F32, [(4, 8, 256, 64)] * 2, [(2, 4, 128, 64)] * 2)
+    values = dense(F32, [(4, 8, 256, 256), (4, 8, 256, 64)], [(2, 4, 128, 128), (2, 4, 128, 64)])
+    mlp = dense(F32, [(256, 1024), (1024, 1024)], [(128, 512), (512, 512)])
     return [
-        Case(
-            "batched matmul f32",
-            "bij,bjk->bik",
-            dense(F32, bmm_full, bmm_quick),
-            "gemm",
-            matmul=_matmul,
-            targets=GEMM_TARGETS,
-        ),
-        Case(
-            "batched matmul f64",
-            "bij,bjk->bik",
-            dense(F64, bmm_full, bmm_quick),
-            "gemm",
-            matmul=_matmul,
-            targets=GEMM_TARGETS,
-        ),
-        Case(
-            "attention scores",
-            "bhqd,bhkd->bhqk",
-            dense(F32, attn_full, attn_quick),
-            "gemm",
-            matmul=_matmul_transposed_right,
-            targets=GEMM_TARGETS,
-        ),
-        Case(
-            "attention values",
-            "bhqk,bhkd->bhqd",
-            dense(F32, [(4, 8, 256, 256), (4, 8, 256, 64)], [(2, 4, 128, 128), (2, 4, 128, 64)]),
-            "gemm",
-            matmul=_matmul,
-            targets=GEMM_TARGETS,
-        ),
-        Case(
-            "MLP layer",
-            "bi,oi->bo",
-            dense(F32, [(256, 1024), (1024, 1024)], [(128, 512), (512, 512)]),
-            "gemm",
-            matmul=_matmul_transposed_right,
-            targets=GEMM_TARGETS,
-        ),
+        _gemm("batched matmul f32", "bij,bjk->bik", dense(F32, bmm_full, bmm_quick), _matmul),
+        _gemm("batched matmul f64", "bij,bjk->bik", dense(F64, bmm_full, bmm_quick), _matmul),
+        _gemm("attention scores", "bhqd,bhkd->bhqk", scores, _matmul_transposed_right),
+        _gemm("attention values", "bhqk,bhkd->bhqd", values, _matmul),
+        _gemm("MLP layer", "bi,oi->bo", mlp, _matmul_transposed_right),
     ]
 
 
