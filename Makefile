@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: install run test lint fmt bench bench-quick clean
 
@@ -11,6 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[dev,bench]"
+	touch $(BENCH_STAMP)
 
 install: $(STAMP)
 
@@ -26,6 +31,13 @@ lint: $(STAMP)
 
 fmt: $(STAMP)
 	$(BIN)/ruff format $(wildcard src tests benchmarks examples)
+
+# BENCH_ARGS passes options through, e.g. make bench-quick BENCH_ARGS="-k attention"
+bench: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/run.py --quick $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

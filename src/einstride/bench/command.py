@@ -1,0 +1,143 @@
+"""``einstride bench``: run the suite, write the markdown report and the chart.
+
+Exit codes: 0 when every case ran and the subject's results were all correct (targets
+may be missed: the report says so; ``--strict`` makes a miss exit 1 too), 1 when the
+subject raised or was wrong somewhere, 2 for a usage error or a build without einsum.
+
+>>> main(["--list"])  # doctest: +ELLIPSIS
+batched matmul f32: bij,bjk->bik
+...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .case import Case
+from .chart import draw
+from .contenders import Engine, default_peers, load_einstride, stand_in
+from .machine import thread_limit
+from .report import render
+from .results import SuiteResult
+from .runner import run_suite
+from .suite import default_cases
+from .timing import FULL, QUICK, Budget
+
+__all__ = ["main", "select", "write_report"]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="einstride bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter timing")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="markdown report (default: docs/performance.md, or build/bench-quick.md with --quick)",
+    )
+    parser.add_argument("--chart", type=Path, help="PNG chart (default: beside the report)")
+    parser.add_argument("--no-chart", action="store_true", help="do not draw the chart")
+    parser.add_argument(
+        "-k",
+        "--case",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="run only cases whose name or equation contains TEXT (repeatable)",
+    )
+    parser.add_argument(
+        "--skip-peer",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave out a peer, e.g. torch.einsum (repeatable)",
+    )
+    parser.add_argument("--budget", type=float, help="seconds of timing per case")
+    parser.add_argument(
+        "--threads",
+        type=_positive,
+        help="limit native thread pools to N (1: steadier numbers on a busy machine)",
+    )
+    parser.add_argument(
+        "--stand-in",
+        action="store_true",
+        help="time opt_einsum in einstride's place (to try the harness)",
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    return parser
+
+
+def select(cases: Sequence[Case], texts: Sequence[str]) -> list[Case]:
+    """The cases whose name or equation contains any of ``texts`` (all when none given).
+
+    >>> [case.name for case in select(default_cases(), ["bii"])]
+    ['batched trace']
+    """
+    if not texts:
+        return list(cases)
+    return [c for c in cases if any(t in c.name or t in c.equation for t in texts)]
+
+
+def write_report(suite: SuiteResult, output: Path, chart: Path | None) -> str | None:
+    """Write the markdown (and the chart unless ``chart`` is None); returns the chart's
+    skip note, if any."""
+    note = "disabled with --no-chart" if chart is None else draw(suite, chart)
+    link = None if chart is None or note is not None else os.path.relpath(chart, output.parent)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render(suite, link, note or ""), encoding="utf-8")
+    return note
+
+
+def _engine(use_stand_in: bool) -> Engine | None:
+    if use_stand_in:
+        return stand_in()
+    try:
+        return load_einstride()
+    except ImportError as exc:
+        print(f"einstride bench: {exc}; try --stand-in to exercise the harness", file=sys.stderr)
+        return None
+
+
+def _budget(args: argparse.Namespace) -> Budget:
+    base = QUICK if args.quick else FULL
+    return base if args.budget is None else dataclasses.replace(base, seconds=args.budget)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; see the module doc for the exit codes."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    cases = select(default_cases(), args.case)
+    if args.list or not cases:
+        print("\n".join(f"{c.name}: {c.equation}" for c in cases) or "no case matches")
+        return 0 if cases else 2
+    engine = _engine(args.stand_in)
+    if engine is None:
+        return 2
+    peers = {n: p for n, p in default_peers().items() if n not in args.skip_peer}
+    with thread_limit(args.threads) as limited:
+        suite = run_suite(cases, engine, peers, _budget(args), args.quick)
+    suite.notes["thread limit"] = limited
+    default = Path("build/bench-quick.md" if args.quick else "docs/performance.md")
+    output = args.output or default
+    chart = None if args.no_chart else (args.chart or output.with_suffix(".png"))
+    note = write_report(suite, output, chart)
+    print(
+        f"wrote {output}" + (f" and {chart}" if note is None and chart else f" (no chart: {note})"),
+        file=sys.stderr,
+    )
+    if suite.failed():
+        return 1
+    return 1 if args.strict and (suite.missed() or suite.geomean_met() is False) else 0
