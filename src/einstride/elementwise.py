@@ -27,12 +27,14 @@ einstride.errors.LayoutError: negative: input 0 (...) overlaps out= (...) withou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .tensor import any_tensor, as_array, wrap_like
+from .memory import check_array, memory_limit
+from .tensor import Array, any_tensor, as_array, wrap_like
 from .transfer import check_elementwise_out
 
 __all__ = [
@@ -69,10 +71,27 @@ ElementWise = Callable[..., Any]
 def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
     arrays = [as_array(x) for x in inputs]
     if out is None:
+        _check_result_size(ufunc, name, arrays)
         return wrap_like(ufunc(*arrays), any_tensor(*inputs))
     target = check_elementwise_out(out, arrays, name)
     ufunc(*arrays, out=target)
     return out
+
+
+# No ufunc result has items wider than this: below it, the exact result dtype is not needed.
+_WIDEST_ITEM = 64
+
+
+def _check_result_size(ufunc: np.ufunc, name: str, arrays: Sequence[Array]) -> None:
+    """Refuse a broadcast result larger than the memory limit before the ufunc allocates it."""
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        return  # the ufunc raises NumPy's own message
+    if math.prod(shape) * _WIDEST_ITEM <= memory_limit():
+        return
+    probe = ufunc(*(np.empty(0, a.dtype) for a in arrays))  # the result dtype, on no data
+    check_array(shape, probe.dtype, name)
 
 
 def _unary(name: str, ufunc: np.ufunc) -> ElementWise:

@@ -23,10 +23,16 @@ import numpy as np
 
 from .errors import LayoutError
 from .layout import Layout, infer_shape, normalize_axes
+from .memory import check_array
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
 
 Array = np.ndarray[Any, Any]
+
+# NumPy's own limits on an ndarray: its rank, and its bytes (the product of the non-zero
+# lengths times the item size) as a signed 64-bit count.
+MAX_NDARRAY_RANK = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+_MAX_NDARRAY_BYTES = 2**63 - 1
 
 
 def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Tensor]:
@@ -92,8 +98,10 @@ class Tensor:
             if strides is not None:
                 raise LayoutError("strides were given without a shape")
             shape = (flat.shape[0],)
+        layout = Layout.create(shape, strides, offset, storage_size=flat.shape[0])
+        check_representable(layout, flat.dtype)
         self._storage = flat
-        self._layout = Layout.create(shape, strides, offset, storage_size=flat.shape[0])
+        self._layout = layout
         self._array: Array | None = None
 
     @classmethod
@@ -178,6 +186,7 @@ class Tensor:
         checked = Layout.create(
             layout.shape, layout.strides, layout.offset, storage_size=self._storage.shape[0]
         )
+        check_representable(checked, self.dtype)
         return Tensor._wrap(self._storage, checked)
 
     def __getitem__(self, key: Any) -> Tensor:
@@ -203,6 +212,7 @@ class Tensor:
         if layout is not None:
             return Tensor._wrap(self._storage, layout)
         target = infer_shape(shape, self.size)
+        check_array(self.shape, self.dtype, "reshape (a copy)")
         dense = np.ascontiguousarray(self.numpy())
         return Tensor(dense.reshape(-1), target)
 
@@ -246,10 +256,39 @@ def _check_storage(storage: Any) -> Array:
     return storage
 
 
+def check_representable(layout: Layout, dtype: np.dtype[Any]) -> None:
+    """NumPy's limits on the ndarray view of ``layout``: a rank it supports, and a byte count
+    (non-zero lengths times the item size) that fits int64; else a ``LayoutError``.
+
+    >>> check_representable(Layout.create((0, 2**62)), np.dtype(np.float64))
+    Traceback (most recent call last):
+    einstride.errors.LayoutError: shape (0, 4611686018427387904) of float64 items spans ...
+    """
+    if layout.ndim > MAX_NDARRAY_RANK:
+        raise LayoutError(
+            f"shape {layout.shape} has rank {layout.ndim}; NumPy arrays have at most "
+            f"{MAX_NDARRAY_RANK} dimensions"
+        )
+    nbytes = dtype.itemsize
+    for n in layout.shape:
+        nbytes *= max(n, 1)
+    if nbytes > _MAX_NDARRAY_BYTES:
+        raise LayoutError(
+            f"shape {layout.shape} of {dtype} items spans {nbytes:,} bytes of indices, more "
+            "than a NumPy array can describe"
+        )
+
+
 def _materialize(storage: Array, layout: Layout) -> Array:
-    """The ndarray of a layout that was validated against ``storage``."""
+    """The ndarray of a layout that was validated against ``storage``.
+
+    Audited ``as_strided`` / ``ndarray(buffer=...)`` site (docs/reliability.md): every element
+    of ``layout`` lies in ``storage``; length-1 axes get stride 0 (their stride is free and
+    may be any size).
+    """
+    check_representable(layout, storage.dtype)
     item = storage.dtype.itemsize
-    strides = tuple(s * item for s in layout.strides)
+    strides = tuple(s * item if n > 1 else 0 for n, s in zip(layout.shape, layout.strides))
     if storage.dtype.hasobject or storage.dtype.kind in "mM" or item == 0:
         # These dtypes do not export the buffer protocol; the layout is already validated.
         start = storage[min(layout.offset, storage.shape[0]) :]
@@ -263,6 +302,8 @@ def tensor(data: Any, dtype: Any = None) -> Tensor:
     >>> tensor([[1, 2], [3, 4]]).layout
     (2,2):(2,1)+0
     """
+    if isinstance(data, (np.ndarray, Tensor)):  # maybe a broadcast view: size the copy first
+        check_array(data.shape, data.dtype if dtype is None else dtype, "tensor (a copy)")
     arr = np.array(data, dtype=dtype, order="C", copy=True)
     return Tensor(arr.reshape(-1), arr.shape)
 
@@ -291,6 +332,8 @@ def as_tensor(x: Any) -> Tensor:
     if arr.ndim == 1 and arr.strides[0] == item:
         storage = arr
     else:
+        # Audited (docs/reliability.md): strides >= 0, so every element of ``arr`` lies in the
+        # ``span + 1`` items from its first one, all inside the buffer ``arr`` views.
         storage = np.lib.stride_tricks.as_strided(
             arr, shape=(span + 1,), strides=(item,), writeable=arr.flags.writeable
         )

@@ -42,6 +42,7 @@ import numpy as np
 from .errors import LayoutError
 from .footprint import Footprint
 from .layout import Layout, normalize_axes
+from .memory import check_array
 from .tensor import Tensor, as_array, wrap_like
 
 __all__ = [
@@ -165,7 +166,11 @@ def _describe(x: Any) -> str:
 
 
 def _flat(arr: Array) -> Array:
-    """The 1-D view of a dense array (its elements in row-major order)."""
+    """The 1-D view of a dense array (its elements in row-major order).
+
+    Audited ``as_strided`` site (docs/reliability.md): every caller passes an array that
+    ``Footprint.is_dense`` accepted, whose ``size`` items are contiguous from its first one.
+    """
     flat: Array = np.lib.stride_tricks.as_strided(arr, (arr.size,), (arr.dtype.itemsize,))
     return flat
 
@@ -379,6 +384,7 @@ def resize(t: Any, new_shape: Any) -> Any:
     """
     source = as_array(t)
     shape = Layout.create(new_shape).shape
+    check_array(shape, source.dtype, "resize")
     result = np.zeros(shape, dtype=source.dtype)
     count = min(source.size, result.size)
     result.reshape(-1)[:count] = source.reshape(-1)[:count]
@@ -434,6 +440,7 @@ def reverse(t: Any, axis: Any, out: Any = None) -> Any:
     axes = normalize_axes(axis, source.ndim)
     flipped = np.flip(source, axes) if axes else source
     if out is None:
+        check_array(source.shape, source.dtype, "reverse")  # the input may be a broadcast
         return wrap_like(np.array(flipped, order="C", copy=True), isinstance(t, Tensor))
     target = _destination(out, "reverse")
     if target.shape != source.shape:

@@ -15,7 +15,6 @@ array([0, 4, 8])
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -25,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import EinsumError
+from ..memory import memory_limit as default_memory_limit
+from ..memory import physical_memory  # noqa: F401  (kept importable from here)
 from ..tensor import Tensor, as_array, wrap_like
 from ..transfer import check_destination, check_no_overlap
 from .equation import Equation, bind, parse_sublists, parse_subscripts
@@ -39,15 +40,6 @@ __all__ = ["Expression", "contract_expression", "einsum", "einsum_path"]
 Array = np.ndarray[Any, Any]
 
 _CACHE_SIZE = 512
-
-
-@functools.cache
-def physical_memory() -> int:
-    """The machine's physical memory in bytes: the default ``memory_limit``."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -185,7 +177,7 @@ def _dtype(dtype: Any) -> np.dtype[Any]:
 
 def _limit(memory_limit: Any) -> int:
     if memory_limit is None:
-        return physical_memory()
+        return default_memory_limit()
     if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
         raise TypeError(f"einsum: memory_limit must be an int (bytes), not {memory_limit!r}")
     return int(memory_limit)
@@ -254,11 +246,31 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
 # -- einsum_path -----------------------------------------------------------------------------
 
 
+def _checked_shape(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
+
+    >>> _checked_shape((2, -1), "shape 0")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
+    """
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
+    dims = tuple(shape)
+    for n in dims:
+        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
+            raise TypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
+    checked = tuple(int(n) for n in dims)
+    if any(not 0 <= n < 2**63 for n in checked):
+        raise EinsumError(f"einsum: {what} {checked} has a length outside [0, 2**63)")
+    return checked
+
+
 def _shape_or_array(x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """A tuple of ints is a shape (float64); anything else is an operand."""
     if isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
                                     for d in x):
-        return tuple(int(d) for d in x), np.dtype(np.float64)
+        return _checked_shape(x, "shape"), np.dtype(np.float64)
     arr = as_array(x) if isinstance(x, (Tensor, np.ndarray)) else _as_arrays([x])[0][0]
     return arr.shape, arr.dtype
 
@@ -302,7 +314,7 @@ def explain(subscripts: Any, *shapes: Sequence[int], dtype: Any = None,
     """The plan report for C-contiguous operands of the given shapes and ``dtype``
     (default float64): what ``einstride explain`` prints."""
     dt = np.dtype(np.float64) if dtype is None else _dtype(dtype)
-    shaped = [(tuple(int(d) for d in s), dt) for s in shapes]
+    shaped = [(_checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
     eq_key: Any = subscripts
     if not isinstance(subscripts, str):
         raise TypeError("explain takes the string form of the equation")
@@ -329,7 +341,7 @@ class Expression:
     def __init__(self, subscripts: str, shapes: Sequence[Sequence[int]], dtype: Any = None,
                  optimize: Any = "auto") -> None:
         self.subscripts = subscripts
-        self.shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+        self.shapes = tuple(_checked_shape(s, f"shape {i}") for i, s in enumerate(shapes))
         self.dtype = None if dtype is None else _dtype(dtype)
         self.spec = bind(parse_subscripts(subscripts), self.shapes)
         sizes = self.spec.sizes

@@ -38,6 +38,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import EinsumError
+from ..tensor import MAX_NDARRAY_RANK
 from .equation import EinsumSpec
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
 from .paths import find_path
@@ -57,7 +58,7 @@ from .steps import (
     ViewStep,
 )
 
-__all__ = ["build_plan", "check_memory", "compute_dtype", "result_dtype"]
+__all__ = ["build_plan", "check_memory", "check_ranks", "compute_dtype", "result_dtype"]
 
 _SMALL_FLOATS = frozenset(
     np.dtype(getattr(ml_dtypes, name))
@@ -121,7 +122,25 @@ def build_plan(
         _check_numeric(np.dtype(d), f"operand {i} has dtype")
     rt = result_dtype(dtypes, dtype)
     planner = _Planner(spec, tuple(np.dtype(d) for d in dtypes), rt, out)
-    return planner.run(tuple(tuple(s) for s in strides), optimize)
+    plan = planner.run(tuple(tuple(s) for s in strides), optimize)
+    check_ranks(plan)
+    return plan
+
+
+def check_ranks(plan: Plan) -> None:
+    """Raise :class:`EinsumError` naming the step when an array the plan makes or views would
+    have more dimensions than NumPy supports."""
+    found = [("output", plan.output.shape)]
+    for k, step in enumerate(plan.steps):
+        for attr in ("shape", "left_shape", "right_shape", "out_shape"):
+            if hasattr(step, attr):
+                found.append((f"step {k + 1} ({step.kind})", getattr(step, attr)))
+    for name, shape in found:
+        if len(shape) > MAX_NDARRAY_RANK:
+            raise EinsumError(
+                f"einsum {plan.spec.text!r}: {name} would need an array of rank {len(shape)}; "
+                f"NumPy arrays have at most {MAX_NDARRAY_RANK} dimensions"
+            )
 
 
 class _Planner:

@@ -11,11 +11,13 @@ input's kind (NumPy in, NumPy out) and always produce a dense row-major result.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..layout import Layout
+from ..memory import check_array
 from ..tensor import Tensor, any_tensor, as_array, as_tensor
 from ._common import as_count, finish
 
@@ -31,9 +33,17 @@ __all__ = [
 ]
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
-    """A validated shape: lengths ``>= 0`` and an element count int64 can hold."""
-    return Layout.create(shape).shape
+def _shape(shape: Any, dtype: Any, op: str) -> tuple[int, ...]:
+    """A validated shape: lengths ``>= 0``, an element count int64 can hold, and an array of
+    ``dtype`` within the memory limit.
+
+    >>> _shape((10**8, 10**8), float, "zeros")
+    Traceback (most recent call last):
+    ValueError: zeros of shape (100000000, 100000000) (float64) would allocate ...
+    """
+    dims = Layout.create(shape).shape
+    check_array(dims, dtype, op)
+    return dims
 
 
 def zeros(shape: Any, dtype: Any = float) -> Tensor:
@@ -42,7 +52,7 @@ def zeros(shape: Any, dtype: Any = float) -> Tensor:
     >>> zeros((2, 0)).shape
     (2, 0)
     """
-    return as_tensor(np.zeros(_shape(shape), dtype))
+    return as_tensor(np.zeros(_shape(shape, dtype, "zeros"), dtype))
 
 
 def ones(shape: Any, dtype: Any = float) -> Tensor:
@@ -51,7 +61,7 @@ def ones(shape: Any, dtype: Any = float) -> Tensor:
     >>> ones(3, dtype=int).numpy().tolist()
     [1, 1, 1]
     """
-    return as_tensor(np.ones(_shape(shape), dtype))
+    return as_tensor(np.ones(_shape(shape, dtype, "ones"), dtype))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
@@ -60,7 +70,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     >>> full(2, 1.5).numpy().tolist()
     [1.5, 1.5]
     """
-    return as_tensor(np.full(_shape(shape), fill_value, dtype))
+    kind = np.asarray(fill_value).dtype if dtype is None else dtype
+    return as_tensor(np.full(_shape(shape, kind, "full"), fill_value, dtype))
 
 
 def zeros_like(t: Any, dtype: Any = None) -> Any:
@@ -70,7 +81,9 @@ def zeros_like(t: Any, dtype: Any = None) -> Any:
     (16, 8)
     """
     arr = as_array(t)
-    return finish(np.zeros(arr.shape, arr.dtype if dtype is None else dtype), any_tensor(t))
+    kind = arr.dtype if dtype is None else dtype
+    check_array(arr.shape, kind, "zeros_like")  # ``t`` may be a broadcast view
+    return finish(np.zeros(arr.shape, kind), any_tensor(t))
 
 
 def ones_like(t: Any, dtype: Any = None) -> Any:
@@ -80,7 +93,9 @@ def ones_like(t: Any, dtype: Any = None) -> Any:
     [1, 1]
     """
     arr = as_array(t)
-    return finish(np.ones(arr.shape, arr.dtype if dtype is None else dtype), any_tensor(t))
+    kind = arr.dtype if dtype is None else dtype
+    check_array(arr.shape, kind, "ones_like")
+    return finish(np.ones(arr.shape, kind), any_tensor(t))
 
 
 def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
@@ -91,6 +106,7 @@ def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
     """
     arr = as_array(t)
     kind = arr.dtype if dtype is None else dtype
+    check_array(arr.shape, kind, "full_like")
     return finish(np.full(arr.shape, fill_value, kind), any_tensor(t))
 
 
@@ -105,8 +121,25 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
         raise ValueError("arange: step must not be zero")
     if stop is None:
         start, stop = 0, start
-    values = np.arange(start, stop, 1 if step is None else step, dtype=dtype)
+    step = 1 if step is None else step
+    _check_arange_size(start, stop, step, dtype)
+    values = np.arange(start, stop, step, dtype=dtype)
     return as_tensor(values)
+
+
+def _check_arange_size(start: Any, stop: Any, step: Any, dtype: Any) -> None:
+    """Size ``arange``'s result first; arguments that are not real numbers are left to NumPy.
+
+    >>> _check_arange_size(0, 1e18, 1, None)
+    Traceback (most recent call last):
+    ValueError: arange of shape (1000000000000000000,) (float64) would allocate ...
+    """
+    try:
+        count = max(0, math.ceil((stop - start) / step))
+        kind = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
+    except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+        return
+    check_array((count,), kind, "arange")
 
 
 def linspace(
@@ -118,4 +151,5 @@ def linspace(
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     count = as_count(num, "linspace num")
+    check_array((count,), np.float64 if dtype is None else dtype, "linspace")
     return as_tensor(np.linspace(start, stop, count, endpoint=endpoint, dtype=dtype))

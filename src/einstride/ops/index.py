@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..layout import normalize_axis
+from ..memory import check_array
 from ..tensor import any_tensor, as_array
 from ._common import Array, as_count, as_int, dense, finish, require_rank
 
@@ -55,6 +56,7 @@ def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
             f"indices have shape {idx.shape}"
         )
     _check_index_range(idx, arr.shape[ax], ax)
+    check_array(arr.shape[:ax] + idx.shape[b:] + arr.shape[ax + 1 :], arr.dtype, "gather")
     return finish(_batched_take(arr, idx.astype(np.intp), ax, b), any_tensor(t, indices))
 
 
@@ -120,9 +122,11 @@ def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
             f"boolean_mask: mask shape {m.shape} does not match t.shape[{ax}:{ax + m.ndim}] "
             f"of t with shape {arr.shape}"
         )
-    merged = arr.reshape(arr.shape[:ax] + (m.size,) + arr.shape[ax + m.ndim :])
-    picked = np.take(merged, np.flatnonzero(m), axis=ax)
-    return finish(picked, any_tensor(t, mask))
+    positions = np.nonzero(m)  # row-major order; indexing with them needs no reshape copy
+    rest = arr.shape[ax + m.ndim :]
+    check_array(arr.shape[:ax] + (positions[0].size,) + rest, arr.dtype, "boolean_mask")
+    picked = arr[(slice(None),) * ax + positions]
+    return finish(dense(picked), any_tensor(t, mask))
 
 
 def nonzero_indices(t: Any) -> Any:
@@ -134,6 +138,7 @@ def nonzero_indices(t: Any) -> Any:
     """
     arr = as_array(t)
     require_rank(arr, 1, "nonzero_indices")
+    check_array((int(np.count_nonzero(arr)), arr.ndim), np.int64, "nonzero_indices")
     coords = np.argwhere(arr).astype(np.int64, copy=False)
     return finish(dense(coords), any_tensor(t))
 
@@ -145,7 +150,13 @@ def where(mask: Any, x: Any, y: Any) -> Any:
     >>> where(np.array([True, False]), np.array([1, 2]), 0).tolist()
     [1, 0]
     """
-    result = np.where(as_array(mask), as_array(x), as_array(y))
+    m, a, b = as_array(mask), as_array(x), as_array(y)
+    try:
+        shape = np.broadcast_shapes(m.shape, a.shape, b.shape)
+    except ValueError:
+        shape = ()  # np.where raises NumPy's own message
+    check_array(shape, np.result_type(a, b), "where")
+    result = np.where(m, a, b)
     return finish(dense(result), any_tensor(mask, x, y))
 
 
@@ -167,6 +178,7 @@ def one_hot(
     idx = _integer_indices(indices, "one_hot")
     n = as_count(depth, "one_hot depth")
     ax = normalize_axis(axis, idx.ndim + 1)
+    check_array(idx.shape + (n,), dtype, "one_hot")
     hot = idx[..., np.newaxis] == np.arange(n)
     try:
         on, off = np.asarray(on_value, dtype), np.asarray(off_value, dtype)
@@ -195,6 +207,7 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
         raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if kind != "constant":
         _check_mirror_pads(pairs, arr.shape, kind)
+    check_array(tuple(n + a + b for n, (a, b) in zip(arr.shape, pairs)), arr.dtype, "pad")
     if arr.ndim == 0:
         result = np.array(arr, copy=True)
     elif kind == "constant":

@@ -19,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from ..memory import check_array
 from ..tensor import Tensor, as_tensor
 from ._common import dense
 from .random import (
     TRUNCATION,
+    draw_shape,
     float_dtype,
     generator,
     random_uniform,
@@ -71,7 +73,7 @@ def _uniform(shape: Any, scale: float, which: str, seed: Any, dtype: Any) -> Ten
 
 def _normal(shape: Any, scale: float, which: str, seed: Any, dtype: Any) -> Tensor:
     """Truncated normal whose resulting std is ``sqrt(scale / n)`` (``n`` as ``_uniform``)."""
-    kind, dims = float_dtype(dtype), sample_shape(shape)
+    kind, dims = float_dtype(dtype), draw_shape(shape, "initializer")
     count = _fan_count(dims, which)
     target = math.sqrt(scale / count) if count else 0.0
     draws = standard_truncated(generator(seed), dims) * (target / TRUNCATED_STD)
@@ -154,6 +156,7 @@ def orthogonal(shape: Any, gain: Any = 1.0, *, seed: Any = None, dtype: Any = np
     if not math.isfinite(scale):
         raise ValueError(f"orthogonal: gain must be finite, got {scale}")
     rows, cols = math.prod(dims[:-1]), dims[-1]
+    check_array((max(rows, cols), min(rows, cols)), np.float64, "orthogonal")
     sample = generator(seed).standard_normal((max(rows, cols), min(rows, cols)))
     q, r = np.linalg.qr(sample)
     q = q * np.where(np.diagonal(r) < 0, -1.0, 1.0)

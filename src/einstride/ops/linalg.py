@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 
+from ..memory import check_array
 from ..tensor import any_tensor, as_array
 from ._common import Array, dense, finish, require_rank
 
@@ -47,6 +48,7 @@ class SVDResult(NamedTuple):
 def _matrices(t: Any, op: str) -> Array:
     arr = as_array(t)
     require_rank(arr, 2, op)
+    check_array(arr.shape, np.complex128, op)  # LAPACK copies (a broadcast batch too)
     return arr.astype(np.float32) if arr.dtype in _NARROW else arr
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..layout import Layout
+from ..memory import check_array
 from ..tensor import Tensor, any_tensor, as_array, as_tensor
 from ._common import Array, as_count, as_int, dense, finish, int_tuple, map_view, require_rank
 
@@ -57,6 +58,7 @@ def diag(d: Any) -> Any:
     """
     values = as_array(d)
     require_rank(values, 1, "diag")
+    check_array(values.shape + values.shape[-1:], values.dtype, "diag")
     result = np.zeros(values.shape + values.shape[-1:], values.dtype)
     _diagonal_of(result)[...] = values
     return finish(result, any_tensor(d))
@@ -77,7 +79,9 @@ def set_diag(t: Any, d: Any) -> Any:
             f"set_diag: the diagonal has shape {values.shape}; t of shape {arr.shape} "
             f"needs {expected}"
         )
-    result = np.array(arr, dtype=np.result_type(arr, values), order="C", copy=True)
+    kind = np.result_type(arr, values)
+    check_array(arr.shape, kind, "set_diag")  # ``t`` may be a broadcast view
+    result = np.array(arr, dtype=kind, order="C", copy=True)
     _diagonal_of(result)[...] = values
     return finish(result, any_tensor(t, d))
 
@@ -92,6 +96,7 @@ def band_part(t: Any, lower: int, upper: int) -> Any:
     arr = as_array(t)
     require_rank(arr, 2, "band_part")
     low, up = as_int(lower, "lower"), as_int(upper, "upper")
+    check_array(arr.shape, arr.dtype, "band_part")
     rows = np.arange(arr.shape[-2])[:, np.newaxis]
     cols = np.arange(arr.shape[-1])[np.newaxis, :]
     keep = ((rows - cols <= low) | (low < 0)) & ((cols - rows <= up) | (up < 0))
@@ -111,6 +116,7 @@ def eye(rows: int, cols: int | None = None, batch_shape: Any = (), dtype: Any = 
     batch = int_tuple(batch_shape, "batch length")
     if any(b < 0 for b in batch):
         raise ValueError(f"eye: batch_shape {batch} has a negative length")
+    check_array(batch + (m, n), dtype, "eye")
     result = np.zeros(batch + (m, n), dtype)
     _diagonal_of(result)[...] = 1
     return as_tensor(result)

@@ -13,6 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..memory import check_array
 from ..tensor import any_tensor, as_array
 from ._common import finish
 
@@ -43,6 +44,7 @@ def to_reduced_precision(t: Any) -> Any:
         raise ValueError("to_reduced_precision: the tensor is already bfloat16")
     if arr.dtype.kind != "f":
         raise ValueError(f"to_reduced_precision: a floating dtype is required, got {arr.dtype}")
+    check_array(arr.shape, BFLOAT16, "to_reduced_precision")
     return finish(np.array(arr, dtype=BFLOAT16, order="C", copy=True), any_tensor(t))
 
 
@@ -56,4 +58,5 @@ def to_full_precision(t: Any) -> Any:
     arr = as_array(t)
     if arr.dtype != BFLOAT16:
         raise ValueError(f"to_full_precision: a bfloat16 tensor is required, got {arr.dtype}")
+    check_array(arr.shape, np.float32, "to_full_precision")
     return finish(np.array(arr, dtype=np.float32, order="C", copy=True), any_tensor(t))

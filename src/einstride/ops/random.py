@@ -20,6 +20,7 @@ import ml_dtypes
 import numpy as np
 
 from ..layout import Layout
+from ..memory import check_array
 from ..tensor import Tensor, any_tensor, as_array, as_tensor
 from ._common import Array, as_count, dense, finish
 
@@ -52,6 +53,14 @@ def sample_shape(shape: Any) -> tuple[int, ...]:
     return Layout.create(shape).shape
 
 
+def draw_shape(shape: Any, op: str) -> tuple[int, ...]:
+    """``sample_shape`` for a draw: samples are made in float64, which must fit the memory
+    limit."""
+    dims = sample_shape(shape)
+    check_array(dims, np.float64, op)
+    return dims
+
+
 def _finite(value: Any, what: str) -> float:
     number = float(value)
     if not math.isfinite(number):
@@ -72,7 +81,7 @@ def random_uniform(
     lo, hi = _finite(low, "low"), _finite(high, "high")
     if lo > hi:
         raise ValueError(f"random_uniform: low {lo} is greater than high {hi}")
-    kind, dims = float_dtype(dtype), sample_shape(shape)
+    kind, dims = float_dtype(dtype), draw_shape(shape, "random_uniform")
     draws = generator(seed).uniform(lo, hi, dims).astype(kind)
     if hi > lo:
         below = np.nextafter(np.array(hi, kind), np.array(lo, kind))
@@ -91,7 +100,7 @@ def random_normal(
     mu, sigma = _finite(mean, "mean"), _finite(stddev, "stddev")
     if sigma < 0:
         raise ValueError(f"random_normal: stddev must be >= 0, got {sigma}")
-    kind, dims = float_dtype(dtype), sample_shape(shape)
+    kind, dims = float_dtype(dtype), draw_shape(shape, "random_normal")
     draws = generator(seed).normal(mu, sigma, dims)
     return as_tensor(dense(draws.astype(kind)))
 
@@ -120,7 +129,7 @@ def truncated_normal(
     mu, sigma = _finite(mean, "mean"), _finite(stddev, "stddev")
     if sigma < 0:
         raise ValueError(f"truncated_normal: stddev must be >= 0, got {sigma}")
-    kind, dims = float_dtype(dtype), sample_shape(shape)
+    kind, dims = float_dtype(dtype), draw_shape(shape, "truncated_normal")
     values = mu + sigma * standard_truncated(generator(seed), dims)
     # Rounding to ``kind`` is monotonic, so clipping in float64 keeps the bounds afterwards.
     bound = TRUNCATION * sigma
@@ -145,6 +154,7 @@ def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
             f"{values.shape} and dtype {values.dtype}"
         )
     count = as_count(num_samples, "num_samples")
+    check_array((values.shape[0], count), np.float64, "categorical")
     cdf = _row_cdfs(values.astype(np.float64))
     uniforms = generator(seed).random((values.shape[0], count))
     picks = np.empty((values.shape[0], count), np.int64)

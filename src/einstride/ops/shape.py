@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
+from ..memory import check_array
 from ..tensor import Tensor, any_tensor, as_array, as_tensor
 from ..transfer import check_destination, check_no_overlap
 from ._common import Array, finish, int_tuple, map_view, map_views
@@ -158,6 +159,7 @@ def _destination(
 ) -> Array:
     """A new dense array, or ``out``'s ndarray view after every check (nothing written yet)."""
     if out is None:
+        check_array(shape, dtype, op)  # the inputs may be broadcast views
         return np.empty(shape, dtype)
     if not isinstance(out, (Tensor, np.ndarray)):
         raise TypeError(f"{op}: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}")
@@ -184,6 +186,7 @@ def tile(t: Any, multiples: Any) -> Any:
         raise ValueError(f"tile: {len(reps)} multiples {reps} for an input of rank {arr.ndim}")
     if any(m < 0 for m in reps):
         raise ValueError(f"tile: multiples {reps} must be >= 0")
+    check_array(tuple(n * m for n, m in zip(arr.shape, reps)), arr.dtype, "tile")
     return finish(np.array(np.tile(arr, reps), copy=True), any_tensor(t))
 
 
@@ -203,6 +206,7 @@ def reshape(t: Any, shape: Any) -> Any:
         view = Tensor._wrap(src.storage, layout)
         return view if isinstance(t, Tensor) else view.numpy()
     target = infer_shape(shape, src.size)
+    check_array(target, src.dtype, "reshape (a copy)")
     dense = np.array(src.numpy(), order="C", copy=True).reshape(target)
     return finish(dense, isinstance(t, Tensor))
 

@@ -1,0 +1,232 @@
+"""Memory guards: a result that would need more than the memory limit fails fast, naming its
+size, and allocates nothing.
+
+The huge cases run in one subprocess whose address space is capped (``RLIMIT_AS``) a few
+hundred MiB above what the interpreter already uses: a missing guard shows up there as a
+``MemoryError`` (or as a call that succeeds), never as a machine swapping to death.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import einstride as es
+from einstride import memory
+
+HUGE = "np.broadcast_to(np.ones(1), (10**7, 10**7))"  # 10^14 elements, 8 bytes of storage
+PATTERN = "np.broadcast_to(np.arange(2.0), (10**7, 10**7, 2))"  # transposed: no view reshape
+
+# (name, expression, expected error class name); each expression must raise.
+DEFAULT_LIMIT_CASES = [
+    ("einsum i->iii on 10^5", "es.einsum('i->iii', np.ones(10**5))", "EinsumError"),
+    ("einsum outer product of two 10^6 vectors",
+     "es.einsum('i,j->ij', np.ones(10**6), np.ones(10**6))", "EinsumError"),
+    ("einsum intermediate blown up by a bad explicit path",
+     "es.einsum('ij,jk,kl->il', np.ones((10**6, 1)), np.ones((1, 10**6)), np.ones((10**6, 1)),"
+     " optimize=[(0, 1), (0, 1)])", "EinsumError"),
+    ("einsum over broadcast operands", f"es.einsum('ij,ij->ij', {HUGE}, {HUGE})", "EinsumError"),
+    ("contract_expression over broadcast operands",
+     f"es.contract_expression('ij,ij->ij', (10**7, 10**7), (10**7, 10**7))({HUGE}, {HUGE})",
+     "EinsumError"),
+    ("einsum_vjp of a broadcast operand", f"es.einsum_vjp('ij->', ({HUGE},), np.ones(()))",
+     "EinsumError"),
+    ("tile with a huge factor", "es.tile(np.ones(10), [10**12])", "ValueError"),
+    ("tile with huge factors", "es.tile(np.ones((2, 2)), [10**6, 10**6])", "ValueError"),
+    ("pad with a huge pad", "es.pad(np.ones(3), [(10**12, 0)])", "ValueError"),
+    ("pad a huge constant", "es.pad(np.ones((2, 2)), [(0, 10**7), (10**7, 0)], value=5)",
+     "ValueError"),
+    ("resize to 10^15", "es.resize(np.ones(3), 10**15)", "ValueError"),
+    ("resize a Tensor", "es.resize(es.tensor([1.0]), (10**8, 10**8))", "ValueError"),
+    ("zeros", "es.zeros((10**7, 10**7))", "ValueError"),
+    ("ones", "es.ones(10**15, dtype=np.int8)", "ValueError"),
+    ("full", "es.full((10**8, 10**8), 1.5)", "ValueError"),
+    ("eye", "es.eye(10**8)", "ValueError"),
+    ("eye with a huge batch", "es.eye(3, batch_shape=(10**12,))", "ValueError"),
+    ("one_hot with a huge depth", "es.one_hot(np.arange(10), 10**13)", "ValueError"),
+    ("arange", "es.arange(10**15)", "ValueError"),
+    ("arange of floats", "es.arange(0.0, 1.0, 1e-15)", "ValueError"),
+    ("linspace", "es.linspace(0, 1, 10**15)", "ValueError"),
+    ("zeros_like a broadcast", f"es.zeros_like({HUGE})", "ValueError"),
+    ("ones_like a broadcast", f"es.ones_like(es.as_tensor({HUGE}))", "ValueError"),
+    ("full_like a broadcast", f"es.full_like({HUGE}, 2)", "ValueError"),
+    ("random_uniform", "es.random_uniform((10**7, 10**7), seed=0)", "ValueError"),
+    ("random_normal", "es.random_normal((10**7, 10**7), seed=0)", "ValueError"),
+    ("truncated_normal", "es.truncated_normal(10**15, seed=0)", "ValueError"),
+    ("glorot_uniform", "es.glorot_uniform((10**7, 10**7), seed=0)", "ValueError"),
+    ("he_normal", "es.he_normal((10**7, 10**7), seed=0)", "ValueError"),
+    ("orthogonal", "es.orthogonal((10**7, 10**7), seed=0)", "ValueError"),
+    ("categorical with many samples", "es.categorical(np.zeros((10, 2)), 10**13, seed=0)",
+     "ValueError"),
+    ("diag of a broadcast vector", "es.diag(np.broadcast_to(np.ones(1), (10**7,)))",
+     "ValueError"),
+    # broadcast, then copy
+    ("tensor() of a broadcast", f"es.tensor({HUGE})", "ValueError"),
+    ("Tensor.copy of a broadcast", "es.broadcast_to(es.tensor([1.0]), (10**7, 10**7)).copy()",
+     "ValueError"),
+    ("reshape that must copy a broadcast",
+     f"es.reshape(es.transpose({PATTERN}), -1)", "ValueError"),
+    ("Tensor.reshape that must copy", f"es.as_tensor({PATTERN}).T.reshape(-1)", "ValueError"),
+    ("flatten that must copy", f"es.flatten(es.transpose({PATTERN}))", "ValueError"),
+    ("reverse a broadcast", f"es.reverse({HUGE}, 0)", "ValueError"),
+    ("stack broadcasts", f"es.stack([{HUGE}, {HUGE}])", "ValueError"),
+    ("concat broadcasts", f"es.concat([{HUGE}, {HUGE}])", "ValueError"),
+    ("where over broadcasts", f"es.where(True, {HUGE}, 0.0)", "ValueError"),
+    ("element-wise outer sum", "es.add(np.ones((10**7, 1)), np.ones((1, 10**7)))", "ValueError"),
+    ("element-wise of a broadcast", f"es.sqrt({HUGE})", "ValueError"),
+    ("comparison of broadcasts", f"es.less({HUGE}, {HUGE})", "ValueError"),
+    ("set_diag of a broadcast", f"es.set_diag({HUGE}, np.zeros(10**7))", "ValueError"),
+    ("band_part of a broadcast", f"es.band_part({HUGE}, 0, 0)", "ValueError"),
+    ("gather from a broadcast",
+     f"es.gather({HUGE}, np.broadcast_to(np.zeros(1, np.int64), (10**7,)))", "ValueError"),
+    ("boolean_mask of a broadcast",
+     f"es.boolean_mask({HUGE}, np.broadcast_to(np.ones(1, bool), (10**7,)))", "ValueError"),
+    ("qr of a broadcast batch", "es.qr(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
+     "ValueError"),
+    ("svd of a broadcast batch", "es.svd(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
+     "ValueError"),
+    ("to_reduced_precision of a broadcast",
+     "es.to_reduced_precision(np.broadcast_to(np.ones(1, np.float32), (10**7, 10**7)))",
+     "ValueError"),
+]
+
+# Under a small configured limit (set_memory_limit(2**20)): the limit is honoured everywhere.
+SMALL_LIMIT_CASES = [
+    ("zeros over a configured limit", "es.zeros(2**18)", "ValueError"),
+    ("nonzero_indices over a configured limit",
+     "es.nonzero_indices(np.broadcast_to(np.ones(1), (2**9, 2**9)))", "ValueError"),
+    ("einsum obeys the configured limit", "es.einsum('i,j->ij', np.ones(2**9), np.ones(2**9))",
+     "EinsumError"),
+    ("resize over a configured limit", "es.resize(np.ones(1), 2**18)", "ValueError"),
+]
+
+CHILD = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    import numpy as np
+    import einstride as es
+    from einstride import memory
+
+    es.einsum("ij,jk->ik", np.ones((64, 64)), np.ones((64, 64)))  # warm BLAS up first
+
+    def vm_bytes():
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmSize")
+
+    cap = vm_bytes() + HEADROOM
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    def run(cases):
+        for name, code, _ in cases:
+            start = time.perf_counter()
+            try:
+                eval(code, {"np": np, "es": es})
+                kind, message = "returned", ""
+            except BaseException as error:
+                kind, message = type(error).__name__, str(error)
+            seconds = time.perf_counter() - start
+            print(json.dumps([name, kind, message, seconds]), flush=True)
+
+    run(json.loads(sys.argv[1]))
+    memory.set_memory_limit(2**20)
+    run(json.loads(sys.argv[2]))
+    """
+)
+
+HEADROOM = 384 * 2**20
+
+
+@pytest.fixture(scope="module")
+def capped_outcomes() -> dict[str, tuple[str, str, float]]:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS and /proc/self/status are Linux facilities")
+    code = CHILD.replace("HEADROOM", str(HEADROOM))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(DEFAULT_LIMIT_CASES),
+         json.dumps(SMALL_LIMIT_CASES)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    outcomes = {}
+    for line in proc.stdout.splitlines():
+        name, kind, message, seconds = json.loads(line)
+        outcomes[name] = (kind, message, seconds)
+    return outcomes
+
+
+@pytest.mark.parametrize(("name", "code", "expected"), DEFAULT_LIMIT_CASES + SMALL_LIMIT_CASES,
+                         ids=[c[0] for c in DEFAULT_LIMIT_CASES + SMALL_LIMIT_CASES])
+def test_huge_results_fail_fast_without_allocating(capped_outcomes, name, code, expected):
+    kind, message, seconds = capped_outcomes[name]
+    assert kind == expected, f"{code}: {kind} {message[:300]}"
+    assert "would allocate" in message and "bytes" in message, message
+    assert "memory limit" in message, message
+    assert seconds < 2.0, f"{code} took {seconds:.2f} s"
+
+
+def test_the_cap_is_real():
+    """The subprocess's cap does stop a plain large allocation (so the test above can fail)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_AS and /proc/self/status are Linux facilities")
+    code = CHILD.replace("HEADROOM", str(HEADROOM)).replace(
+        "run(json.loads(sys.argv[1]))", "run([['big', 'np.ones(2**30)', '']])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, "[]", "[]"], capture_output=True,
+                          text=True, timeout=120)
+    assert json.loads(proc.stdout.splitlines()[0])[1] == "MemoryError"
+
+
+# -- the helper itself (in process: nothing here allocates much) ---------------------------------
+
+
+def test_the_limit_defaults_to_physical_memory_and_can_be_restored():
+    assert memory.memory_limit() == memory.physical_memory() > 0
+    previous = memory.set_memory_limit(1000)
+    try:
+        assert memory.memory_limit() == 1000
+        with pytest.raises(ValueError, match=r"8,000 bytes.*limit of 1,000 bytes"):
+            es.zeros(1000)
+        with pytest.raises(es.EinsumError, match="limit of 1,000 bytes"):
+            es.einsum("i,j->ij", np.ones(20), np.ones(20))
+        assert es.zeros(100).shape == (100,)  # 800 bytes: fine
+        # einsum's own memory_limit= still wins for its call
+        assert es.einsum("i,j->ij", np.ones(20), np.ones(20), memory_limit=10**6).shape == (20, 20)
+    finally:
+        assert memory.set_memory_limit(previous) == 1000
+    assert memory.memory_limit() == memory.physical_memory()
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1"])
+def test_set_memory_limit_rejects_nonsense(bad):
+    with pytest.raises((TypeError, ValueError)):
+        memory.set_memory_limit(bad)
+    assert memory.memory_limit() == memory.physical_memory()
+
+
+def test_check_array_names_shape_dtype_and_bytes():
+    with pytest.raises(ValueError) as info:
+        memory.check_array((10**9, 10**9), np.complex128, "thing")
+    message = str(info.value)
+    assert "thing of shape (1000000000, 1000000000) (complex128)" in message
+    assert f"{16 * 10**18:,} bytes" in message
+    with pytest.raises(es.LayoutError):
+        memory.check_allocation(2, "x", es.LayoutError, limit=1)
+    memory.check_allocation(1, "x", limit=1)  # at the limit: fine
+
+
+def test_guards_let_ordinary_sizes_through():
+    big_but_fine = np.broadcast_to(np.ones(1), (100, 100))
+    assert es.tensor(big_but_fine).shape == (100, 100)
+    assert es.tile(np.ones(3), [4]).shape == (12,)
+    assert es.add(np.ones((100, 1)), np.ones((1, 100))).shape == (100, 100)
+    assert es.arange(0.0, 1.0, 0.1).shape == (10,)
+    assert es.arange(5, 0, -1).numpy().tolist() == [5, 4, 3, 2, 1]
+    assert es.boolean_mask(np.arange(6).reshape(2, 3), [True, False], axis=0).tolist() == [[0, 1, 2]]
