@@ -106,7 +106,9 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, storage: Array, layout: Layout) -> Tensor:
-        """Trusted constructor: ``layout`` was derived from one already valid on ``storage``."""
+        """Trusted constructor: ``layout`` was derived from one already valid on ``storage``
+        (only NumPy's own limits on rank and size are checked again)."""
+        check_representable(layout, storage.dtype)
         t = cls.__new__(cls)
         t._storage = storage
         t._layout = layout
