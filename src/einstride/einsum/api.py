@@ -31,7 +31,7 @@ from ..transfer import check_destination, check_no_overlap
 from .equation import Equation, bind, parse_sublists, parse_subscripts
 from .execute import Program, compile_plan
 from .paths import find_path, optimize_key
-from .plan import build_plan, check_memory
+from .plan import _check_numeric, build_plan, check_memory
 from .report import format_plan
 from .steps import Plan
 
@@ -125,6 +125,7 @@ def _make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
 def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
                      ) -> tuple[tuple[int, ...], np.dtype[Any]]:
     out_shape, out_strides, out_dtype = out_facts
+    _check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
     if out_shape != shape:
         raise EinsumError(f"einsum {text!r}: out= has shape {out_shape}, but the result has "
                           f"shape {shape}")

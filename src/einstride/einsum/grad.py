@@ -38,6 +38,7 @@ from ..errors import EinsumError
 from ..tensor import any_tensor, as_array, wrap_like
 from .api import einsum
 from .equation import parse_equation
+from .plan import _check_numeric
 
 __all__ = ["einsum_vjp"]
 
@@ -81,6 +82,9 @@ def einsum_vjp(
         raise TypeError("einsum_vjp: operands must be a sequence of arrays")
     arrays = [as_array(x) for x in operands]
     cot = as_array(cotangent)
+    for k, x in enumerate(arrays):  # an operand may never reach an einsum below: check here
+        _check_numeric(x.dtype, f"operand {k} has dtype")
+    _check_numeric(cot.dtype, "the cotangent has dtype")
     shapes = tuple(a.shape for a in arrays)
     output, inputs, fills = _backward_equations(subscripts, shapes)
     expected = parse_equation(subscripts, *shapes).output_shape
