@@ -42,6 +42,8 @@ from .equation import EinsumSpec
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
 from .paths import find_path
 from .steps import (
+    KERNEL_LOOP,
+    KERNEL_MULTIPLY,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -360,10 +362,13 @@ class _Planner:
         right_shape = tuple(size[x] for x in bt) + (1,) * len(lf) + tuple(size[x] for x in rf)
         shape = tuple(size[x] for x in labels)
         write, dest_perm, allocs, note = self._product_write(labels, shape, final)
+        kernel = KERNEL_LOOP if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52 \
+            else KERNEL_MULTIPLY
         dst = self.new_reg()
         self.steps.append(BatchStep(
-            ra, rb, dst, bt, lf, rf, left_perm, left_shape, right_perm, right_shape, labels,
-            shape, self.ct, write, dest_perm, g.left_only, g.right_only, allocs, note))
+            ra, rb, dst, kernel, a.labels, b.labels, a.shape, b.shape, bt, lf, rf, left_perm,
+            left_shape, right_perm, right_shape, labels, shape, self.ct, write, dest_perm,
+            g.left_only, g.right_only, allocs, note))
         return dst, self._new_term(labels, self.ct)
 
     def _product_write(self, labels: tuple[int, ...], shape: tuple[int, ...], final: bool
@@ -398,7 +403,7 @@ class _Planner:
         write, dest_perm, allocs, out_note = self._matmul_write(choice, labels, shape, final)
         dst = self.new_reg()
         self.steps.append(ContractStep(
-            ra, rb, dst, bt, k, m, n,
+            ra, rb, dst, a.shape, b.shape, bt, k, m, n,
             tuple(a.labels.index(x) for x in bt + m + k), bshape + (mm, kk),
             tuple(b.labels.index(x) for x in bt + k + n), bshape + (kk, nn),
             bshape + (mm, nn), labels, shape, self.ct, write, dest_perm,

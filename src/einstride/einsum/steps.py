@@ -11,12 +11,14 @@ Step kinds (as :attr:`kind` and in the report):
 * ``diagonal`` / ``broadcast`` (:class:`ViewStep`): repeated labels of one operand become
   one axis whose stride is the sum (``ndarray.diagonal``), and size-1 ``...`` dimensions
   that broadcast are dropped.  Views, no data moves.
-* ``reduce`` (:class:`ReduceStep`): labels of one operand only, not needed later, summed.
+* ``reduce`` (:class:`ReduceStep`): labels of one operand only, not needed later, summed
+  (NumPy's strided sum-of-products loop, ``numpy.einsum``'s kernel, over the view).
 * ``copy`` (:class:`CopyStep`): an operand copied into a layout (and dtype) the next
   product can use as a view, or a result copied into the destination.
 * ``contract`` (:class:`ContractStep`): one batched ``numpy.matmul`` over folded views.
-* ``batch`` (:class:`BatchStep`): a product without contracted labels (outer/Hadamard),
-  one broadcast ``numpy.multiply``.
+* ``batch`` (:class:`BatchStep`): a product without contracted labels: one broadcast
+  ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
+  an outer product (that loop is faster than a ufunc over stride-0 operands).
 """
 
 from __future__ import annotations
@@ -130,6 +132,10 @@ class CopyStep:
     kind = "copy"
 
 
+KERNEL_MULTIPLY = "multiply"
+KERNEL_LOOP = "loop"
+
+
 @dataclass(frozen=True)
 class ContractStep:
     """``matmul(left (B.., M, K), right (B.., K, N)) -> (B.., M, N)`` over folded views.
@@ -142,6 +148,8 @@ class ContractStep:
     left: int
     right: int
     dst: int
+    left_in: tuple[int, ...]
+    right_in: tuple[int, ...]
     batch: tuple[int, ...]
     contracted: tuple[int, ...]
     left_free: tuple[int, ...]
@@ -168,11 +176,18 @@ class ContractStep:
 
 @dataclass(frozen=True)
 class BatchStep:
-    """``multiply(left, right)`` broadcast over batch + left-free + right-free labels."""
+    """``left * right`` over batch + left-free + right-free labels: ``numpy.multiply`` on
+    broadcast views (``kernel`` multiply), or NumPy's sum-of-products loop over the
+    registers' own labels ``left_labels``/``right_labels`` (``kernel`` loop)."""
 
     left: int
     right: int
     dst: int
+    kernel: str
+    left_labels: tuple[int, ...]
+    right_labels: tuple[int, ...]
+    left_in: tuple[int, ...]
+    right_in: tuple[int, ...]
     batch: tuple[int, ...]
     left_free: tuple[int, ...]
     right_free: tuple[int, ...]
