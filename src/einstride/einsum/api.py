@@ -256,6 +256,7 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
             type(optimize) is str or type(optimize) is bool):
         # the hot path: plain arrays, a cached plan; no parsing, no path search, no checks
         # beyond the memory guard (the cache key holds every fact the plan depends on)
+        facts: tuple[Any, ...] | None
         if len(operands) == 2:  # inlined _array_facts: the 2-operand case is the hot one
             a, b = operands
             facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype) if (
