@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 from einsum_oracle import ELL, brute_force
 from einsum_strategies import DTYPES, Case, cases, layouts
@@ -98,3 +99,18 @@ def test_sublist_form_matches_string_form(problem):
         singles = [x for x in case.output if x != ELL]
         case.output = [ELL] * (ELL in case.output) + sorted(singles, key=ids.__getitem__)
     _check(case, es.einsum(*args), operands)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(st.data(), st.sampled_from(["float16", "bfloat16"]), OPTIMIZE)
+def test_half_precision_types_accumulate_exactly_in_float32(data, dtype, optimize):
+    """Small integers keep every float32 partial sum exact, so a float32 accumulator gives
+    exactly the oracle's value rounded once to the half type (a half accumulator would not)."""
+    case = data.draw(cases())
+    operands = [data.draw(layouts(shape, "float32")).astype(dtype) for shape in case.shapes]
+    result = np.asarray(es.einsum(case.render(), *operands, optimize=optimize))
+    expected = brute_force(case.terms, case.output, [op.astype(np.float64) for op in operands])
+    assert result.dtype == np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    np.testing.assert_array_equal(result.astype(np.float64),
+                                  expected.astype(result.dtype).astype(np.float64))

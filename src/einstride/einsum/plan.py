@@ -492,40 +492,56 @@ class _Planner:
     def _explain_choice(self, best: _Choice, a: Term, b: Term, g: _Groups, a_forced: bool,
                         b_forced: bool) -> _Choice:
         """Fill in why each operand was copied, for the report."""
-        reason_a = self._why(a, g.left_free, g.contracted, "left")
-        reason_b = self._why(b, g.contracted, g.right_free, "right")
+        dest = self._c_term(best.c_mode)
+        out_terms = [] if dest is None else [dest]
+        reason_a = self._why(a, "left", [
+            ("left-free", g.left_free, out_terms, "the output"),
+            ("contracted", g.contracted, [] if best.copy_b else [b], "the right operand")])
+        reason_b = self._why(b, "right", [
+            ("contracted", g.contracted, [] if best.copy_a else [a], "the left operand"),
+            ("right-free", g.right_free, out_terms, "the output")])
         c_reason = "computed into a temporary, then copied into the output"
-        if self.target.term is not None and best.c_mode == "temp":
-            if self.target.term.dtype != self.ct:
-                c_reason = f"computed in {self.ct}, then cast into the output"
-            else:
-                c_reason = "the output's strides do not fold; computed into a temporary, " \
-                           "then copied into the output"
+        if best.c_mode == "temp" and self.target.term is not None and (
+                self.target.term.dtype == self.ct):
+            c_reason = "the output's strides do not fold; computed into a temporary, then " \
+                       "copied into the output"
         elif best.c_mode == "temp":
             c_reason = f"computed in {self.ct}, then cast into the output"
-        note_a = f"copied in the previous step ({reason_a})" if best.copy_a or (
-            a_forced and not g.left_only) else "viewed"
-        note_b = f"copied in the previous step ({reason_b})" if best.copy_b or (
-            b_forced and not g.right_only) else "viewed"
-        return _Choice(best.m, best.k, best.n, best.copy_a or (a_forced and not g.left_only),
-                       best.copy_b or (b_forced and not g.right_only), best.c_mode,
-                       reason_a, reason_b, note_a, note_b, c_reason)
+        copy_a = best.copy_a or (a_forced and not g.left_only)
+        copy_b = best.copy_b or (b_forced and not g.right_only)
+        note_a = f"copied in the previous step ({reason_a})" if copy_a else "viewed"
+        note_b = f"copied in the previous step ({reason_b})" if copy_b else "viewed"
+        return _Choice(best.m, best.k, best.n, copy_a, copy_b, best.c_mode, reason_a, reason_b,
+                       note_a, note_b, c_reason)
 
-    def _why(self, term: Term, rows: Sequence[int], cols: Sequence[int], side: str) -> str:
+    def _c_term(self, c_mode: str) -> Term | None:
+        """The fixed output term a choice wrote into, if any."""
+        if c_mode == "into":
+            return self.target.term
+        if c_mode == "into-own":
+            shape = self.spec.output_shape
+            return Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize),
+                        self.rt)
+        return None
+
+    def _why(self, term: Term, side: str,
+             groups: Sequence[tuple[str, Sequence[int], list[Term], str]]) -> str:
+        """Why ``term`` had to be copied: a cast, a group that does not fold, a group that
+        folds in another order than in a partner that stays as it is, or BLAS."""
         if term.dtype != self.ct:
             return f"cast {term.dtype} -> {self.ct}"
         names = self.spec.label_string
-        for grp, what in ((rows, "row"), (cols, "column")):
+        for what, grp, _, _ in groups:
             if fold_group(grp, [term]) is None:
-                return f"{side} {what} labels '{names(grp)}' do not fold into one stride"
-        if self.ct in BLAS_TYPES:
-            r, c = fold_group(rows, [term]), fold_group(cols, [term])
-            assert r is not None and c is not None
-            if not blas_ready(math.prod(self.sizes[x] for x in r),
-                              math.prod(self.sizes[x] for x in c),
-                              fold_stride(r, term), fold_stride(c, term), self.ct.itemsize):
-                return "strides not BLAS-ready (no unit stride)"
-        return "its groups fold only in an order the other operands do not share"
+                return f"its {what} labels '{names(grp)}' do not fold into one stride"
+        for what, grp, partners, partner in groups:
+            if partners and fold_group(grp, [term, *partners]) is None:
+                here, there = fold_group(grp, [term]), fold_group(grp, partners)
+                return (f"its {what} labels fold in the order '{names(here or ())}', but in "
+                        f"{partner} in the order '{names(there or ())}'; the smaller operand "
+                        "is copied into the other's order")
+        return "its strides are not BLAS-ready (no unit stride, or a leading dimension that " \
+               "aliases)"
 
 
 @dataclass(frozen=True)

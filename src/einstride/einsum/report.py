@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .steps import (
+    KERNEL_MULTIPLY,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -102,7 +103,8 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
         return [*body, tail]
     if isinstance(step, ReduceStep):
         return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
-                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype}",
+                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
+                "(NumPy's strided sum-of-products loop, over the view)",
                 f"      {_write_words(step.write)}", tail]
     if isinstance(step, CopyStep):
         return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
@@ -140,11 +142,15 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
     n = names.labels
     return [
         f"{head}  {names.reg(step.left)} x {names.reg(step.right)} -> {n(step.labels)} "
-        f"{_shape(step.shape)}: one broadcast multiply (no contracted labels)",
+        f"{_shape(step.shape)}: no contracted labels, " + (
+            "one broadcast multiply" if step.kernel == KERNEL_MULTIPLY
+            else "NumPy's sum-of-products loop (an outer product)"),
         f"      batch {n(step.batch)} | left-free {n(step.left_free)} | right-free "
         f"{n(step.right_free)} | left-only {n(step.left_only)} | right-only "
         f"{n(step.right_only)}",
-        f"      operands viewed as {_shape(step.left_shape)} and {_shape(step.right_shape)}",
+        "      operands viewed" + (
+            f" as {_shape(step.left_shape)} and {_shape(step.right_shape)}"
+            if step.kernel == KERNEL_MULTIPLY else " as they are"),
         f"      out: {step.out_note or _write_words(step.write)}",
         tail,
     ]
