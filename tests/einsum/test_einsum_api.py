@@ -162,23 +162,33 @@ def test_explain_reports_views_copies_flops_and_true_bytes() -> None:
                      "left-free i", "right-free k", "viewed", "65,536 B"):
         assert fragment in report, fragment
     # contracted labels in the same memory order in both operands: views, no copy
-    _, report = es.einsum_path("ijk,jkl->il", (4, 5, 6), (5, 6, 3))
+    _, report = es.einsum_path("ijk,jkl->il", (40, 50, 60), (50, 60, 30))
     assert "copy" not in report and report.count("viewed") == 2
     # ... in opposite orders: the smaller operand is copied, and the report says why
-    _, report = es.einsum_path("ikj,jkl->il", (4, 6, 5), (5, 6, 3))
+    _, report = es.einsum_path("ikj,jkl->il", (40, 60, 50), (50, 60, 30))
     assert "step 1: copy  operand 1" in report and "order" in report
     # a gapped operand whose labels cannot fold into one stride
-    a = RNG.random((4, 10, 6))[:, ::2, :]
-    plan_report = _plan_report("ijk,jkl->il", a, RNG.random((5, 6, 3)))
+    a = RNG.random((20, 40, 30))[:, ::2, :]
+    plan_report = _plan_report("ijk,jkl->il", a, RNG.random((20, 30, 10)))
     assert "copy  operand 0" in plan_report and "do not fold" in plan_report
     # a transposed operand that folds jointly is viewed, not copied
-    t = RNG.random((3, 5, 6)).transpose(1, 2, 0)          # labels j k l, l outermost
-    assert "copy" not in _plan_report("ijk,jkl->il", RNG.random((4, 5, 6)), t)
-    t = RNG.random((6, 5, 3)).transpose(1, 0, 2)          # k before j: the orders differ
-    assert "copy" in _plan_report("ijk,jkl->il", RNG.random((4, 5, 6)), t)
+    t = RNG.random((30, 50, 60)).transpose(1, 2, 0)        # labels j k l, l outermost
+    assert "copy" not in _plan_report("ijk,jkl->il", RNG.random((40, 50, 60)), t)
+    t = RNG.random((60, 50, 30)).transpose(1, 0, 2)        # k before j: the orders differ
+    assert "copy" in _plan_report("ijk,jkl->il", RNG.random((40, 50, 60)), t)
     # a unit-stride-free operand is copied so that BLAS can take it
-    g = RNG.random((4, 5, 12))[:, :, ::2]
-    assert "not BLAS-ready" in _plan_report("ijk,jkl->il", g, RNG.random((5, 6, 3)))
+    g = RNG.random((40, 50, 120))[:, :, ::2]
+    assert "not BLAS-ready" in _plan_report("ijk,jkl->il", g, RNG.random((50, 60, 30)))
+
+
+def test_tiny_multi_step_problems_fuse_into_one_loop() -> None:
+    ops = [RNG.random((3, 4)), RNG.random((4,)), RNG.random((4, 3))]
+    report = _plan_report("ab,b,ba->a", *ops)
+    assert "step 1: fused" in report and "step 2" not in report
+    np.testing.assert_allclose(es.einsum("ab,b,ba->a", *ops),
+                               np.einsum("ab,b,ba->a", *ops))
+    chain = [RNG.random((100, 100))] * 3     # a fused loop would be O(n^4): pairs win
+    assert "fused" not in _plan_report("ab,bc,cd->ad", *chain)
 
 
 def _plan_report(equation: str, *ops: np.ndarray) -> str:

@@ -32,6 +32,7 @@ from .steps import (
     BatchStep,
     ContractStep,
     CopyStep,
+    FusedStep,
     OutputPlan,
     Plan,
     ReduceStep,
@@ -137,18 +138,22 @@ def _compile_simple(plan: Plan) -> Program | None:
             return regs[1].transpose(final_perm)
 
         return viewed
-    if isinstance(step, ContractStep) and step.write == WRITE_RETURN and not scalar and (
+    if isinstance(step, ContractStep) and step.write == WRITE_RETURN and (
             step.left, step.right) == (0, 1):
         product = _direct_product(step)
+        if scalar:
+            return lambda ops, out: product(ops[0], ops[1])[()]
         if identity:
             return lambda ops, out: product(ops[0], ops[1])
         return lambda ops, out: product(ops[0], ops[1]).transpose(final_perm)
-    if isinstance(step, ReduceStep) and step.write == WRITE_RETURN and not scalar and (
-            step.src == 0):
-        reduce = _direct_reduce(step)
+    if isinstance(step, ReduceStep) and step.write == WRITE_RETURN and step.src == 0:
+        reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
         if identity:
             return lambda ops, out: reduce(ops[0])
         return lambda ops, out: reduce(ops[0]).transpose(final_perm)
+    if isinstance(step, FusedStep) and step.write == WRITE_RETURN:
+        call = _fused_call(step)
+        return lambda ops, out: call(ops)
     return None
 
 
@@ -179,7 +184,45 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
     return make
 
 
+def _fused_call(step: FusedStep) -> Callable[..., Any]:
+    """``call(operands, out)``: one sum-of-products loop over every operand."""
+    ids = {lab: k for k, lab in enumerate(dict.fromkeys(
+        [lab for term in step.labels for lab in term] + list(step.out_labels)))}
+    subs = [[ids[lab] for lab in term] for term in step.labels]
+    out_subs = [ids[lab] for lab in step.out_labels]
+    dtype = step.dtype
+    kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
+
+    def call(ops: Sequence[Array], out: Array | None = None) -> Any:
+        args = [x for pair in zip(ops, subs) for x in pair]
+        if out is not None:
+            return sum_of_products(*args, out_subs, out=out, **kwargs)
+        value = sum_of_products(*args, out_subs, **kwargs)
+        # NumPy answers a pure view (one operand, nothing summed) without applying dtype
+        return value if value.dtype == dtype else value.astype(dtype)
+
+    return call
+
+
+def _fused_fn(step: FusedStep) -> StepFn:
+    regs_in, dst, write, dest_perm = step.operands, step.dst, step.write, step.dest_perm
+    call = _fused_call(step)
+
+    def run(regs: list[Any], dest: Any) -> None:
+        ops = [regs[r] for r in regs_in]
+        if write == WRITE_INTO:
+            call(ops, dest.transpose(dest_perm))
+        elif write == WRITE_TEMP:
+            _copyto(dest.transpose(dest_perm), call(ops), casting="unsafe")
+        else:
+            regs[dst] = call(ops)
+
+    return run
+
+
 def _compile_step(step: Step) -> StepFn:
+    if isinstance(step, FusedStep):
+        return _fused_fn(step)
     if isinstance(step, ViewStep):
         return _view_fn(step)
     if isinstance(step, ReduceStep):

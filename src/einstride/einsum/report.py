@@ -16,6 +16,7 @@ from .steps import (
     BatchStep,
     ContractStep,
     CopyStep,
+    FusedStep,
     Plan,
     ReduceStep,
     Step,
@@ -111,6 +112,13 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
                 f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
     if isinstance(step, ContractStep):
         return _contract_lines(head, step, names, tail)
+    if isinstance(step, FusedStep):
+        ins = ",".join(names.labels(t) for t in step.labels)
+        return [f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
+                f"{_shape(step.shape)} in {step.dtype}",
+                "      one pass of NumPy's sum-of-products loop over the operands as they are "
+                "(the problem is too small for several steps to pay off)",
+                f"      {_write_words(step.write)}", tail]
     return _batch_lines(head, step, names, tail)
 
 
@@ -131,6 +139,10 @@ def _contract_lines(head: str, step: ContractStep, names: _Names, tail: str) -> 
         f"      batch {n(step.batch)} | contracted {n(step.contracted)} | left-free "
         f"{n(step.left_free)} | right-free {n(step.right_free)} | left-only "
         f"{n(step.left_only)} | right-only {n(step.right_only)}",
+        *([f"      looped {n(step.looped)}: do not fold, so matmul's batch loop runs over "
+           "them" + (" (contracted ones are summed by the next step)"
+                     if set(step.looped) & set(step.contracted) else "")]
+          if step.looped else []),
         f"      left  as {_shape(step.left_shape)}: {step.left_note}",
         f"      right as {_shape(step.right_shape)}: {step.right_note}",
         f"      out   as {_shape(step.out_shape)}: {step.out_note or _write_words(step.write)}",

@@ -16,6 +16,8 @@ Step kinds (as :attr:`kind` and in the report):
 * ``copy`` (:class:`CopyStep`): an operand copied into a layout (and dtype) the next
   product can use as a view, or a result copied into the destination.
 * ``contract`` (:class:`ContractStep`): one batched ``numpy.matmul`` over folded views.
+* ``fused`` (:class:`FusedStep`): a tiny problem (a few thousand multiply-adds) done in one
+  pass of NumPy's sum-of-products loop, when that beats several steps' Python overhead.
 * ``batch`` (:class:`BatchStep`): a product without contracted labels: one broadcast
   ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
   an outer product (that loop is faster than a ufunc over stride-0 operands).
@@ -142,7 +144,10 @@ class ContractStep:
 
     ``left_perm``/``left_shape`` turn the left register into its (batch..., M, K) view
     (transpose, then a reshape that the planner checked is a view); likewise right.  The
-    register holds ``labels`` = batch + left-free + right-free, unfolded to ``shape``.
+    batch dimensions are the batch labels, then the ``looped`` labels (free or contracted
+    labels that do not fold, moved into matmul's batch loop; an operand without one gets a
+    size-1 dimension).  The register holds ``labels`` = batch + looped + M + N, unfolded to
+    ``shape``; looped contracted labels are summed by the next step.
     """
 
     left: int
@@ -170,6 +175,7 @@ class ContractStep:
     left_only: tuple[int, ...] = ()
     right_only: tuple[int, ...] = ()
     allocs: tuple[Alloc, ...] = ()
+    looped: tuple[int, ...] = ()
 
     kind = "contract"
 
@@ -208,7 +214,27 @@ class BatchStep:
     kind = "batch"
 
 
-Step = ViewStep | ReduceStep | CopyStep | ContractStep | BatchStep
+@dataclass(frozen=True)
+class FusedStep:
+    """A tiny einsum in ONE pass of NumPy's sum-of-products loop over the operands as they
+    are (``labels[i]``: operand ``i``'s label per axis, repeats included), chosen only when
+    the whole problem is so small that one loop beats the Python cost of several steps."""
+
+    operands: tuple[int, ...]
+    dst: int
+    labels: tuple[tuple[int, ...], ...]
+    out_labels: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    write: str
+    dest_perm: tuple[int, ...] = ()
+    allocs: tuple[Alloc, ...] = ()
+    cast: bool = True
+
+    kind = "fused"
+
+
+Step = ViewStep | ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep
 
 
 @dataclass(frozen=True)
