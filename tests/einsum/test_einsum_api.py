@@ -275,3 +275,28 @@ def test_cli_explain_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFi
                                        ) -> None:
     assert explain_main(argv) == 2
     assert capsys.readouterr().err
+
+
+def test_any_opt_einsum_path_optimizer_is_accepted() -> None:
+    import opt_einsum
+    ops = [RNG.random((5, 6)), RNG.random((6, 7)), RNG.random((7, 8)), RNG.random((8, 3))]
+    expected = np.linalg.multi_dot(ops)
+    for optimizer in (opt_einsum.DynamicProgramming(), opt_einsum.RandomGreedy(max_repeats=4),
+                      opt_einsum.paths.greedy):
+        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimizer),
+                                   expected)
+    calls: list[int] = []
+
+    def left_to_right(inputs, output, size_dict, memory_limit=None):  # type: ignore[no-untyped-def]
+        calls.append(len(inputs))
+        return [(0, 1)] * (len(inputs) - 1)
+
+    np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=left_to_right),
+                               expected)
+    assert calls == [4]
+
+
+def test_einsum_path_takes_the_sublist_form_and_shapes() -> None:
+    path, report = es.einsum_path((3, 4), [0, 1], (4, 5), [1, 2], (5, 2), [2, 3], [0, 3])
+    assert path[0] == "einsum_path" and len(path) == 3
+    assert "[0,1],[1,2],[2,3]->[0,3]" in report

@@ -108,9 +108,7 @@ class ReduceStep:
     dtype: np.dtype[Any]
     write: str
     dest_perm: tuple[int, ...] = ()
-    threads: int = 1
     allocs: tuple[Alloc, ...] = ()
-    note: str = ""
 
     kind = "reduce"
 
