@@ -203,6 +203,10 @@ def _plan_report(equation: str, *ops: np.ndarray) -> str:
     ("ijk->i", [(50, 60, 70)]),
     ("ij,jk,kl->il", [(100, 200), (200, 100), (100, 300)]),
     ("i->ii", [(300,)]),
+    ("cdba,ca->db", [(64, 32, 16, 64), (64, 64)]),      # looped contracted label + reduce
+    ("ikj,jkl->il", [(40, 60, 50), (50, 60, 30)]),      # a copy
+    ("ab,b,ba->a", [(30, 40), (40,), (40, 30)]),        # one fused loop
+    ("ij,jk->ik", [(2000, 3), (3, 1000)]),
 ])
 def test_reported_bytes_are_the_bytes_allocated(equation: str, shapes: list[tuple[int, ...]]
                                                 ) -> None:

@@ -34,7 +34,8 @@ import numpy as np
 
 from .fold import BLAS_TYPES, Term, blas_ready, fold_group, fold_stride
 
-__all__ = ["Choice", "Groups", "Out", "choose", "classify", "split_group"]
+__all__ = ["Choice", "Geometry", "Groups", "Out", "choose", "classify", "matmul_geometry",
+           "split_group"]
 
 # The cost model, in estimated nanoseconds: only relative sizes matter.
 COPY_NS_PER_BYTE = 0.25      # copying an operand or a result (read + write)
@@ -95,6 +96,47 @@ class Choice:
     out: Out
     reason_a: str = ""
     reason_b: str = ""
+
+    @property
+    def left_order(self) -> tuple[int, ...]:
+        """The left operand's labels (after the batch ones) in its matmul view's order."""
+        return self.loop_m + self.loop_k + self.m + self.k
+
+    @property
+    def right_order(self) -> tuple[int, ...]:
+        return self.loop_n + self.loop_k + self.k + self.n
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """The matmul views: operand ``perm``s and ``shape``s, the product's shape and the labels
+    of the result register (batch + looped + M + N)."""
+
+    left_perm: tuple[int, ...]
+    left_shape: tuple[int, ...]
+    right_perm: tuple[int, ...]
+    right_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    labels: tuple[int, ...]
+
+
+def matmul_geometry(pick: Choice, bt: tuple[int, ...], la: tuple[int, ...],
+                    lb: tuple[int, ...], sizes: Sequence[int]) -> Geometry:
+    """``(batch, loops..., M, K) @ (batch, loops..., K, N)``: each operand gets a size-1
+    dimension for the other's looped free labels, so matmul broadcasts over them."""
+    def dims(labels: Sequence[int]) -> tuple[int, ...]:
+        return tuple(sizes[x] for x in labels)
+
+    mm, kk, nn = (math.prod(dims(grp)) for grp in (pick.m, pick.k, pick.n))
+    lm, lk, ln = pick.loop_m, pick.loop_k, pick.loop_n
+    return Geometry(
+        tuple(la.index(x) for x in bt + pick.left_order),
+        dims(bt + lm) + (1,) * len(ln) + dims(lk) + (mm, kk),
+        tuple(lb.index(x) for x in bt + pick.right_order),
+        dims(bt) + (1,) * len(lm) + dims(ln + lk) + (kk, nn),
+        dims(bt + lm + ln + lk) + (mm, nn),
+        bt + lm + ln + lk + pick.m + pick.n,
+    )
 
 
 def split_group(group: Sequence[int], terms: Sequence[Term]

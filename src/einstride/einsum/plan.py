@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import EinsumError
 from .equation import EinsumSpec
 from .fold import Term, contiguous_strides
-from .pairs import COPY_NS_PER_BYTE, Groups, Out, choose, classify
+from .pairs import COPY_NS_PER_BYTE, Groups, Out, choose, classify, matmul_geometry
 from .paths import find_path
 from .steps import (
     KERNEL_LOOP,
@@ -454,45 +454,36 @@ class _Planner:
                       self._preferred(g.left_free, final, a.labels),
                       self._preferred(g.right_free, final, b.labels), self.spec.label_string)
         bt = self._preferred(g.batch, final, a.labels)
-        m, k, n = pick.m, pick.k, pick.n
-        lm, lk, ln = pick.loop_m, pick.loop_k, pick.loop_n
         note_a = note_b = "viewed"
         if pick.copy_a:
-            ra, a = self._copy(ra, a, bt + lm + lk + m + k, pick.reason_a)
+            ra, a = self._copy(ra, a, bt + pick.left_order, pick.reason_a)
             note_a = f"copied in the previous step ({pick.reason_a})"
         if pick.copy_b:
-            rb, b = self._copy(rb, b, bt + ln + lk + k + n, pick.reason_b)
+            rb, b = self._copy(rb, b, bt + pick.right_order, pick.reason_b)
             note_b = f"copied in the previous step ({pick.reason_b})"
-        size = self.sizes
-
-        def sizes_of(labels: Sequence[int]) -> tuple[int, ...]:
-            return tuple(size[x] for x in labels)
-
-        mm, kk, nn = (math.prod(sizes_of(grp)) for grp in (m, k, n))
-        lbt = bt + lm + ln + lk
-        labels = lbt + m + n
-        shape = sizes_of(labels)
-        write, dest_perm, allocs, out_note = self._matmul_write(pick.out, labels, shape, final)
+        geo = matmul_geometry(pick, bt, a.labels, b.labels, self.sizes)
+        shape = tuple(self.sizes[x] for x in geo.labels)
+        write, dest_perm, allocs, out_note = self._matmul_write(
+            pick.out, geo.labels, shape, bool(pick.loop_k))
         dst = self.new_reg()
         self.steps.append(ContractStep(
-            ra, rb, dst, a.shape, b.shape, bt, k + lk, m + lm, n + ln,
-            tuple(a.labels.index(x) for x in bt + lm + lk + m + k),
-            sizes_of(bt + lm) + (1,) * len(ln) + sizes_of(lk) + (mm, kk),
-            tuple(b.labels.index(x) for x in bt + ln + lk + k + n),
-            sizes_of(bt) + (1,) * len(lm) + sizes_of(ln + lk) + (kk, nn),
-            sizes_of(lbt) + (mm, nn), labels, shape, self.ct, write, dest_perm,
-            note_a, note_b, out_note, g.left_only, g.right_only, allocs, lm + ln + lk))
+            ra, rb, dst, a.shape, b.shape, bt, pick.k + pick.loop_k, pick.m + pick.loop_m,
+            pick.n + pick.loop_n, geo.left_perm, geo.left_shape, geo.right_perm,
+            geo.right_shape, geo.out_shape, geo.labels, shape, self.ct, write, dest_perm,
+            note_a, note_b, out_note, g.left_only, g.right_only, allocs,
+            pick.loop_m + pick.loop_n + pick.loop_k))
         if write == WRITE_RETURN:
-            self.result, self.final_perm = dst, tuple(labels.index(u) for u in self.distinct)
-        result = self._new_term(labels, self.ct)
-        if lk:  # the partial products over the looped contracted labels are summed now
+            self.result = dst
+            self.final_perm = tuple(geo.labels.index(u) for u in self.distinct)
+        result = self._new_term(geo.labels, self.ct)
+        if pick.loop_k:  # the partial products over the looped contracted labels are summed now
             return self._unary(dst, result, keep, final)
         return dst, result
 
     def _matmul_write(self, out: Out, labels: tuple[int, ...], shape: tuple[int, ...],
-                      final: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
+                      partial: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
         if out.mode == "new":
-            what = "partial products" if final else "intermediate"
+            what = "partial products" if partial else "intermediate"
             return WRITE_NEW, (), (Alloc(what, shape, self.ct),), "new buffer"
         if out.mode == "return" or (out.mode == "into-own" and labels == self.distinct):
             # a new C-ordered buffer in the output's order already is the output
