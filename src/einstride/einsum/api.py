@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -217,6 +215,25 @@ def _run(entry: _Entry, arrays: Sequence[Array], out: Any, out_arr: Array | None
     return value
 
 
+_DEFAULT_LIMIT = physical_memory()
+_ndarray = np.ndarray
+
+
+def _array_facts(operands: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The cache facts of plain ndarray operands, or None (then the general path runs)."""
+    if len(operands) == 2:
+        a, b = operands
+        if type(a) is _ndarray and type(b) is _ndarray:
+            return (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+        return None
+    facts: list[Any] = []
+    for op in operands:
+        if type(op) is not _ndarray:
+            return None
+        facts += (op.shape, op.strides, op.dtype)
+    return tuple(facts)
+
+
 def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
            optimize: Any = "auto", memory_limit: Any = None) -> Any:
     """Evaluate an Einstein-summation equation (see docs/einsum.md).
@@ -235,6 +252,25 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
       ...
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
+    if out is None and dtype is None and memory_limit is None and type(subscripts) is str and (
+            type(optimize) is str or type(optimize) is bool):
+        # the hot path: plain arrays, a cached plan; no parsing, no path search, no checks
+        # beyond the memory guard (the cache key holds every fact the plan depends on)
+        facts: tuple[Any, ...] | None
+        if len(operands) == 2:  # inlined _array_facts: the 2-operand case is the hot one
+            a, b = operands
+            facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype) if (
+                type(a) is _ndarray and type(b) is _ndarray) else None
+        elif len(operands) == 1:
+            a = operands[0]
+            facts = (a.shape, a.strides, a.dtype) if type(a) is _ndarray else None
+        else:
+            facts = _array_facts(operands)
+        if facts is not None:
+            entry = _cached_entry(subscripts, facts, None, None, optimize)
+            if entry.largest > _DEFAULT_LIMIT:
+                check_memory(entry.plan, _DEFAULT_LIMIT)
+            return entry.run(operands, None)
     if isinstance(subscripts, str):
         eq_key: Any = subscripts
         raw: Sequence[Any] = operands
@@ -335,24 +371,30 @@ class Expression:
         sizes = self.spec.sizes
         terms = [tuple(dict.fromkeys(t)) for t in self.spec.inputs]
         self.path = list(find_path(terms, tuple(dict.fromkeys(self.spec.output)), sizes, optimize))
-        self._plans: OrderedDict[Any, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
+        self._entry = functools.lru_cache(maxsize=64)(self._build)
 
-    def _entry(self, arrays: Sequence[Array], out: Array | None) -> _Entry:
-        key = (_facts(arrays), None if out is None else (out.shape, out.strides, out.dtype))
-        with self._lock:
-            entry = self._plans.get(key)
-            if entry is not None:
-                self._plans.move_to_end(key)
-                return entry
-        entry = _make_entry(self.subscripts, key[0], key[1], self.dtype, self.path)
-        with self._lock:
-            self._plans[key] = entry
-            while len(self._plans) > 64:
-                self._plans.popitem(last=False)
-        return entry
+    def _build(self, facts: tuple[Any, ...], out_facts: Any) -> _Entry:
+        self._check_operands(facts[0::3], len(facts) // 3)
+        return _make_entry(self.subscripts, facts, out_facts, self.dtype, self.path)
+
+    def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
+        if count != len(self.shapes):
+            raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
+                              f"{len(self.shapes)} operand(s), got {count}")
+        for i, (shape, declared) in enumerate(zip(shapes, self.shapes)):
+            if shape != declared:
+                raise EinsumError(f"einsum {self.subscripts!r}: operand {i} has shape "
+                                  f"{shape}, but the expression was made for {declared}")
 
     def __call__(self, *operands: Any, out: Any = None, memory_limit: Any = None) -> Any:
+        if out is None and memory_limit is None:
+            facts = _array_facts(operands)
+            if facts is not None:
+                entry = self._entry(facts, None)
+                if entry.largest > _DEFAULT_LIMIT:
+                    check_memory(entry.plan, _DEFAULT_LIMIT)
+                return entry.run(operands, None)
         if len(operands) != len(self.shapes):
             raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
                               f"{len(self.shapes)} operand(s), got {len(operands)}")
@@ -365,7 +407,8 @@ class Expression:
         if out is not None:
             tensor_in = tensor_in or isinstance(out, Tensor)
             out_arr = as_array(out)
-        entry = self._entry(arrays, out_arr)
+        out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
+        entry = self._entry(_facts(arrays), out_facts)
         if out is not None:
             _check_out(out, arrays, entry.plan.result_dtype)
         return _run(entry, arrays, out, out_arr, memory_limit, tensor_in)
