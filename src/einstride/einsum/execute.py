@@ -66,6 +66,7 @@ outer products)."""
 _matmul = np.matmul
 _multiply = np.multiply
 _copyto = np.copyto
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def compile_plan(plan: Plan) -> Program:
@@ -152,20 +153,32 @@ def _compile_simple(plan: Plan) -> Program | None:
             return lambda ops, out: reduce(ops[0])
         return lambda ops, out: reduce(ops[0]).transpose(final_perm)
     if isinstance(step, FusedStep) and step.write == WRITE_RETURN:
+        if _fused_plain(step):
+            equation = _fused_equation(step)
+            return lambda ops, out: sum_of_products(equation, *ops)
         call = _fused_call(step)
         return lambda ops, out: call(ops)
     return None
 
 
 def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]]:
-    """Creates (or takes ``out=``) the result array and its write view."""
+    """Creates (or takes ``out=``) the result array and its write view: when output labels
+    repeat, the writeable strided diagonal view that ``numpy.einsum`` gives (``"iij->ij"``),
+    with ``as_strided`` as the fallback beyond 52 labels."""
     create, shape, dtype = output.create, output.shape, output.dtype
     groups = output.expand if output.expands else None
     ushape = tuple(shape[axes[0]] for axes in output.expand)
+    equation = None
+    if groups is not None and len(groups) <= len(_LETTERS):
+        letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
+        equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[:len(groups)]
 
     def write_view(full: Array) -> Array:
         if groups is None:
             return full
+        if equation is not None:
+            view: Array = sum_of_products(equation, full)
+            return view
         strides = tuple(sum(full.strides[ax] for ax in axes) for axes in groups)
         return as_strided(full, ushape, strides, writeable=True)
 
@@ -184,21 +197,30 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
     return make
 
 
-def _fused_call(step: FusedStep) -> Callable[..., Any]:
-    """``call(operands, out)``: one sum-of-products loop over every operand."""
-    ids = {lab: k for k, lab in enumerate(dict.fromkeys(
+def _fused_equation(step: FusedStep) -> str:
+    """NumPy's own equation string for the step (at most 52 labels: the planner checked)."""
+    ids = {lab: _LETTERS[k] for k, lab in enumerate(dict.fromkeys(
         [lab for term in step.labels for lab in term] + list(step.out_labels)))}
-    subs = [[ids[lab] for lab in term] for term in step.labels]
-    out_subs = [ids[lab] for lab in step.out_labels]
-    dtype = step.dtype
+    equation = ",".join("".join(ids[lab] for lab in term) for term in step.labels)
+    return equation + "->" + "".join(ids[lab] for lab in step.out_labels)
+
+
+def _fused_plain(step: FusedStep) -> bool:
+    """No cast, and not a pure view: NumPy's loop can be called as it is.  (NumPy answers
+    a pure view -- one operand, nothing summed -- without applying ``dtype``.)"""
+    pure_view = len(step.labels) == 1 and set(step.labels[0]) <= set(step.out_labels)
+    return not step.cast and not pure_view
+
+
+def _fused_call(step: FusedStep) -> Callable[..., Any]:
+    """``call(operands, out=None)``: one sum-of-products loop over every operand."""
+    equation, dtype = _fused_equation(step), step.dtype
     kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
 
     def call(ops: Sequence[Array], out: Array | None = None) -> Any:
-        args = [x for pair in zip(ops, subs) for x in pair]
         if out is not None:
-            return sum_of_products(*args, out_subs, out=out, **kwargs)
-        value = sum_of_products(*args, out_subs, **kwargs)
-        # NumPy answers a pure view (one operand, nothing summed) without applying dtype
+            return sum_of_products(equation, *ops, out=out, **kwargs)
+        value = sum_of_products(equation, *ops, **kwargs)
         return value if value.dtype == dtype else value.astype(dtype)
 
     return call
