@@ -39,8 +39,16 @@ import numpy as np
 
 from ..errors import EinsumError
 from .equation import EinsumSpec
-from .fold import Term, contiguous_strides
-from .pairs import COPY_NS_PER_BYTE, Groups, Out, choose, classify, matmul_geometry
+from .fold import BLAS_TYPES, Term, contiguous_strides
+from .pairs import (
+    COPY_NS_PER_BYTE,
+    Choice,
+    Groups,
+    Out,
+    choose,
+    classify,
+    matmul_geometry,
+)
 from .paths import find_path
 from .steps import (
     KERNEL_LOOP,
@@ -450,9 +458,17 @@ class _Planner:
 
     def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int],
                 final: bool) -> tuple[int, Term]:
-        pick = choose(a, b, g, self._out_options(final), self.ct, self.sizes,
-                      self._preferred(g.left_free, final, a.labels),
-                      self._preferred(g.right_free, final, b.labels), self.spec.label_string)
+        outs = self._out_options(final)
+        pick = self._choose(a, b, g, outs, final)
+        free = [out for out in outs if out.term is None]
+        if free and self.ct in BLAS_TYPES:
+            # the product may also run as b @ a (its result viewed transposed); BLAS is
+            # measurably faster one way round for some shapes and strides
+            swapped = Groups(g.batch, g.contracted, g.right_free, g.left_free, g.right_only,
+                             g.left_only)
+            alt = self._choose(b, a, swapped, free, final)
+            if alt.cost < 0.97 * pick.cost:
+                (ra, a), (rb, b), g, pick = (rb, b), (ra, a), swapped, alt
         bt = self._preferred(g.batch, final, a.labels)
         note_a = note_b = "viewed"
         if pick.copy_a:
@@ -479,6 +495,11 @@ class _Planner:
         if pick.loop_k:  # the partial products over the looped contracted labels are summed now
             return self._unary(dst, result, keep, final)
         return dst, result
+
+    def _choose(self, a: Term, b: Term, g: Groups, outs: list[Out], final: bool) -> Choice:
+        return choose(a, b, g, outs, self.ct, self.sizes,
+                      self._preferred(g.left_free, final, a.labels),
+                      self._preferred(g.right_free, final, b.labels), self.spec.label_string)
 
     def _matmul_write(self, out: Out, labels: tuple[int, ...], shape: tuple[int, ...],
                       partial: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
