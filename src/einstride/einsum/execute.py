@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .steps import (
     KERNEL_LOOP,
+    KERNEL_UFUNC,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -277,12 +278,24 @@ def _reduce_labels(step: ReduceStep) -> tuple[list[int], list[int]]:
     return in_labels, out_labels
 
 
-def _direct_reduce(step: ReduceStep) -> Callable[[Array], Array]:
+def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
+    """``reduce(x, out=None)`` with the step's kernel (the result in ``kept`` order)."""
     in_labels, out_labels = _reduce_labels(step)
-    dtype = step.dtype
+    dtype, axes = step.dtype, step.axes
+    if step.kernel == KERNEL_UFUNC:
+        ufunc = np.logical_or if dtype == np.bool_ else np.add
 
-    def reduce(x: Array) -> Array:
-        value: Array = sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe")
+        def reduce_ufunc(x: Array, out: Array | None = None) -> Array:
+            value: Array = ufunc.reduce(x, axis=axes, dtype=dtype, out=out)
+            return value
+
+        return reduce_ufunc
+
+    def reduce(x: Array, out: Array | None = None) -> Array:
+        value: Array = (
+            sum_of_products(x, in_labels, out_labels, out=out, dtype=dtype, casting="unsafe")
+            if out is not None
+            else sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe"))
         return value
 
     return reduce
@@ -290,7 +303,6 @@ def _direct_reduce(step: ReduceStep) -> Callable[[Array], Array]:
 
 def _reduce_fn(step: ReduceStep) -> StepFn:
     src, dst, dtype, shape = step.src, step.dst, step.dtype, step.shape
-    in_labels, out_labels = _reduce_labels(step)
     write, dest_perm = step.write, step.dest_perm
     buf_perm = tuple(step.labels.index(lab) for lab in step.kept)
     direct = _direct_reduce(step)
@@ -299,12 +311,10 @@ def _reduce_fn(step: ReduceStep) -> StepFn:
         x = regs[src]
         if write == WRITE_NEW:
             buf = np.empty(shape, dtype)
-            sum_of_products(x, in_labels, out_labels, out=buf.transpose(buf_perm), dtype=dtype,
-                            casting="unsafe")
+            direct(x, buf.transpose(buf_perm))
             regs[dst] = buf
         elif write == WRITE_INTO:
-            sum_of_products(x, in_labels, out_labels, out=dest.transpose(dest_perm),
-                            dtype=dtype, casting="unsafe")
+            direct(x, dest.transpose(dest_perm))
         elif write == WRITE_TEMP:
             _copyto(dest.transpose(dest_perm), direct(x), casting="unsafe")
         else:

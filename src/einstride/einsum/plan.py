@@ -53,6 +53,7 @@ from .paths import find_path
 from .steps import (
     KERNEL_LOOP,
     KERNEL_MULTIPLY,
+    KERNEL_UFUNC,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -330,7 +331,8 @@ class _Planner:
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, new.labels, new.shape,
-            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),)))
+            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),),
+            kernel=_reduce_kernel(term)))
         return dst, new
 
     def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
@@ -380,7 +382,7 @@ class _Planner:
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, kept, shape, self.ct,
-            write, self._dest_perm(kept), allocs=allocs))
+            write, self._dest_perm(kept), allocs=allocs, kernel=_reduce_kernel(term)))
         if write == WRITE_RETURN:
             self.result, self.final_perm = dst, tuple(kept.index(u) for u in self.distinct)
         return dst, self._new_term(kept, self.ct)
@@ -521,6 +523,11 @@ class _Planner:
             if self.target.term is not None and self.target.term.dtype == self.ct \
             else f"computed in {self.ct}, then cast into the output"
         return WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),), reason
+
+
+def _reduce_kernel(term: Term) -> str:
+    """NumPy's sum-of-products loop takes at most 52 axes; beyond, a ufunc reduction."""
+    return KERNEL_LOOP if len(term.labels) <= 52 else KERNEL_UFUNC
 
 
 def _flop_count(labels: Any, inner: bool, terms: int, sizes: Sequence[int]) -> int:
