@@ -351,6 +351,18 @@ def _operand_view(in_shape: tuple[int, ...], perm: tuple[int, ...], shape: tuple
     return lambda x: x.transpose(perm).reshape(shape)
 
 
+def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
+    """``x.reshape(shape)`` that is guaranteed to be a view (the destination of a write):
+    the planner checked the strides fold, and a copy would silently lose the result."""
+    try:
+        view: Array = np.reshape(x, shape, copy=False)
+    except TypeError:  # pragma: no cover - NumPy < 2.1 has no copy=; check by hand
+        view = x.reshape(shape)
+        if view.size and not np.shares_memory(view, x):
+            raise RuntimeError("einsum: the planned output view needs a copy") from None
+    return view
+
+
 def _direct_product(step: ContractStep) -> Callable[[Array, Array], Array]:
     """``matmul`` of two registers into a new array, viewed in the step's label order."""
     view_a = _operand_view(step.left_in, step.left_perm, step.left_shape)
@@ -391,7 +403,7 @@ def _contract_fn(step: ContractStep) -> StepFn:
                 a = view_a(a)
             if view_b is not None:
                 b = view_b(b)
-            _matmul(a, b, out=dest.transpose(dest_perm).reshape(out_shape))
+            _matmul(a, b, out=_reshape_view(dest.transpose(dest_perm), out_shape))
             return
         c = product(regs[left], regs[right])
         if write == WRITE_TEMP:
