@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .steps import (
     KERNEL_LOOP,
+    KERNEL_UFUNC,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -66,6 +67,7 @@ outer products)."""
 _matmul = np.matmul
 _multiply = np.multiply
 _copyto = np.copyto
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def compile_plan(plan: Plan) -> Program:
@@ -152,20 +154,32 @@ def _compile_simple(plan: Plan) -> Program | None:
             return lambda ops, out: reduce(ops[0])
         return lambda ops, out: reduce(ops[0]).transpose(final_perm)
     if isinstance(step, FusedStep) and step.write == WRITE_RETURN:
+        if _fused_plain(step):
+            equation = _fused_equation(step)
+            return lambda ops, out: sum_of_products(equation, *ops)
         call = _fused_call(step)
         return lambda ops, out: call(ops)
     return None
 
 
 def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]]:
-    """Creates (or takes ``out=``) the result array and its write view."""
+    """Creates (or takes ``out=``) the result array and its write view: when output labels
+    repeat, the writeable strided diagonal view that ``numpy.einsum`` gives (``"iij->ij"``),
+    with ``as_strided`` as the fallback beyond 52 labels."""
     create, shape, dtype = output.create, output.shape, output.dtype
     groups = output.expand if output.expands else None
     ushape = tuple(shape[axes[0]] for axes in output.expand)
+    equation = None
+    if groups is not None and len(groups) <= len(_LETTERS):
+        letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
+        equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[:len(groups)]
 
     def write_view(full: Array) -> Array:
         if groups is None:
             return full
+        if equation is not None:
+            view: Array = sum_of_products(equation, full)
+            return view
         strides = tuple(sum(full.strides[ax] for ax in axes) for axes in groups)
         return as_strided(full, ushape, strides, writeable=True)
 
@@ -184,21 +198,30 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
     return make
 
 
-def _fused_call(step: FusedStep) -> Callable[..., Any]:
-    """``call(operands, out)``: one sum-of-products loop over every operand."""
-    ids = {lab: k for k, lab in enumerate(dict.fromkeys(
+def _fused_equation(step: FusedStep) -> str:
+    """NumPy's own equation string for the step (at most 52 labels: the planner checked)."""
+    ids = {lab: _LETTERS[k] for k, lab in enumerate(dict.fromkeys(
         [lab for term in step.labels for lab in term] + list(step.out_labels)))}
-    subs = [[ids[lab] for lab in term] for term in step.labels]
-    out_subs = [ids[lab] for lab in step.out_labels]
-    dtype = step.dtype
+    equation = ",".join("".join(ids[lab] for lab in term) for term in step.labels)
+    return equation + "->" + "".join(ids[lab] for lab in step.out_labels)
+
+
+def _fused_plain(step: FusedStep) -> bool:
+    """No cast, and not a pure view: NumPy's loop can be called as it is.  (NumPy answers
+    a pure view -- one operand, nothing summed -- without applying ``dtype``.)"""
+    pure_view = len(step.labels) == 1 and set(step.labels[0]) <= set(step.out_labels)
+    return not step.cast and not pure_view
+
+
+def _fused_call(step: FusedStep) -> Callable[..., Any]:
+    """``call(operands, out=None)``: one sum-of-products loop over every operand."""
+    equation, dtype = _fused_equation(step), step.dtype
     kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
 
     def call(ops: Sequence[Array], out: Array | None = None) -> Any:
-        args = [x for pair in zip(ops, subs) for x in pair]
         if out is not None:
-            return sum_of_products(*args, out_subs, out=out, **kwargs)
-        value = sum_of_products(*args, out_subs, **kwargs)
-        # NumPy answers a pure view (one operand, nothing summed) without applying dtype
+            return sum_of_products(equation, *ops, out=out, **kwargs)
+        value = sum_of_products(equation, *ops, **kwargs)
         return value if value.dtype == dtype else value.astype(dtype)
 
     return call
@@ -255,12 +278,24 @@ def _reduce_labels(step: ReduceStep) -> tuple[list[int], list[int]]:
     return in_labels, out_labels
 
 
-def _direct_reduce(step: ReduceStep) -> Callable[[Array], Array]:
+def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
+    """``reduce(x, out=None)`` with the step's kernel (the result in ``kept`` order)."""
     in_labels, out_labels = _reduce_labels(step)
-    dtype = step.dtype
+    dtype, axes = step.dtype, step.axes
+    if step.kernel == KERNEL_UFUNC:
+        ufunc = np.logical_or if dtype == np.bool_ else np.add
 
-    def reduce(x: Array) -> Array:
-        value: Array = sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe")
+        def reduce_ufunc(x: Array, out: Array | None = None) -> Array:
+            value: Array = ufunc.reduce(x, axis=axes, dtype=dtype, out=out)
+            return value
+
+        return reduce_ufunc
+
+    def reduce(x: Array, out: Array | None = None) -> Array:
+        value: Array = (
+            sum_of_products(x, in_labels, out_labels, out=out, dtype=dtype, casting="unsafe")
+            if out is not None
+            else sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe"))
         return value
 
     return reduce
@@ -268,7 +303,6 @@ def _direct_reduce(step: ReduceStep) -> Callable[[Array], Array]:
 
 def _reduce_fn(step: ReduceStep) -> StepFn:
     src, dst, dtype, shape = step.src, step.dst, step.dtype, step.shape
-    in_labels, out_labels = _reduce_labels(step)
     write, dest_perm = step.write, step.dest_perm
     buf_perm = tuple(step.labels.index(lab) for lab in step.kept)
     direct = _direct_reduce(step)
@@ -277,12 +311,10 @@ def _reduce_fn(step: ReduceStep) -> StepFn:
         x = regs[src]
         if write == WRITE_NEW:
             buf = np.empty(shape, dtype)
-            sum_of_products(x, in_labels, out_labels, out=buf.transpose(buf_perm), dtype=dtype,
-                            casting="unsafe")
+            direct(x, buf.transpose(buf_perm))
             regs[dst] = buf
         elif write == WRITE_INTO:
-            sum_of_products(x, in_labels, out_labels, out=dest.transpose(dest_perm),
-                            dtype=dtype, casting="unsafe")
+            direct(x, dest.transpose(dest_perm))
         elif write == WRITE_TEMP:
             _copyto(dest.transpose(dest_perm), direct(x), casting="unsafe")
         else:
@@ -317,6 +349,18 @@ def _operand_view(in_shape: tuple[int, ...], perm: tuple[int, ...], shape: tuple
     if permuted == shape:
         return lambda x: x.transpose(perm)
     return lambda x: x.transpose(perm).reshape(shape)
+
+
+def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
+    """``x.reshape(shape)`` that is guaranteed to be a view (the destination of a write):
+    the planner checked the strides fold, and a copy would silently lose the result."""
+    try:
+        view: Array = np.reshape(x, shape, copy=False)
+    except TypeError:  # pragma: no cover - NumPy < 2.1 has no copy=; check by hand
+        view = x.reshape(shape)
+        if view.size and not np.shares_memory(view, x):
+            raise RuntimeError("einsum: the planned output view needs a copy") from None
+    return view
 
 
 def _direct_product(step: ContractStep) -> Callable[[Array, Array], Array]:
@@ -359,7 +403,7 @@ def _contract_fn(step: ContractStep) -> StepFn:
                 a = view_a(a)
             if view_b is not None:
                 b = view_b(b)
-            _matmul(a, b, out=dest.transpose(dest_perm).reshape(out_shape))
+            _matmul(a, b, out=_reshape_view(dest.transpose(dest_perm), out_shape))
             return
         c = product(regs[left], regs[right])
         if write == WRITE_TEMP:

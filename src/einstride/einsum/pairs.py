@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,8 @@ __all__ = ["Choice", "Geometry", "Groups", "Out", "choose", "classify", "matmul_
 COPY_NS_PER_BYTE = 0.25      # copying an operand or a result (read + write)
 PARTIAL_NS_PER_BYTE = 0.5    # a partial result written, then read back by a reduce
 CALL_NS = 500.0              # one more BLAS call in matmul's batch loop
+_NS_PER_FLOP = {np.dtype(np.float32): 0.011, np.dtype(np.float64): 0.025,
+                np.dtype(np.complex64): 0.045, np.dtype(np.complex128): 0.1}
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class Choice:
     out: Out
     reason_a: str = ""
     reason_b: str = ""
+    cost: float = 0.0
 
     @property
     def left_order(self) -> tuple[int, ...]:
@@ -174,33 +177,65 @@ def choose(a: Term, b: Term, g: Groups, outs: Sequence[Out], ct: np.dtype[Any],
            sizes: Sequence[int], pref_m: tuple[int, ...], pref_n: tuple[int, ...],
            names: Callable[[Sequence[int]], str]) -> Choice:
     """The cheapest layout for ``a @ b`` (operands without left-/right-only labels)."""
-    a_cast, b_cast = a.dtype != ct, b.dtype != ct
-    calls_base = math.prod(sizes[x] for x in g.batch)
     options: list[tuple[tuple[float, int, int], Choice]] = []
     for rank, out in enumerate(outs):
-        for copy_a in (True,) if a_cast else (False, True):
-            for copy_b in (True,) if b_cast else (False, True):
-                fa, fb = ([] if copy_a else [a]), ([] if copy_b else [b])
-                k, loop_k = split_group(g.contracted, fa + fb)
-                if loop_k and rank > 0:
-                    continue  # with looped contracted labels the output way does not matter
-                fc = [out.term] if out.term is not None and not loop_k else []
-                m, loop_m = split_group(pref_m, fa + fc)
-                n, loop_n = split_group(pref_n, fb + fc)
-                if not _blas_ok(ct, sizes, fa, fb, fc, m, k, n):
-                    continue
-                loops = loop_m + loop_n + loop_k
-                calls = calls_base * math.prod(sizes[x] for x in loops)
-                out_bytes = ct.itemsize * math.prod(sizes[x] for x in g.batch + m + n + loops)
-                cost = (COPY_NS_PER_BYTE * ((a.nbytes if copy_a and not a_cast else 0)
-                                            + (b.nbytes if copy_b and not b_cast else 0))
-                        + (PARTIAL_NS_PER_BYTE * out_bytes if loop_k else out.cost)
-                        + CALL_NS * (calls - calls_base))
-                chosen_out = Out("new", None, 0.0) if loop_k else out
-                options.append(((cost, copy_a + copy_b, rank), Choice(
-                    m, k, n, loop_m, loop_k, loop_n, copy_a, copy_b, chosen_out)))
+        for copy_a in (True,) if a.dtype != ct else (False, True):
+            for copy_b in (True,) if b.dtype != ct else (False, True):
+                option = _option(a, b, g, out, rank, copy_a, copy_b, ct, sizes, pref_m, pref_n)
+                if option is not None:
+                    options.append(((option.cost, copy_a + copy_b, rank), option))
     _, best = min(options, key=lambda item: item[0])
     return _with_reasons(best, a, b, g, ct, names)
+
+
+def _option(a: Term, b: Term, g: Groups, out: Out, rank: int, copy_a: bool, copy_b: bool,
+            ct: np.dtype[Any], sizes: Sequence[int], pref_m: tuple[int, ...],
+            pref_n: tuple[int, ...]) -> Choice | None:
+    """One combination of copies and output way: its folds, loops and estimated cost."""
+    fa, fb = ([] if copy_a else [a]), ([] if copy_b else [b])
+    k, loop_k = split_group(g.contracted, fa + fb)
+    if loop_k and rank > 0:
+        return None  # with looped contracted labels the output way does not matter
+    fc = [out.term] if out.term is not None and not loop_k else []
+    m, loop_m = split_group(pref_m, fa + fc)
+    n, loop_n = split_group(pref_n, fb + fc)
+    if not _blas_ok(ct, sizes, fa, fb, fc, m, k, n):
+        return None
+    batch_calls = math.prod(sizes[x] for x in g.batch)
+    loops = loop_m + loop_n + loop_k
+    calls = batch_calls * math.prod(sizes[x] for x in loops)
+    out_bytes = ct.itemsize * math.prod(sizes[x] for x in g.batch + m + n + loops)
+    copied = (a.nbytes if copy_a and a.dtype == ct else 0) + (
+        b.nbytes if copy_b and b.dtype == ct else 0)
+    cost = (COPY_NS_PER_BYTE * copied
+            + (PARTIAL_NS_PER_BYTE * out_bytes if loop_k else out.cost)
+            + CALL_NS * (calls - batch_calls)
+            + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls))
+    chosen_out = Out("new", None, 0.0) if loop_k else out
+    return Choice(m, k, n, loop_m, loop_k, loop_n, copy_a, copy_b, chosen_out, cost=cost)
+
+
+def _gemm_ns(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[Term],
+             fc: list[Term], m: tuple[int, ...], k: tuple[int, ...], n: tuple[int, ...],
+             calls: int) -> float:
+    """BLAS time, with what OpenBLAS measurably prefers: operands with a unit stride along
+    K ("no transpose") and, for the row-major output it writes, more rows than columns."""
+    per_flop = _NS_PER_FLOP.get(ct)
+    if per_flop is None:
+        return 0.0
+    mm, kk, nn = (math.prod(sizes[x] for x in grp) for grp in (m, k, n))
+    work = per_flop * 2.0 * mm * kk * nn * calls
+    if min(mm, kk, nn) <= 1:
+        return work
+    item = ct.itemsize
+    # a copied operand counts as transposed: copying never pays for itself through this term
+    plain_a = bool(fa) and fold_stride(k, fa[0]) == item
+    plain_b = bool(fb) and fold_stride(n, fb[0]) == item
+    rows, cols = mm, nn
+    if fc and fold_stride(n, fc[0]) != item:  # a column-major output: NumPy swaps the roles
+        plain_a, plain_b, rows, cols = not plain_b, not plain_a, nn, mm
+    penalty = 1.0 + 0.15 * (2 - plain_a - plain_b) + (0.1 if rows < cols else 0.0)
+    return work * penalty
 
 
 def _blas_ok(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[Term],
@@ -229,8 +264,7 @@ def _with_reasons(best: Choice, a: Term, b: Term, g: Groups, ct: np.dtype[Any],
         reason_b = _why(b, ct, names, [
             ("contracted", g.contracted, [] if best.copy_a else [a], "the left operand"),
             ("right-free", g.right_free, out_terms, "the output")])
-    return Choice(best.m, best.k, best.n, best.loop_m, best.loop_k, best.loop_n, best.copy_a,
-                  best.copy_b, best.out, reason_a, reason_b)
+    return replace(best, reason_a=reason_a, reason_b=reason_b)
 
 
 def _why(term: Term, ct: np.dtype[Any], names: Callable[[Sequence[int]], str],

@@ -39,12 +39,21 @@ import numpy as np
 
 from ..errors import EinsumError
 from .equation import EinsumSpec
-from .fold import Term, contiguous_strides
-from .pairs import COPY_NS_PER_BYTE, Groups, Out, choose, classify, matmul_geometry
+from .fold import BLAS_TYPES, Term, contiguous_strides
+from .pairs import (
+    COPY_NS_PER_BYTE,
+    Choice,
+    Groups,
+    Out,
+    choose,
+    classify,
+    matmul_geometry,
+)
 from .paths import find_path
 from .steps import (
     KERNEL_LOOP,
     KERNEL_MULTIPLY,
+    KERNEL_UFUNC,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -322,7 +331,8 @@ class _Planner:
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, new.labels, new.shape,
-            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),)))
+            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),),
+            kernel=_reduce_kernel(term)))
         return dst, new
 
     def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
@@ -372,7 +382,7 @@ class _Planner:
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, kept, shape, self.ct,
-            write, self._dest_perm(kept), allocs=allocs))
+            write, self._dest_perm(kept), allocs=allocs, kernel=_reduce_kernel(term)))
         if write == WRITE_RETURN:
             self.result, self.final_perm = dst, tuple(kept.index(u) for u in self.distinct)
         return dst, self._new_term(kept, self.ct)
@@ -450,9 +460,17 @@ class _Planner:
 
     def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int],
                 final: bool) -> tuple[int, Term]:
-        pick = choose(a, b, g, self._out_options(final), self.ct, self.sizes,
-                      self._preferred(g.left_free, final, a.labels),
-                      self._preferred(g.right_free, final, b.labels), self.spec.label_string)
+        outs = self._out_options(final)
+        pick = self._choose(a, b, g, outs, final)
+        free = [out for out in outs if out.term is None]
+        if free and self.ct in BLAS_TYPES:
+            # the product may also run as b @ a (its result viewed transposed); BLAS is
+            # measurably faster one way round for some shapes and strides
+            swapped = Groups(g.batch, g.contracted, g.right_free, g.left_free, g.right_only,
+                             g.left_only)
+            alt = self._choose(b, a, swapped, free, final)
+            if alt.cost < 0.97 * pick.cost:
+                (ra, a), (rb, b), g, pick = (rb, b), (ra, a), swapped, alt
         bt = self._preferred(g.batch, final, a.labels)
         note_a = note_b = "viewed"
         if pick.copy_a:
@@ -480,6 +498,11 @@ class _Planner:
             return self._unary(dst, result, keep, final)
         return dst, result
 
+    def _choose(self, a: Term, b: Term, g: Groups, outs: list[Out], final: bool) -> Choice:
+        return choose(a, b, g, outs, self.ct, self.sizes,
+                      self._preferred(g.left_free, final, a.labels),
+                      self._preferred(g.right_free, final, b.labels), self.spec.label_string)
+
     def _matmul_write(self, out: Out, labels: tuple[int, ...], shape: tuple[int, ...],
                       partial: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
         if out.mode == "new":
@@ -500,6 +523,11 @@ class _Planner:
             if self.target.term is not None and self.target.term.dtype == self.ct \
             else f"computed in {self.ct}, then cast into the output"
         return WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),), reason
+
+
+def _reduce_kernel(term: Term) -> str:
+    """NumPy's sum-of-products loop takes at most 52 axes; beyond, a ufunc reduction."""
+    return KERNEL_LOOP if len(term.labels) <= 52 else KERNEL_UFUNC
 
 
 def _flop_count(labels: Any, inner: bool, terms: int, sizes: Sequence[int]) -> int:

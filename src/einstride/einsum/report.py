@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .steps import (
+    KERNEL_LOOP,
     KERNEL_MULTIPLY,
     WRITE_INTO,
     WRITE_NEW,
@@ -103,9 +104,11 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
             body.append("      view: repeated labels become one axis whose stride is the sum")
         return [*body, tail]
     if isinstance(step, ReduceStep):
+        kernel = ("NumPy's strided sum-of-products loop" if step.kernel == KERNEL_LOOP
+                  else "numpy.add.reduce")
         return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
                 f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
-                "(NumPy's strided sum-of-products loop, over the view)",
+                f"({kernel}, over the view)",
                 f"      {_write_words(step.write)}", tail]
     if isinstance(step, CopyStep):
         return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "

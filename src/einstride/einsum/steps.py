@@ -48,6 +48,11 @@ __all__ = [
     "ViewStep",
 ]
 
+# The NumPy kernel of a reduce or batch step:
+KERNEL_LOOP = "loop"          # NumPy's strided sum-of-products loop (numpy.einsum's C core)
+KERNEL_MULTIPLY = "multiply"  # numpy.multiply over broadcast views
+KERNEL_UFUNC = "ufunc"        # numpy.add.reduce / logical_or.reduce (beyond the loop's 52 axes)
+
 # How a step delivers its result:
 WRITE_NEW = "new"        # into a C-ordered buffer the plan allocates (register `labels` order)
 WRITE_RETURN = "return"  # NumPy allocates (or it is a view); this is the einsum result
@@ -109,6 +114,7 @@ class ReduceStep:
     write: str
     dest_perm: tuple[int, ...] = ()
     allocs: tuple[Alloc, ...] = ()
+    kernel: str = KERNEL_LOOP
 
     kind = "reduce"
 
@@ -132,8 +138,6 @@ class CopyStep:
     kind = "copy"
 
 
-KERNEL_MULTIPLY = "multiply"
-KERNEL_LOOP = "loop"
 
 
 @dataclass(frozen=True)
