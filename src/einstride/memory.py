@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "LIMIT",
     "array_bytes",
     "check_allocation",
     "check_array",
@@ -36,9 +37,6 @@ __all__ = [
     "physical_memory",
     "set_memory_limit",
 ]
-
-_configured: int | None = None  # set_memory_limit's value; None: the physical memory
-
 
 @functools.cache
 def physical_memory() -> int:
@@ -49,13 +47,18 @@ def physical_memory() -> int:
         return 2**63 - 1
 
 
+_configured: int | None = None  # set_memory_limit's value; None: the physical memory
+LIMIT: int = physical_memory()
+"""The limit in force (read directly by einsum's hot path; change it with set_memory_limit)."""
+
+
 def memory_limit() -> int:
     """The bytes one allocation may take: the configured limit, else the physical memory.
 
     >>> memory_limit() == physical_memory()
     True
     """
-    return physical_memory() if _configured is None else _configured
+    return LIMIT
 
 
 def set_memory_limit(nbytes: int | None) -> int | None:
@@ -66,7 +69,7 @@ def set_memory_limit(nbytes: int | None) -> int | None:
     Traceback (most recent call last):
     ValueError: the memory limit must be >= 0 bytes, got -1
     """
-    global _configured
+    global _configured, LIMIT
     if nbytes is not None:
         if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
             raise TypeError(f"the memory limit must be an int (bytes) or None, not {nbytes!r}")
@@ -74,6 +77,7 @@ def set_memory_limit(nbytes: int | None) -> int | None:
             raise ValueError(f"the memory limit must be >= 0 bytes, got {nbytes}")
         nbytes = int(nbytes)
     previous, _configured = _configured, nbytes
+    LIMIT = physical_memory() if nbytes is None else nbytes
     return previous
 
 

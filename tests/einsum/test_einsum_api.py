@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import einstride as es
-from einstride.einsum.api import clear_plan_cache, plan_cache_info
+from einstride.einsum.cache import clear_plan_cache, plan_cache_info
 from einstride.einsum.cli import explain_main
 
 RNG = np.random.default_rng(7)
@@ -162,27 +162,38 @@ def test_explain_reports_views_copies_flops_and_true_bytes() -> None:
                      "left-free i", "right-free k", "viewed", "65,536 B"):
         assert fragment in report, fragment
     # contracted labels in the same memory order in both operands: views, no copy
-    _, report = es.einsum_path("ijk,jkl->il", (4, 5, 6), (5, 6, 3))
+    _, report = es.einsum_path("ijk,jkl->il", (40, 50, 60), (50, 60, 30))
     assert "copy" not in report and report.count("viewed") == 2
     # ... in opposite orders: the smaller operand is copied, and the report says why
-    _, report = es.einsum_path("ikj,jkl->il", (4, 6, 5), (5, 6, 3))
+    _, report = es.einsum_path("ikj,jkl->il", (40, 60, 50), (50, 60, 30))
     assert "step 1: copy  operand 1" in report and "order" in report
     # a gapped operand whose labels cannot fold into one stride
-    a = RNG.random((4, 10, 6))[:, ::2, :]
-    plan_report = _plan_report("ijk,jkl->il", a, RNG.random((5, 6, 3)))
+    a = RNG.random((20, 40, 30))[:, ::2, :]
+    plan_report = _plan_report("ijk,jkl->il", a, RNG.random((20, 30, 10)))
     assert "copy  operand 0" in plan_report and "do not fold" in plan_report
     # a transposed operand that folds jointly is viewed, not copied
-    t = RNG.random((3, 5, 6)).transpose(1, 2, 0)          # labels j k l, l outermost
-    assert "copy" not in _plan_report("ijk,jkl->il", RNG.random((4, 5, 6)), t)
-    t = RNG.random((6, 5, 3)).transpose(1, 0, 2)          # k before j: the orders differ
-    assert "copy" in _plan_report("ijk,jkl->il", RNG.random((4, 5, 6)), t)
+    t = RNG.random((30, 50, 60)).transpose(1, 2, 0)        # labels j k l, l outermost
+    assert "copy" not in _plan_report("ijk,jkl->il", RNG.random((40, 50, 60)), t)
+    t = RNG.random((60, 50, 30)).transpose(1, 0, 2)        # k before j: the orders differ
+    assert "copy" in _plan_report("ijk,jkl->il", RNG.random((40, 50, 60)), t)
     # a unit-stride-free operand is copied so that BLAS can take it
-    g = RNG.random((4, 5, 12))[:, :, ::2]
-    assert "not BLAS-ready" in _plan_report("ijk,jkl->il", g, RNG.random((5, 6, 3)))
+    g = RNG.random((40, 50, 120))[:, :, ::2]
+    assert "not BLAS-ready" in _plan_report("ijk,jkl->il", g, RNG.random((50, 60, 30)))
+
+
+def test_tiny_multi_step_problems_fuse_into_one_loop() -> None:
+    ops = [RNG.random((3, 4)), RNG.random((4,)), RNG.random((4, 3))]
+    report = _plan_report("ab,b,ba->a", *ops)
+    assert "step 1: fused" in report and "step 2" not in report
+    np.testing.assert_allclose(es.einsum("ab,b,ba->a", *ops),
+                               np.einsum("ab,b,ba->a", *ops))
+    chain = [RNG.random((100, 100))] * 3     # a fused loop would be O(n^4): pairs win
+    assert "fused" not in _plan_report("ab,bc,cd->ad", *chain)
 
 
 def _plan_report(equation: str, *ops: np.ndarray) -> str:
-    from einstride.einsum.api import _as_arrays, _entry_for
+    from einstride.einsum.api import as_arrays as _as_arrays
+    from einstride.einsum.cache import entry_for as _entry_for
     from einstride.einsum.report import format_plan
     arrays, _ = _as_arrays(ops)
     return format_plan(_entry_for(equation, arrays, None, None, "auto").plan)
@@ -193,10 +204,15 @@ def _plan_report(equation: str, *ops: np.ndarray) -> str:
     ("ijk->i", [(50, 60, 70)]),
     ("ij,jk,kl->il", [(100, 200), (200, 100), (100, 300)]),
     ("i->ii", [(300,)]),
+    ("cdba,ca->db", [(64, 32, 16, 64), (64, 64)]),      # looped contracted label + reduce
+    ("ikj,jkl->il", [(40, 60, 50), (50, 60, 30)]),      # a copy
+    ("ab,b,ba->a", [(30, 40), (40,), (40, 30)]),        # one fused loop
+    ("ij,jk->ik", [(2000, 3), (3, 1000)]),
 ])
 def test_reported_bytes_are_the_bytes_allocated(equation: str, shapes: list[tuple[int, ...]]
                                                 ) -> None:
-    from einstride.einsum.api import _as_arrays, _entry_for
+    from einstride.einsum.api import as_arrays as _as_arrays
+    from einstride.einsum.cache import entry_for as _entry_for
     ops = [RNG.random(s) for s in shapes]
     arrays, _ = _as_arrays(ops)
     entry = _entry_for(equation, arrays, None, None, "auto")
@@ -235,7 +251,7 @@ def test_plan_cache_is_thread_safe_and_bounded() -> None:
         t.join()
     assert not errors
     info = plan_cache_info()
-    assert info.hits > 0 and info.currsize <= info.maxsize
+    assert info.hits > 0 and info.currsize <= 2 * info.maxsize
 
 
 def test_plan_cache_keys_on_layout() -> None:
@@ -265,3 +281,28 @@ def test_cli_explain_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFi
                                        ) -> None:
     assert explain_main(argv) == 2
     assert capsys.readouterr().err
+
+
+def test_any_opt_einsum_path_optimizer_is_accepted() -> None:
+    import opt_einsum
+    ops = [RNG.random((5, 6)), RNG.random((6, 7)), RNG.random((7, 8)), RNG.random((8, 3))]
+    expected = np.linalg.multi_dot(ops)
+    for optimizer in (opt_einsum.DynamicProgramming(), opt_einsum.RandomGreedy(max_repeats=4),
+                      opt_einsum.paths.greedy):
+        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimizer),
+                                   expected)
+    calls: list[int] = []
+
+    def left_to_right(inputs, output, size_dict, memory_limit=None):  # type: ignore[no-untyped-def]
+        calls.append(len(inputs))
+        return [(0, 1)] * (len(inputs) - 1)
+
+    np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=left_to_right),
+                               expected)
+    assert calls == [4]
+
+
+def test_einsum_path_takes_the_sublist_form_and_shapes() -> None:
+    path, report = es.einsum_path((3, 4), [0, 1], (4, 5), [1, 2], (5, 2), [2, 3], [0, 3])
+    assert path[0] == "einsum_path" and len(path) == 3
+    assert "[0,1],[1,2],[2,3]->[0,3]" in report

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+
+import ml_dtypes
 import numpy as np
 from einsum_oracle import ELL, brute_force
 from einsum_strategies import DTYPES, Case, cases, layouts
@@ -9,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
+from einstride.einsum import pairs, plan
+from einstride.einsum.cache import clear_plan_cache
 
 OPTIMIZE = st.sampled_from([False, True, "auto", "greedy", "optimal", "dp", "branch-2"])
 
@@ -39,12 +44,13 @@ def problems(draw):
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.filter_too_much])
-@given(problems(), OPTIMIZE, st.booleans(), st.booleans())
-def test_matches_brute_force_and_numpy(problem, optimize, spaces, as_tensor):
+@given(problems(), OPTIMIZE, st.booleans(), st.booleans(), st.booleans())
+def test_matches_brute_force_and_numpy(problem, optimize, spaces, as_tensor, fuse):
     case, operands = problem
     before = [op.copy() for op in operands]
     inputs = [es.as_tensor(op) if as_tensor and k == 0 else op for k, op in enumerate(operands)]
-    result = es.einsum(case.render(spaces), *inputs, optimize=optimize)
+    with contextlib.nullcontext() if fuse else _stepwise():
+        result = es.einsum(case.render(spaces), *inputs, optimize=optimize)
     assert isinstance(result, es.Tensor) == (as_tensor and len(operands) > 0)
     _check(case, result, operands)
     for op, old in zip(operands, before):
@@ -58,13 +64,14 @@ def test_matches_brute_force_and_numpy(problem, optimize, spaces, as_tensor):
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.filter_too_much])
-@given(st.data(), OPTIMIZE)
-def test_out_with_any_layout(data, optimize):
+@given(st.data(), OPTIMIZE, st.booleans())
+def test_out_with_any_layout(data, optimize, fuse):
     case, operands = data.draw(problems())
     expected = brute_force(case.terms, case.output, operands)
     out = data.draw(layouts(expected.shape, str(expected.dtype), writeable=True))
     out = np.require(out, requirements="W") if not out.flags.writeable else out
-    result = es.einsum(case.render(), *operands, out=out, optimize=optimize)
+    with contextlib.nullcontext() if fuse else _stepwise():
+        result = es.einsum(case.render(), *operands, out=out, optimize=optimize)
     assert result is out
     np.testing.assert_allclose(out, expected, **_tolerance(expected.dtype))
 
@@ -78,7 +85,8 @@ def test_dtype_argument(problem, dtype):
         operands = [op.real.copy() if op.dtype.kind == "c" else op for op in operands]
     if dtype == "int64":
         operands = [op.astype(np.int64) for op in operands]
-    result = es.einsum(case.render(), *operands, dtype=dtype)
+    with _stepwise():
+        result = es.einsum(case.render(), *operands, dtype=dtype)
     assert np.asarray(result).dtype == np.dtype(dtype)
     _check(case, result, operands, dtype)
 
@@ -98,3 +106,66 @@ def test_sublist_form_matches_string_form(problem):
         singles = [x for x in case.output if x != ELL]
         case.output = [ELL] * (ELL in case.output) + sorted(singles, key=ids.__getitem__)
     _check(case, es.einsum(*args), operands)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(st.data(), st.sampled_from(["float16", "bfloat16"]), OPTIMIZE)
+def test_half_precision_types_accumulate_exactly_in_float32(data, dtype, optimize):
+    """Small integers keep every float32 partial sum exact, so a float32 accumulator gives
+    exactly the oracle's value rounded once to the half type (a half accumulator would not)."""
+    case = data.draw(cases())
+    operands = [data.draw(layouts(shape, "float32")).astype(dtype) for shape in case.shapes]
+    with _stepwise():
+        result = np.asarray(es.einsum(case.render(), *operands, optimize=optimize))
+    expected = brute_force(case.terms, case.output, [op.astype(np.float64) for op in operands])
+    assert result.dtype == np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    np.testing.assert_array_equal(result.astype(np.float64),
+                                  expected.astype(result.dtype).astype(np.float64))
+
+
+@contextlib.contextmanager
+def _costs(copy: float, partial: float, call: float, fuse: bool = False):
+    """Re-weigh the planner's cost model (and forget cached plans made under the old one);
+    ``fuse=False`` keeps tiny problems on the step-by-step path."""
+    saved = (pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS, plan._LOOP_NS)
+    pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS = copy, partial, call
+    plan._LOOP_NS = saved[3] if fuse else float("inf")
+    clear_plan_cache()
+    try:
+        yield
+    finally:
+        (pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS,
+         plan._LOOP_NS) = saved
+        clear_plan_cache()
+
+
+def _stepwise():
+    """The default cost model, but never one fused loop: tests the step-by-step planner."""
+    return _costs(pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.filter_too_much])
+@given(problems(), OPTIMIZE, st.sampled_from([(1e9, 0.0, 0.0), (0.0, 1e9, 1e9)]))
+def test_every_remedy_gives_the_same_values(problem, optimize, costs):
+    """Whatever the cost model prefers -- looping over groups that do not fold, or copying
+    every operand that does not -- the values are the oracle's."""
+    case, operands = problem
+    with _costs(*costs):
+        result = es.einsum(case.render(), *operands, optimize=optimize)
+    _check(case, result, operands)
+
+
+def test_loops_replace_a_large_copy_when_cheaper():
+    a = np.ones((64, 32, 16, 64))                      # labels c d b a: c and a do not fold
+    report = _report("cdba,ca->db", a, np.ones((64, 64)))
+    assert "copy" not in report and "looped" in report
+    np.testing.assert_allclose(es.einsum("cdba,ca->db", a, np.ones((64, 64))),
+                               np.einsum("cdba,ca->db", a, np.ones((64, 64))))
+
+
+def _report(equation: str, *ops: np.ndarray) -> str:
+    from einstride.einsum.cache import entry_for as _entry_for
+    from einstride.einsum.report import format_plan
+    return format_plan(_entry_for(equation, list(ops), None, None, "auto").plan)

@@ -123,3 +123,13 @@ def test_pure_view_results_are_views() -> None:
 def test_unary_reduction_of_a_broadcast_operand() -> None:
     a = np.broadcast_to(_operand((1, 4)), (5, 4))
     np.testing.assert_allclose(es.einsum("ij->j", a), a.sum(0))
+
+
+def test_operands_with_more_axes_than_numpys_52_letters() -> None:
+    x = RNG.integers(1, 3, size=(2, 3, 2) + (1,) * 57).astype(np.float64)   # 60 axes
+    axes = list(range(60))
+    np.testing.assert_allclose(es.einsum(x, axes, [1]), x.sum(axis=tuple(a for a in axes if a != 1)))
+    np.testing.assert_allclose(es.einsum(x, axes, x, axes, [0, 2]),
+                               (x * x).sum(axis=tuple(range(3, 60))).sum(axis=1))
+    assert es.einsum(x, axes, axes[::-1]).shape == x.shape[::-1]
+    assert es.einsum(x, axes, [0, 0, 1]).shape == (2, 2, 3)

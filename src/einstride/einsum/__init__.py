@@ -4,11 +4,13 @@
 * :mod:`.paths` finds contraction paths (opt_einsum);
 * :mod:`.plan` turns a spec and the operands' layouts into an immutable :class:`Plan`;
 * :mod:`.execute` runs a plan; :mod:`.report` prints it;
-* :mod:`.api` holds ``einsum``, ``einsum_path`` and ``contract_expression``.
+* :mod:`.cache` keeps plans and compiled programs; :mod:`.api` holds ``einsum`` and
+  ``einsum_path``, :mod:`.expression` ``contract_expression``.
 """
 
-from .api import Expression, contract_expression, einsum, einsum_path
+from .api import einsum, einsum_path
 from .equation import EinsumSpec, Equation, parse_equation
+from .expression import Expression, contract_expression
 from .steps import Plan
 
 __all__ = [

@@ -1,7 +1,9 @@
 """Run a :class:`~einstride.einsum.steps.Plan`: it follows the plan's steps and nothing else.
 
-:func:`compile_plan` turns a plan into one Python callable (a closure per step, made once
-and cached with the plan), so a repeated einsum costs a few NumPy calls and no decisions.
+:func:`compile_plan` turns a plan into one Python callable, made once and cached with the
+plan: a closure per step, specialised on what the plan already knows (which transposes and
+reshapes are no-ops, whether the output is allocated first), so that a repeated einsum
+costs a few NumPy calls and no decisions.  Single-step plans get one closure in all.
 
 >>> import numpy as np
 >>> from .equation import parse_equation
@@ -14,6 +16,7 @@ array([3., 5., 7.])
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,12 +24,16 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .steps import (
+    KERNEL_LOOP,
+    KERNEL_UFUNC,
     WRITE_INTO,
     WRITE_NEW,
+    WRITE_RETURN,
     WRITE_TEMP,
     BatchStep,
     ContractStep,
     CopyStep,
+    FusedStep,
     OutputPlan,
     Plan,
     ReduceStep,
@@ -34,50 +41,145 @@ from .steps import (
     ViewStep,
 )
 
-__all__ = ["Program", "compile_plan"]
+__all__ = ["Program", "compile_plan", "sum_of_products"]
 
 Array = np.ndarray[Any, Any]
 StepFn = Callable[[list[Any], Any], None]
 Program = Callable[[Sequence[Array], "Array | None"], Any]
 
 
+def _find_sum_of_products() -> Callable[..., Any]:
+    """NumPy's C einsum loop (``numpy.einsum`` without its Python wrapper, where importable)."""
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            found: Callable[..., Any] = importlib.import_module(module).c_einsum
+            return found
+        except (ImportError, AttributeError):
+            continue
+    return np.einsum  # pragma: no cover - every supported NumPy has c_einsum
+
+
+sum_of_products = _find_sum_of_products()
+"""``sum_of_products(op0, labels0, [op1, labels1,] out_labels, out=, dtype=, casting=)``:
+NumPy's strided sum-of-products loop over arbitrary views (the kernel of reduce steps and
+outer products)."""
+
+_matmul = np.matmul
+_multiply = np.multiply
+_copyto = np.copyto
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 def compile_plan(plan: Plan) -> Program:
     """The plan as one callable ``run(operands, out) -> result`` (ndarray or NumPy scalar)."""
+    simple = _compile_simple(plan)
+    if simple is not None:
+        return simple
     fns = [_compile_step(step) for step in plan.steps]
-    frees = plan.frees
     n_regs, n_in = plan.n_registers, len(plan.spec.inputs)
     make_dest = _destination(plan.output)
-    result, final_perm = plan.output.result, plan.output.final_perm
-    identity = final_perm == tuple(range(len(final_perm)))
-    scalar = not plan.output.shape
-    work = [(fn, free) for fn, free in zip(fns, frees)]
+    finish = _finisher(plan.output)
+    pad = [None] * (n_regs - n_in)
+    work = [(fn, free) for fn, free in zip(fns, plan.frees)]
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
-        regs: list[Any] = [*operands, *([None] * (n_regs - n_in))]
+        regs: list[Any] = [*operands, *pad]
         full, dest = make_dest(out)
         for fn, free in work:
             fn(regs, dest)
             for reg in free:
                 regs[reg] = None
+        return finish(full, out, regs)
+
+    return run
+
+
+def _finisher(output: OutputPlan) -> Callable[[Any, Any, list[Any]], Any]:
+    result, final_perm = output.result, output.final_perm
+    identity = final_perm == tuple(range(len(final_perm)))
+    scalar = not output.shape
+
+    def finish(full: Any, out: Any, regs: list[Any]) -> Any:
         if full is not None:
             return full if out is not None or not scalar else full[()]
         value = regs[result]
         if not identity:
             value = value.transpose(final_perm)
-        return value[()] if scalar else value
+        return value[()] if scalar else value.view() if value is regs[0] else value
 
-    return run
+    return finish
+
+
+def _compile_simple(plan: Plan) -> Program | None:
+    """One closure for the commonest plans: a view, or one step over the operands whose
+    result is the einsum result."""
+    output = plan.output
+    if output.create != "none":
+        return None
+    final_perm = output.final_perm
+    identity = final_perm == tuple(range(len(final_perm)))
+    scalar = not output.shape
+    if not plan.steps:
+        if scalar:
+            return lambda ops, out: ops[0][()]
+        return lambda ops, out: ops[0].transpose(final_perm)
+    if len(plan.steps) != 1:
+        return None
+    step = plan.steps[0]
+    if isinstance(step, ViewStep) and step.src == 0 and not scalar:
+        if len(step.diagonals) == 1 and not step.squeeze:
+            (d1, d2), = step.diagonals
+            if identity:
+                return lambda ops, out: ops[0].diagonal(0, d1, d2)
+            return lambda ops, out: ops[0].diagonal(0, d1, d2).transpose(final_perm)
+        view = _view_fn(step)
+
+        def viewed(ops: Sequence[Array], out: Any) -> Any:
+            regs: list[Any] = [ops[0], None]
+            view(regs, None)
+            return regs[1].transpose(final_perm)
+
+        return viewed
+    if isinstance(step, ContractStep) and step.write == WRITE_RETURN and (
+            step.left, step.right) == (0, 1):
+        product = _direct_product(step)
+        if scalar:
+            return lambda ops, out: product(ops[0], ops[1])[()]
+        if identity:
+            return lambda ops, out: product(ops[0], ops[1])
+        return lambda ops, out: product(ops[0], ops[1]).transpose(final_perm)
+    if isinstance(step, ReduceStep) and step.write == WRITE_RETURN and step.src == 0:
+        reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
+        if identity:
+            return lambda ops, out: reduce(ops[0])
+        return lambda ops, out: reduce(ops[0]).transpose(final_perm)
+    if isinstance(step, FusedStep) and step.write == WRITE_RETURN:
+        if _fused_plain(step):
+            equation = _fused_equation(step)
+            return lambda ops, out: sum_of_products(equation, *ops)
+        call = _fused_call(step)
+        return lambda ops, out: call(ops)
+    return None
 
 
 def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]]:
-    """Creates (or takes ``out=``) the result array and its write view."""
+    """Creates (or takes ``out=``) the result array and its write view: when output labels
+    repeat, the writeable strided diagonal view that ``numpy.einsum`` gives (``"iij->ij"``),
+    with ``as_strided`` as the fallback beyond 52 labels."""
     create, shape, dtype = output.create, output.shape, output.dtype
     groups = output.expand if output.expands else None
     ushape = tuple(shape[axes[0]] for axes in output.expand)
+    equation = None
+    if groups is not None and len(groups) <= len(_LETTERS):
+        letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
+        equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[:len(groups)]
 
     def write_view(full: Array) -> Array:
         if groups is None:
             return full
+        if equation is not None:
+            view: Array = sum_of_products(equation, full)
+            return view
         strides = tuple(sum(full.strides[ax] for ax in axes) for axes in groups)
         return as_strided(full, ushape, strides, writeable=True)
 
@@ -96,7 +198,54 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
     return make
 
 
+def _fused_equation(step: FusedStep) -> str:
+    """NumPy's own equation string for the step (at most 52 labels: the planner checked)."""
+    ids = {lab: _LETTERS[k] for k, lab in enumerate(dict.fromkeys(
+        [lab for term in step.labels for lab in term] + list(step.out_labels)))}
+    equation = ",".join("".join(ids[lab] for lab in term) for term in step.labels)
+    return equation + "->" + "".join(ids[lab] for lab in step.out_labels)
+
+
+def _fused_plain(step: FusedStep) -> bool:
+    """No cast, and not a pure view: NumPy's loop can be called as it is.  (NumPy answers
+    a pure view -- one operand, nothing summed -- without applying ``dtype``.)"""
+    pure_view = len(step.labels) == 1 and set(step.labels[0]) <= set(step.out_labels)
+    return not step.cast and not pure_view
+
+
+def _fused_call(step: FusedStep) -> Callable[..., Any]:
+    """``call(operands, out=None)``: one sum-of-products loop over every operand."""
+    equation, dtype = _fused_equation(step), step.dtype
+    kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
+
+    def call(ops: Sequence[Array], out: Array | None = None) -> Any:
+        if out is not None:
+            return sum_of_products(equation, *ops, out=out, **kwargs)
+        value = sum_of_products(equation, *ops, **kwargs)
+        return value if value.dtype == dtype else value.astype(dtype)
+
+    return call
+
+
+def _fused_fn(step: FusedStep) -> StepFn:
+    regs_in, dst, write, dest_perm = step.operands, step.dst, step.write, step.dest_perm
+    call = _fused_call(step)
+
+    def run(regs: list[Any], dest: Any) -> None:
+        ops = [regs[r] for r in regs_in]
+        if write == WRITE_INTO:
+            call(ops, dest.transpose(dest_perm))
+        elif write == WRITE_TEMP:
+            _copyto(dest.transpose(dest_perm), call(ops), casting="unsafe")
+        else:
+            regs[dst] = call(ops)
+
+    return run
+
+
 def _compile_step(step: Step) -> StepFn:
+    if isinstance(step, FusedStep):
+        return _fused_fn(step)
     if isinstance(step, ViewStep):
         return _view_fn(step)
     if isinstance(step, ReduceStep):
@@ -122,25 +271,54 @@ def _view_fn(step: ViewStep) -> StepFn:
     return run
 
 
+def _reduce_labels(step: ReduceStep) -> tuple[list[int], list[int]]:
+    n = len(step.axes) + len(step.kept)
+    in_labels = list(range(n))
+    out_labels = [ax for ax in range(n) if ax not in step.axes]
+    return in_labels, out_labels
+
+
+def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
+    """``reduce(x, out=None)`` with the step's kernel (the result in ``kept`` order)."""
+    in_labels, out_labels = _reduce_labels(step)
+    dtype, axes = step.dtype, step.axes
+    if step.kernel == KERNEL_UFUNC:
+        ufunc = np.logical_or if dtype == np.bool_ else np.add
+
+        def reduce_ufunc(x: Array, out: Array | None = None) -> Array:
+            value: Array = ufunc.reduce(x, axis=axes, dtype=dtype, out=out)
+            return value
+
+        return reduce_ufunc
+
+    def reduce(x: Array, out: Array | None = None) -> Array:
+        value: Array = (
+            sum_of_products(x, in_labels, out_labels, out=out, dtype=dtype, casting="unsafe")
+            if out is not None
+            else sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe"))
+        return value
+
+    return reduce
+
+
 def _reduce_fn(step: ReduceStep) -> StepFn:
-    src, dst, axes, dtype, shape = step.src, step.dst, step.axes, step.dtype, step.shape
-    reduce = (np.logical_or if dtype == np.bool_ else np.add).reduce
+    src, dst, dtype, shape = step.src, step.dst, step.dtype, step.shape
     write, dest_perm = step.write, step.dest_perm
     buf_perm = tuple(step.labels.index(lab) for lab in step.kept)
+    direct = _direct_reduce(step)
 
     def run(regs: list[Any], dest: Any) -> None:
         x = regs[src]
         if write == WRITE_NEW:
             buf = np.empty(shape, dtype)
-            reduce(x, axis=axes, dtype=dtype, out=buf.transpose(buf_perm))
+            direct(x, buf.transpose(buf_perm))
             regs[dst] = buf
         elif write == WRITE_INTO:
-            reduce(x, axis=axes, dtype=dtype, out=dest.transpose(dest_perm))
+            direct(x, dest.transpose(dest_perm))
         elif write == WRITE_TEMP:
-            np.copyto(dest.transpose(dest_perm), reduce(x, axis=axes, dtype=dtype),
-                      casting="unsafe")
+            _copyto(dest.transpose(dest_perm), direct(x), casting="unsafe")
         else:
-            regs[dst] = reduce(x, axis=axes, dtype=dtype)
+            regs[dst] = direct(x)
 
     return run
 
@@ -152,45 +330,84 @@ def _copy_fn(step: CopyStep) -> StepFn:
     def run(regs: list[Any], dest: Any) -> None:
         x = regs[src].transpose(perm)
         if into:
-            np.copyto(dest.transpose(dest_perm), x, casting="unsafe")
+            _copyto(dest.transpose(dest_perm), x, casting="unsafe")
         else:
             regs[dst] = x.astype(dtype, order="C")
 
     return run
 
 
-def _operand_view(perm: tuple[int, ...], shape: tuple[int, ...]) -> Callable[[Array], Array]:
-    """transpose + reshape, each skipped when it would change nothing."""
-    if perm == tuple(range(len(perm))):
-        return lambda x: x if x.shape == shape else x.reshape(shape)
+def _operand_view(in_shape: tuple[int, ...], perm: tuple[int, ...], shape: tuple[int, ...]
+                  ) -> Callable[[Array], Array] | None:
+    """transpose + reshape into the matmul view; None when the register already is it."""
+    identity = perm == tuple(range(len(perm)))
+    if identity and in_shape == shape:
+        return None
+    if identity:
+        return lambda x: x.reshape(shape)
+    permuted = tuple(in_shape[p] for p in perm)
+    if permuted == shape:
+        return lambda x: x.transpose(perm)
     return lambda x: x.transpose(perm).reshape(shape)
+
+
+def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
+    """``x.reshape(shape)`` that is guaranteed to be a view (the destination of a write):
+    the planner checked the strides fold, and a copy would silently lose the result."""
+    try:
+        view: Array = np.reshape(x, shape, copy=False)
+    except TypeError:  # pragma: no cover - NumPy < 2.1 has no copy=; check by hand
+        view = x.reshape(shape)
+        if view.size and not np.shares_memory(view, x):
+            raise RuntimeError("einsum: the planned output view needs a copy") from None
+    return view
+
+
+def _direct_product(step: ContractStep) -> Callable[[Array, Array], Array]:
+    """``matmul`` of two registers into a new array, viewed in the step's label order."""
+    view_a = _operand_view(step.left_in, step.left_perm, step.left_shape)
+    view_b = _operand_view(step.right_in, step.right_perm, step.right_shape)
+    out_shape, shape, dtype = step.out_shape, step.shape, step.dtype
+    batched = len(out_shape) > 2
+    unfold = out_shape != shape
+
+    if view_a is None and view_b is None and not batched and not unfold:
+        return _matmul
+
+    def product(a: Array, b: Array) -> Array:
+        if view_a is not None:
+            a = view_a(a)
+        if view_b is not None:
+            b = view_b(b)
+        if batched:
+            c = np.empty(out_shape, dtype)
+            _matmul(a, b, out=c)
+        else:
+            c = _matmul(a, b)
+        return c.reshape(shape) if unfold else c
+
+    return product
 
 
 def _contract_fn(step: ContractStep) -> StepFn:
     left, right, dst = step.left, step.right, step.dst
-    view_a = _operand_view(step.left_perm, step.left_shape)
-    view_b = _operand_view(step.right_perm, step.right_shape)
-    out_shape, shape, write, dest_perm = step.out_shape, step.shape, step.write, step.dest_perm
-    batched = len(out_shape) > 2
-    dtype = step.dtype
-    matmul = np.matmul
-
-    def product(a: Array, b: Array) -> Array:
-        if not batched:
-            product: Array = matmul(a, b)
-            return product
-        c = np.empty(out_shape, dtype)
-        matmul(a, b, out=c)
-        return c
+    view_a = _operand_view(step.left_in, step.left_perm, step.left_shape)
+    view_b = _operand_view(step.right_in, step.right_perm, step.right_shape)
+    out_shape, write, dest_perm = step.out_shape, step.write, step.dest_perm
+    product = _direct_product(step)
 
     def run(regs: list[Any], dest: Any) -> None:
-        a, b = view_a(regs[left]), view_b(regs[right])
         if write == WRITE_INTO:
-            matmul(a, b, out=dest.transpose(dest_perm).reshape(out_shape))
+            a, b = regs[left], regs[right]
+            if view_a is not None:
+                a = view_a(a)
+            if view_b is not None:
+                b = view_b(b)
+            _matmul(a, b, out=_reshape_view(dest.transpose(dest_perm), out_shape))
             return
-        c = product(a, b).reshape(shape)
+        c = product(regs[left], regs[right])
         if write == WRITE_TEMP:
-            np.copyto(dest.transpose(dest_perm), c, casting="unsafe")
+            _copyto(dest.transpose(dest_perm), c, casting="unsafe")
         else:
             regs[dst] = c
 
@@ -199,20 +416,31 @@ def _contract_fn(step: ContractStep) -> StepFn:
 
 def _batch_fn(step: BatchStep) -> StepFn:
     left, right, dst, dtype, shape = step.left, step.right, step.dst, step.dtype, step.shape
-    view_a = _operand_view(step.left_perm, step.left_shape)
-    view_b = _operand_view(step.right_perm, step.right_shape)
     write, dest_perm = step.write, step.dest_perm
-    multiply = np.multiply
+    if step.kernel == KERNEL_LOOP:
+        ids = {lab: k for k, lab in enumerate(dict.fromkeys(step.left_labels + step.right_labels))}
+        la = [ids[x] for x in step.left_labels]
+        lb = [ids[x] for x in step.right_labels]
+        lo = [ids[x] for x in step.labels]
+
+        def kernel(a: Array, b: Array, out: Array) -> None:
+            sum_of_products(a, la, b, lb, lo, out=out, dtype=dtype, casting="unsafe")
+    else:
+        view_a = _operand_view(step.left_in, step.left_perm, step.left_shape) or (lambda x: x)
+        view_b = _operand_view(step.right_in, step.right_perm, step.right_shape) or (lambda x: x)
+
+        def kernel(a: Array, b: Array, out: Array) -> None:
+            _multiply(view_a(a), view_b(b), out=out, dtype=dtype, casting="unsafe")
 
     def run(regs: list[Any], dest: Any) -> None:
-        a, b = view_a(regs[left]), view_b(regs[right])
+        a, b = regs[left], regs[right]
         if write == WRITE_INTO:
-            multiply(a, b, out=dest.transpose(dest_perm), dtype=dtype, casting="unsafe")
+            kernel(a, b, dest.transpose(dest_perm))
             return
         c = np.empty(shape, dtype)
-        multiply(a, b, out=c, dtype=dtype, casting="unsafe")
+        kernel(a, b, c)
         if write == WRITE_TEMP:
-            np.copyto(dest.transpose(dest_perm), c, casting="unsafe")
+            _copyto(dest.transpose(dest_perm), c, casting="unsafe")
         else:
             regs[dst] = c
 

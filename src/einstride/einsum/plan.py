@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ml_dtypes
@@ -40,9 +40,21 @@ import numpy as np
 from ..errors import EinsumError
 from ..tensor import MAX_NDARRAY_RANK
 from .equation import EinsumSpec
-from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
+from .fold import BLAS_TYPES, Term, contiguous_strides
+from .pairs import (
+    COPY_NS_PER_BYTE,
+    Choice,
+    Groups,
+    Out,
+    choose,
+    classify,
+    matmul_geometry,
+)
 from .paths import find_path
 from .steps import (
+    KERNEL_LOOP,
+    KERNEL_MULTIPLY,
+    KERNEL_UFUNC,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -51,6 +63,7 @@ from .steps import (
     BatchStep,
     ContractStep,
     CopyStep,
+    FusedStep,
     OutputPlan,
     Plan,
     ReduceStep,
@@ -121,9 +134,12 @@ def build_plan(
     for i, d in enumerate(dtypes):
         _check_numeric(np.dtype(d), f"operand {i} has dtype")
     rt = result_dtype(dtypes, dtype)
-    planner = _Planner(spec, tuple(np.dtype(d) for d in dtypes), rt, out)
-    plan = planner.run(tuple(tuple(s) for s in strides), optimize)
+    dts = tuple(np.dtype(d) for d in dtypes)
+    layouts = tuple(tuple(s) for s in strides)
+    plan = _Planner(spec, dts, rt, out).run(layouts, optimize)
     check_ranks(plan)
+    if _worth_fusing(plan):
+        return _Planner(spec, dts, rt, out).fused(layouts, plan.path)
     return plan
 
 
@@ -141,6 +157,31 @@ def check_ranks(plan: Plan) -> None:
                 f"einsum {plan.spec.text!r}: {name} would need an array of rank {len(shape)}; "
                 f"NumPy arrays have at most {MAX_NDARRAY_RANK} dimensions"
             )
+
+
+# A rough cost model (nanoseconds) for choosing one fused loop over a multi-step plan.
+_STEP_NS, _FLOP_NS, _BYTE_NS = 1500.0, 0.2, 0.25
+_LOOP_BASE_NS, _LOOP_NS = 500.0, 0.5
+# Fusing is for tiny problems only: past this many index combinations the single loop is
+# itself the hazard (a plan whose intermediates would exceed memory must fail fast, not run
+# a loop over 10^12 combinations).
+_FUSE_MAX_COMBOS = 1 << 20
+
+
+def _worth_fusing(plan: Plan) -> bool:
+    """Several steps for a problem so small that one sum-of-products loop is cheaper."""
+    spec = plan.spec
+    if len(plan.steps) < 2 or len(spec.sizes) > 52 or len(spec.inputs) > 32:
+        return False
+    if any(d.kind not in "biufc" for d in (*plan.dtypes, plan.compute_dtype)):
+        return False
+    combos = math.prod(spec.sizes)
+    if combos > _FUSE_MAX_COMBOS:
+        return False
+    fused = _LOOP_BASE_NS + _LOOP_NS * combos * len(spec.inputs)
+    planned = (_STEP_NS * len(plan.steps) + _FLOP_NS * plan.flops
+               + _BYTE_NS * plan.allocated_bytes)
+    return fused < planned
 
 
 class _Planner:
@@ -212,6 +253,32 @@ class _Planner:
             live.append(self._contract_all(picked, live, final=k == len(path) - 1))
         return self._finish(strides, path)
 
+    def fused(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
+              ) -> Plan:
+        """The whole einsum as one :class:`FusedStep` over the operands as they are."""
+        shape = tuple(self.sizes[u] for u in self.distinct)
+        dest = self.target.term
+        allocs: tuple[Alloc, ...] = ()
+        if dest is None and self.ct == self.rt:
+            write, allocs = WRITE_RETURN, (Alloc("output", shape, self.ct),)
+        else:
+            dest = dest if dest is not None else self._own_output()
+            write = WRITE_INTO if dest.dtype == self.ct else WRITE_TEMP
+            if write == WRITE_TEMP:
+                allocs = (Alloc("temporary", shape, self.ct),)
+        dst = self.new_reg()
+        n = len(self.spec.inputs)
+        cast = any(d != self.ct for d in self.dtypes)
+        self.steps.append(FusedStep(tuple(range(n)), dst, self.spec.inputs, self.distinct,
+                                    shape, self.ct, write, self._dest_perm(self.distinct),
+                                    allocs, cast))
+        if write == WRITE_RETURN:
+            self.result, self.final_perm = dst, tuple(range(len(shape)))
+        all_labels = {lab for term in self.spec.inputs for lab in term}
+        self.flops = _flop_count(all_labels, bool(all_labels - set(self.distinct)), n,
+                                 self.sizes)
+        return self._finish(strides, path)
+
     def _contract_all(self, picked: list[tuple[int, Term]], others: list[tuple[int, Term]],
                       final: bool) -> tuple[int, Term]:
         if len(picked) == 1:
@@ -277,17 +344,19 @@ class _Planner:
         shape = tuple(self.sizes[lab] for lab in labels)
         return Term(tuple(labels), shape, contiguous_strides(shape, dtype.itemsize), dtype)
 
-    def _reduce(self, reg: int, term: Term, keep: frozenset[int], order: Sequence[int]
-                ) -> tuple[int, Term]:
-        """Sum the labels of ``term`` not in ``keep`` into a new buffer laid out in ``order``."""
+    def _reduce(self, reg: int, term: Term, keep: frozenset[int]) -> tuple[int, Term]:
+        """Sum the labels of ``term`` not in ``keep`` into a new buffer whose axes follow the
+        source's memory order (so the summing loop reads and writes in step)."""
         axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
         kept = tuple(lab for lab in term.labels if lab in keep)
+        order = sorted(kept, key=lambda lab: -abs(term.stride(lab)))
         new = self._new_term(order, self.ct)
         dst = self.new_reg()
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, new.labels, new.shape,
-            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),)))
+            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),),
+            kernel=_reduce_kernel(term)))
         return dst, new
 
     def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
@@ -304,7 +373,7 @@ class _Planner:
                ) -> tuple[int, Term]:
         kept = tuple(lab for lab in term.labels if lab in keep)
         if not final:
-            return (reg, term) if kept == term.labels else self._reduce(reg, term, keep, kept)
+            return (reg, term) if kept == term.labels else self._reduce(reg, term, keep)
         if kept != term.labels:
             return self._final_reduce(reg, term, keep, kept)
         dest = self.target.term
@@ -337,7 +406,7 @@ class _Planner:
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, kept, shape, self.ct,
-            write, self._dest_perm(kept), allocs=allocs))
+            write, self._dest_perm(kept), allocs=allocs, kernel=_reduce_kernel(term)))
         if write == WRITE_RETURN:
             self.result, self.final_perm = dst, tuple(kept.index(u) for u in self.distinct)
         return dst, self._new_term(kept, self.ct)
@@ -347,27 +416,27 @@ class _Planner:
     def _pair(self, left: tuple[int, Term], right: tuple[int, Term], keep: frozenset[int],
               final: bool) -> tuple[int, Term]:
         (ra, a), (rb, b) = left, right
-        groups = _classify(a.labels, b.labels, keep)
+        g = classify(a.labels, b.labels, keep)
         self.flops += _flop_count(set(a.labels) | set(b.labels),
-                                  bool(groups.contracted or groups.left_only or groups.right_only),
-                                  2, self.sizes)
-        if math.prod(self.sizes[lab] for lab in groups.contracted) == 1:
-            return self._batch(ra, a, rb, b, groups, keep, final)
-        return self._matmul(ra, a, rb, b, groups, keep, final)
+                                  bool(g.contracted or g.left_only or g.right_only), 2, self.sizes)
+        if g.left_only:
+            ra, a = self._reduce(ra, a, keep | set(b.labels))
+        if g.right_only:
+            rb, b = self._reduce(rb, b, keep | set(a.labels))
+        if g.left_only or g.right_only:
+            g = replace(classify(a.labels, b.labels, keep), left_only=g.left_only,
+                        right_only=g.right_only)
+        if math.prod(self.sizes[lab] for lab in g.contracted) == 1:
+            return self._batch(ra, a, rb, b, g, final)
+        return self._matmul(ra, a, rb, b, g, keep, final)
 
     def _preferred(self, labels: Sequence[int], final: bool, fallback: Sequence[int]
                    ) -> tuple[int, ...]:
         source = self.distinct if final else fallback
         return tuple(lab for lab in source if lab in labels)
 
-    def _batch(self, ra: int, a: Term, rb: int, b: Term, g: _Groups, keep: frozenset[int],
-               final: bool) -> tuple[int, Term]:
-        if g.left_only:
-            ra, a = self._reduce(ra, a, keep | set(b.labels), [x for x in a.labels if x in keep
-                                                             or x in b.labels])
-        if g.right_only:
-            rb, b = self._reduce(rb, b, keep | set(a.labels), [x for x in b.labels if x in keep
-                                                             or x in a.labels])
+    def _batch(self, ra: int, a: Term, rb: int, b: Term, g: Groups, final: bool
+               ) -> tuple[int, Term]:
         bt = self._preferred(g.batch, final, a.labels)
         lf = self._preferred(g.left_free, final, a.labels)
         rf = self._preferred(g.right_free, final, b.labels)
@@ -379,10 +448,13 @@ class _Planner:
         right_shape = tuple(size[x] for x in bt) + (1,) * len(lf) + tuple(size[x] for x in rf)
         shape = tuple(size[x] for x in labels)
         write, dest_perm, allocs, note = self._product_write(labels, shape, final)
+        kernel = KERNEL_LOOP if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52 \
+            else KERNEL_MULTIPLY
         dst = self.new_reg()
         self.steps.append(BatchStep(
-            ra, rb, dst, bt, lf, rf, left_perm, left_shape, right_perm, right_shape, labels,
-            shape, self.ct, write, dest_perm, g.left_only, g.right_only, allocs, note))
+            ra, rb, dst, kernel, a.labels, b.labels, a.shape, b.shape, bt, lf, rf, left_perm,
+            left_shape, right_perm, right_shape, labels, shape, self.ct, write, dest_perm,
+            g.left_only, g.right_only, allocs, note))
         return dst, self._new_term(labels, self.ct)
 
     def _product_write(self, labels: tuple[int, ...], shape: tuple[int, ...], final: bool
@@ -396,188 +468,90 @@ class _Planner:
         return (WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),),
                 f"computed in {self.ct}, then cast into the output")
 
-    def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: _Groups, keep: frozenset[int],
+    def _out_options(self, final: bool) -> list[Out]:
+        """The ways the last product may deliver (the first wins a tie)."""
+        if not final:
+            return [Out("new", None, 0.0)]
+        dest = self.target.term
+        if dest is not None:
+            temp = Out("temp", None, COPY_NS_PER_BYTE * dest.size * self.ct.itemsize)
+            return ([Out("into", dest, 0.0)] if dest.dtype == self.ct else []) + [temp]
+        if self.ct != self.rt:
+            return [Out("temp", None, 0.0)]
+        shape = self.spec.output_shape
+        own = Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize), self.rt)
+        return [Out("into-own", own, 0.0), Out("return", None, 0.0)]
+
+    def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int],
                 final: bool) -> tuple[int, Term]:
-        choice = self._choose(a, b, g, final)
+        outs = self._out_options(final)
+        pick = self._choose(a, b, g, outs, final)
+        free = [out for out in outs if out.term is None]
+        if free and self.ct in BLAS_TYPES:
+            # the product may also run as b @ a (its result viewed transposed); BLAS is
+            # measurably faster one way round for some shapes and strides
+            swapped = Groups(g.batch, g.contracted, g.right_free, g.left_free, g.right_only,
+                             g.left_only)
+            alt = self._choose(b, a, swapped, free, final)
+            if alt.cost < 0.97 * pick.cost:
+                (ra, a), (rb, b), g, pick = (rb, b), (ra, a), swapped, alt
         bt = self._preferred(g.batch, final, a.labels)
-        m, k, n = choice.m, choice.k, choice.n
-        if g.left_only:
-            ra, a = self._reduce(ra, a, keep | set(b.labels), bt + m + k)
-        elif choice.copy_a:
-            ra, a = self._copy(ra, a, bt + m + k, choice.reason_a)
-        if g.right_only:
-            rb, b = self._reduce(rb, b, keep | set(a.labels), bt + k + n)
-        elif choice.copy_b:
-            rb, b = self._copy(rb, b, bt + k + n, choice.reason_b)
-        size = self.sizes
-        bshape = tuple(size[x] for x in bt)
-        mm, kk, nn = (math.prod(size[x] for x in grp) for grp in (m, k, n))
-        labels = bt + m + n
-        shape = tuple(size[x] for x in labels)
-        write, dest_perm, allocs, out_note = self._matmul_write(choice, labels, shape, final)
+        note_a = note_b = "viewed"
+        if pick.copy_a:
+            ra, a = self._copy(ra, a, bt + pick.left_order, pick.reason_a)
+            note_a = f"copied in the previous step ({pick.reason_a})"
+        if pick.copy_b:
+            rb, b = self._copy(rb, b, bt + pick.right_order, pick.reason_b)
+            note_b = f"copied in the previous step ({pick.reason_b})"
+        geo = matmul_geometry(pick, bt, a.labels, b.labels, self.sizes)
+        shape = tuple(self.sizes[x] for x in geo.labels)
+        write, dest_perm, allocs, out_note = self._matmul_write(
+            pick.out, geo.labels, shape, bool(pick.loop_k))
         dst = self.new_reg()
         self.steps.append(ContractStep(
-            ra, rb, dst, bt, k, m, n,
-            tuple(a.labels.index(x) for x in bt + m + k), bshape + (mm, kk),
-            tuple(b.labels.index(x) for x in bt + k + n), bshape + (kk, nn),
-            bshape + (mm, nn), labels, shape, self.ct, write, dest_perm,
-            choice.note_a if not g.left_only else "summed into a new buffer (previous step)",
-            choice.note_b if not g.right_only else "summed into a new buffer (previous step)",
-            out_note, g.left_only, g.right_only, allocs))
+            ra, rb, dst, a.shape, b.shape, bt, pick.k + pick.loop_k, pick.m + pick.loop_m,
+            pick.n + pick.loop_n, geo.left_perm, geo.left_shape, geo.right_perm,
+            geo.right_shape, geo.out_shape, geo.labels, shape, self.ct, write, dest_perm,
+            note_a, note_b, out_note, g.left_only, g.right_only, allocs,
+            pick.loop_m + pick.loop_n + pick.loop_k))
         if write == WRITE_RETURN:
-            self.result, self.final_perm = dst, tuple(labels.index(u) for u in self.distinct)
-        return dst, self._new_term(labels, self.ct)
+            self.result = dst
+            self.final_perm = tuple(geo.labels.index(u) for u in self.distinct)
+        result = self._new_term(geo.labels, self.ct)
+        if pick.loop_k:  # the partial products over the looped contracted labels are summed now
+            return self._unary(dst, result, keep, final)
+        return dst, result
 
-    def _matmul_write(self, choice: _Choice, labels: tuple[int, ...], shape: tuple[int, ...],
-                      final: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
-        if not final:
-            return WRITE_NEW, (), (Alloc("intermediate", shape, self.ct),), "new buffer"
-        if choice.c_mode == "return":
+    def _choose(self, a: Term, b: Term, g: Groups, outs: list[Out], final: bool) -> Choice:
+        return choose(a, b, g, outs, self.ct, self.sizes,
+                      self._preferred(g.left_free, final, a.labels),
+                      self._preferred(g.right_free, final, b.labels), self.spec.label_string)
+
+    def _matmul_write(self, out: Out, labels: tuple[int, ...], shape: tuple[int, ...],
+                      partial: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
+        if out.mode == "new":
+            what = "partial products" if partial else "intermediate"
+            return WRITE_NEW, (), (Alloc(what, shape, self.ct),), "new buffer"
+        if out.mode == "return" or (out.mode == "into-own" and labels == self.distinct):
+            # a new C-ordered buffer in the output's order already is the output
             return WRITE_RETURN, (), (Alloc("output", shape, self.ct),), (
                 "new buffer in matmul order; the result is a transposed view of it"
                 if labels != self.distinct else "new buffer")
-        if choice.c_mode == "into-own" and labels == self.distinct:
-            # a new C-ordered buffer already is the output in its final order
-            return WRITE_RETURN, (), (Alloc("output", shape, self.ct),), "new buffer"
-        if choice.c_mode == "into-own":
+        if out.mode == "into-own":
             self._own_output()
-            return WRITE_INTO, self._dest_perm(labels), (), "written straight into the output"
-        if choice.c_mode == "into":
+        if out.mode in ("into", "into-own"):
             return WRITE_INTO, self._dest_perm(labels), (), "written straight into the output"
         if self.target.term is None:
             self._own_output()
-        return (WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),),
-                choice.c_reason)
-
-    def _choose(self, a: Term, b: Term, g: _Groups, final: bool) -> _Choice:
-        """The cheapest set of copies that lets every group fold (and BLAS take the views)."""
-        a_forced = bool(g.left_only) or a.dtype != self.ct
-        b_forced = bool(g.right_only) or b.dtype != self.ct
-        pref_m = self._preferred(g.left_free, final, a.labels)
-        pref_n = self._preferred(g.right_free, final, b.labels)
-        options = []
-        for ci, (c_mode, c_term, c_cost) in enumerate(self._c_options(final)):
-            for copy_a in (True,) if a_forced else (False, True):
-                for copy_b in (True,) if b_forced else (False, True):
-                    fixed_a = [] if copy_a else [a]
-                    fixed_b = [] if copy_b else [b]
-                    fixed_c = [] if c_term is None else [c_term]
-                    k = fold_group(g.contracted, fixed_a + fixed_b)
-                    m = fold_group(pref_m, fixed_a + fixed_c)
-                    n = fold_group(pref_n, fixed_b + fixed_c)
-                    if k is None or m is None or n is None:
-                        continue
-                    if not self._blas_ok(fixed_a, fixed_b, fixed_c, m, k, n):
-                        continue
-                    cost = (a.nbytes if copy_a and not a_forced else 0) + (
-                        b.nbytes if copy_b and not b_forced else 0) + c_cost
-                    options.append(((cost, copy_a + copy_b, ci), _Choice(
-                        m, k, n, copy_a and not g.left_only, copy_b and not g.right_only,
-                        c_mode)))
-        _, best = min(options, key=lambda item: item[0])
-        return self._explain_choice(best, a, b, g, a_forced, b_forced)
-
-    def _c_options(self, final: bool) -> list[tuple[str, Term | None, int]]:
-        if not final:
-            return [("new", None, 0)]
-        dest = self.target.term
-        if dest is not None:
-            cost = dest.size * self.ct.itemsize
-            return ([("into", dest, 0)] if dest.dtype == self.ct else []) + [("temp", None, cost)]
-        if self.ct != self.rt:
-            return [("temp", None, 0)]
-        shape = self.spec.output_shape
-        own = Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize), self.rt)
-        return [("into-own", own, 0), ("return", None, 0)]
-
-    def _blas_ok(self, fixed_a: list[Term], fixed_b: list[Term], fixed_c: list[Term],
-                 m: tuple[int, ...], k: tuple[int, ...], n: tuple[int, ...]) -> bool:
-        if self.ct not in BLAS_TYPES:
-            return True
-        item = self.ct.itemsize
-        mm, kk, nn = (math.prod(self.sizes[x] for x in grp) for grp in (m, k, n))
-        checks = [(t, mm, kk, m, k) for t in fixed_a] + [(t, kk, nn, k, n) for t in fixed_b]
-        checks += [(t, mm, nn, m, n) for t in fixed_c]
-        return all(
-            blas_ready(rows, cols, fold_stride(rg, t), fold_stride(cg, t), item)
-            for t, rows, cols, rg, cg in checks
-        )
-
-    def _explain_choice(self, best: _Choice, a: Term, b: Term, g: _Groups, a_forced: bool,
-                        b_forced: bool) -> _Choice:
-        """Fill in why each operand was copied, for the report."""
-        reason_a = self._why(a, g.left_free, g.contracted, "left")
-        reason_b = self._why(b, g.contracted, g.right_free, "right")
-        c_reason = "computed into a temporary, then copied into the output"
-        if self.target.term is not None and best.c_mode == "temp":
-            if self.target.term.dtype != self.ct:
-                c_reason = f"computed in {self.ct}, then cast into the output"
-            else:
-                c_reason = "the output's strides do not fold; computed into a temporary, " \
-                           "then copied into the output"
-        elif best.c_mode == "temp":
-            c_reason = f"computed in {self.ct}, then cast into the output"
-        note_a = f"copied in the previous step ({reason_a})" if best.copy_a or (
-            a_forced and not g.left_only) else "viewed"
-        note_b = f"copied in the previous step ({reason_b})" if best.copy_b or (
-            b_forced and not g.right_only) else "viewed"
-        return _Choice(best.m, best.k, best.n, best.copy_a or (a_forced and not g.left_only),
-                       best.copy_b or (b_forced and not g.right_only), best.c_mode,
-                       reason_a, reason_b, note_a, note_b, c_reason)
-
-    def _why(self, term: Term, rows: Sequence[int], cols: Sequence[int], side: str) -> str:
-        if term.dtype != self.ct:
-            return f"cast {term.dtype} -> {self.ct}"
-        names = self.spec.label_string
-        for grp, what in ((rows, "row"), (cols, "column")):
-            if fold_group(grp, [term]) is None:
-                return f"{side} {what} labels '{names(grp)}' do not fold into one stride"
-        if self.ct in BLAS_TYPES:
-            r, c = fold_group(rows, [term]), fold_group(cols, [term])
-            assert r is not None and c is not None
-            if not blas_ready(math.prod(self.sizes[x] for x in r),
-                              math.prod(self.sizes[x] for x in c),
-                              fold_stride(r, term), fold_stride(c, term), self.ct.itemsize):
-                return "strides not BLAS-ready (no unit stride)"
-        return "its groups fold only in an order the other operands do not share"
+        reason = "the output's strides do not fold; computed into a temporary, then copied" \
+            if self.target.term is not None and self.target.term.dtype == self.ct \
+            else f"computed in {self.ct}, then cast into the output"
+        return WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),), reason
 
 
-@dataclass(frozen=True)
-class _Groups:
-    batch: tuple[int, ...]
-    contracted: tuple[int, ...]
-    left_free: tuple[int, ...]
-    right_free: tuple[int, ...]
-    left_only: tuple[int, ...]
-    right_only: tuple[int, ...]
-
-
-def _classify(la: tuple[int, ...], lb: tuple[int, ...], keep: frozenset[int]) -> _Groups:
-    """Each label once: batch, contracted, left-/right-free, left-/right-only."""
-    sb, sa = set(lb), set(la)
-    return _Groups(
-        tuple(x for x in la if x in sb and x in keep),
-        tuple(x for x in la if x in sb and x not in keep),
-        tuple(x for x in la if x not in sb and x in keep),
-        tuple(x for x in lb if x not in sa and x in keep),
-        tuple(x for x in la if x not in sb and x not in keep),
-        tuple(x for x in lb if x not in sa and x not in keep),
-    )
-
-
-@dataclass(frozen=True)
-class _Choice:
-    m: tuple[int, ...]
-    k: tuple[int, ...]
-    n: tuple[int, ...]
-    copy_a: bool
-    copy_b: bool
-    c_mode: str
-    reason_a: str = ""
-    reason_b: str = ""
-    note_a: str = "viewed"
-    note_b: str = "viewed"
-    c_reason: str = ""
+def _reduce_kernel(term: Term) -> str:
+    """NumPy's sum-of-products loop takes at most 52 axes; beyond, a ufunc reduction."""
+    return KERNEL_LOOP if len(term.labels) <= 52 else KERNEL_UFUNC
 
 
 def _flop_count(labels: Any, inner: bool, terms: int, sizes: Sequence[int]) -> int:
@@ -602,6 +576,8 @@ def _frees(steps: Sequence[Step], n_inputs: int, result: int) -> tuple[tuple[int
 def _reads(step: Step) -> tuple[int, ...]:
     if isinstance(step, (ContractStep, BatchStep)):
         return (step.left, step.right)
+    if isinstance(step, FusedStep):
+        return step.operands
     return (step.src,)
 
 

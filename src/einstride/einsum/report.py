@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .steps import (
+    KERNEL_LOOP,
+    KERNEL_MULTIPLY,
     WRITE_INTO,
     WRITE_NEW,
     WRITE_RETURN,
@@ -15,6 +17,7 @@ from .steps import (
     BatchStep,
     ContractStep,
     CopyStep,
+    FusedStep,
     Plan,
     ReduceStep,
     Step,
@@ -101,14 +104,24 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
             body.append("      view: repeated labels become one axis whose stride is the sum")
         return [*body, tail]
     if isinstance(step, ReduceStep):
+        kernel = ("NumPy's strided sum-of-products loop" if step.kernel == KERNEL_LOOP
+                  else "numpy.add.reduce")
         return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
-                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype}",
+                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
+                f"({kernel}, over the view)",
                 f"      {_write_words(step.write)}", tail]
     if isinstance(step, CopyStep):
         return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
                 f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
     if isinstance(step, ContractStep):
         return _contract_lines(head, step, names, tail)
+    if isinstance(step, FusedStep):
+        ins = ",".join(names.labels(t) for t in step.labels)
+        return [f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
+                f"{_shape(step.shape)} in {step.dtype}",
+                "      one pass of NumPy's sum-of-products loop over the operands as they are "
+                "(the problem is too small for several steps to pay off)",
+                f"      {_write_words(step.write)}", tail]
     return _batch_lines(head, step, names, tail)
 
 
@@ -129,6 +142,10 @@ def _contract_lines(head: str, step: ContractStep, names: _Names, tail: str) -> 
         f"      batch {n(step.batch)} | contracted {n(step.contracted)} | left-free "
         f"{n(step.left_free)} | right-free {n(step.right_free)} | left-only "
         f"{n(step.left_only)} | right-only {n(step.right_only)}",
+        *([f"      looped {n(step.looped)}: do not fold, so matmul's batch loop runs over "
+           "them" + (" (contracted ones are summed by the next step)"
+                     if set(step.looped) & set(step.contracted) else "")]
+          if step.looped else []),
         f"      left  as {_shape(step.left_shape)}: {step.left_note}",
         f"      right as {_shape(step.right_shape)}: {step.right_note}",
         f"      out   as {_shape(step.out_shape)}: {step.out_note or _write_words(step.write)}",
@@ -140,11 +157,15 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
     n = names.labels
     return [
         f"{head}  {names.reg(step.left)} x {names.reg(step.right)} -> {n(step.labels)} "
-        f"{_shape(step.shape)}: one broadcast multiply (no contracted labels)",
+        f"{_shape(step.shape)}: no contracted labels, " + (
+            "one broadcast multiply" if step.kernel == KERNEL_MULTIPLY
+            else "NumPy's sum-of-products loop (an outer product)"),
         f"      batch {n(step.batch)} | left-free {n(step.left_free)} | right-free "
         f"{n(step.right_free)} | left-only {n(step.left_only)} | right-only "
         f"{n(step.right_only)}",
-        f"      operands viewed as {_shape(step.left_shape)} and {_shape(step.right_shape)}",
+        "      operands viewed" + (
+            f" as {_shape(step.left_shape)} and {_shape(step.right_shape)}"
+            if step.kernel == KERNEL_MULTIPLY else " as they are"),
         f"      out: {step.out_note or _write_words(step.write)}",
         tail,
     ]

@@ -11,12 +11,16 @@ Step kinds (as :attr:`kind` and in the report):
 * ``diagonal`` / ``broadcast`` (:class:`ViewStep`): repeated labels of one operand become
   one axis whose stride is the sum (``ndarray.diagonal``), and size-1 ``...`` dimensions
   that broadcast are dropped.  Views, no data moves.
-* ``reduce`` (:class:`ReduceStep`): labels of one operand only, not needed later, summed.
+* ``reduce`` (:class:`ReduceStep`): labels of one operand only, not needed later, summed
+  (NumPy's strided sum-of-products loop, ``numpy.einsum``'s kernel, over the view).
 * ``copy`` (:class:`CopyStep`): an operand copied into a layout (and dtype) the next
   product can use as a view, or a result copied into the destination.
 * ``contract`` (:class:`ContractStep`): one batched ``numpy.matmul`` over folded views.
-* ``batch`` (:class:`BatchStep`): a product without contracted labels (outer/Hadamard),
-  one broadcast ``numpy.multiply``.
+* ``fused`` (:class:`FusedStep`): a tiny problem (a few thousand multiply-adds) done in one
+  pass of NumPy's sum-of-products loop, when that beats several steps' Python overhead.
+* ``batch`` (:class:`BatchStep`): a product without contracted labels: one broadcast
+  ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
+  an outer product (that loop is faster than a ufunc over stride-0 operands).
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ __all__ = [
     "Step",
     "ViewStep",
 ]
+
+# The NumPy kernel of a reduce or batch step:
+KERNEL_LOOP = "loop"          # NumPy's strided sum-of-products loop (numpy.einsum's C core)
+KERNEL_MULTIPLY = "multiply"  # numpy.multiply over broadcast views
+KERNEL_UFUNC = "ufunc"        # numpy.add.reduce / logical_or.reduce (beyond the loop's 52 axes)
 
 # How a step delivers its result:
 WRITE_NEW = "new"        # into a C-ordered buffer the plan allocates (register `labels` order)
@@ -104,9 +113,8 @@ class ReduceStep:
     dtype: np.dtype[Any]
     write: str
     dest_perm: tuple[int, ...] = ()
-    threads: int = 1
     allocs: tuple[Alloc, ...] = ()
-    note: str = ""
+    kernel: str = KERNEL_LOOP
 
     kind = "reduce"
 
@@ -130,18 +138,25 @@ class CopyStep:
     kind = "copy"
 
 
+
+
 @dataclass(frozen=True)
 class ContractStep:
     """``matmul(left (B.., M, K), right (B.., K, N)) -> (B.., M, N)`` over folded views.
 
     ``left_perm``/``left_shape`` turn the left register into its (batch..., M, K) view
     (transpose, then a reshape that the planner checked is a view); likewise right.  The
-    register holds ``labels`` = batch + left-free + right-free, unfolded to ``shape``.
+    batch dimensions are the batch labels, then the ``looped`` labels (free or contracted
+    labels that do not fold, moved into matmul's batch loop; an operand without one gets a
+    size-1 dimension).  The register holds ``labels`` = batch + looped + M + N, unfolded to
+    ``shape``; looped contracted labels are summed by the next step.
     """
 
     left: int
     right: int
     dst: int
+    left_in: tuple[int, ...]
+    right_in: tuple[int, ...]
     batch: tuple[int, ...]
     contracted: tuple[int, ...]
     left_free: tuple[int, ...]
@@ -162,17 +177,25 @@ class ContractStep:
     left_only: tuple[int, ...] = ()
     right_only: tuple[int, ...] = ()
     allocs: tuple[Alloc, ...] = ()
+    looped: tuple[int, ...] = ()
 
     kind = "contract"
 
 
 @dataclass(frozen=True)
 class BatchStep:
-    """``multiply(left, right)`` broadcast over batch + left-free + right-free labels."""
+    """``left * right`` over batch + left-free + right-free labels: ``numpy.multiply`` on
+    broadcast views (``kernel`` multiply), or NumPy's sum-of-products loop over the
+    registers' own labels ``left_labels``/``right_labels`` (``kernel`` loop)."""
 
     left: int
     right: int
     dst: int
+    kernel: str
+    left_labels: tuple[int, ...]
+    right_labels: tuple[int, ...]
+    left_in: tuple[int, ...]
+    right_in: tuple[int, ...]
     batch: tuple[int, ...]
     left_free: tuple[int, ...]
     right_free: tuple[int, ...]
@@ -193,7 +216,27 @@ class BatchStep:
     kind = "batch"
 
 
-Step = ViewStep | ReduceStep | CopyStep | ContractStep | BatchStep
+@dataclass(frozen=True)
+class FusedStep:
+    """A tiny einsum in ONE pass of NumPy's sum-of-products loop over the operands as they
+    are (``labels[i]``: operand ``i``'s label per axis, repeats included), chosen only when
+    the whole problem is so small that one loop beats the Python cost of several steps."""
+
+    operands: tuple[int, ...]
+    dst: int
+    labels: tuple[tuple[int, ...], ...]
+    out_labels: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    write: str
+    dest_perm: tuple[int, ...] = ()
+    allocs: tuple[Alloc, ...] = ()
+    cast: bool = True
+
+    kind = "fused"
+
+
+Step = ViewStep | ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep
 
 
 @dataclass(frozen=True)

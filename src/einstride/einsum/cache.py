@@ -1,0 +1,230 @@
+"""The plan cache: plans and their compiled programs, keyed by every fact a plan depends on
+(the equation, the operands' shapes, strides and dtypes, ``out=``'s, ``dtype=`` and the path
+option), in thread-safe bounded LRUs (``functools.lru_cache``, implemented in C).
+
+>>> import numpy as np
+>>> a = np.ones((2, 3))
+>>> entry = entry_for("ij->j", [a], None, None, "auto")
+>>> entry is entry_for("ij->j", [a], None, None, "auto")
+True
+>>> entry.run((a,), None)
+array([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import EinsumError
+from ..memory import physical_memory
+from .equation import Equation, bind, parse_sublists, parse_subscripts
+from .execute import Program, compile_plan
+from .fold import contiguous_strides
+from .paths import optimize_key
+from .plan import _check_numeric, build_plan
+from .steps import Plan
+
+__all__ = ["DEFAULT_LIMIT", "CacheInfo", "Entry", "array_facts", "cached_entry",
+           "checked_shape", "clear_plan_cache", "dtype_of", "entry_for", "facts_of",
+           "hot_entry", "make_entry", "physical_memory", "plan_cache_info", "plan_from_shapes",
+           "split_sublists"]
+
+Array = np.ndarray[Any, Any]
+CACHE_SIZE = 512
+
+
+DEFAULT_LIMIT = physical_memory()  # the machine's; einstride.memory.LIMIT is the one in force
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cached plan, its compiled program and its largest single allocation."""
+
+    plan: Plan
+    run: Program
+    largest: int
+
+
+# -- the equation key: hashable, and enough to re-parse -------------------------------------
+
+
+def _equation(eq_key: Any) -> Equation:
+    if isinstance(eq_key, str):
+        return parse_subscripts(eq_key)
+    _, terms, output = eq_key
+    return parse_sublists(terms, output)
+
+
+def split_sublists(args: Sequence[Any]) -> tuple[Any, list[Any]]:
+    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (hashable equation key, operands)."""
+    operands = list(args[0::2])
+    subs = args[1::2]
+    out = None
+    if len(args) % 2 == 1:
+        out = args[-1]
+        operands = operands[:-1]
+    eq = parse_sublists(subs, out)   # validates now: the key below must be hashable
+    terms = tuple(tuple(Ellipsis if lab == -1 else int(eq.names[lab]) for lab in t)
+                  for t in eq.terms)
+    out_key = None if out is None else tuple(
+        Ellipsis if lab == -1 else int(eq.names[lab]) for lab in eq.output)
+    return ("sublists", terms, out_key), operands
+
+
+# -- facts -----------------------------------------------------------------------------------
+
+
+def facts_of(arrays: Sequence[Array]) -> tuple[Any, ...]:
+    """``(shape, strides, dtype)`` of every array, flattened: the layout part of a key."""
+    facts: list[Any] = []
+    for a in arrays:
+        facts += (a.shape, a.strides, a.dtype)
+    return tuple(facts)
+
+
+_ndarray = np.ndarray
+
+
+def array_facts(operands: Sequence[Any]) -> tuple[Any, ...] | None:
+    """:func:`facts_of` for plain ndarray operands, or None (then the general path runs)."""
+    if len(operands) == 2:
+        a, b = operands
+        if type(a) is _ndarray and type(b) is _ndarray:
+            return (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+        return None
+    facts: list[Any] = []
+    for op in operands:
+        if type(op) is not _ndarray:
+            return None
+        facts += (op.shape, op.strides, op.dtype)
+    return tuple(facts)
+
+
+def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
+
+    >>> checked_shape((2, -1), "shape 0")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
+    """
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
+    dims = tuple(shape)
+    for n in dims:
+        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
+            raise TypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
+    checked = tuple(int(n) for n in dims)
+    if any(not 0 <= n < 2**63 for n in checked):
+        raise EinsumError(f"einsum: {what} {checked} has a length outside [0, 2**63)")
+    return checked
+
+
+def dtype_of(dtype: Any) -> np.dtype[Any]:
+    try:
+        found: np.dtype[Any] = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+    return found
+
+
+# -- entries ---------------------------------------------------------------------------------
+
+
+def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
+               optimize: Any) -> Entry:
+    """Parse, bind, plan and compile (no cache)."""
+    shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
+    spec = bind(_equation(eq_key), shapes)
+    out = None
+    if out_facts is not None:
+        out = _check_out_facts(spec.text, spec.output_shape, out_facts)
+    plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize)
+    return Entry(plan, compile_plan(plan), plan.largest_bytes)
+
+
+def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
+                     ) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    out_shape, out_strides, out_dtype = out_facts
+    _check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
+    if out_shape != shape:
+        raise EinsumError(f"einsum {text!r}: out= has shape {out_shape}, but the result has "
+                          f"shape {shape}")
+    return out_strides, out_dtype
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def cached_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
+                 opt_key: Any) -> Entry:
+    """:func:`make_entry` through the general LRU (``opt_key`` from ``optimize_key``)."""
+    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
+    return make_entry(eq_key, facts, out_facts, dtype, optimize)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def hot_entry(subscripts: str, facts: tuple[Any, ...], optimize: Any) -> Entry:
+    """The hot path's own LRU (fewer key parts than :func:`cached_entry`, same plans)."""
+    return cached_entry(subscripts, facts, None, None, optimize)
+
+
+def entry_for(eq_key: Any, arrays: Sequence[Array], out: Array | None, dtype: Any,
+              optimize: Any) -> Entry:
+    """The cached entry for these operands (optimizer objects are planned afresh: they may
+    keep state between calls)."""
+    facts = facts_of(arrays)
+    out_facts = None if out is None else (out.shape, out.strides, out.dtype)
+    dtype_key = None if dtype is None else dtype_of(dtype)
+    opt_key = optimize_key(optimize)
+    try:
+        hash((eq_key, facts, out_facts, dtype_key, opt_key))
+    except TypeError:
+        opt_key = None
+    if opt_key is None:
+        return make_entry(eq_key, facts, out_facts, dtype_key, optimize)
+    return cached_entry(eq_key, facts, out_facts, dtype_key, opt_key)
+
+
+def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
+                     dtype: Any, optimize: Any) -> Plan:
+    """The plan for C-contiguous operands of these shapes and dtypes (for reports)."""
+    facts: list[Any] = []
+    for shape, dt in shapes_dtypes:
+        facts += (shape, contiguous_strides(shape, dt.itemsize), dt)
+    return make_entry(eq_key, tuple(facts), None, None if dtype is None else dtype_of(dtype),
+                      optimize).plan
+
+
+# -- housekeeping ----------------------------------------------------------------------------
+
+
+def clear_plan_cache() -> None:
+    """Forget every cached plan (and parsed equation)."""
+    hot_entry.cache_clear()
+    cached_entry.cache_clear()
+    parse_subscripts.cache_clear()
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+def plan_cache_info() -> CacheInfo:
+    """Statistics of the plan caches (the hot path's and the general one's, added up); each
+    holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
+    as a hit.
+
+    >>> info = plan_cache_info()
+    >>> info.maxsize, info.currsize <= 2 * info.maxsize
+    (512, True)
+    """
+    hot, general = hot_entry.cache_info(), cached_entry.cache_info()
+    return CacheInfo(hot.hits + general.hits, general.misses, CACHE_SIZE,
+                     hot.currsize + general.currsize)
