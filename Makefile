@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: install run test lint fmt bench bench-quick clean
+.PHONY: install run test fuzz lint fmt bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The hardening tests with 25x the examples and a one-minute thread stress (tests/hardening).
+fuzz: $(STAMP)
+	EINSTRIDE_FUZZ=1 $(BIN)/python -m pytest -q tests/hardening
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(wildcard src tests benchmarks examples)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fuzzing import scaled
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -115,6 +116,7 @@ def assert_inside(t: Tensor) -> None:
         assert got.tobytes() == want.tobytes() if isinstance(got, np.generic) else got is want
 
 
+@scaled(100)
 @given(constructor_args())
 def test_constructor_validates_or_refuses(args):
     storage, shape, strides, offset = args
@@ -126,6 +128,7 @@ def test_constructor_validates_or_refuses(args):
     assert len(t.strides) == len(t.shape) and all(s >= 0 for s in t.strides)
 
 
+@scaled(100)
 @given(constructor_args())
 def test_layout_create_validates_or_refuses(args):
     _, shape, strides, offset = args
@@ -182,6 +185,7 @@ VIEW_OPS = [
 ]
 
 
+@scaled(100)
 @given(valid_tensor(), st.sampled_from(VIEW_OPS), adversarial(), adversarial())
 def test_views_validate_or_refuse(t, op, a, b):
     name, view = op

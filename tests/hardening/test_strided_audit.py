@@ -12,6 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+from fuzzing import scaled
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -155,8 +156,12 @@ def checked_as_strided() -> Iterator[list[str]]:
         calls.append("view")
         return view
 
+    def checked_einsum(x, *args, **kwargs):
+        calls.append("einsum")
+        return checked(x, *args, **kwargs)
+
     with mock.patch.object(np.lib.stride_tricks, "as_strided", checked), \
-            mock.patch.object(execute, "as_strided", checked):
+            mock.patch.object(execute, "as_strided", checked_einsum):
         yield calls
 
 
@@ -179,11 +184,12 @@ def numpy_views(draw: st.DrawFn) -> np.ndarray:
     return arr
 
 
+@scaled(100)
 @given(numpy_views())
 def test_runtime_views_stay_inside_their_memory(arr):
     with checked_as_strided() as calls:
         exercise_raw_view_sites(arr)
-    assert {"view", "probe"} <= set(calls)
+    assert {"view", "probe", "einsum"} <= set(calls)
 
 
 def exercise_raw_view_sites(arr: np.ndarray) -> None:
@@ -201,6 +207,9 @@ def exercise_raw_view_sites(arr: np.ndarray) -> None:
     out = np.zeros((3, 3, 3))
     es.einsum("i->iii", np.arange(3.0), out=out)  # the diagonal write view
     assert out[1, 1, 1] == 1.0
+    many = np.arange(2.0).reshape((2,) + (1,) * 52)  # past 52 labels: the as_strided fallback
+    wide = es.einsum(many, list(range(53)), [*range(53), 0])
+    assert wide.reshape(2, 2).tolist() == [[0.0, 0.0], [0.0, 1.0]]
     evens, odds = es.Layout.create((3,), (2,)), es.Layout.create((3,), (2,), 1)
     assert not evens.overlaps(odds)  # the probe path
     assert not Tensor(dense, (2, 2), (3, 1)).has_repeated_locations

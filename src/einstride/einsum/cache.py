@@ -61,7 +61,16 @@ def _equation(eq_key: Any) -> Equation:
 
 
 def split_sublists(args: Sequence[Any]) -> tuple[Any, list[Any]]:
-    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (hashable equation key, operands)."""
+    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (hashable equation key, operands).
+
+    >>> split_sublists([None])
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: the sublist form needs an operand and its sublist, ...
+    """
+    if len(args) < 2:
+        raise EinsumError(f"einsum: the sublist form needs an operand and its sublist, got "
+                          f"{len(args)} argument(s) (the string form takes the equation first)")
     operands = list(args[0::2])
     subs = args[1::2]
     out = None

@@ -1,0 +1,71 @@
+"""Where NumPy's own limits (rank 64, int64 byte counts) or odd call shapes would surface as a
+bare NumPy ``ValueError``, einstride answers with its own clear error first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import einstride as es
+from einstride import EinsumError, LayoutError
+from einstride.einsum.api import explain
+from einstride.einsum.cache import entry_for
+
+LABELS = [chr(0x4E00 + k) for k in range(70)]
+
+
+@pytest.mark.parametrize(("equation", "operands"), [
+    (",".join(LABELS[:65]) + "->" + "".join(LABELS[:65]), [np.ones(1)] * 65),
+    (",".join(LABELS[:65]), [np.ones(1)] * 65),                     # implicit output
+    ("i->" + "i" * 65, [np.ones(1)]),                                # a repeated output label
+])
+def test_results_beyond_numpys_rank_are_einsum_errors(equation, operands):
+    with pytest.raises(EinsumError, match="rank 65; NumPy arrays have at most 64"):
+        es.einsum(equation, *operands)
+
+
+def test_an_intermediate_beyond_numpys_rank_is_an_einsum_error():
+    left = "".join(LABELS[:40])
+    right = "".join(LABELS[40:70])
+    operands = [np.ones((1,) * 40), np.ones((1,) * 30), np.ones((1,) * 40), np.ones((1,) * 30)]
+    equation = f"{left},{right},{left},{right}->"
+    with pytest.raises(EinsumError, match=r"step 1 .* rank 70"):
+        es.einsum(equation, *operands, optimize=[(0, 1), (0, 1), (0, 1)])
+    sensible = [(0, 2), (0, 1), (0, 1)]  # the two halves first: never above rank 40
+    assert es.einsum(equation, *operands, optimize=sensible) == 1.0
+
+
+@pytest.mark.parametrize("bad", [(3, -4), (2**70, 3), (2.5, 3), ("a", 3), None, "ab"])
+def test_shapes_given_for_planning_are_checked(bad):
+    for call in (lambda: es.einsum_path("ij,jk", (2, 3), bad),
+                 lambda: es.contract_expression("ij,jk", (2, 3), bad),
+                 lambda: explain("ij,jk", (2, 3), bad)):
+        with pytest.raises((EinsumError, TypeError)):
+            call()
+
+
+@pytest.mark.parametrize("args", [(None,), (np.ones(2),), ([0],)])
+def test_the_sublist_form_needs_an_operand_and_its_sublist(args):
+    with pytest.raises(EinsumError, match="needs an operand and its sublist"):
+        es.einsum(*args)
+
+
+def test_large_problems_are_never_fused_into_one_loop():
+    """One fused loop is for tiny problems: a bad explicit path over big operands must keep
+    its intermediate (and so meet the memory guard) rather than loop 10^12 times."""
+    ops = [np.ones((2000, 1)), np.ones((1, 2000)), np.ones((2000, 1))]
+    plan = entry_for("ij,jk,kl->il", ops, None, None, [(0, 1), (0, 1)]).plan
+    assert "fused" not in [step.kind for step in plan.steps]
+    with pytest.raises(EinsumError, match="intermediate"):
+        es.einsum("ij,jk,kl->il", *ops, optimize=[(0, 1), (0, 1)], memory_limit=10**6)
+    tiny = [np.ones((2, 1)), np.ones((1, 2)), np.ones((2, 1))]
+    np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *tiny, optimize=[(0, 1), (0, 1)]),
+                               np.full((2, 1), 2.0))
+
+
+def test_tensor_views_past_numpys_limits_are_layout_errors():
+    t = es.Tensor(np.zeros(4), (4,))
+    with pytest.raises(LayoutError, match="at most 64"):
+        t[(None,) * 64 + (Ellipsis,)]
+    with pytest.raises(LayoutError, match="bytes"):
+        es.broadcast_to(t, (2**60, 4))
