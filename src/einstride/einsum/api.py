@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import EinsumError
 from ..tensor import Tensor, as_array, wrap_like
 from ..transfer import check_destination, check_no_overlap
+from .dask_dispatch import has_dask_operand
 from .equation import Equation, bind, parse_sublists, parse_subscripts
 from .execute import Program, compile_plan
 from .paths import find_path, optimize_key
@@ -240,6 +241,10 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
         raw: Sequence[Any] = operands
     else:
         eq_key, raw = _split_sublists((subscripts, *operands))
+    if has_dask_operand(raw):
+        from .dask_backend import einsum_dask
+        return einsum_dask(_equation(eq_key), raw, out=out, dtype=dtype, optimize=optimize,
+                           memory_limit=memory_limit)
     arrays, tensor_in = _as_arrays(raw)
     out_arr = None
     if out is not None:
@@ -259,6 +264,8 @@ def _shape_or_array(x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
     if isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
                                     for d in x):
         return tuple(int(d) for d in x), np.dtype(np.float64)
+    if has_dask_operand([x]):
+        return tuple(int(d) for d in x.shape), np.dtype(x.dtype)
     arr = as_array(x) if isinstance(x, (Tensor, np.ndarray)) else _as_arrays([x])[0][0]
     return arr.shape, arr.dtype
 
@@ -356,6 +363,9 @@ class Expression:
         if len(operands) != len(self.shapes):
             raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
                               f"{len(self.shapes)} operand(s), got {len(operands)}")
+        if has_dask_operand(operands):
+            from .dask_backend import expression_call
+            return expression_call(self, operands, out, memory_limit)
         arrays, tensor_in = _as_arrays(operands)
         for i, (arr, shape) in enumerate(zip(arrays, self.shapes)):
             if arr.shape != shape:
