@@ -236,15 +236,15 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
       ...
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
+    if has_dask_operand((subscripts, *operands)):
+        from .dask_backend import einsum_dask
+        return einsum_dask(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
+                           memory_limit=memory_limit)
     if isinstance(subscripts, str):
         eq_key: Any = subscripts
         raw: Sequence[Any] = operands
     else:
         eq_key, raw = _split_sublists((subscripts, *operands))
-    if has_dask_operand(raw):
-        from .dask_backend import einsum_dask
-        return einsum_dask(_equation(eq_key), raw, out=out, dtype=dtype, optimize=optimize,
-                           memory_limit=memory_limit)
     arrays, tensor_in = _as_arrays(raw)
     out_arr = None
     if out is not None:

@@ -12,7 +12,7 @@ a ``dask.distributed`` cluster.  See docs/scaling.md.
 >>> import numpy as np, dask.array as da
 >>> a = da.ones((6, 4), chunks=3)
 >>> b = np.ones((4, 5))
->>> c = einsum_dask("ij,jk->ik", [a, b])
+>>> c = einsum_dask("ij,jk->ik", a, b)
 >>> type(c).__name__, c.shape, c.chunks
 ('Array', (6, 5), ((3, 3), (5,)))
 >>> c.compute()[0, 0]
@@ -37,12 +37,11 @@ from dask.utils import parse_bytes
 
 from ..errors import EinsumError
 from ..tensor import Tensor
-from .api import _dtype
 from .api import einsum as _einsum
 from .dask_plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
 from .dask_report import chunks_text, format_dask_plan
 from .dask_sources import MemmapBlocks, from_npy, lazy_array, npy_source
-from .equation import Equation, bind, parse_subscripts
+from .equation import Equation, bind, parse_sublists, parse_subscripts
 from .fold import contiguous_strides
 from .plan import build_plan
 
@@ -119,6 +118,14 @@ def _operands(raw: Sequence[Any]) -> list[Any]:
             raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to "
                             f"an array: {exc}") from None
     return arrays
+
+
+def _dtype_arg(dtype: Any) -> np.dtype[Any]:
+    try:
+        found: np.dtype[Any] = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+    return found
 
 
 def _squeeze(x: Any, stretched: Sequence[int]) -> Any:
@@ -379,7 +386,7 @@ def plan_dask(equation: Equation | str, operands: Sequence[Any], *, dtype: Any =
     if isinstance(equation, str):
         equation = parse_subscripts(equation)
     arrays = _operands(operands)
-    dtype_key = None if dtype is None else _dtype(dtype)
+    dtype_key = None if dtype is None else _dtype_arg(dtype)
     shapes = [tuple(int(n) for n in x.shape) for x in arrays]
     dtypes = [np.dtype(x.dtype) for x in arrays]
     spec = bind(equation, shapes)
@@ -405,19 +412,37 @@ def plan_dask(equation: Equation | str, operands: Sequence[Any], *, dtype: Any =
                       regs[plan.result])
 
 
-def einsum_dask(equation: Equation | str, operands: Sequence[Any], *, out: Any = None,
-                dtype: Any = None, optimize: Any = "auto", memory_limit: Any = None) -> Array:
-    """``einstride.einsum`` when an operand is a Dask array: a lazy ``dask.array.Array``.
+def einsum_dask(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
+                optimize: Any = "auto", memory_limit: Any = None) -> Array:
+    """``einstride.einsum`` (string or sublist form) when an operand is a Dask array: a lazy
+    ``dask.array.Array``.
 
     ``memory_limit`` is the per-task memory budget here (bytes, or a string like
     ``"64MiB"``; default: :func:`task_memory_budget`).  ``out=`` is not supported: the
     result is lazy; write it with ``dask.array.store``.
+
+    >>> import dask.array as da
+    >>> einsum_dask(da.ones((2, 3)), [0, 1], [1]).compute()
+    array([2., 2., 2.])
     """
+    if isinstance(subscripts, str):
+        equation, raw = parse_subscripts(subscripts), list(operands)
+    else:
+        equation, raw = _sublists((subscripts, *operands))
     if out is not None:
         raise TypeError("einsum: out= is not supported with Dask operands (the result is a "
                         "lazy dask array); write it with dask.array.store(result, target)")
-    return plan_dask(equation, operands, dtype=dtype, optimize=optimize,
+    return plan_dask(equation, raw, dtype=dtype, optimize=optimize,
                      memory_limit=memory_limit).result
+
+
+def _sublists(args: Sequence[Any]) -> tuple[Equation, list[Any]]:
+    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (equation, operands)."""
+    operands, subs = list(args[0::2]), args[1::2]
+    out = None
+    if len(args) % 2 == 1:
+        out, operands = args[-1], operands[:-1]
+    return parse_sublists(subs, out), operands
 
 
 def expression_call(expr: Any, operands: Sequence[Any], out: Any, memory_limit: Any) -> Array:
@@ -427,7 +452,7 @@ def expression_call(expr: Any, operands: Sequence[Any], out: Any, memory_limit: 
         if shape != declared:
             raise EinsumError(f"einsum {expr.subscripts!r}: operand {i} has shape {shape}, but "
                               f"the expression was made for {declared}")
-    return einsum_dask(expr.subscripts, operands, out=out, dtype=expr.dtype,
+    return einsum_dask(expr.subscripts, *operands, out=out, dtype=expr.dtype,
                        optimize=expr.path, memory_limit=memory_limit)
 
 
