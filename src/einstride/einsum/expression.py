@@ -24,6 +24,7 @@ from .cache import (
     make_entry,
     plan_from_shapes,
 )
+from .dask_dispatch import has_dask_operand
 from .equation import bind, parse_subscripts
 from .paths import find_path
 from .plan import check_memory
@@ -82,6 +83,9 @@ class Expression:
         if len(operands) != len(self.shapes):
             raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
                               f"{len(self.shapes)} operand(s), got {len(operands)}")
+        if has_dask_operand(operands):
+            from .dask_backend import expression_call
+            return expression_call(self, operands, out, memory_limit)
         arrays, tensor_in = as_arrays(operands)
         for i, (arr, shape) in enumerate(zip(arrays, self.shapes)):
             if arr.shape != shape:
