@@ -16,7 +16,8 @@ Tensor(1, layout=():()+0, dtype=int64)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,33 @@ class Tensor:
             raise TypeError("len() of a rank-0 tensor")
         return self.shape[0]
 
+    def __iter__(self) -> Iterator[Tensor]:
+        """The views along the first axis (as iterating an ndarray)."""
+        if not self.shape:
+            raise TypeError("iteration over a rank-0 tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        """NumPy's truth value: one element only."""
+        return bool(self.numpy())
+
+    def __index__(self) -> int:
+        """A rank-0 integer tensor is an index (as a 0-d integer ndarray)."""
+        return operator.index(self.numpy())
+
+    def __contains__(self, value: Any) -> bool:
+        return bool(value in self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __complex__(self) -> complex:
+        return complex(self.numpy())
+
     # -- NumPy interop --------------------------------------------------------------------
 
     def numpy(self) -> Array:
@@ -254,7 +282,12 @@ def _materialize(storage: Array, layout: Layout) -> Array:
         # These dtypes do not export the buffer protocol; the layout is already validated.
         start = storage[min(layout.offset, storage.shape[0]) :]
         return np.lib.stride_tricks.as_strided(start, layout.shape, strides)
-    return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
+    try:
+        return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
+    except ValueError as exc:
+        # An empty layout may have lengths whose product overflows (the spec allows it);
+        # NumPy cannot describe such a shape at all.
+        raise LayoutError(f"layout {layout} cannot be viewed as a NumPy array: {exc}") from None
 
 
 def tensor(data: Any, dtype: Any = None) -> Tensor:
