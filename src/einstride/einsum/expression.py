@@ -121,7 +121,12 @@ class Expression:
 
 def contract_expression(subscripts: str, *shapes: Sequence[int], dtype: Any = None,
                         optimize: Any = "auto") -> Expression:
-    """A reusable :class:`Expression` for operands of the given shapes."""
+    """A reusable :class:`Expression` for operands of the given shapes.
+
+    ``dtype`` is the result dtype, as ``einsum``'s ``dtype=`` (``None``: ``np.result_type`` of
+    the operands of each call); ``explain()`` reports the plan for C-contiguous operands of
+    that dtype (float64 when ``None``).
+    """
     if not isinstance(subscripts, str):
         raise TypeError("contract_expression takes the string form of the equation")
     return Expression(subscripts, shapes, dtype, optimize)
