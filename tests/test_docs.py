@@ -10,6 +10,8 @@ working directory.  Blocks without the marker (plain ``python``, shell, ...) are
 from __future__ import annotations
 
 import doctest
+import importlib.util
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 MARKER = "runnable"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+OPTIONAL = ("dask", "distributed")   # the einstride[dask] extra
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,24 @@ def run_blocks(blocks: list[Block], filename: str) -> None:
             exec(compile(block.code, f"{filename}:{block.line}", "exec"), namespace)
 
 
+def _missing_extra(blocks: list[Block]) -> str | None:
+    """An optional dependency (the ``einstride[dask]`` extra) the blocks use but this
+    environment lacks, if any."""
+    code = "".join(block.code for block in blocks)
+    for module in OPTIONAL:
+        if re.search(rf"\b{module}\b", code) and importlib.util.find_spec(module) is None:
+            return module
+    return None
+
+
 @pytest.mark.parametrize("path", sorted(DOCS.glob("*.md")), ids=lambda p: p.name)
 def test_runnable_examples_of_the_docs(path, tmp_path, monkeypatch):
     blocks = runnable_blocks(path.read_text(encoding="utf-8"))
     if not blocks:
         pytest.skip(f"{path.name} has no runnable blocks")
+    missing = _missing_extra(blocks)
+    if missing:
+        pytest.skip(f"{path.name} needs {missing}, which is not installed")
     monkeypatch.chdir(tmp_path)
     run_blocks(blocks, str(path))
 

@@ -230,3 +230,25 @@ def test_arithmetic_operators_match_numpy_and_return_tensors():
 def test_equality_keeps_identity_semantics():
     a = Tensor(np.arange(3))
     assert a == a and a != Tensor(np.arange(3)) and len({a, a}) == 1
+
+
+def test_iteration_membership_and_truth_follow_numpy() -> None:
+    t = es.tensor([[1, 2], [3, 4]])
+    rows = list(t)
+    assert [r.numpy().tolist() for r in rows] == [[1, 2], [3, 4]]
+    assert all(np.shares_memory(r.numpy(), t.numpy()) for r in rows)
+    assert bool(es.tensor([0.0])) is False and bool(es.tensor(2.0)) is True
+    with pytest.raises(ValueError):
+        bool(es.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError):
+        next(iter(es.tensor(1.0)))
+    assert es.split(np.arange(8).reshape(2, 4), es.tensor([1, 3]), axis=1)[1].shape == (2, 3)
+    assert 3 in es.tensor([1, 3]) and 2 not in es.tensor([1, 3])
+    assert es.tile(np.ones((2, 2)), es.tensor([1, 2])).shape == (2, 4)
+
+
+def test_empty_tensor_beyond_numpy_shapes_is_a_layout_error() -> None:
+    t = es.Tensor(np.arange(6), (2**32, 2**32, 0))
+    assert t.size == 0
+    with pytest.raises(es.LayoutError, match="cannot be viewed"):
+        t.numpy()

@@ -433,3 +433,10 @@ def test_every_destination_kind_is_written_in_place():
     es.copy_to(np.ones(2), storage[1:3])
     es.resize_to([5], Tensor(storage, (1,), offset=3))
     assert storage.tolist() == [0.0, 1.0, 1.0, 5.0]
+
+
+def test_in_place_reverse_that_changes_nothing_accepts_read_only_views() -> None:
+    b = np.broadcast_to(np.arange(3.0), (4, 3))  # read-only, a zero stride on axis 0
+    assert es.reverse(b, 0, out=b) is b
+    with pytest.raises(es.LayoutError, match="read-only"):
+        es.reverse(b, 1, out=b)

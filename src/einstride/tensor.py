@@ -16,7 +16,8 @@ Tensor(1, layout=():()+0, dtype=int64)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,7 @@ __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like
 
 Array = np.ndarray[Any, Any]
 
-# NumPy's own limits on an ndarray: its rank, and its bytes (the product of the non-zero
-# lengths times the item size) as a signed 64-bit count.
+# NumPy's own limits on an ndarray: its rank, and its bytes as a signed 64-bit count.
 MAX_NDARRAY_RANK = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
 _MAX_NDARRAY_BYTES = 2**63 - 1
 
@@ -163,6 +163,33 @@ class Tensor:
             raise TypeError("len() of a rank-0 tensor")
         return self.shape[0]
 
+    def __iter__(self) -> Iterator[Tensor]:
+        """The views along the first axis (as iterating an ndarray)."""
+        if not self.shape:
+            raise TypeError("iteration over a rank-0 tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        """NumPy's truth value: one element only."""
+        return bool(self.numpy())
+
+    def __index__(self) -> int:
+        """A rank-0 integer tensor is an index (as a 0-d integer ndarray)."""
+        return operator.index(self.numpy())
+
+    def __contains__(self, value: Any) -> bool:
+        return bool(value in self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __complex__(self) -> complex:
+        return complex(self.numpy())
+
     # -- NumPy interop --------------------------------------------------------------------
 
     def numpy(self) -> Array:
@@ -259,25 +286,28 @@ def _check_storage(storage: Any) -> Array:
 
 
 def check_representable(layout: Layout, dtype: np.dtype[Any]) -> None:
-    """NumPy's limits on the ndarray view of ``layout``: a rank it supports, and a byte count
-    (non-zero lengths times the item size) that fits int64; else a ``LayoutError``.
+    """NumPy's limits on the ndarray view of ``layout``: a rank it supports and, when it has
+    elements, a byte count that fits int64; else a ``LayoutError``.  (An empty layout whose
+    lengths multiply past int64 is valid; only its ``numpy()`` view fails.)
 
-    >>> check_representable(Layout.create((0, 2**62)), np.dtype(np.float64))
+    >>> check_representable(Layout.create((2**62,), (0,)), np.dtype(np.float64))
     Traceback (most recent call last):
-    einstride.errors.LayoutError: shape (0, 4611686018427387904) of float64 items spans ...
+    einstride.errors.LayoutError: shape (4611686018427387904,) of float64 items spans ...
     """
     if layout.ndim > MAX_NDARRAY_RANK:
         raise LayoutError(
             f"shape {layout.shape} has rank {layout.ndim}; NumPy arrays have at most "
             f"{MAX_NDARRAY_RANK} dimensions"
         )
+    if layout.size == 0:
+        return
     nbytes = dtype.itemsize
     for n in layout.shape:
-        nbytes *= max(n, 1)
+        nbytes *= n
     if nbytes > _MAX_NDARRAY_BYTES:
         raise LayoutError(
-            f"shape {layout.shape} of {dtype} items spans {nbytes:,} bytes of indices, more "
-            "than a NumPy array can describe"
+            f"shape {layout.shape} of {dtype} items spans {nbytes:,} bytes, more than a NumPy "
+            "array can describe"
         )
 
 
@@ -295,7 +325,12 @@ def _materialize(storage: Array, layout: Layout) -> Array:
         # These dtypes do not export the buffer protocol; the layout is already validated.
         start = storage[min(layout.offset, storage.shape[0]) :]
         return np.lib.stride_tricks.as_strided(start, layout.shape, strides)
-    return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
+    try:
+        return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
+    except ValueError as exc:
+        # An empty layout may have lengths whose product overflows (the spec allows it);
+        # NumPy cannot describe such a shape at all.
+        raise LayoutError(f"layout {layout} cannot be viewed as a NumPy array: {exc}") from None
 
 
 def tensor(data: Any, dtype: Any = None) -> Tensor:

@@ -455,8 +455,6 @@ def reverse(t: Any, axis: Any, out: Any = None) -> Any:
 
 def _reverse_in_place(source: Array, target: Array, axes: tuple[int, ...]) -> None:
     """The overlapping case of ``reverse``: ``target`` must be ``source`` itself."""
-    if not target.flags.writeable:
-        raise LayoutError(f"reverse: the destination ({_describe(target)}) is read-only")
     footprint = Footprint.of(source)
     if not footprint.same_view(Footprint.of(target)):
         raise LayoutError(
@@ -464,7 +462,9 @@ def _reverse_in_place(source: Array, target: Array, axes: tuple[int, ...]) -> No
             "without being the same view"
         )
     if source.dtype == target.dtype and not footprint.changes_under_reversal(axes):
-        return  # nothing moves: fine even with repeated locations
+        return  # nothing moves: fine even with repeated locations, or read-only memory
+    if not target.flags.writeable:
+        raise LayoutError(f"reverse: the destination ({_describe(target)}) is read-only")
     if not footprint.is_dense:
         raise LayoutError(
             f"reverse: an in-place reversal needs a dense view, not {_describe(target)}"

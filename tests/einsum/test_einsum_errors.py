@@ -160,3 +160,14 @@ def test_expression_checks_its_operands() -> None:
         expr(np.ones((2, 3)))
     with pytest.raises(EinsumError, match=r"operand 1 has shape \(3, 5\)"):
         expr(np.ones((2, 3)), np.ones((3, 5)))
+
+
+def test_sublist_form_without_operands_is_an_einsum_error() -> None:
+    with pytest.raises(es.EinsumError, match="operand"):
+        es.einsum([])
+
+
+def test_cache_functions_are_exported() -> None:
+    es.clear_plan_cache()
+    es.einsum("ij->j", np.ones((2, 3)))
+    assert es.plan_cache_info() is not None

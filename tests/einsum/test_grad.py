@@ -270,3 +270,19 @@ def test_agrees_with_torch_autograd(eq: str) -> None:
     grads = es.einsum_vjp(eq, ops, cot)
     for g, t in zip(grads, tops):
         np.testing.assert_allclose(g, t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_sublist_form_and_explicit_forward_paths() -> None:
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    cot = np.ones((2, 4))
+    by_string = es.einsum_vjp("ij,jk->ik", (a, b), cot)
+    by_sublists = es.einsum_vjp(([0, 1], [1, 2], [0, 2]), (a, b), cot)
+    for x, y in zip(by_string, by_sublists):
+        np.testing.assert_array_equal(x, y)
+    implicit = es.einsum_vjp([[0, 1], [1, 2]], (a, b), cot)
+    np.testing.assert_array_equal(implicit[0], by_string[0])
+    # a forward path is no path for the backward einsums, whose operand counts differ
+    (g, _) = es.einsum_vjp("ij,jk->i", (a, b), np.ones(2), optimize=[(0, 1)])
+    np.testing.assert_array_equal(g, np.broadcast_to(b.sum(axis=1), (2, 3)))
+    with pytest.raises(TypeError, match="sublists"):
+        es.einsum_vjp([[0, 1]], (a, b), cot)

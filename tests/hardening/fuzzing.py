@@ -7,8 +7,12 @@ the fuzz run multiplies every one of them.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from hypothesis import settings
+
+from einstride import memory
 
 FUZZ = bool(os.environ.get("EINSTRIDE_FUZZ"))
 FACTOR = 25
@@ -22,3 +26,14 @@ def scaled(examples: int) -> settings:
 def seconds(normal: float, fuzz: float) -> float:
     """How long a stress loop runs."""
     return fuzz if FUZZ else normal
+
+
+@contextmanager
+def memory_capped(nbytes: int = 256 * 2**20) -> Iterator[None]:
+    """Run with einstride's memory limit lowered, so that a fuzzed request that is legal but
+    huge (ten million views of an empty axis, say) is refused instead of slowly obeyed."""
+    previous = memory.set_memory_limit(nbytes)
+    try:
+        yield
+    finally:
+        memory.set_memory_limit(previous)

@@ -90,6 +90,9 @@ DEFAULT_LIMIT_CASES = [
      "ValueError"),
     ("svd of a broadcast batch", "es.svd(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
      "ValueError"),
+    ("split an empty axis into 2**40 views", "es.split(np.zeros((0, 3)), 2**40)", "ValueError"),
+    ("unstack a broadcast axis of 10^12",
+     "es.unstack(es.as_tensor(np.broadcast_to(np.ones(3), (10**12, 3))))", "ValueError"),
     ("to_reduced_precision of a broadcast",
      "es.to_reduced_precision(np.broadcast_to(np.ones(1, np.float32), (10**7, 10**7)))",
      "ValueError"),
@@ -238,3 +241,7 @@ def test_guards_let_ordinary_sizes_through():
     assert es.arange(0.0, 1.0, 0.1).shape == (10,)
     assert es.arange(5, 0, -1).numpy().tolist() == [5, 4, 3, 2, 1]
     assert es.boolean_mask(np.arange(6).reshape(2, 3), [True, False], axis=0).tolist() == [[0, 1, 2]]
+    assert len(es.split(np.zeros((0, 3)), 5)) == 5  # five empty views: fine
+    batch = np.broadcast_to(np.zeros(1), (10**6, 10**6, 3))  # nothing to gather from a huge
+    empty = es.gather(batch, np.empty((10**6, 10**6, 0), np.int64), axis=2, batch_dims=2)
+    assert empty.shape == (10**6, 10**6, 0)  # batch: no index work, no allocation

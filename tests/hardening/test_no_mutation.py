@@ -273,6 +273,8 @@ CALLS: dict[str, Call] = {
     "contract_expression": _expression,
     "parse_equation": lambda inp: partial(es.parse_equation, "ij,jk", inp.keep([M, N]),
                                           inp.keep([N, M])),
+    "clear_plan_cache": lambda inp: es.clear_plan_cache,  # no inputs: must simply not fail
+    "plan_cache_info": lambda inp: es.plan_cache_info,
     "einsum_vjp": lambda inp: partial(
         es.einsum_vjp, "ij,jk->ik", inp.keep([inp.array((M, N)), inp.array((N, M))]),
         inp.array((M, M))),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -75,3 +77,26 @@ def test_other_float_widths_and_errors():
     with pytest.raises(ValueError, match="bfloat16 tensor is required"):
         es.to_full_precision(np.zeros(2, np.float32))
     assert not es.is_reduced_precision([1.0, 2.0])
+
+
+def _bfloat16_nearest_even(x: float) -> float:
+    """Round a normal float64 to bfloat16 from the definition: the two neighbours one bfloat16
+    ulp apart, the nearer one, ties to the even mantissa (all steps exact in float64)."""
+    ulp = 2.0 ** (math.floor(math.log2(abs(x))) - 7)
+    low = math.floor(x / ulp) * ulp
+    rest = x - low
+    if rest > ulp / 2 or (rest == ulp / 2 and math.floor(x / ulp) % 2 == 1):
+        return low + ulp
+    return low
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=-1e30, max_value=1e30, allow_nan=False).filter(lambda v: abs(v) > 1e-30))
+def test_float64_rounds_once_to_nearest_even(x: float) -> None:
+    got = float(es.to_reduced_precision(np.array([x]))[0])
+    assert got == _bfloat16_nearest_even(x)
+
+
+def test_float64_double_rounding_case() -> None:
+    x = 1 + 2**-8 + 2**-30  # float32 rounding first would land on the tie 1 + 2**-8
+    assert float(es.to_reduced_precision(np.array([x]))[0]) == 1.0078125

@@ -9,6 +9,7 @@
 """
 
 from .api import einsum, einsum_path
+from .cache import clear_plan_cache, plan_cache_info
 from .equation import EinsumSpec, Equation, parse_equation
 from .expression import Expression, contract_expression
 from .steps import Plan
@@ -18,8 +19,10 @@ __all__ = [
     "Equation",
     "Expression",
     "Plan",
+    "clear_plan_cache",
     "contract_expression",
     "einsum",
     "einsum_path",
     "parse_equation",
+    "plan_cache_info",
 ]

@@ -33,6 +33,7 @@ from .cache import (
     plan_from_shapes,
     split_sublists,
 )
+from .dask_dispatch import has_dask_operand
 from .plan import check_memory
 from .report import format_plan
 
@@ -145,6 +146,10 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
             if entry.largest > _memory.LIMIT:
                 check_memory(entry.plan, _memory.LIMIT)
             return entry.run(operands, None)
+    if has_dask_operand((subscripts, *operands)):
+        from .dask_backend import einsum_dask
+        return einsum_dask(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
+                           memory_limit=memory_limit)
     if isinstance(subscripts, str):
         eq_key: Any = subscripts
         raw: Sequence[Any] = operands
@@ -169,6 +174,8 @@ def _shape_or_array(x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
     if isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
                                     for d in x):
         return checked_shape(x, "shape"), np.dtype(np.float64)
+    if has_dask_operand([x]):
+        return tuple(int(d) for d in x.shape), np.dtype(x.dtype)
     arr = as_array(x) if isinstance(x, (Tensor, np.ndarray)) else as_arrays([x])[0][0]
     return arr.shape, arr.dtype
 

@@ -25,6 +25,7 @@ from .cache import (
     make_entry,
     plan_from_shapes,
 )
+from .dask_dispatch import has_dask_operand
 from .equation import bind, parse_subscripts
 from .paths import find_path
 from .plan import check_memory
@@ -83,6 +84,9 @@ class Expression:
         if len(operands) != len(self.shapes):
             raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
                               f"{len(self.shapes)} operand(s), got {len(operands)}")
+        if has_dask_operand(operands):
+            from .dask_backend import expression_call
+            return expression_call(self, operands, out, memory_limit)
         arrays, tensor_in = as_arrays(operands)
         for i, (arr, shape) in enumerate(zip(arrays, self.shapes)):
             if arr.shape != shape:
@@ -118,7 +122,12 @@ class Expression:
 
 def contract_expression(subscripts: str, *shapes: Sequence[int], dtype: Any = None,
                         optimize: Any = "auto") -> Expression:
-    """A reusable :class:`Expression` for operands of the given shapes."""
+    """A reusable :class:`Expression` for operands of the given shapes.
+
+    ``dtype`` is the result dtype, as ``einsum``'s ``dtype=`` (``None``: ``np.result_type`` of
+    the operands of each call); ``explain()`` reports the plan for C-contiguous operands of
+    that dtype (float64 when ``None``).
+    """
     if not isinstance(subscripts, str):
         raise TypeError("contract_expression takes the string form of the equation")
     return Expression(subscripts, shapes, dtype, optimize)

@@ -37,7 +37,7 @@ import numpy as np
 from ..errors import EinsumError
 from ..tensor import any_tensor, as_array, wrap_like
 from .api import einsum
-from .equation import parse_equation
+from .equation import EinsumSpec, bind, parse_sublists, parse_subscripts
 from .plan import _check_numeric
 
 __all__ = ["einsum_vjp"]
@@ -46,13 +46,39 @@ Array = np.ndarray[Any, Any]
 Labels = tuple[int, ...]
 
 
+EquationKey = str | tuple[tuple[Any, ...], ...]
+
+
+def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
+    """The string form as is; the sublist form (one sublist per operand, then optionally the
+    output sublist) as a hashable tuple of tuples."""
+    if isinstance(subscripts, str):
+        return subscripts
+    if isinstance(subscripts, (list, tuple)) and len(subscripts) in (n_operands, n_operands + 1):
+        try:
+            return tuple(tuple(sublist) for sublist in subscripts)
+        except TypeError:
+            pass
+    raise TypeError(
+        "einsum_vjp: subscripts must be an equation string or a sequence of sublists, one per "
+        "operand and optionally one for the output"
+    )
+
+
+def _bind(key: EquationKey, shapes: tuple[tuple[int, ...], ...]) -> EinsumSpec:
+    if isinstance(key, str):
+        return bind(parse_subscripts(key), shapes)
+    output = key[len(shapes)] if len(key) > len(shapes) else None
+    return bind(parse_sublists(key[: len(shapes)], output), shapes)
+
+
 @functools.lru_cache(maxsize=1024)
 def _backward_equations(
-    subscripts: str, shapes: tuple[tuple[int, ...], ...]
-) -> tuple[Labels, tuple[Labels, ...], tuple[tuple[Labels, tuple[int, ...]], ...]]:
-    """(output labels, per-operand labels with broadcast axes renamed, per-operand
+    key: EquationKey, shapes: tuple[tuple[int, ...], ...]
+) -> tuple[EinsumSpec, tuple[Labels, ...], tuple[tuple[Labels, tuple[int, ...]], ...]]:
+    """(the bound spec, per-operand labels with broadcast axes renamed, per-operand
     (fill labels, their sizes)) -- everything the backward einsums need, cached."""
-    spec = parse_equation(subscripts, *shapes)
+    spec = _bind(key, shapes)
     fresh = len(spec.sizes)
     inputs: list[Labels] = []
     for term, stretched in zip(spec.inputs, spec.stretched):
@@ -67,7 +93,7 @@ def _backward_equations(
         missing = tuple(label for label in dict.fromkeys(term) if label not in present)
         sizes = tuple(shapes[k][term.index(label)] for label in missing)
         fills.append((missing, sizes))
-    return spec.output, tuple(inputs), tuple(fills)
+    return spec, tuple(inputs), tuple(fills)
 
 
 def einsum_vjp(
@@ -76,7 +102,12 @@ def einsum_vjp(
     """One gradient per operand (same shape and dtype) of ``<cotangent, einsum(...)>``.
 
     ``subscripts`` is any equation ``einsum`` accepts (implicit mode, ellipses, repeated
-    input and output labels); ``cotangent`` has the forward result's shape.
+    input and output labels), as a string or as sublists (one per operand, then optionally
+    the output's); ``cotangent`` has the forward result's shape.  ``optimize`` is passed to
+    the backward einsums (an explicit path list is not: their operand counts differ).
+
+    >>> einsum_vjp(([0, 1], [1], [0]), (np.ones((2, 3)), np.arange(3.0)), np.ones(2))[1]
+    array([2., 2., 2.])
     """
     if isinstance(operands, (str, bytes)) or not isinstance(operands, Sequence):
         raise TypeError("einsum_vjp: operands must be a sequence of arrays")
@@ -86,13 +117,15 @@ def einsum_vjp(
         _check_numeric(x.dtype, f"operand {k} has dtype")
     _check_numeric(cot.dtype, "the cotangent has dtype")
     shapes = tuple(a.shape for a in arrays)
-    output, inputs, fills = _backward_equations(subscripts, shapes)
-    expected = parse_equation(subscripts, *shapes).output_shape
-    if cot.shape != expected:
+    spec, inputs, fills = _backward_equations(_equation_key(subscripts, len(arrays)), shapes)
+    output = spec.output
+    if cot.shape != spec.output_shape:
         raise EinsumError(
-            f"einsum_vjp {subscripts!r}: the cotangent has shape {cot.shape}, "
-            f"but the result has shape {expected}"
+            f"einsum_vjp {spec.text!r}: the cotangent has shape {cot.shape}, "
+            f"but the result has shape {spec.output_shape}"
         )
+    if isinstance(optimize, (list, tuple)):
+        optimize = "auto"
     tensor_out = any_tensor(*operands, cotangent)
     grads = []
     for k, x in enumerate(arrays):

@@ -92,6 +92,8 @@ def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype
         found = np.dtype(dtype) if dtype is not None else np.result_type(*dtypes)
     except TypeError as exc:
         raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
+    except ValueError:  # np.result_type() of nothing
+        raise EinsumError("einsum: at least one operand is required") from None
     _check_numeric(found, "the result dtype")
     return found
 

@@ -56,7 +56,10 @@ def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
             f"indices have shape {idx.shape}"
         )
     _check_index_range(idx, arr.shape[ax], ax)
-    check_array(arr.shape[:ax] + idx.shape[b:] + arr.shape[ax + 1 :], arr.dtype, "gather")
+    shape = arr.shape[:ax] + idx.shape[b:] + arr.shape[ax + 1 :]
+    check_array(shape, arr.dtype, "gather")
+    if 0 in shape:  # nothing to take (and a broadcast batch may be huge): skip the index work
+        return finish(np.empty(shape, arr.dtype), any_tensor(t, indices))
     return finish(_batched_take(arr, idx.astype(np.intp), ax, b), any_tensor(t, indices))
 
 

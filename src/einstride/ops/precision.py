@@ -17,6 +17,8 @@ from ..memory import check_array
 from ..tensor import any_tensor, as_array
 from ._common import finish
 
+Array = np.ndarray[Any, Any]
+
 __all__ = ["is_reduced_precision", "to_full_precision", "to_reduced_precision"]
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
@@ -44,8 +46,24 @@ def to_reduced_precision(t: Any) -> Any:
         raise ValueError("to_reduced_precision: the tensor is already bfloat16")
     if arr.dtype.kind != "f":
         raise ValueError(f"to_reduced_precision: a floating dtype is required, got {arr.dtype}")
-    check_array(arr.shape, BFLOAT16, "to_reduced_precision")
-    return finish(np.array(arr, dtype=BFLOAT16, order="C", copy=True), any_tensor(t))
+    check_array(arr.shape, np.float64, "to_reduced_precision")  # float64 temporaries
+    return finish(_round_to_bfloat16(arr), any_tensor(t))
+
+
+def _round_to_bfloat16(arr: Array) -> Array:
+    """Round to nearest even in one step.  ml_dtypes converts float64 through float32, and
+    rounding twice can be wrong (``1 + 2**-8 + 2**-30`` would become 1.0); rounding to float32
+    *to odd* first keeps the final nearest-even rounding exact."""
+    if arr.dtype.itemsize <= 4:
+        return np.array(arr, dtype=BFLOAT16, order="C", copy=True)
+    wide = np.asarray(arr, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        narrow = wide.astype(np.float32)
+        away = np.abs(narrow.astype(np.float64)) > np.abs(wide)
+        narrow = np.where(away, np.nextafter(narrow, np.float32(0)), narrow)
+        inexact = narrow.astype(np.float64) != wide
+    bits = narrow.view(np.uint32) | inexact.astype(np.uint32)
+    return np.array(bits.view(np.float32), dtype=BFLOAT16, order="C", copy=True)
 
 
 def to_full_precision(t: Any) -> Any:

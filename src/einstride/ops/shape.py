@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
-from ..memory import check_array
+from ..memory import check_allocation, check_array
 from ..tensor import Tensor, any_tensor, as_array, as_tensor
 from ..transfer import check_destination, check_no_overlap
 from ._common import Array, finish, int_tuple, map_view, map_views
@@ -52,6 +52,7 @@ def unstack(t: Any, axis: int = 0) -> list[Any]:
     def parts(layout: Layout) -> list[Layout]:
         ax = normalize_axis(axis, layout.ndim)
         lead = (slice(None),) * ax
+        _check_view_count(layout.shape[ax], "unstack")  # a broadcast axis may be huge
         return [layout.index((*lead, i)) for i in range(layout.shape[ax])]
 
     return map_views(t, parts)
@@ -86,6 +87,7 @@ def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]
             raise ValueError(f"split: the count must be > 0, got {count}")
         if length % count:
             raise ValueError(f"split: {count} does not divide the length {length} of axis {axis}")
+        _check_view_count(count, "split")  # any count divides an empty axis
         return (length // count,) * count
     sizes = int_tuple(count_or_sizes, "split size")
     if any(n < 0 for n in sizes):
@@ -93,6 +95,20 @@ def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]
     if sum(sizes) != length:
         raise ValueError(f"split: sizes {sizes} sum to {sum(sizes)}, not {length} (axis {axis})")
     return sizes
+
+
+# What one returned view costs in Python objects (Tensor, Layout, tuples, maybe an ndarray).
+_VIEW_BYTES = 512
+
+
+def _check_view_count(count: int, op: str) -> None:
+    """A list of ``count`` views must fit the memory limit like any other allocation.
+
+    >>> _check_view_count(2**62, "split")
+    Traceback (most recent call last):
+    ValueError: split into 4611686018427387904 views would allocate ...
+    """
+    check_allocation(count * _VIEW_BYTES, f"{op} into {count} views")
 
 
 def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:

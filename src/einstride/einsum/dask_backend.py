@@ -1,0 +1,466 @@
+"""einsum on Dask arrays: a lazy ``dask.array.Array`` whose graph follows einstride's plan.
+
+``einstride.einsum`` comes here when any operand is a ``dask.array.Array`` (NumPy operands
+beside them are wrapped with ``da.from_array``).  The equation is parsed and planned by the
+same code as the NumPy path (same errors, same contraction path); :mod:`.dask_plan` turns
+the path into blockwise steps and picks one chunk size per label within a per-task memory
+budget; here every step becomes a ``dask.array.blockwise`` call that runs einstride's own
+NumPy einsum on each block, and the partial results of labels summed over several chunks
+are added in a tree (``dask.array.reduction``).  Dask schedules it: threads, processes or
+a ``dask.distributed`` cluster.  See docs/scaling.md.
+
+>>> import numpy as np, dask.array as da
+>>> a = da.ones((6, 4), chunks=3)
+>>> b = np.ones((4, 5))
+>>> c = einsum_dask("ij,jk->ik", a, b)
+>>> type(c).__name__, c.shape, c.chunks
+('Array', (6, 5), ((3, 3), (5,)))
+>>> c.compute()[0, 0]
+np.float64(4.0)
+>>> print(explain("ij,jk->ik", a, b, memory_limit="1KiB").splitlines()[0])
+einsum 'ij,jk->ik' on Dask  (labels: ij,jk->ik)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.utils import parse_bytes
+
+from ..errors import EinsumError
+from ..tensor import Tensor
+from .api import einsum as _einsum
+from .dask_plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
+from .dask_report import chunks_text, format_dask_plan
+from .dask_sources import MemmapBlocks, from_npy, lazy_array, npy_source
+from .equation import Equation, bind, parse_sublists, parse_subscripts
+from .fold import contiguous_strides
+from .plan import build_plan
+
+__all__ = [
+    "CONFIG_KEY",
+    "DaskEinsum",
+    "StepTasks",
+    "einsum_dask",
+    "explain",
+    "expression_call",
+    "from_npy",
+    "plan_dask",
+    "task_memory_budget",
+]
+
+CONFIG_KEY = "einstride.task-memory"
+"""The Dask config key of the default per-task memory budget (bytes or a string like
+``"256MiB"``); unset, the budget is 4 x Dask's ``array.chunk-size``."""
+
+Array = Any  # dask.array.Array (Dask's own annotations are partial)
+
+
+# -- the budget and the operands ------------------------------------------------------------
+
+
+def task_memory_budget(memory_limit: Any = None) -> int:
+    """Bytes one task may hold: ``memory_limit`` (an int or a string like ``"64MiB"``), else
+    the ``einstride.task-memory`` Dask config value, else 4 x ``array.chunk-size``.
+
+    >>> task_memory_budget("64MiB"), task_memory_budget(1000)
+    (67108864, 1000)
+    >>> with dask.config.set({CONFIG_KEY: "1MiB"}):
+    ...     task_memory_budget()
+    1048576
+    """
+    if memory_limit is None:
+        memory_limit = dask.config.get(CONFIG_KEY, None)
+        if memory_limit is None:
+            return 4 * int(parse_bytes(dask.config.get("array.chunk-size")))
+    if isinstance(memory_limit, str):
+        try:
+            return _positive(int(parse_bytes(memory_limit)), memory_limit)
+        except ValueError:
+            raise EinsumError(f"einsum: memory_limit={memory_limit!r} is not a size in bytes "
+                              "(an int or a string like '64MiB')") from None
+    if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
+        raise TypeError(f"einsum: memory_limit must be an int (bytes), not {memory_limit!r}")
+    return _positive(int(memory_limit), memory_limit)
+
+
+def _positive(value: int, given: Any) -> int:
+    if value < 1:
+        raise EinsumError(f"einsum: memory_limit={given!r} must be at least one byte")
+    return value
+
+
+def _operands(raw: Sequence[Any]) -> list[Any]:
+    """Dask operands as they are; the others as ndarrays (memmaps kept), as the NumPy path
+    converts them."""
+    arrays: list[Any] = []
+    for i, x in enumerate(raw):
+        if isinstance(x, da.Array) and any(math.isnan(n) for n in x.shape):
+            raise EinsumError(f"einsum: operand {i} is a Dask array of unknown shape {x.shape}; "
+                              "call its compute_chunk_sizes() first")
+        if isinstance(x, (da.Array, np.ndarray)):
+            arrays.append(x)
+            continue
+        if isinstance(x, Tensor):
+            arrays.append(x.numpy())
+            continue
+        try:
+            arrays.append(np.asarray(x))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to "
+                            f"an array: {exc}") from None
+    return arrays
+
+
+def _dtype_arg(dtype: Any) -> np.dtype[Any]:
+    try:
+        found: np.dtype[Any] = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+    return found
+
+
+def _squeeze(x: Any, stretched: Sequence[int]) -> Any:
+    """Drop the size-1 ``...`` axes that broadcast (read at index 0, as the NumPy plan does)."""
+    if not stretched:
+        return x
+    return x[tuple(0 if ax in stretched else slice(None) for ax in range(x.ndim))]
+
+
+def _initial_chunks(plan: DaskPlan, arrays: Sequence[Any]) -> dict[int, int]:
+    """Per label, the largest chunk the Dask operands give it (a start for the search)."""
+    initial: dict[int, int] = {}
+    for x, labels in zip(arrays, plan.operands):
+        if isinstance(x, da.Array):
+            for lab, chunks in zip(labels, x.chunks):
+                initial[lab] = max(initial.get(lab, 0), max(chunks))
+    return initial
+
+
+def _regular(size: int, chunk: int) -> tuple[int, ...]:
+    """``size`` in chunks of ``chunk`` (the last one shorter); a size-0 axis is ``(0,)``.
+
+    >>> _regular(10, 4), _regular(0, 3)
+    ((4, 4, 2), (0,))
+    """
+    if size == 0:
+        return (0,)
+    return (chunk,) * (size // chunk) + ((size % chunk,) if size % chunk else ())
+
+
+def _targets(plan: DaskPlan, arrays: Sequence[Any], chunks: Mapping[int, int]
+             ) -> dict[int, tuple[int, ...]]:
+    """The chunks of every label, cut alike in every array that carries it: the Dask
+    operands' chunk boundaries (all of them), each chunk split into pieces of at most the
+    chosen size; a label no Dask operand carries is cut regularly.  Rechunking to these
+    only splits chunks (and realigns operands that disagree)."""
+    seen: dict[int, list[tuple[int, ...]]] = {}
+    for x, labels in zip(arrays, plan.operands):
+        if isinstance(x, da.Array):
+            for lab, given in zip(labels, x.chunks):
+                seen.setdefault(lab, []).append(tuple(int(n) for n in given))
+    sizes = plan.spec.sizes
+    return {lab: _split(_refine(seen[lab]), chunks[lab]) if lab in seen
+            else _regular(sizes[lab], chunks[lab]) for lab in range(len(sizes))}
+
+
+def _refine(tuples: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """The chunks whose boundaries are all the given chunkings' boundaries.
+
+    >>> _refine([(4, 2), (2, 4)]), _refine([(0,)])
+    ((2, 2, 2), (0,))
+    """
+    ends = sorted({end for t in tuples for end in itertools.accumulate(t)} - {0})
+    return tuple(b - a for a, b in zip([0, *ends], ends)) or (0,)
+
+
+def _split(chunks: Sequence[int], most: int) -> tuple[int, ...]:
+    """Every chunk split into near-equal pieces of at most ``most``.
+
+    >>> _split((7, 3), 4)
+    (4, 3, 3)
+    """
+    pieces: list[int] = []
+    for n in chunks:
+        parts = max(1, -(-n // most))
+        base, extra = divmod(n, parts)
+        pieces += [base + 1] * extra + [base] * (parts - extra)
+    return tuple(pieces)
+
+
+def _wrap(x: Any, labels: Sequence[int], targets: Mapping[int, tuple[int, ...]]
+          ) -> tuple[Array, str]:
+    """An operand as a Dask array in the target chunks, and how it got there."""
+    want = tuple(targets[lab] for lab in labels)
+    if isinstance(x, np.memmap):
+        # a random name: Dask would hash the whole file to name it
+        return lazy_array(MemmapBlocks(x), want, name=False), "NumPy memmap, read block by block"
+    if not isinstance(x, da.Array):
+        return da.from_array(x, chunks=want), "NumPy, wrapped with da.from_array"
+    source = npy_source(x)
+    if source is not None and x.chunks != want:
+        # read the file in the target chunks: rechunking would share each read block
+        # between tasks, and Dask would then hold many partial products at once
+        return lazy_array(source, want), f"from_npy, read in chunks (was {chunks_text(x.chunks)})"
+    if x.chunks == want:
+        return x, "Dask, chunks kept"
+    return x.rechunk(want), f"Dask, rechunked from {chunks_text(x.chunks)}"
+
+
+# -- the block kernels (module level: workers import them by name) ---------------------------
+
+
+def _unwrap(block: Any) -> Any:
+    # a summed label that lies in one chunk: blockwise hands the block in a list of one
+    while isinstance(block, list):
+        block = block[0]
+    return block
+
+
+def _block_einsum(*blocks: Any, terms: Sequence[Sequence[int]], labels: Sequence[int],
+                  extra: int, kernel_dtype: Any) -> Any:
+    """einstride's NumPy einsum on one set of blocks; ``extra`` size-1 axes are appended
+    for the summed labels whose other chunks are added later."""
+    args: list[Any] = []
+    for block, term in zip(blocks, terms):
+        args += [_unwrap(block), list(term)]
+    value = np.asarray(_einsum(*args, list(labels), dtype=kernel_dtype))
+    return value.reshape(value.shape + (1,) * extra) if extra else value
+
+
+def _block_expand(block: Any, *, axes_of: Sequence[Sequence[int]], term: Sequence[int],
+                  labels: Sequence[int], kernel_dtype: Any, block_id: Any = None,
+                  block_info: Any = None) -> Any:
+    """One block of a diagonal expansion: einstride's strided diagonal write on the diagonal
+    blocks, zeros elsewhere."""
+    if any(len({block_id[ax] for ax in axes}) > 1 for axes in axes_of):
+        return np.zeros(block_info[None]["chunk-shape"], kernel_dtype)
+    return np.asarray(_einsum(block, list(term), list(labels), dtype=kernel_dtype))
+
+
+def _keep(block: Any, axis: Any = None, keepdims: Any = None, computing_meta: bool = False
+          ) -> Any:
+    return block
+
+
+def _flatten(blocks: Any) -> list[Any]:
+    if isinstance(blocks, list):
+        return [b for part in blocks for b in _flatten(part)]
+    return [blocks]
+
+
+def _add_partials(blocks: Any, axis: Any = None, keepdims: bool = False,
+                  computing_meta: bool = False, sum_dtype: Any = None) -> Any:
+    """Add partial results one by one (no concatenation: one accumulator besides them)."""
+    parts = _flatten(blocks)
+    total = parts[0] if len(parts) == 1 else np.add(parts[0], parts[1], dtype=sum_dtype)
+    for part in parts[2:]:
+        np.add(total, part, out=total, dtype=sum_dtype)
+    return total if keepdims else np.squeeze(total, axis=axis)
+
+
+# -- the graph --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepTasks:
+    """The tasks one step added: blockwise einsums (or expansions, casts) and tree sums."""
+
+    blockwise: int
+    sums: int
+    split_every: int
+
+
+@dataclass(frozen=True)
+class DaskEinsum:
+    """A planned einsum on Dask arrays: the plan, the chunk size of every label, the per-task
+    memory budget, the lazy ``result`` and the tasks each step added."""
+
+    plan: DaskPlan
+    naive_flops: int
+    flops: int
+    budget: int
+    budget_source: str
+    chunks: dict[int, int]
+    targets: dict[int, tuple[int, ...]]
+    inputs: tuple[str, ...]
+    steps: tuple[StepTasks, ...]
+    result: Array
+
+    @property
+    def tasks(self) -> int:
+        """Tasks in the graph (before Dask fuses blockwise chains)."""
+        return len(self.result.__dask_graph__())
+
+    def explain(self) -> str:
+        """The report: plan, chunking, memory per task and number of tasks."""
+        return format_dask_plan(self)
+
+
+def _layers(x: Array) -> set[str]:
+    return set(x.__dask_graph__().layers)
+
+
+def _count(x: Array, known: set[str]) -> int:
+    graph = x.__dask_graph__()
+    return sum(len(graph.layers[name]) for name in set(graph.layers) - known)
+
+
+def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
+              chunks: Mapping[int, int], targets: Mapping[int, tuple[int, ...]],
+              budget: int) -> tuple[Array, StepTasks]:
+    known = set().union(*(_layers(x) for x in srcs))
+    if step.kind == "cast":
+        x = srcs[0].astype(step.dtype)
+        return x, StepTasks(_count(x, known), 0, 0)
+    if step.kind == "expand":
+        x = _expand(step, srcs[0], targets)
+        return x, StepTasks(_count(x, known), 0, 0)
+    sizes = plan.spec.sizes
+    partial = partial_chunks(step, targets)
+    index = step.labels + partial
+    args: list[Any] = []
+    for x, term in zip(srcs, step.inputs):
+        args += [x, term]
+    y = da.blockwise(
+        _block_einsum, index, *args, dtype=step.dtype,
+        meta=np.empty((0,) * len(index), step.dtype), adjust_chunks=dict.fromkeys(partial, 1),
+        token=f"einstride-{step.kind}", terms=step.inputs, labels=step.labels,
+        extra=len(partial), kernel_dtype=step.kernel_dtype)
+    products = _count(y, known)
+    out_bytes = math.prod(min(chunks[lab], sizes[lab]) for lab in step.labels) \
+        * step.dtype.itemsize
+    split = split_every(out_bytes, budget)
+    x = y
+    for axis in reversed(range(len(step.labels), len(index))):
+        x = _sum_axis(x, axis, split, step.dtype)
+    return x, StepTasks(products, _count(x, known) - products, split if partial else 0)
+
+
+def _sum_axis(x: Array, axis: int, split: int, dtype: np.dtype[Any]) -> Array:
+    """Add the partial results along ``axis`` in a tree of ``split`` blocks per task."""
+    add = _partial_fn(dtype)
+    return da.reduction(x, _keep, add, axis=axis, keepdims=False, dtype=dtype,
+                        split_every={axis: split}, combine=add, concatenate=False,
+                        meta=np.empty((0,) * (x.ndim - 1), dtype), name="einstride-sum")
+
+
+def _partial_fn(dtype: np.dtype[Any]) -> Any:
+    return functools.partial(_add_partials, sum_dtype=dtype)
+
+
+def _expand(step: DaskStep, x: Array, targets: Mapping[int, tuple[int, ...]]) -> Array:
+    """Repeated output labels: map the distinct-label array onto the full output's blocks."""
+    out = step.labels
+    term = step.inputs[0]
+    new_axis = [ax for ax, lab in enumerate(out) if lab in out[:ax]]
+    axes_of = tuple(tuple(ax for ax, lab in enumerate(out) if lab == u) for u in term)
+    return da.map_blocks(
+        _block_expand, x, chunks=tuple(targets[lab] for lab in out), new_axis=new_axis,
+        dtype=step.dtype, meta=np.empty((0,) * len(out), step.dtype), token="einstride-expand",
+        axes_of=axes_of, term=term, labels=out, kernel_dtype=step.dtype)
+
+
+# -- the entry points -------------------------------------------------------------------------
+
+
+def _budget_source(memory_limit: Any) -> str:
+    if memory_limit is not None:
+        return "memory_limit="
+    if dask.config.get(CONFIG_KEY, None) is not None:
+        return f"Dask config {CONFIG_KEY!r}"
+    return "default: 4 x Dask's array.chunk-size"
+
+
+def plan_dask(equation: Equation | str, operands: Sequence[Any], *, dtype: Any = None,
+              optimize: Any = "auto", memory_limit: Any = None) -> DaskEinsum:
+    """Plan and build the lazy graph of an einsum over Dask (and NumPy) operands."""
+    if isinstance(equation, str):
+        equation = parse_subscripts(equation)
+    arrays = _operands(operands)
+    dtype_key = None if dtype is None else _dtype_arg(dtype)
+    shapes = [tuple(int(n) for n in x.shape) for x in arrays]
+    dtypes = [np.dtype(x.dtype) for x in arrays]
+    spec = bind(equation, shapes)
+    strides = [contiguous_strides(s, d.itemsize) for s, d in zip(shapes, dtypes)]
+    np_plan = build_plan(spec, dtypes, strides, dtype=dtype_key, optimize=optimize)
+    plan = plan_steps(spec, np_plan.path, dtypes, np_plan.result_dtype, np_plan.compute_dtype)
+    budget = task_memory_budget(memory_limit)
+    squeezed = [_squeeze(x, st) for x, st in zip(arrays, spec.stretched)]
+    chunks = choose_chunks(plan, _initial_chunks(plan, squeezed), budget)
+    targets = _targets(plan, squeezed, chunks)
+    regs: dict[int, Array] = {}
+    notes = []
+    for i, x in enumerate(squeezed):
+        regs[i], note = _wrap(x, plan.operands[i], targets)
+        notes.append(note)
+    tasks = []
+    for step in plan.steps:
+        regs[step.dst], counted = _run_step(step, [regs[r] for r in step.srcs], plan, chunks,
+                                            targets, budget)
+        tasks.append(counted)
+    return DaskEinsum(plan, np_plan.naive_flops, np_plan.flops, budget,
+                      _budget_source(memory_limit), chunks, targets, tuple(notes), tuple(tasks),
+                      regs[plan.result])
+
+
+def einsum_dask(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
+                optimize: Any = "auto", memory_limit: Any = None) -> Array:
+    """``einstride.einsum`` (string or sublist form) when an operand is a Dask array: a lazy
+    ``dask.array.Array``.
+
+    ``memory_limit`` is the per-task memory budget here (bytes, or a string like
+    ``"64MiB"``; default: :func:`task_memory_budget`).  ``out=`` is not supported: the
+    result is lazy; write it with ``dask.array.store``.
+
+    >>> import dask.array as da
+    >>> einsum_dask(da.ones((2, 3)), [0, 1], [1]).compute()
+    array([2., 2., 2.])
+    """
+    if isinstance(subscripts, str):
+        equation, raw = parse_subscripts(subscripts), list(operands)
+    else:
+        equation, raw = _sublists((subscripts, *operands))
+    if out is not None:
+        raise TypeError("einsum: out= is not supported with Dask operands (the result is a "
+                        "lazy dask array); write it with dask.array.store(result, target)")
+    return plan_dask(equation, raw, dtype=dtype, optimize=optimize,
+                     memory_limit=memory_limit).result
+
+
+def _sublists(args: Sequence[Any]) -> tuple[Equation, list[Any]]:
+    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (equation, operands)."""
+    operands, subs = list(args[0::2]), args[1::2]
+    out = None
+    if len(args) % 2 == 1:
+        out, operands = args[-1], operands[:-1]
+    return parse_sublists(subs, out), operands
+
+
+def expression_call(expr: Any, operands: Sequence[Any], out: Any, memory_limit: Any) -> Array:
+    """``Expression.__call__`` with Dask operands: the expression's path, lazily."""
+    for i, (x, declared) in enumerate(zip(operands, expr.shapes)):
+        shape = tuple(int(n) for n in np.shape(x))
+        if shape != declared:
+            raise EinsumError(f"einsum {expr.subscripts!r}: operand {i} has shape {shape}, but "
+                              f"the expression was made for {declared}")
+    return einsum_dask(expr.subscripts, *operands, out=out, dtype=expr.dtype,
+                       optimize=expr.path, memory_limit=memory_limit)
+
+
+def explain(subscripts: Equation | str, *operands: Any, dtype: Any = None,
+            optimize: Any = "auto", memory_limit: Any = None) -> str:
+    """The report of ``einstride.einsum(subscripts, *operands)`` on Dask: the steps, the
+    chunk size of every label, the memory bound per task and the number of tasks."""
+    return plan_dask(subscripts, operands, dtype=dtype, optimize=optimize,
+                     memory_limit=memory_limit).explain()
+
+
