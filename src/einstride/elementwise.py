@@ -84,12 +84,14 @@ _WIDEST_ITEM = 64
 
 def _check_result_size(ufunc: np.ufunc, name: str, arrays: Sequence[Array]) -> None:
     """Refuse a broadcast result larger than the memory limit before the ufunc allocates it."""
+    # The product of the input sizes bounds the broadcast size (0 when any input is empty),
+    # so the exact shape is only worked out for large inputs.
+    if math.prod(a.size for a in arrays) * _WIDEST_ITEM <= memory_limit():
+        return
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         return  # the ufunc raises NumPy's own message
-    if math.prod(shape) * _WIDEST_ITEM <= memory_limit():
-        return
     probe = ufunc(*(np.empty(0, a.dtype) for a in arrays))  # the result dtype, on no data
     check_array(shape, probe.dtype, name)
 
