@@ -116,9 +116,10 @@ def _elementwise(say: Say) -> None:
 
 
 def _einsum(say: Say) -> None:
-    einsum = getattr(es, "einsum", None)
-    if not callable(einsum):  # ``es.einsum`` is still the bare subpackage until it exports one
-        return
-    say("6. einsum works on the same strided views.")
+    say("6. einsum works on the same strided views, and expands diagonals through them.")
     a = es.Tensor(np.arange(6.0), shape=(2, 3))
-    _show(say, 'einsum("ij,kj->ik", a, a)', einsum("ij,kj->ik", a, a))
+    _show(say, 'einsum("ij,kj->ik", a, a)', es.einsum("ij,kj->ik", a, a))
+    _show(say, 'einsum("i->ii", [1, 2])', es.einsum("i->ii", es.tensor([1.0, 2.0])))
+    plan = es.contract_expression("bij,bjk->bik", (8, 64, 32), (8, 32, 16)).explain()
+    step = next(line.strip() for line in plan.splitlines() if line.strip().startswith("step 1"))
+    _show(say, "explain bij,bjk->bik", step)

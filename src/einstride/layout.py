@@ -377,8 +377,6 @@ class Layout:
                 shape.append(1)
                 strides.append(0)
                 continue
-            if axis >= self.ndim:
-                break
             n, s = self.shape[axis], self.strides[axis]
             if isinstance(k, slice):
                 sub = Layout((n,), (s,), 0).slice(0, k.start, k.stop, k.step)

@@ -82,7 +82,6 @@ def load_einstride() -> Engine:
     module = importlib.import_module("einstride")
     einsum = getattr(module, "einsum", None)
     expression = getattr(module, "contract_expression", None)
-    # until the engine lands, ``einstride.einsum`` is the (empty) subpackage, not a function
     if not callable(einsum) or not callable(expression):
         raise ImportError("einstride.einsum / einstride.contract_expression are not in this build")
     return Engine("einstride", einsum, expression)

@@ -203,7 +203,7 @@ def tile(t: Any, multiples: Any) -> Any:
     if any(m < 0 for m in reps):
         raise ValueError(f"tile: multiples {reps} must be >= 0")
     check_array(tuple(n * m for n, m in zip(arr.shape, reps)), arr.dtype, "tile")
-    return finish(np.array(np.tile(arr, reps), copy=True), any_tensor(t))
+    return finish(np.tile(arr, reps), any_tensor(t))
 
 
 def reshape(t: Any, shape: Any) -> Any:
