@@ -212,7 +212,7 @@ def test_out_rejects_bad_destinations(op):
     frozen.flags.writeable = False
     with pytest.raises(es.LayoutError, match="read-only"):
         op(parts, out=frozen)
-    with pytest.raises(ValueError, match="cannot hold"):
+    with pytest.raises(TypeError, match="cannot hold"):
         op(parts, out=np.zeros(shape, np.int64))
     with pytest.raises(TypeError):
         op(parts, out=[0, 0, 0, 0])

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import memory as _memory
 from ..tensor import Tensor, as_array, wrap_like
-from ..transfer import check_destination, check_no_overlap
+from ..transfer import check_out as transfer_check_out
 from .cache import (
     Entry,
     array_facts,
@@ -79,16 +79,7 @@ def _limit(memory_limit: Any) -> int:
 def check_out(out: Any, arrays: Sequence[Array], result: np.dtype[Any]) -> Array:
     """``out=`` must be an array that can take the result and shares no memory with any
     operand (checked before anything is written)."""
-    if not isinstance(out, (np.ndarray, Tensor)):
-        raise TypeError(f"einsum: out= must be a numpy.ndarray or Tensor, not "
-                        f"{type(out).__name__}")
-    arr = as_array(out)
-    check_destination(arr, "einsum out=")
-    if not np.can_cast(result, arr.dtype, "same_kind"):
-        raise TypeError(f"einsum: cannot write the {result} result into out= of dtype "
-                        f"{arr.dtype}")
-    check_no_overlap(arr, arrays, "einsum out=")
-    return arr
+    return transfer_check_out(out, arrays, result, "einsum out=")
 
 
 def run_entry(entry: Entry, arrays: Sequence[Array], out: Any, out_arr: Array | None,

@@ -22,7 +22,7 @@ import numpy as np
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
 from ..memory import check_allocation, check_array
 from ..tensor import Tensor, any_tensor, as_array, as_tensor
-from ..transfer import check_destination, check_no_overlap
+from ..transfer import check_out
 from ._common import Array, finish, int_tuple, map_view, map_views
 
 __all__ = [
@@ -177,16 +177,7 @@ def _destination(
     if out is None:
         check_array(shape, dtype, op)  # the inputs may be broadcast views
         return np.empty(shape, dtype)
-    if not isinstance(out, (Tensor, np.ndarray)):
-        raise TypeError(f"{op}: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}")
-    dst = as_array(out)
-    if dst.shape != shape:
-        raise ValueError(f"{op}: out has shape {dst.shape}, the result has shape {shape}")
-    if not np.can_cast(dtype, dst.dtype, "same_kind"):
-        raise ValueError(f"{op}: out has dtype {dst.dtype}, which cannot hold {dtype} values")
-    check_destination(out, op)
-    check_no_overlap(out, sources, op)
-    return dst
+    return check_out(out, sources, dtype, op, shape)
 
 
 def tile(t: Any, multiples: Any) -> Any:
