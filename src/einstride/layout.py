@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import LayoutError
 
-__all__ = ["Layout", "normalize_axes", "normalize_axis", "row_major_strides"]
+__all__ = ["Layout", "as_int", "normalize_axes", "normalize_axis", "row_major_strides"]
 
 # Views are materialised as NumPy arrays, whose byte offsets are signed 64-bit integers: keep
 # every reachable element offset comfortably below that even for 16-byte items.
@@ -40,8 +40,9 @@ _PROBE_BASE = np.zeros(1, np.uint8)
 _EXACT: Final = -1
 
 
-def _as_int(value: Any, what: str) -> int:
-    """``operator.index`` that also rejects ``bool`` (a common accident, never a length)."""
+def as_int(value: Any, what: str) -> int:
+    """``operator.index`` that also rejects ``bool`` (a common accident, never a length);
+    a ``TypeError`` naming ``what`` for anything else."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
     try:
@@ -57,7 +58,7 @@ def _as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
         items = tuple(values)
     except TypeError:
         raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
-    return tuple(_as_int(v, what) for v in items)
+    return tuple(as_int(v, what) for v in items)
 
 
 def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -84,7 +85,7 @@ def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
     >>> normalize_axis(-1, 3)
     2
     """
-    ax = _as_int(axis, what)
+    ax = as_int(axis, what)
     if not -ndim <= ax < ndim:
         raise LayoutError(f"{what} {ax} is out of range for rank {ndim}")
     return ax + ndim if ax < 0 else ax
@@ -156,7 +157,7 @@ class Layout:
                     f"strides {std} have a negative stride; reversed views are not "
                     "representable (use einstride.reverse)"
                 )
-        off = _as_int(offset, "offset")
+        off = as_int(offset, "offset")
         if off < 0:
             raise LayoutError(f"offset {off} is negative")
         if size == 0:
@@ -332,11 +333,11 @@ class Layout:
         (3,):(3,)+1
         """
         ax = normalize_axis(axis, self.ndim)
-        if step is not None and _as_int(step, "step") < 0:
+        if step is not None and as_int(step, "step") < 0:
             raise LayoutError(
                 "a negative slice step would need a negative stride; use einstride.reverse"
             )
-        if step is not None and _as_int(step, "step") == 0:
+        if step is not None and as_int(step, "step") == 0:
             raise LayoutError("slice step cannot be zero")
         begin, end, stride = slice(start, stop, step).indices(self.shape[ax])
         length = max(0, (end - begin + stride - 1) // stride)
@@ -384,7 +385,7 @@ class Layout:
                 strides.append(sub.strides[0])
                 offset += sub.offset
             else:
-                i = _as_int(k, "index")
+                i = as_int(k, "index")
                 if not -n <= i < n:
                     raise LayoutError(f"index {i} is out of range for axis {axis} of length {n}")
                 offset += (i + n if i < 0 else i) * s

@@ -6,13 +6,12 @@ Result kind: NumPy in, NumPy out; any Tensor in, Tensor out (``tensor.any_tensor
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..layout import Layout
+from ..layout import Layout, as_int
 from ..tensor import Tensor, as_tensor
 
 __all__ = [
@@ -28,16 +27,6 @@ __all__ = [
 ]
 
 Array = np.ndarray[Any, Any]
-
-
-def as_int(value: Any, what: str) -> int:
-    """An integer argument; ``bool`` and non-integers are a ``TypeError`` naming ``what``."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{what} must be an integer, not bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
 
 
 def int_tuple(values: Any, what: str) -> tuple[int, ...]:
