@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .errors import LayoutError
-from .layout import Layout, infer_shape, normalize_axes
+from .layout import Layout
 from .memory import check_array
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
@@ -234,25 +234,23 @@ class Tensor:
         return Tensor._wrap(self._storage, self._layout.permute(perm))
 
     def reshape(self, *shape: Any) -> Tensor:
-        """A view when the strides allow it, else a dense copy (as NumPy)."""
+        """A view when the strides allow it, else a dense copy (as NumPy); see ``es.reshape``."""
+        from .ops.shape import reshape  # the ops build on Tensor: import at call time
+
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
-        layout = self._layout.reshape(shape)
-        if layout is not None:
-            return Tensor._wrap(self._storage, layout)
-        target = infer_shape(shape, self.size)
-        check_array(self.shape, self.dtype, "reshape (a copy)")
-        dense = np.ascontiguousarray(self.numpy())
-        return Tensor(dense.reshape(-1), target)
+        result: Tensor = reshape(self, shape)
+        return result
 
     def squeeze(self, axis: Any = None) -> Tensor:
         return Tensor._wrap(self._storage, self._layout.squeeze(axis))
 
     def expand_dims(self, axis: Any) -> Tensor:
-        layout = self._layout
-        for ax in sorted(normalize_axes(axis, self.ndim + len(_as_tuple(axis)))):
-            layout = layout.expand(ax)
-        return Tensor._wrap(self._storage, layout)
+        """Length-1 axes inserted at ``axis`` (a view); see ``es.expand_dims``."""
+        from .ops.shape import expand_dims
+
+        result: Tensor = expand_dims(self, axis)
+        return result
 
     def broadcast_to(self, shape: Any) -> Tensor:
         return Tensor._wrap(self._storage, self._layout.broadcast_to(shape))
@@ -263,10 +261,6 @@ class Tensor:
     def copy(self) -> Tensor:
         """A dense copy in new storage."""
         return tensor(self.numpy())
-
-
-def _as_tuple(axis: Any) -> tuple[Any, ...]:
-    return (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
 
 
 def _check_storage(storage: Any) -> Array:
