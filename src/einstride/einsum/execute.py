@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .threads import run_chunks
 from .steps import (
     KERNEL_LOOP,
     KERNEL_UFUNC,
@@ -42,6 +42,7 @@ from .steps import (
     Step,
     ViewStep,
 )
+from .threads import run_chunks
 
 __all__ = ["Program", "compile_plan", "sum_of_products"]
 
@@ -299,7 +300,7 @@ def _split(kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, th
         edges = [n * k // threads for k in range(threads + 1)]
         chunks = [functools.partial(
             kernel, *[_part(x, ax, lo, hi) for x, ax in zip(inputs, in_axes)],
-            _part(out, out_axis, lo, hi)) for lo, hi in zip(edges, edges[1:])]
+            _part(out, out_axis, lo, hi)) for lo, hi in itertools.pairwise(edges)]
         run_chunks(chunks)
 
     return split_run
@@ -478,16 +479,16 @@ def _batch_fn(step: BatchStep) -> StepFn:
         def kernel(a: Array, b: Array, out: Array) -> None:
             _multiply(view_a(a), view_b(b), out=out, dtype=dtype, casting="unsafe")
 
-    if step.threads > 1:
-        kernel = _split_batch(step, kernel)
+    work: Callable[[Array, Array, Array], None] = (
+        _split_batch(step, kernel) if step.threads > 1 else kernel)
 
     def run(regs: list[Any], dest: Any) -> None:
         a, b = regs[left], regs[right]
         if write == WRITE_INTO:
-            kernel(a, b, dest.transpose(dest_perm))
+            work(a, b, dest.transpose(dest_perm))
             return
         c = np.empty(shape, dtype)
-        kernel(a, b, c)
+        work(a, b, c)
         if write == WRITE_TEMP:
             _copyto(dest.transpose(dest_perm), c, casting="unsafe")
         else:

@@ -51,7 +51,6 @@ from .pairs import (
     matmul_geometry,
 )
 from .paths import find_path
-from .threads import split_threads
 from .steps import (
     KERNEL_LOOP,
     KERNEL_MULTIPLY,
@@ -71,6 +70,7 @@ from .steps import (
     Step,
     ViewStep,
 )
+from .threads import split_threads
 
 __all__ = ["build_plan", "check_memory", "check_ranks", "compute_dtype", "result_dtype"]
 
