@@ -139,3 +139,15 @@ def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatc
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="set_num_threads"):
             threads.set_num_threads(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_split_steps_work_in_a_forked_child() -> None:
+    import multiprocessing
+
+    threads.set_num_threads(2)
+    a = np.random.default_rng(2).standard_normal((128, 128, 64))
+    expected = es.einsum("ijk->i", a)          # starts the pool in the parent
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(es.einsum, ("ijk->i", a)).get(timeout=60)
+    assert np.array_equal(got, expected)

@@ -94,6 +94,12 @@ def _reset_pool() -> None:
     _pool = None
 
 
+if hasattr(os, "register_at_fork"):
+    # a forked child (multiprocessing, Dask's process workers) inherits the pool object but
+    # not its thread: work handed to it would wait forever
+    os.register_at_fork(after_in_child=_reset_pool)
+
+
 def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     """Run ``chunks[1:]`` on the pool and ``chunks[0]`` here; wait for all (errors raise).
 
