@@ -151,3 +151,19 @@ def test_split_steps_work_in_a_forked_child() -> None:
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(es.einsum, ("ijk->i", a)).get(timeout=60)
     assert np.array_equal(got, expected)
+
+
+def test_a_chunk_the_pool_has_not_started_runs_on_the_caller() -> None:
+    import threading
+
+    threads.set_num_threads(2)
+    release = threading.Event()
+    blocker = threads._executor().submit(release.wait, 30)   # the only worker is busy
+    ran: list[int] = []
+    try:
+        threads.run_chunks([lambda: ran.append(threading.get_ident()),
+                            lambda: ran.append(threading.get_ident())])
+    finally:
+        release.set()
+    blocker.result(timeout=30)
+    assert ran == [threading.get_ident()] * 2

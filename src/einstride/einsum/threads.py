@@ -102,6 +102,8 @@ if hasattr(os, "register_at_fork"):
 
 def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     """Run ``chunks[1:]`` on the pool and ``chunks[0]`` here; wait for all (errors raise).
+    A chunk the pool has not started by then (its thread not scheduled: a busy machine)
+    is taken back and run here, so splitting never waits on an idle core that is not there.
 
     >>> done = []
     >>> run_chunks([lambda: done.append(0), lambda: done.append(1)])
@@ -112,5 +114,8 @@ def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     try:
         chunks[0]()
     finally:
-        for f in futures:
-            f.result()
+        for future, chunk in zip(futures, chunks[1:]):
+            if future.cancel():
+                chunk()
+            else:
+                future.result()
