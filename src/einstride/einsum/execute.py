@@ -16,7 +16,9 @@ array([3., 5., 7.])
 
 from __future__ import annotations
 
+import functools
 import importlib
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +42,7 @@ from .steps import (
     Step,
     ViewStep,
 )
+from .threads import run_chunks
 
 __all__ = ["Program", "compile_plan", "sum_of_products"]
 
@@ -278,8 +281,52 @@ def _reduce_labels(step: ReduceStep) -> tuple[list[int], list[int]]:
     return in_labels, out_labels
 
 
+def _part(x: Array, axis: int, lo: int, hi: int) -> Array:
+    """``x[lo:hi]`` along ``axis`` (all of it along a broadcast size-1 axis)."""
+    if axis < 0 or x.shape[axis] == 1:
+        return x
+    return x[(slice(None),) * axis + (slice(lo, hi),)]
+
+
+def _split(kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, threads: int
+           ) -> Callable[..., None]:
+    """``kernel(*inputs, out)`` run as ``threads`` chunks along the output axis
+    ``out_axis`` (input ``k``'s axis ``in_axes[k]``; -1: not sliced), each chunk writing its
+    own slice of ``out``.  Only the planner asks for this (large memory-bound steps)."""
+
+    def split_run(*arrays: Array) -> None:
+        *inputs, out = arrays
+        n = out.shape[out_axis]
+        edges = [n * k // threads for k in range(threads + 1)]
+        chunks = [functools.partial(
+            kernel, *[_part(x, ax, lo, hi) for x, ax in zip(inputs, in_axes)],
+            _part(out, out_axis, lo, hi)) for lo, hi in itertools.pairwise(edges)]
+        run_chunks(chunks)
+
+    return split_run
+
+
 def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
     """``reduce(x, out=None)`` with the step's kernel (the result in ``kept`` order)."""
+    reduce = _plain_reduce(step)
+    if step.threads < 2:
+        return reduce
+    n = len(step.axes) + len(step.kept)
+    kept_axes = [ax for ax in range(n) if ax not in step.axes]
+    out_axis = step.kept.index(step.split)
+    split_run = _split(reduce, [kept_axes[out_axis]], out_axis, step.threads)
+    dtype = step.dtype
+
+    def split_reduce(x: Array, out: Array | None = None) -> Array:
+        if out is None:
+            out = np.empty([x.shape[ax] for ax in kept_axes], dtype)
+        split_run(x, out)
+        return out
+
+    return split_reduce
+
+
+def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     in_labels, out_labels = _reduce_labels(step)
     dtype, axes = step.dtype, step.axes
     if step.kernel == KERNEL_UFUNC:
@@ -432,16 +479,45 @@ def _batch_fn(step: BatchStep) -> StepFn:
         def kernel(a: Array, b: Array, out: Array) -> None:
             _multiply(view_a(a), view_b(b), out=out, dtype=dtype, casting="unsafe")
 
+    work: Callable[[Array, Array, Array], None] = (
+        _split_batch(step, kernel) if step.threads > 1 else kernel)
+
     def run(regs: list[Any], dest: Any) -> None:
         a, b = regs[left], regs[right]
         if write == WRITE_INTO:
-            kernel(a, b, dest.transpose(dest_perm))
+            work(a, b, dest.transpose(dest_perm))
             return
         c = np.empty(shape, dtype)
-        kernel(a, b, c)
+        work(a, b, c)
         if write == WRITE_TEMP:
             _copyto(dest.transpose(dest_perm), c, casting="unsafe")
         else:
             regs[dst] = c
 
     return run
+
+
+def _split_batch(step: BatchStep, kernel: Callable[[Array, Array, Array], None]
+                 ) -> Callable[[Array, Array, Array], None]:
+    """The batch kernel in chunks along ``step.split`` (see :func:`_split`)."""
+    label, out_axis = step.split, step.labels.index(step.split)
+    if step.kernel == KERNEL_LOOP:
+        in_axes = [labels.index(label) if label in labels else -1
+                   for labels in (step.left_labels, step.right_labels)]
+        split_loop: Callable[[Array, Array, Array], None] = _split(
+            kernel, in_axes, out_axis, step.threads)
+        return split_loop
+    view_a = _operand_view(step.left_in, step.left_perm, step.left_shape) or (lambda x: x)
+    view_b = _operand_view(step.right_in, step.right_perm, step.right_shape) or (lambda x: x)
+    dtype = step.dtype
+
+    def multiply(a: Array, b: Array, out: Array) -> None:
+        _multiply(a, b, out=out, dtype=dtype, casting="unsafe")
+
+    # the viewed operands line up with the output's axes (size 1 where they broadcast)
+    split_views = _split(multiply, [out_axis, out_axis], out_axis, step.threads)
+
+    def split_multiply(a: Array, b: Array, out: Array) -> None:
+        split_views(view_a(a), view_b(b), out)
+
+    return split_multiply

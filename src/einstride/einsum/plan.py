@@ -70,6 +70,7 @@ from .steps import (
     Step,
     ViewStep,
 )
+from .threads import split_threads
 
 __all__ = ["build_plan", "check_memory", "check_ranks", "compute_dtype", "result_dtype"]
 
@@ -355,11 +356,24 @@ class _Planner:
         new = self._new_term(order, self.ct)
         dst = self.new_reg()
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
+        split, threads = self._reduce_split(term, kept)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, new.labels, new.shape,
             self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),),
-            kernel=_reduce_kernel(term)))
+            kernel=_reduce_kernel(term), split=split, threads=threads))
         return dst, new
+
+    def _reduce_split(self, term: Term, kept: tuple[int, ...]) -> tuple[int, int]:
+        """(label, threads) to split a reduction of ``term`` over: its outermost label in
+        memory when it is kept (each chunk streams its own part of the source); (-1, 1)
+        when the step is too small or that label is summed."""
+        label = _outermost(term)
+        if label not in kept:   # a chunk along an inner axis runs NumPy's loop far slower
+            return -1, 1
+        moved = _bytes_moved(term) + math.prod(self.sizes[lab] for lab in kept) * \
+            self.ct.itemsize
+        threads = split_threads(moved, self.sizes[label])
+        return (label, threads) if threads > 1 else (-1, 1)
 
     def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
         new = self._new_term(order, self.ct)
@@ -406,9 +420,11 @@ class _Planner:
             allocs = () if into else (Alloc("temporary", shape, self.ct),)
         dst = self.new_reg()
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
+        split, threads = self._reduce_split(term, kept)
         self.steps.append(ReduceStep(
             reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, kept, shape, self.ct,
-            write, self._dest_perm(kept), allocs=allocs, kernel=_reduce_kernel(term)))
+            write, self._dest_perm(kept), allocs=allocs, kernel=_reduce_kernel(term),
+            split=split, threads=threads))
         if write == WRITE_RETURN:
             self.result, self.final_perm = dst, tuple(kept.index(u) for u in self.distinct)
         return dst, self._new_term(kept, self.ct)
@@ -453,10 +469,16 @@ class _Planner:
         kernel = KERNEL_LOOP if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52 \
             else KERNEL_MULTIPLY
         dst = self.new_reg()
+        # split along the outermost label of what the step writes (chunks write whole rows)
+        written = self._new_term(labels, self.ct) if write != WRITE_INTO else (
+            self.target.term if self.target.term is not None else self._own_output())
+        label = _outermost(written)
+        moved = _bytes_moved(a) + _bytes_moved(b) + math.prod(shape) * self.ct.itemsize
+        threads = split_threads(moved, size[label]) if label >= 0 else 1
         self.steps.append(BatchStep(
             ra, rb, dst, kernel, a.labels, b.labels, a.shape, b.shape, bt, lf, rf, left_perm,
             left_shape, right_perm, right_shape, labels, shape, self.ct, write, dest_perm,
-            g.left_only, g.right_only, allocs, note))
+            g.left_only, g.right_only, allocs, note, label if threads > 1 else -1, threads))
         return dst, self._new_term(labels, self.ct)
 
     def _product_write(self, labels: tuple[int, ...], shape: tuple[int, ...], final: bool
@@ -549,6 +571,37 @@ class _Planner:
             if self.target.term is not None and self.target.term.dtype == self.ct \
             else f"computed in {self.ct}, then cast into the output"
         return WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),), reason
+
+
+def _bytes_moved(term: Term) -> int:
+    """The memory traffic of reading ``term`` once: its distinct elements (stride-0 axes
+    re-read the same ones), each costing a whole cache line when its smallest stride is at
+    least one apart (a diagonal, a strided view).
+
+    >>> _bytes_moved(Term((0, 1), (4, 8), (64, 8), np.dtype(float)))      # dense: 32 x 8 B
+    256
+    >>> _bytes_moved(Term((0,), (4,), (1032,), np.dtype(float)))          # a diagonal: 4 lines
+    256
+    """
+    count, step = 1, 0
+    if 0 in term.shape:
+        return 0
+    for dim, stride in zip(term.shape, term.strides):
+        if stride != 0 and dim > 1:
+            count *= dim
+            step = abs(stride) if step == 0 else min(step, abs(stride))
+    return count * max(term.dtype.itemsize, min(64, step))
+
+
+def _outermost(term: Term) -> int:
+    """The label of ``term``'s largest stride among axes longer than 1 (-1: none).
+
+    >>> _outermost(Term((5, 7), (3, 4), (8, 24), np.dtype(float)))    # Fortran order
+    7
+    """
+    found = [(abs(st), lab) for lab, dim, st in zip(term.labels, term.shape, term.strides)
+             if dim > 1]
+    return max(found)[1] if found else -1
 
 
 def _reduce_kernel(term: Term) -> str:

@@ -109,7 +109,7 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
         return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
                 f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
                 f"({kernel}, over the view)",
-                f"      {_write_words(step.write)}", tail]
+                f"      {_write_words(step.write)}", *_split_lines(step, names), tail]
     if isinstance(step, CopyStep):
         return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
                 f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
@@ -167,5 +167,13 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
             f" as {_shape(step.left_shape)} and {_shape(step.right_shape)}"
             if step.kernel == KERNEL_MULTIPLY else " as they are"),
         f"      out: {step.out_note or _write_words(step.write)}",
+        *_split_lines(step, names),
         tail,
     ]
+
+
+def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
+    if step.threads < 2:
+        return []
+    return [f"      split over {step.threads} threads along {names.labels((step.split,))} "
+            "(memory-bound: each thread writes its own part of the output)"]

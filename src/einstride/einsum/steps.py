@@ -21,6 +21,9 @@ Step kinds (as :attr:`kind` and in the report):
 * ``batch`` (:class:`BatchStep`): a product without contracted labels: one broadcast
   ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
   an outer product (that loop is faster than a ufunc over stride-0 operands).
+
+A large reduce or batch step may be *split*: ``threads`` > 1 chunks along the output label
+``split`` (free in every operand), run on threads (see :mod:`.threads`).
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ class ReduceStep:
     dest_perm: tuple[int, ...] = ()
     allocs: tuple[Alloc, ...] = ()
     kernel: str = KERNEL_LOOP
+    split: int = -1
+    threads: int = 1
 
     kind = "reduce"
 
@@ -212,6 +217,8 @@ class BatchStep:
     right_only: tuple[int, ...] = ()
     allocs: tuple[Alloc, ...] = ()
     out_note: str = ""
+    split: int = -1
+    threads: int = 1
 
     kind = "batch"
 
