@@ -100,7 +100,11 @@ def constructor_args(draw: st.DrawFn) -> tuple[Any, Any, Any, Any]:
 
 def assert_inside(t: Tensor) -> None:
     """Every element of ``t`` lies in its storage, and holds the oracle's value."""
-    arr = t.numpy()
+    try:
+        arr = t.numpy()
+    except LayoutError:  # only an empty shape NumPy cannot describe: constructible, not viewable
+        assert t.size == 0, t.layout
+        return
     assert arr.shape == t.shape
     storage = t.storage
     if arr.size:
