@@ -126,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     engine = _engine(args.stand_in)
     if engine is None:
         return 2
+    # OpenMP peers (torch, pytblis) otherwise keep their workers spinning after each call,
+    # holding a core while the next contender is timed. Set before their runtimes start;
+    # an explicit value in the environment wins. The report records it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     peers = {n: p for n, p in default_peers().items() if n not in args.skip_peer}
     with thread_limit(args.threads) as limited:
         suite = run_suite(cases, engine, peers, _budget(args), args.quick)

@@ -48,6 +48,7 @@ BLAS_ENVIRONMENT = (
     "OPENBLAS_NUM_THREADS",
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
+    "OMP_WAIT_POLICY",
 )
 _PACKAGES = ("numpy", "opt_einsum", "torch", "pytblis", "threadpoolctl", "matplotlib")
 
