@@ -38,6 +38,7 @@ from dask.utils import parse_bytes
 from ..errors import EinsumError
 from ..tensor import Tensor
 from .api import einsum as _einsum
+from .cache import dtype_of
 from .dask_plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
 from .dask_report import chunks_text, format_dask_plan
 from .dask_sources import MemmapBlocks, from_npy, lazy_array, npy_source
@@ -118,14 +119,6 @@ def _operands(raw: Sequence[Any]) -> list[Any]:
             raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to "
                             f"an array: {exc}") from None
     return arrays
-
-
-def _dtype_arg(dtype: Any) -> np.dtype[Any]:
-    try:
-        found: np.dtype[Any] = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
-    return found
 
 
 def _squeeze(x: Any, stretched: Sequence[int]) -> Any:
@@ -386,7 +379,7 @@ def plan_dask(equation: Equation | str, operands: Sequence[Any], *, dtype: Any =
     if isinstance(equation, str):
         equation = parse_subscripts(equation)
     arrays = _operands(operands)
-    dtype_key = None if dtype is None else _dtype_arg(dtype)
+    dtype_key = None if dtype is None else dtype_of(dtype)
     shapes = [tuple(int(n) for n in x.shape) for x in arrays]
     dtypes = [np.dtype(x.dtype) for x in arrays]
     spec = bind(equation, shapes)
