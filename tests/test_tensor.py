@@ -252,3 +252,13 @@ def test_empty_tensor_beyond_numpy_shapes_is_a_layout_error() -> None:
     assert t.size == 0
     with pytest.raises(es.LayoutError, match="cannot be viewed"):
         t.numpy()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, object, "datetime64[s]"])
+@pytest.mark.parametrize("length", [2**62, 2**63])
+def test_empty_views_beyond_numpy_are_layout_errors_for_every_dtype(dtype, length) -> None:
+    t = es.Tensor(np.zeros(1, dtype=dtype), shape=())
+    view = t.broadcast_to((0, length))
+    assert view.size == 0
+    with pytest.raises(es.LayoutError, match="cannot be viewed"):
+        view.numpy()

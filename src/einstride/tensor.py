@@ -315,13 +315,13 @@ def _materialize(storage: Array, layout: Layout) -> Array:
     check_representable(layout, storage.dtype)
     item = storage.dtype.itemsize
     strides = tuple(s * item if n > 1 else 0 for n, s in zip(layout.shape, layout.strides))
-    if storage.dtype.hasobject or storage.dtype.kind in "mM" or item == 0:
-        # These dtypes do not export the buffer protocol; the layout is already validated.
-        start = storage[min(layout.offset, storage.shape[0]) :]
-        return np.lib.stride_tricks.as_strided(start, layout.shape, strides)
     try:
+        if storage.dtype.hasobject or storage.dtype.kind in "mM" or item == 0:
+            # These dtypes do not export the buffer protocol; the layout is already validated.
+            start = storage[min(layout.offset, storage.shape[0]) :]
+            return np.lib.stride_tricks.as_strided(start, layout.shape, strides)
         return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         # An empty layout may have lengths whose product overflows (the spec allows it);
         # NumPy cannot describe such a shape at all.
         raise LayoutError(f"layout {layout} cannot be viewed as a NumPy array: {exc}") from None
