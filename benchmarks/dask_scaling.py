@@ -20,7 +20,7 @@ import distributed
 from dask.utils import format_bytes, parse_bytes
 
 import einstride as es
-from einstride.einsum.dask_backend import plan_dask
+from einstride.engine.backends.dask.backend import plan_dask
 
 
 def _arguments() -> argparse.Namespace:

@@ -15,7 +15,7 @@ __all__ = ["main"]
 # subcommand -> (module, function taking argv and returning an exit code, one-line help)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("einstride.demo", "main", "a short tour of the strided core and einsum"),
-    "explain": ("einstride.einsum.cli", "explain_main", "print the plan of an einsum"),
+    "explain": ("einstride.engine.cli", "explain_main", "print the plan of an einsum"),
     "bench": ("einstride.bench", "main", "benchmark einsum against its peers"),
 }
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from .memory import check_array, memory_limit
-from .tensor import Array, any_tensor, as_array, wrap_like
+from .tensors import Array, any_tensor, as_array, wrap_like
 from .transfer import check_elementwise_out
 
 __all__ = [

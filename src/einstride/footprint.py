@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .layout import Layout
-from .tensor import as_array
+from .tensors import as_array
 
 __all__ = ["Footprint"]
 

@@ -43,7 +43,7 @@ from .errors import LayoutError
 from .footprint import Footprint
 from .layout import Layout, normalize_axes
 from .memory import check_array
-from .tensor import Tensor, as_array, wrap_like
+from .tensors import Tensor, as_array, wrap_like
 
 __all__ = [
     "check_destination",

@@ -18,7 +18,7 @@ from test_einsum_regressions import NAMED  # noqa: E402
 
 import einstride as es  # noqa: E402
 from einstride import EinsumError  # noqa: E402
-from einstride.einsum import dask_backend  # noqa: E402
+from einstride.engine.backends.dask import backend as dask_backend  # noqa: E402
 
 RNG = np.random.default_rng(2024)
 

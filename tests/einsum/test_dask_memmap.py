@@ -14,7 +14,7 @@ da = pytest.importorskip("dask.array")
 from numpy.lib.format import open_memmap  # noqa: E402
 
 import einstride as es  # noqa: E402
-from einstride.einsum.dask_sources import NpyFile, from_npy  # noqa: E402
+from einstride.engine.backends.dask.sources import NpyFile, from_npy  # noqa: E402
 
 BUDGET = 2**20
 

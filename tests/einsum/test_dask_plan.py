@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import einstride as es
 from einstride import EinsumError
-from einstride.einsum.dask_plan import (
+from einstride.engine.backends.dask.plan import (
     DaskPlan,
     choose_chunks,
     n_blocks,
@@ -19,9 +19,9 @@ from einstride.einsum.dask_plan import (
     split_every,
     step_bytes,
 )
-from einstride.einsum.equation import parse_equation
-from einstride.einsum.fold import contiguous_strides
-from einstride.einsum.plan import build_plan
+from einstride.engine.spec.equation import parse_equation
+from einstride.engine.backends.numpy.fold import contiguous_strides
+from einstride.engine.backends.numpy.plan import build_plan
 
 
 def _plan(equation: str, operands: list[np.ndarray], optimize: object = "auto") -> DaskPlan:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import einstride as es
-from einstride.einsum.cache import clear_plan_cache, plan_cache_info
-from einstride.einsum.cli import explain_main
+from einstride.engine.backends.numpy.cache import clear_plan_cache, plan_cache_info
+from einstride.engine.cli import explain_main
 
 RNG = np.random.default_rng(7)
 
@@ -192,9 +192,9 @@ def test_tiny_multi_step_problems_fuse_into_one_loop() -> None:
 
 
 def _plan_report(equation: str, *ops: np.ndarray) -> str:
-    from einstride.einsum.api import as_arrays as _as_arrays
-    from einstride.einsum.cache import entry_for as _entry_for
-    from einstride.einsum.report import format_plan
+    from einstride.engine.api import as_arrays as _as_arrays
+    from einstride.engine.backends.numpy.cache import entry_for as _entry_for
+    from einstride.engine.backends.numpy.report import format_plan
     arrays, _ = _as_arrays(ops)
     return format_plan(_entry_for(equation, arrays, None, None, "auto").plan)
 
@@ -211,8 +211,8 @@ def _plan_report(equation: str, *ops: np.ndarray) -> str:
 ])
 def test_reported_bytes_are_the_bytes_allocated(equation: str, shapes: list[tuple[int, ...]]
                                                 ) -> None:
-    from einstride.einsum.api import as_arrays as _as_arrays
-    from einstride.einsum.cache import entry_for as _entry_for
+    from einstride.engine.api import as_arrays as _as_arrays
+    from einstride.engine.backends.numpy.cache import entry_for as _entry_for
     ops = [RNG.random(s) for s in shapes]
     arrays, _ = _as_arrays(ops)
     entry = _entry_for(equation, arrays, None, None, "auto")

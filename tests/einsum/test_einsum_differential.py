@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.einsum import pairs, plan
-from einstride.einsum.cache import clear_plan_cache
+from einstride.engine.backends.numpy import pairs, plan
+from einstride.engine.backends.numpy.cache import clear_plan_cache
 
 OPTIMIZE = st.sampled_from([False, True, "auto", "greedy", "optimal", "dp", "branch-2"])
 
@@ -166,6 +166,6 @@ def test_loops_replace_a_large_copy_when_cheaper():
 
 
 def _report(equation: str, *ops: np.ndarray) -> str:
-    from einstride.einsum.cache import entry_for as _entry_for
-    from einstride.einsum.report import format_plan
+    from einstride.engine.backends.numpy.cache import entry_for as _entry_for
+    from einstride.engine.backends.numpy.report import format_plan
     return format_plan(_entry_for(equation, list(ops), None, None, "auto").plan)

@@ -7,7 +7,7 @@ from einsum_oracle import ELL
 from einsum_strategies import cases
 from hypothesis import HealthCheck, given, settings
 
-from einstride.einsum.equation import (
+from einstride.engine.spec.equation import (
     ELLIPSIS,
     bind,
     parse_equation,

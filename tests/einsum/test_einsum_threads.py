@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.einsum import threads
-from einstride.einsum.api import explain
-from einstride.einsum.cache import entry_for
-from einstride.einsum.steps import BatchStep, ReduceStep
+from einstride.engine.backends.numpy import threads
+from einstride.engine.api import explain
+from einstride.engine.backends.numpy.cache import entry_for
+from einstride.engine.backends.numpy.steps import BatchStep, ReduceStep
 
 
 @pytest.fixture(autouse=True)

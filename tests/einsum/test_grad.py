@@ -225,7 +225,7 @@ def test_cotangent_shape_mismatch_is_an_einsum_error() -> None:
 
 
 def test_backward_equations_are_cached() -> None:
-    from einstride.einsum import grad
+    from einstride.engine import grad
 
     grad._backward_equations.cache_clear()
     for _ in range(3):

@@ -275,6 +275,7 @@ CALLS: dict[str, Call] = {
                                           inp.keep([N, M])),
     "clear_plan_cache": lambda inp: es.clear_plan_cache,  # no inputs: must simply not fail
     "plan_cache_info": lambda inp: es.plan_cache_info,
+    "explain": lambda inp: partial(es.explain, "ij,jk->ik", inp.keep([M, N]), inp.keep([N, M])),
     "einsum_vjp": lambda inp: partial(
         es.einsum_vjp, "ij,jk->ik", inp.keep([inp.array((M, N)), inp.array((N, M))]),
         inp.array((M, M))),

@@ -8,8 +8,8 @@ import pytest
 
 import einstride as es
 from einstride import EinsumError, LayoutError
-from einstride.einsum.api import explain
-from einstride.einsum.cache import entry_for
+from einstride.engine.api import explain
+from einstride.engine.backends.numpy.cache import entry_for
 
 LABELS = [chr(0x4E00 + k) for k in range(70)]
 

@@ -19,18 +19,18 @@ from hypothesis import strategies as st
 import einstride as es
 from einstride import Tensor
 from einstride import layout as layout_module
-from einstride.einsum import execute
+from einstride.engine.backends.numpy import execute
 
 SRC = Path(es.__file__).resolve().parent
 DOC = SRC.parents[1] / "docs" / "reliability.md"
 
 # module:function (nested functions joined by ".") -> why the view it builds is in bounds
 AUDITED = {
-    "einstride.tensor:_materialize": "a layout validated against the storage",
-    "einstride.tensor:as_tensor": "non-negative strides: the span from the first element",
+    "einstride.tensors:_materialize": "a layout validated against the storage",
+    "einstride.tensors:as_tensor": "non-negative strides: the span from the first element",
     "einstride.layout:_probe": "read-only address arithmetic for np.shares_memory, never read",
     "einstride.transfer:_flat": "only dense arrays, whose size items are contiguous",
-    "einstride.einsum.execute:_destination.write_view": "the diagonal of the output array",
+    "einstride.engine.backends.numpy.execute:_destination.write_view": "the diagonal of the output array",
 }
 RAW_VIEW_NAMES = {"as_strided", "frombuffer", "sliding_window_view"}
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..layout import Layout, as_int
-from ..tensor import Tensor, as_tensor
+from ..tensors import Tensor, as_tensor
 
 __all__ = [
     "Array",

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..layout import Layout
 from ..memory import check_array
-from ..tensor import Tensor, any_tensor, as_array, as_tensor
+from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import as_count, finish
 
 __all__ = [

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..layout import normalize_axis
 from ..memory import check_array
-from ..tensor import any_tensor, as_array
+from ..tensors import any_tensor, as_array
 from ._common import Array, as_count, as_int, dense, finish, require_rank
 
 __all__ = ["boolean_mask", "gather", "nonzero_indices", "one_hot", "pad", "where"]

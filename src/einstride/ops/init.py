@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..memory import check_array
-from ..tensor import Tensor, as_tensor
+from ..tensors import Tensor, as_tensor
 from ._common import dense
 from .random import (
     TRUNCATION,

@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from ..memory import check_array
-from ..tensor import any_tensor, as_array
+from ..tensors import any_tensor, as_array
 from ._common import Array, dense, finish, require_rank
 
 __all__ = ["QRResult", "SVDResult", "qr", "svd"]

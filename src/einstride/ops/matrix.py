@@ -17,7 +17,7 @@ import numpy as np
 
 from ..layout import Layout
 from ..memory import check_array
-from ..tensor import Tensor, any_tensor, as_array, as_tensor
+from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import Array, as_count, as_int, dense, finish, int_tuple, map_view, require_rank
 
 __all__ = ["band_part", "diag", "diag_part", "eye", "set_diag", "trace"]

@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 
 from ..memory import check_array
-from ..tensor import any_tensor, as_array
+from ..tensors import any_tensor, as_array
 from ._common import finish
 
 Array = np.ndarray[Any, Any]

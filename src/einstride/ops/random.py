@@ -21,7 +21,7 @@ import numpy as np
 
 from ..layout import Layout
 from ..memory import check_array
-from ..tensor import Tensor, any_tensor, as_array, as_tensor
+from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import Array, as_count, dense, finish
 
 __all__ = ["categorical", "random_normal", "random_uniform", "truncated_normal"]

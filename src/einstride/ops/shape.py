@@ -21,7 +21,7 @@ import numpy as np
 
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
 from ..memory import check_allocation, check_array
-from ..tensor import Tensor, any_tensor, as_array, as_tensor
+from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ..transfer import check_out
 from ._common import Array, finish, int_tuple, map_view, map_views
 

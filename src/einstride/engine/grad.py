@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import EinsumError
-from ..tensor import any_tensor, as_array, wrap_like
+from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
-from .equation import EinsumSpec, bind, parse_sublists, parse_subscripts
-from .plan import _check_numeric
+from .spec.equation import EinsumSpec, bind, parse_sublists, parse_subscripts
+from .backends.numpy.plan import _check_numeric
 
 __all__ = ["einsum_vjp"]
 

@@ -1,4 +1,4 @@
-"""Run a :class:`~einstride.einsum.steps.Plan`: it follows the plan's steps and nothing else.
+"""Run a :class:`~einstride.engine.backends.numpy.steps.Plan`: it follows the plan's steps and nothing else.
 
 :func:`compile_plan` turns a plan into one Python callable, made once and cached with the
 plan: a closure per step, specialised on what the plan already knows (which transposes and
@@ -6,7 +6,7 @@ reshapes are no-ops, whether the output is allocated first), so that a repeated 
 costs a few NumPy calls and no decisions.  Single-step plans get one closure in all.
 
 >>> import numpy as np
->>> from .equation import parse_equation
+>>> from ...spec.equation import parse_equation
 >>> from .plan import build_plan
 >>> a = np.arange(6.0).reshape(2, 3)
 >>> run = compile_plan(build_plan(parse_equation("ij->j", a.shape), (a.dtype,), (a.strides,)))

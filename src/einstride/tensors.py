@@ -267,7 +267,7 @@ def _check_storage(storage: Any) -> Array:
     if not isinstance(storage, np.ndarray):
         raise TypeError(
             f"storage must be a 1-D numpy.ndarray, not {type(storage).__name__} "
-            "(use einstride.tensor or einstride.as_tensor for other data)"
+            "(use einstride.tensors or einstride.as_tensor for other data)"
         )
     if storage.ndim != 1:
         raise LayoutError(f"storage must be 1-D, got shape {storage.shape}")

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..errors import EinsumError
+from ...errors import EinsumError
 
 __all__ = [
     "ELLIPSIS",

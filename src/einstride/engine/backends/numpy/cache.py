@@ -20,12 +20,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import EinsumError
-from ..memory import physical_memory
-from .equation import Equation, bind, parse_sublists, parse_subscripts
+from ....errors import EinsumError
+from ....memory import physical_memory
+from ...spec.equation import Equation, bind, parse_sublists, parse_subscripts
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
-from .paths import optimize_key
+from ...spec.paths import optimize_key
 from .plan import _check_numeric, build_plan
 from .steps import Plan
 

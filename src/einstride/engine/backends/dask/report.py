@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .dask_plan import DaskStep, partial_chunks, step_bytes
+from .plan import DaskStep, partial_chunks, step_bytes
 
 if TYPE_CHECKING:
-    from .dask_backend import DaskEinsum, StepTasks
+    from .backend import DaskEinsum, StepTasks
 
 __all__ = ["chunks_text", "format_dask_plan", "format_size"]
 

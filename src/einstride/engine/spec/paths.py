@@ -20,7 +20,7 @@ from typing import Any
 import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
-from ..errors import EinsumError
+from ...errors import EinsumError
 
 __all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
 

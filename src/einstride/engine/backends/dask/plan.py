@@ -1,6 +1,6 @@
 """The Dask plan: which blockwise steps an einsum becomes, and the chunk size of every label.
 
-This module imports no Dask: it turns an :class:`~einstride.einsum.equation.EinsumSpec` and
+This module imports no Dask: it turns an :class:`~einstride.engine.spec.equation.EinsumSpec` and
 the contraction path of einstride's own planner into a tuple of :class:`DaskStep` (the same
 decomposition as the NumPy plan: diagonals first, labels of one operand summed before the
 product, one pairwise contraction per path entry, the diagonal expansion last), then picks
@@ -13,7 +13,7 @@ its input blocks, the copies einstride may make of them (pairwise steps) and its
 block; when a summed label spans several chunks, the partial results are added in a tree
 whose tasks hold ``split_every`` partial blocks and their sum.
 
->>> from .equation import parse_equation
+>>> from ...spec.equation import parse_equation
 >>> spec = parse_equation("ik,kj->ij", (1000, 1000), (1000, 1000))
 >>> f8 = np.dtype("float64")
 >>> plan = plan_steps(spec, ((0, 1),), (f8, f8), f8, f8)
@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EinsumError
-from .equation import EinsumSpec
+from ....errors import EinsumError
+from ...spec.equation import EinsumSpec
 
 __all__ = [
     "MAX_SPLIT_EVERY",
@@ -268,7 +268,7 @@ def choose_chunks(plan: DaskPlan, initial: Mapping[int, int], budget: int) -> di
     costs a summation tree).  A step that cannot fit even in chunks of one element is an
     :class:`EinsumError`.
 
-    >>> from .equation import parse_equation
+    >>> from ...spec.equation import parse_equation
     >>> f8 = np.dtype("float64")
     >>> spec = parse_equation("i->", (100,))
     >>> choose_chunks(plan_steps(spec, ((0,),), (f8,), f8, f8), {}, 200)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import EinsumError
 from .api import explain
-from .paths import OPTIMIZE_NAMES
+from .spec.paths import OPTIMIZE_NAMES
 
 __all__ = ["explain_main", "parse_shape"]
 

@@ -17,7 +17,7 @@ The result is written straight into the output (``out=`` or the plan's own array
 a strided diagonal view when output labels repeat) whenever the strides allow.
 
 >>> import numpy as np
->>> from .equation import parse_equation
+>>> from ...spec.equation import parse_equation
 >>> a, b = np.ones((8, 64, 32)), np.ones((8, 32, 16))
 >>> plan = build_plan(parse_equation("bij,bjk->bik", a.shape, b.shape),
 ...                   (a.dtype, b.dtype), (a.strides, b.strides))
@@ -37,9 +37,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..errors import EinsumError
-from ..tensor import MAX_NDARRAY_RANK
-from .equation import EinsumSpec
+from ....errors import EinsumError
+from ....tensors import MAX_NDARRAY_RANK
+from ...spec.equation import EinsumSpec
 from .fold import BLAS_TYPES, Term, contiguous_strides
 from .pairs import (
     COPY_NS_PER_BYTE,
@@ -50,7 +50,7 @@ from .pairs import (
     classify,
     matmul_geometry,
 )
-from .paths import find_path
+from ...spec.paths import find_path
 from .steps import (
     KERNEL_LOOP,
     KERNEL_MULTIPLY,

@@ -35,16 +35,16 @@ import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
 
-from ..errors import EinsumError
-from ..tensor import Tensor
-from .api import einsum as _einsum
-from .cache import dtype_of
-from .dask_plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
-from .dask_report import chunks_text, format_dask_plan
-from .dask_sources import MemmapBlocks, from_npy, lazy_array, npy_source
-from .equation import Equation, bind, parse_sublists, parse_subscripts
-from .fold import contiguous_strides
-from .plan import build_plan
+from ....errors import EinsumError
+from ....tensors import Tensor
+from ...api import einsum as _einsum
+from ..numpy.cache import dtype_of
+from .plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
+from .report import chunks_text, format_dask_plan
+from .sources import MemmapBlocks, from_npy, lazy_array, npy_source
+from ...spec.equation import Equation, bind, parse_sublists, parse_subscripts
+from ..numpy.fold import contiguous_strides
+from ..numpy.plan import build_plan
 
 __all__ = [
     "CONFIG_KEY",

@@ -14,9 +14,9 @@ import numpy as np
 
 from .. import memory as _memory
 from ..errors import EinsumError
-from ..tensor import Tensor, as_array
+from ..tensors import Tensor, as_array
 from .api import as_arrays, check_out, run_entry
-from .cache import (
+from .backends.numpy.cache import (
     Entry,
     array_facts,
     checked_shape,
@@ -26,11 +26,11 @@ from .cache import (
     plan_from_shapes,
 )
 from .dask_dispatch import has_dask_operand
-from .equation import bind, parse_subscripts
-from .paths import find_path
-from .plan import check_memory
-from .report import format_plan
-from .steps import Plan
+from .spec.equation import bind, parse_subscripts
+from .spec.paths import find_path
+from .backends.numpy.plan import check_memory
+from .backends.numpy.report import format_plan
+from .backends.numpy.steps import Plan
 
 __all__ = ["Expression", "contract_expression"]
 
@@ -85,7 +85,7 @@ class Expression:
             raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
                               f"{len(self.shapes)} operand(s), got {len(operands)}")
         if has_dask_operand(operands):
-            from .dask_backend import expression_call
+            from .backends.dask.backend import expression_call
             return expression_call(self, operands, out, memory_limit)
         arrays, tensor_in = as_arrays(operands)
         for i, (arr, shape) in enumerate(zip(arrays, self.shapes)):

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
-from ..tensor import Tensor, as_array, wrap_like
+from ..tensors import Tensor, as_array, wrap_like
 from ..transfer import check_out as transfer_check_out
-from .cache import (
+from .backends.numpy.cache import (
     Entry,
     array_facts,
     checked_shape,
@@ -34,8 +34,8 @@ from .cache import (
     split_sublists,
 )
 from .dask_dispatch import has_dask_operand
-from .plan import check_memory
-from .report import format_plan
+from .backends.numpy.plan import check_memory
+from .backends.numpy.report import format_plan
 
 __all__ = ["as_arrays", "check_out", "einsum", "einsum_path", "explain", "run_entry"]
 
@@ -138,7 +138,7 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
                 check_memory(entry.plan, _memory.LIMIT)
             return entry.run(operands, None)
     if has_dask_operand((subscripts, *operands)):
-        from .dask_backend import einsum_dask
+        from .backends.dask.backend import einsum_dask
         return einsum_dask(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
                            memory_limit=memory_limit)
     if isinstance(subscripts, str):

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .equation import EinsumSpec
+from ...spec.equation import EinsumSpec
 
 __all__ = [
     "WRITE_INTO",
