@@ -12,4 +12,6 @@ def _installed(module: str) -> bool:
 
 
 collect_ignore = [] if _installed("dask") else [
-    "src/einstride/einsum/dask_backend.py", "src/einstride/einsum/dask_sources.py"]
+    "src/einstride/engine/backends/dask",
+    "src/einstride/dask.py",
+]

@@ -34,22 +34,24 @@ from .elementwise import (
     tanh,
 )
 from .engine import (
+    EinsumSpec,
+    Equation,
+    Expression,
+    Plan,
     clear_plan_cache,
     contract_expression,
     einsum,
     einsum_path,
     einsum_vjp,
-    EinsumSpec,
-    Equation,
     explain,
-    Expression,
     parse_equation,
-    Plan,
     plan_cache_info,
 )
 from .errors import EinsumError, LayoutError
 from .layout import Layout
 from .ops import (
+    QRResult,
+    SVDResult,
     arange,
     band_part,
     boolean_mask,
@@ -80,7 +82,6 @@ from .ops import (
     orthogonal,
     pad,
     qr,
-    QRResult,
     random_normal,
     random_uniform,
     reshape,
@@ -89,7 +90,6 @@ from .ops import (
     squeeze,
     stack,
     svd,
-    SVDResult,
     tile,
     to_full_precision,
     to_reduced_precision,

@@ -166,6 +166,4 @@ def test_loops_replace_a_large_copy_when_cheaper():
 
 
 def _report(equation: str, *ops: np.ndarray) -> str:
-    from einstride.engine.backends.numpy.cache import entry_for as _entry_for
-    from einstride.engine.backends.numpy.report import format_plan
-    return format_plan(_entry_for(equation, list(ops), None, None, "auto").plan)
+    return es.explain(equation, *ops)

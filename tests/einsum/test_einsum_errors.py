@@ -100,7 +100,12 @@ def test_subscripts_of_the_wrong_type() -> None:
     with pytest.raises(TypeError):
         es.einsum("i->", np.ones(2), dtype="not a dtype")
     with pytest.raises(TypeError):
+        es.einsum("i->", np.ones(2), memory_limit=1.5)
+    # a string is a size ("64MiB"), the same on every backend; a malformed one is a value error
+    with pytest.raises(EinsumError, match="not a size in bytes"):
         es.einsum("i->", np.ones(2), memory_limit="lots")
+    with pytest.raises(EinsumError, match="must be >= 0 bytes"):
+        es.einsum("i->", np.ones(2), memory_limit=-1)
 
 
 def test_out_of_the_wrong_shape() -> None:

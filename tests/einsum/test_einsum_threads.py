@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.engine.backends.numpy import threads
 from einstride.engine.api import explain
+from einstride.engine.backends.numpy import threads
 from einstride.engine.backends.numpy.cache import entry_for
 from einstride.engine.backends.numpy.steps import BatchStep, ReduceStep
 

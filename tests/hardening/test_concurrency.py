@@ -15,7 +15,12 @@ import numpy as np
 from fuzzing import seconds
 
 import einstride as es
-from einstride.engine.backends.numpy.cache import cached_entry, clear_plan_cache, hot_entry, plan_cache_info
+from einstride.engine.backends.numpy.cache import (
+    cached_entry,
+    clear_plan_cache,
+    hot_entry,
+    plan_cache_info,
+)
 
 THREADS = 8
 DURATION = seconds(3.0, 60.0)

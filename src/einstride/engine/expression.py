@@ -14,25 +14,19 @@ import numpy as np
 
 from .. import memory as _memory
 from ..errors import EinsumError
-from ..tensors import Tensor, as_array
-from .api import as_arrays, check_out, run_entry
-from .backends.numpy.cache import (
-    Entry,
-    array_facts,
-    checked_shape,
-    dtype_of,
-    facts_of,
-    make_entry,
-    plan_from_shapes,
-)
-from .dask_dispatch import has_dask_operand
-from .spec.equation import bind, parse_subscripts
-from .spec.paths import find_path
+from ..tensors import Tensor
+from .backends.numpy.backend import as_arrays, out_array, run_entry
+from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan_from_shapes
 from .backends.numpy.plan import check_memory
 from .backends.numpy.report import format_plan
 from .backends.numpy.steps import Plan
+from .call import EinsumCall, checked_memory_limit, checked_shape, dtype_of
+from .registry import DEFAULT, backend_for
+from .spec.equation import bind, parse_subscripts
+from .spec.walk import plan_path
 
 __all__ = ["Expression", "contract_expression"]
+
 
 class Expression:
     """A reusable contraction for fixed shapes: parsing and the path search happen once;
@@ -54,9 +48,7 @@ class Expression:
         self.shapes = tuple(checked_shape(s, f"shape {i}") for i, s in enumerate(shapes))
         self.dtype = None if dtype is None else dtype_of(dtype)
         self.spec = bind(parse_subscripts(subscripts), self.shapes)
-        sizes = self.spec.sizes
-        terms = [tuple(dict.fromkeys(t)) for t in self.spec.inputs]
-        self.path = list(find_path(terms, tuple(dict.fromkeys(self.spec.output)), sizes, optimize))
+        self.path = list(plan_path(self.spec, optimize))
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
 
@@ -81,26 +73,20 @@ class Expression:
                 if entry.largest > _memory.LIMIT:
                     check_memory(entry.plan, _memory.LIMIT)
                 return entry.run(operands, None)
-        if len(operands) != len(self.shapes):
-            raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
-                              f"{len(self.shapes)} operand(s), got {len(operands)}")
-        if has_dask_operand(operands):
-            from .backends.dask.backend import expression_call
-            return expression_call(self, operands, out, memory_limit)
+        self._check_operands([_shape(x, i) for i, x in enumerate(operands)], len(operands))
+        call = EinsumCall(key=self.subscripts, operands=operands, out=out, dtype=self.dtype,
+                          optimize=self.path, memory_limit=checked_memory_limit(memory_limit))
+        backend = backend_for(operands)
+        if backend.__name__ != DEFAULT:
+            return backend.einsum(call)
         arrays, tensor_in = as_arrays(operands)
-        for i, (arr, shape) in enumerate(zip(arrays, self.shapes)):
-            if arr.shape != shape:
-                raise EinsumError(f"einsum {self.subscripts!r}: operand {i} has shape "
-                                  f"{arr.shape}, but the expression was made for {shape}")
         out_arr = None
         if out is not None:
+            out_arr = out_array(out)
             tensor_in = tensor_in or isinstance(out, Tensor)
-            out_arr = as_array(out)
         out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
         entry = self._entry(facts_of(arrays), out_facts)
-        if out is not None:
-            check_out(out, arrays, entry.plan.result_dtype)
-        return run_entry(entry, arrays, out, out_arr, memory_limit, tensor_in)
+        return run_entry(entry, arrays, call, out_arr, tensor_in)
 
     def plan(self) -> Plan:
         """The plan for C-contiguous operands (of ``dtype``, default float64)."""
@@ -131,3 +117,15 @@ def contract_expression(subscripts: str, *shapes: Sequence[int], dtype: Any = No
     if not isinstance(subscripts, str):
         raise TypeError("contract_expression takes the string form of the equation")
     return Expression(subscripts, shapes, dtype, optimize)
+
+
+def _shape(x: Any, i: int) -> tuple[Any, ...]:
+    """Operand ``i``'s shape without converting it (``np.shape`` for lists and scalars)."""
+    shape = getattr(x, "shape", None)
+    if isinstance(shape, tuple):
+        return shape
+    try:
+        return tuple(np.shape(x))
+    except ValueError as exc:
+        raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an "
+                        f"array: {exc}") from None

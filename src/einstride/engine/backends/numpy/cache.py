@@ -21,24 +21,21 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ....errors import EinsumError
-from ....memory import physical_memory
-from ...spec.equation import Equation, bind, parse_sublists, parse_subscripts
+from ...call import dtype_of, equation_of
+from ...spec.dtypes import check_numeric
+from ...spec.equation import bind, parse_subscripts
+from ...spec.paths import optimize_key
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
-from ...spec.paths import optimize_key
-from .plan import _check_numeric, build_plan
+from .plan import build_plan
 from .steps import Plan
 
-__all__ = ["DEFAULT_LIMIT", "CacheInfo", "Entry", "array_facts", "cached_entry",
-           "checked_shape", "clear_plan_cache", "dtype_of", "entry_for", "facts_of",
-           "hot_entry", "make_entry", "physical_memory", "plan_cache_info", "plan_from_shapes",
-           "split_sublists"]
+__all__ = ["CacheInfo", "Entry", "array_facts", "cached_entry", "clear_plan_cache",
+           "entry_for", "facts_of", "hot_entry", "make_entry", "plan_cache_info",
+           "plan_from_shapes"]
 
 Array = np.ndarray[Any, Any]
 CACHE_SIZE = 512
-
-
-DEFAULT_LIMIT = physical_memory()  # the machine's; einstride.memory.LIMIT is the one in force
 
 
 @dataclass(frozen=True)
@@ -48,41 +45,6 @@ class Entry:
     plan: Plan
     run: Program
     largest: int
-
-
-# -- the equation key: hashable, and enough to re-parse -------------------------------------
-
-
-def _equation(eq_key: Any) -> Equation:
-    if isinstance(eq_key, str):
-        return parse_subscripts(eq_key)
-    _, terms, output = eq_key
-    return parse_sublists(terms, output)
-
-
-def split_sublists(args: Sequence[Any]) -> tuple[Any, list[Any]]:
-    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (hashable equation key, operands).
-
-    >>> split_sublists([None])
-    Traceback (most recent call last):
-      ...
-    einstride.errors.EinsumError: einsum: the sublist form needs an operand and its sublist, ...
-    """
-    if len(args) < 2:
-        raise EinsumError(f"einsum: the sublist form needs an operand and its sublist, got "
-                          f"{len(args)} argument(s) (the string form takes the equation first)")
-    operands = list(args[0::2])
-    subs = args[1::2]
-    out = None
-    if len(args) % 2 == 1:
-        out = args[-1]
-        operands = operands[:-1]
-    eq = parse_sublists(subs, out)   # validates now: the key below must be hashable
-    terms = tuple(tuple(Ellipsis if lab == -1 else int(eq.names[lab]) for lab in t)
-                  for t in eq.terms)
-    out_key = None if out is None else tuple(
-        Ellipsis if lab == -1 else int(eq.names[lab]) for lab in eq.output)
-    return ("sublists", terms, out_key), operands
 
 
 # -- facts -----------------------------------------------------------------------------------
@@ -114,34 +76,6 @@ def array_facts(operands: Sequence[Any]) -> tuple[Any, ...] | None:
     return tuple(facts)
 
 
-def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
-    """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
-
-    >>> checked_shape((2, -1), "shape 0")
-    Traceback (most recent call last):
-      ...
-    einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
-    """
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-        raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
-    dims = tuple(shape)
-    for n in dims:
-        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
-            raise TypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
-    checked = tuple(int(n) for n in dims)
-    if any(not 0 <= n < 2**63 for n in checked):
-        raise EinsumError(f"einsum: {what} {checked} has a length outside [0, 2**63)")
-    return checked
-
-
-def dtype_of(dtype: Any) -> np.dtype[Any]:
-    try:
-        found: np.dtype[Any] = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
-    return found
-
-
 # -- entries ---------------------------------------------------------------------------------
 
 
@@ -149,7 +83,7 @@ def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
                optimize: Any) -> Entry:
     """Parse, bind, plan and compile (no cache)."""
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
-    spec = bind(_equation(eq_key), shapes)
+    spec = bind(equation_of(eq_key), shapes)
     out = None
     if out_facts is not None:
         out = _check_out_facts(spec.text, spec.output_shape, out_facts)
@@ -160,7 +94,7 @@ def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
 def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
                      ) -> tuple[tuple[int, ...], np.dtype[Any]]:
     out_shape, out_strides, out_dtype = out_facts
-    _check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
+    check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
     if out_shape != shape:
         raise EinsumError(f"einsum {text!r}: out= has shape {out_shape}, but the result has "
                           f"shape {shape}")

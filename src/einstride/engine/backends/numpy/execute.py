@@ -1,4 +1,4 @@
-"""Run a :class:`~einstride.engine.backends.numpy.steps.Plan`: it follows the plan's steps and nothing else.
+"""Run a :class:`~.steps.Plan`: it follows the plan's steps and nothing else.
 
 :func:`compile_plan` turns a plan into one Python callable, made once and cached with the
 plan: a closure per step, specialised on what the plan already knows (which transposes and

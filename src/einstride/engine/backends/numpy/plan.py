@@ -34,12 +34,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
+from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec
+from ...spec.walk import plan_path, walk_path
 from .fold import BLAS_TYPES, Term, contiguous_strides
 from .pairs import (
     COPY_NS_PER_BYTE,
@@ -50,7 +51,6 @@ from .pairs import (
     classify,
     matmul_geometry,
 )
-from ...spec.paths import find_path
 from .steps import (
     KERNEL_LOOP,
     KERNEL_MULTIPLY,
@@ -72,46 +72,7 @@ from .steps import (
 )
 from .threads import split_threads
 
-__all__ = ["build_plan", "check_memory", "check_ranks", "compute_dtype", "result_dtype"]
-
-_SMALL_FLOATS = frozenset(
-    np.dtype(getattr(ml_dtypes, name))
-    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-                 "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3",
-                 "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
-    if hasattr(ml_dtypes, name)
-) | {np.dtype(np.float16)}
-
-
-def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:
-    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes.
-
-    >>> result_dtype([np.dtype("int32"), np.dtype("float32")])
-    dtype('float64')
-    """
-    try:
-        found = np.dtype(dtype) if dtype is not None else np.result_type(*dtypes)
-    except TypeError as exc:
-        raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
-    except ValueError:  # np.result_type() of nothing
-        raise EinsumError("einsum: at least one operand is required") from None
-    _check_numeric(found, "the result dtype")
-    return found
-
-
-def _check_numeric(dtype: np.dtype[Any], what: str) -> None:
-    if dtype.kind not in "biufc" and dtype not in _SMALL_FLOATS:
-        raise TypeError(f"einsum: {what} {dtype} is not numeric (bool, int, float, complex)")
-
-
-def compute_dtype(result: np.dtype[Any]) -> np.dtype[Any]:
-    """The dtype products and sums run in: float32 for 16-bit and smaller floats.
-
-    >>> compute_dtype(np.dtype("float16")), compute_dtype(np.dtype("int8"))
-    (dtype('float32'), dtype('int8'))
-    """
-    return np.dtype(np.float32) if result in _SMALL_FLOATS else result
-
+__all__ = ["build_plan", "check_memory", "check_ranks"]
 
 @dataclass(frozen=True)
 class _Target:
@@ -135,7 +96,7 @@ def build_plan(
     """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
     byte strides and dtype when given)."""
     for i, d in enumerate(dtypes):
-        _check_numeric(np.dtype(d), f"operand {i} has dtype")
+        check_numeric(np.dtype(d), f"operand {i} has dtype")
     rt = result_dtype(dtypes, dtype)
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
@@ -246,15 +207,14 @@ class _Planner:
     def run(self, strides: tuple[tuple[int, ...], ...], optimize: Any) -> Plan:
         shapes = self.spec.shapes()
         live = [self._prepare(i, shapes[i], strides[i]) for i in range(len(shapes))]
-        n = len(live)
-        path = ((0,),) if n == 1 else find_path(
-            [t.labels for _, t in live], self.distinct, self.sizes, optimize)
-        for k, entry in enumerate(path):
-            picked = [live[i] for i in entry]
-            for i in sorted(entry, reverse=True):
-                del live[i]
-            live.append(self._contract_all(picked, live, final=k == len(path) - 1))
+        path = plan_path(self.spec, optimize)
+        walk_path(live, path, self.distinct, unary=self._unary_item, pair=self._pair,
+                  labels_of=lambda item: item[1].labels)
         return self._finish(strides, path)
+
+    def _unary_item(self, item: tuple[int, Term], keep: frozenset[int], final: bool
+                    ) -> tuple[int, Term]:
+        return self._unary(*item, keep, final)
 
     def fused(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
               ) -> Plan:
@@ -281,23 +241,6 @@ class _Planner:
         self.flops = _flop_count(all_labels, bool(all_labels - set(self.distinct)), n,
                                  self.sizes)
         return self._finish(strides, path)
-
-    def _contract_all(self, picked: list[tuple[int, Term]], others: list[tuple[int, Term]],
-                      final: bool) -> tuple[int, Term]:
-        if len(picked) == 1:
-            return self._unary(*picked[0], self._keep(others, []), final)
-        acc = picked[0]
-        for j in range(1, len(picked)):
-            last = final and j == len(picked) - 1
-            acc = self._pair(acc, picked[j], self._keep(others, picked[j + 1:]), last)
-        return acc
-
-    def _keep(self, *groups: list[tuple[int, Term]]) -> frozenset[int]:
-        needed = set(self.distinct)
-        for group in groups:
-            for _, term in group:
-                needed.update(term.labels)
-        return frozenset(needed)
 
     def _finish(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
                 ) -> Plan:

@@ -1,0 +1,99 @@
+"""The NumPy backend, the default: operands converted to ndarrays (Tensors viewed), a cached
+plan run over views, and the result in the caller's kind (NumPy in, NumPy out; any Tensor
+in, Tensor out).
+
+>>> import numpy as np
+>>> from ...call import make_call
+>>> einsum(make_call("ij->j", np.ones((2, 3))))
+array([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .... import memory as _memory
+from ....tensors import Tensor, wrap_like
+from ....transfer import check_out
+from ...call import EinsumCall
+from .cache import Entry, entry_for
+from .plan import check_memory
+from .report import format_plan
+
+__all__ = ["as_arrays", "einsum", "explain", "out_array", "run_entry"]
+
+Array = np.ndarray[Any, Any]
+
+
+def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
+    """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``), and
+    whether any was a Tensor."""
+    arrays: list[Array] = []
+    tensor_in = False
+    for i, x in enumerate(raw):
+        if type(x) is np.ndarray:
+            arrays.append(x)
+            continue
+        if isinstance(x, Tensor):
+            tensor_in = True
+            arrays.append(x.numpy())
+            continue
+        try:
+            arrays.append(np.asarray(x))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
+            ) from None
+    return arrays, tensor_in
+
+
+def out_array(out: Any) -> Array:
+    """The ndarray of ``out=``: a Tensor or an ndarray, nothing converted."""
+    if isinstance(out, Tensor):
+        return out.numpy()
+    if isinstance(out, np.ndarray):
+        return out
+    raise TypeError(
+        f"einsum out=: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}"
+    )
+
+
+def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None,
+              tensor_in: bool) -> Any:
+    """Check ``out=`` and the memory limit, run, and return ``out``, a Tensor or NumPy's
+    result."""
+    if call.out is not None:
+        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=")
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    if entry.largest > limit:
+        check_memory(entry.plan, limit)
+    value = entry.run(arrays, out_arr)
+    if call.out is not None:
+        return call.out
+    if tensor_in:
+        return wrap_like(np.asarray(value), True)
+    return value
+
+
+def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
+    arrays, tensor_in = as_arrays(call.operands)
+    out_arr = None
+    if call.out is not None:
+        out_arr = out_array(call.out)
+        tensor_in = tensor_in or isinstance(call.out, Tensor)
+    return entry_for(call.key, arrays, out_arr, call.dtype, call.optimize), arrays, out_arr, \
+        tensor_in
+
+
+def einsum(call: EinsumCall) -> Any:
+    """Run ``call`` on NumPy."""
+    entry, arrays, out_arr, tensor_in = _entry(call)
+    return run_entry(entry, arrays, call, out_arr, tensor_in)
+
+
+def explain(call: EinsumCall) -> str:
+    """The plan report of ``call`` for its operands' actual layouts."""
+    return format_plan(_entry(call)[0].plan)
