@@ -1,6 +1,7 @@
-"""The ``einstride`` command: ``demo``, ``explain`` and ``bench`` subcommands.
+"""The ``einstride`` command: ``demo`` and ``explain`` subcommands.
 
-Each subcommand lives next to the code it shows; this module only dispatches.
+Each subcommand lives next to the code it shows; this module only dispatches. The benchmark
+is a development tool outside the wheel: ``make bench`` in a source checkout.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ __all__ = ["main"]
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("einstride.demo", "main", "a short tour of the strided core and einsum"),
     "explain": ("einstride.engine.cli", "explain_main", "print the plan of an einsum"),
-    "bench": ("einstride.bench", "main", "benchmark einsum against its peers"),
 }
 
 

@@ -1,4 +1,4 @@
-"""``einstride bench``: run the suite, write the markdown report and the chart.
+"""``make bench`` (``benchmarks/run.py``): run the suite, write the markdown report and the chart.
 
 Exit codes: 0 when every case ran and the subject's results were all correct (targets
 may be missed: the report says so; ``--strict`` makes a miss exit 1 too), 1 when the
@@ -40,7 +40,7 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="einstride bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="benchmarks/run.py", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter timing")
     parser.add_argument(
         "--output",
@@ -107,7 +107,7 @@ def _engine(use_stand_in: bool) -> Engine | None:
     try:
         return load_einstride()
     except ImportError as exc:
-        print(f"einstride bench: {exc}; try --stand-in to exercise the harness", file=sys.stderr)
+        print(f"benchmarks/run.py: {exc}; try --stand-in to exercise the harness", file=sys.stderr)
         return None
 
 
