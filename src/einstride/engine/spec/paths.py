@@ -24,7 +24,22 @@ from ...errors import EinsumError
 
 __all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
 
-OPTIMIZE_NAMES = tuple(sorted(oe_paths._PATH_OPTIONS))
+def _finder_names() -> tuple[str, ...]:
+    """opt_einsum's documented path finder names that this opt_einsum provides."""
+    names = ("auto", "auto-hq", "branch-1", "branch-2", "branch-all", "dp",
+             "dynamic-programming", "eager", "greedy", "opportunistic", "optimal",
+             "random-greedy", "random-greedy-128")
+    found = []
+    for name in names:
+        try:
+            oe_paths.get_path_fn(name)
+        except (KeyError, ValueError, NotImplementedError):
+            continue
+        found.append(name)
+    return tuple(found)
+
+
+OPTIMIZE_NAMES = _finder_names()
 """The path finder names ``optimize`` accepts (besides False, True and path lists)."""
 
 
@@ -90,7 +105,7 @@ def _finder(optimize: Any) -> Any:
     if optimize is True or optimize is None:
         optimize = "greedy" if optimize is True else "auto"
     if isinstance(optimize, str):
-        if optimize not in oe_paths._PATH_OPTIONS:
+        if optimize not in OPTIMIZE_NAMES:
             raise EinsumError(
                 f"einsum: unknown optimize={optimize!r}; use False, True, one of "
                 f"{', '.join(OPTIMIZE_NAMES)}, a path list or an opt_einsum PathOptimizer"

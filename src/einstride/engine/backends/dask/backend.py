@@ -27,7 +27,6 @@ import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -43,7 +42,7 @@ from ...spec.walk import path_flops, plan_path
 from ..numpy.backend import as_arrays
 from ..numpy.backend import einsum as numpy_einsum
 from .plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
-from .report import chunks_text, format_dask_plan
+from .report import DaskEinsum, StepTasks, chunks_text
 from .sources import MemmapBlocks, from_npy, lazy_array, npy_source
 
 __all__ = [
@@ -256,41 +255,6 @@ def _add_partials(blocks: Any, axis: Any = None, keepdims: bool = False,
 
 
 # -- the graph --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepTasks:
-    """The tasks one step added: blockwise einsums (or expansions, casts) and tree sums."""
-
-    blockwise: int
-    sums: int
-    split_every: int
-
-
-@dataclass(frozen=True)
-class DaskEinsum:
-    """A planned einsum on Dask arrays: the plan, the chunk size of every label, the per-task
-    memory budget, the lazy ``result`` and the tasks each step added."""
-
-    plan: DaskPlan
-    naive_flops: int
-    flops: int
-    budget: int
-    budget_source: str
-    chunks: dict[int, int]
-    targets: dict[int, tuple[int, ...]]
-    inputs: tuple[str, ...]
-    steps: tuple[StepTasks, ...]
-    result: Array
-
-    @property
-    def tasks(self) -> int:
-        """Tasks in the graph (before Dask fuses blockwise chains)."""
-        return len(self.result.__dask_graph__())
-
-    def explain(self) -> str:
-        """The report: plan, chunking, memory per task and number of tasks."""
-        return format_dask_plan(self)
 
 
 def _layers(x: Array) -> set[str]:

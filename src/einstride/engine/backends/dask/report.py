@@ -1,4 +1,5 @@
-"""The report of an einsum on Dask arrays: what :func:`.dask_backend.explain` prints.
+"""A planned einsum on Dask arrays (:class:`DaskEinsum`) and its report: what
+:func:`einstride.dask.explain` prints.
 
 For each operand how it enters the graph and in which chunks, the chunk size of every
 label, and per step the blocks, the bound on one task's memory, how summed labels are added
@@ -8,14 +9,50 @@ up and how many tasks the step adds.  Imports no Dask.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
-from .plan import DaskStep, partial_chunks, step_bytes
+from .plan import DaskPlan, DaskStep, partial_chunks, step_bytes
 
-if TYPE_CHECKING:
-    from .backend import DaskEinsum, StepTasks
+__all__ = ["DaskEinsum", "StepTasks", "chunks_text", "format_dask_plan", "format_size"]
 
-__all__ = ["chunks_text", "format_dask_plan", "format_size"]
+Array = Any  # dask.array.Array (this module imports no Dask)
+
+
+@dataclass(frozen=True)
+class StepTasks:
+    """The tasks one step added: blockwise einsums (or expansions, casts) and tree sums."""
+
+    blockwise: int
+    sums: int
+    split_every: int
+
+
+@dataclass(frozen=True)
+class DaskEinsum:
+    """A planned einsum on Dask arrays: the plan, the chunk size of every label, the per-task
+    memory budget, the lazy ``result`` and the tasks each step added."""
+
+    plan: DaskPlan
+    naive_flops: int
+    flops: int
+    budget: int
+    budget_source: str
+    chunks: dict[int, int]
+    targets: dict[int, tuple[int, ...]]
+    inputs: tuple[str, ...]
+    steps: tuple[StepTasks, ...]
+    result: Array
+
+    @property
+    def tasks(self) -> int:
+        """Tasks in the graph (before Dask fuses blockwise chains)."""
+        return len(self.result.__dask_graph__())
+
+    def explain(self) -> str:
+        """The report: plan, chunking, memory per task and number of tasks."""
+        return format_dask_plan(self)
+
 
 
 def format_size(n: int) -> str:
