@@ -122,11 +122,23 @@ def split_sublists(args: Sequence[Any]) -> tuple[EquationKey, list[Any]]:
 
 
 def dtype_of(dtype: Any) -> np.dtype[Any]:
-    """``np.dtype(dtype)``, a ``TypeError`` naming ``dtype=`` when it is none."""
+    """``np.dtype(dtype)`` (a torch dtype too), a ``TypeError`` naming ``dtype=`` when it is
+    none."""
     try:
-        found: np.dtype[Any] = np.dtype(dtype)
+        found: np.dtype[Any] = _numpy_dtype(dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+    return found
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
+    """``np.dtype(dtype)``; a torch dtype maps through the torch backend's table (torch is
+    already imported when one of its dtype objects exists)."""
+    if type(dtype).__module__ == "torch":
+        from .backends.torch.dtypes import numpy_dtype
+
+        return numpy_dtype(dtype, "dtype")
+    found: np.dtype[Any] = np.dtype(dtype)
     return found
 
 
@@ -160,7 +172,7 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if isinstance(shape, tuple) and dtype is not None:
         try:
-            return checked_shape(shape, what), np.dtype(dtype)
+            return checked_shape(shape, what), _numpy_dtype(dtype)
         except (TypeError, EinsumError):
             pass  # e.g. a lazy array of unknown (NaN) size, or a foreign dtype object
     try:

@@ -92,9 +92,11 @@ def build_plan(
     out: tuple[tuple[int, ...], np.dtype[Any]] | None = None,
     dtype: Any = None,
     optimize: Any = "auto",
+    fuse: bool = True,
 ) -> Plan:
     """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
-    byte strides and dtype when given)."""
+    byte strides and dtype when given).  ``fuse=False`` never turns a tiny problem into one
+    :class:`FusedStep` (a backend without NumPy's sum-of-products loop asks for that)."""
     for i, d in enumerate(dtypes):
         check_numeric(np.dtype(d), f"operand {i} has dtype")
     rt = result_dtype(dtypes, dtype)
@@ -102,7 +104,7 @@ def build_plan(
     layouts = tuple(tuple(s) for s in strides)
     plan = _Planner(spec, dts, rt, out).run(layouts, optimize)
     check_ranks(plan)
-    if _worth_fusing(plan):
+    if fuse and _worth_fusing(plan):
         return _Planner(spec, dts, rt, out).fused(layouts, plan.path)
     return plan
 
