@@ -10,11 +10,11 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,dask]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,torch]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[dev,dask,bench]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,torch,bench]"
 	touch $(BENCH_STAMP)
 
 install: $(STAMP)

@@ -1,5 +1,5 @@
-"""Without the optional einstride[dask] extra, skip the Dask backend's doctests (its tests
-skip themselves with pytest.importorskip)."""
+"""Without the optional einstride[dask] / einstride[torch] extras, skip those backends'
+doctests (their tests skip themselves)."""
 
 import importlib.util
 
@@ -15,3 +15,5 @@ collect_ignore = [] if _installed("dask") else [
     "src/einstride/engine/backends/dask",
     "src/einstride/dask.py",
 ]
+if not _installed("torch"):
+    collect_ignore.append("src/einstride/engine/backends/torch")

@@ -10,7 +10,7 @@ as the torch ops that run them, and one line per step saying which torch call it
 >>> print(text.splitlines()[0])
 einsum 'ij,jk->ik' on torch (cpu)  (labels: ij,jk->ik)
 >>> print(text.splitlines()[-1])
-    step 1 (contract): torch.mm over the views, into a new tensor
+    step 1 (contract): torch.mm over the views, into a new tensor: the result
 """
 
 from __future__ import annotations
