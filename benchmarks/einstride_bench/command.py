@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .case import Case
 from .chart import draw
-from .contenders import Engine, default_peers, load_einstride, stand_in
+from .contenders import Engine, default_peers, load_einstride, stand_in, torch_device
 from .machine import thread_limit
 from .report import render
 from .results import SuiteResult
@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
 def select(cases: Sequence[Case], texts: Sequence[str]) -> list[Case]:
     """The cases whose name or equation contains any of ``texts`` (all when none given).
 
-    >>> [case.name for case in select(default_cases(), ["bii"])]
+    >>> [case.name for case in select(default_cases(), ["bii"]) if not case.on_torch]
     ['batched trace']
     """
     if not texts:
@@ -134,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with thread_limit(args.threads) as limited:
         suite = run_suite(cases, engine, peers, _budget(args), args.quick)
     suite.notes["thread limit"] = limited
+    if any(case.on_torch for case in cases):
+        suite.notes["torch cases on"] = torch_device()
     default = Path("build/bench-quick.md" if args.quick else "docs/performance.md")
     output = args.output or default
     chart = None if args.no_chart else (args.chart or output.with_suffix(".png"))
