@@ -27,7 +27,7 @@ __all__ = ["format_torch_plan"]
 
 # the NumPy report names NumPy's kernels; on torch these run instead
 _KERNELS = (
-    ("NumPy's strided sum-of-products loop (an outer product)", "torch.mul (an outer product)"),
+    ("NumPy's sum-of-products loop (an outer product)", "a broadcast torch.mul (an outer product)"),
     ("NumPy's strided sum-of-products loop", "torch.sum"),
     ("numpy.add.reduce", "torch.sum"),
     ("one batched matmul (BLAS)", "one batched matrix product (torch.mm/bmm)"),
