@@ -57,8 +57,9 @@ class Block(nn.Module):
         return out
 
 
-def make_task(batch: int, length: int, d: int, out: int, seed: int
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+def make_task(
+    batch: int, length: int, d: int, out: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sequences and targets: the first-token-similarity-weighted mean of each sequence's
     tokens, through a fixed random projection, plus a little noise (the loss floor)."""
     g = torch.Generator().manual_seed(seed)
@@ -69,9 +70,17 @@ def make_task(batch: int, length: int, d: int, out: int, seed: int
     return x, y + 0.05 * torch.randn(y.shape, generator=g, dtype=torch.float64)
 
 
-def train(steps: int = 300, seed: int = 0, verbose: bool = True, d: int = 16, heads: int = 4,
-          hidden: int = 32, batch: int = 32, length: int = 8, out: int = 3
-          ) -> tuple[list[float], list[float]]:
+def train(
+    steps: int = 300,
+    seed: int = 0,
+    verbose: bool = True,
+    d: int = 16,
+    heads: int = 4,
+    hidden: int = 32,
+    batch: int = 32,
+    length: int = 8,
+    out: int = 3,
+) -> tuple[list[float], list[float]]:
     """Train the einstride and the torch.einsum module from the same start; their losses."""
     x, y = make_task(batch, length, d, out, seed)
     torch.manual_seed(seed)
@@ -89,8 +98,10 @@ def train(steps: int = 300, seed: int = 0, verbose: bool = True, d: int = 16, he
             curve.append(float(loss.detach()))
     if verbose:
         for step in range(0, steps, max(1, steps // 12)):
-            print(f"step {step:4d}  einstride {curves[0][step]:.15e}  "
-                  f"torch.einsum {curves[1][step]:.15e}")
+            print(
+                f"step {step:4d}  einstride {curves[0][step]:.15e}  "
+                f"torch.einsum {curves[1][step]:.15e}"
+            )
     return curves[0], curves[1]
 
 
@@ -102,9 +113,11 @@ def main() -> None:
     start = time.perf_counter()
     ours, theirs = train(args.steps, args.seed)
     gap = max(abs(a - b) for a, b in zip(ours, theirs))
-    print(f"loss {ours[0]:.4e} -> {ours[-1]:.4e} (einstride), {theirs[0]:.4e} -> "
-          f"{theirs[-1]:.4e} (torch.einsum); largest difference {gap:.2e}; "
-          f"{time.perf_counter() - start:.1f} s")
+    print(
+        f"loss {ours[0]:.4e} -> {ours[-1]:.4e} (einstride), {theirs[0]:.4e} -> "
+        f"{theirs[-1]:.4e} (torch.einsum); largest difference {gap:.2e}; "
+        f"{time.perf_counter() - start:.1f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ def _load() -> ModuleType:
 
 
 def test_loss_curves_equal_torch_einsums_and_fall() -> None:
-    ours, theirs = _load().train(steps=40, seed=3, verbose=False, d=8, heads=2, hidden=16,
-                                 batch=16, length=5)
+    ours, theirs = _load().train(
+        steps=40, seed=3, verbose=False, d=8, heads=2, hidden=16, batch=16, length=5
+    )
     assert len(ours) == len(theirs) == 40
     assert max(abs(a - b) for a, b in zip(ours, theirs)) < 1e-9
     assert ours[-1] < 0.5 * ours[0]

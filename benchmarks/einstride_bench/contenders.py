@@ -175,7 +175,7 @@ def _on_device(torch: Any, op: Any, device: str) -> Any:
         root = root.base
     if not root.flags.c_contiguous:
         return tensor.to(device)
-    offset = (op.__array_interface__["data"][0] - root.__array_interface__["data"][0])
+    offset = op.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     flat = torch.from_numpy(root.reshape(-1)).to(device)
     strides = [s // op.itemsize for s in op.strides]
     return flat.as_strided(op.shape, strides, offset // op.itemsize)

@@ -199,18 +199,27 @@ def torch_cases() -> list[Case]:
     """
     library = [
         case
-        for case in (*_gemm_cases(), *_view_cases(), *_contraction_cases(), *_unary_cases(),
-                     *_elementwise_cases(), *_tiny_cases())
+        for case in (
+            *_gemm_cases(),
+            *_view_cases(),
+            *_contraction_cases(),
+            *_unary_cases(),
+            *_elementwise_cases(),
+            *_tiny_cases(),
+        )
         if case.kind == "einsum"
     ]
     kinds: tuple[tuple[Literal["torch", "torch-backward"], str], ...] = (
-        ("torch", "torch"), ("torch-backward", "torch fwd+bwd"))
+        ("torch", "torch"),
+        ("torch-backward", "torch fwd+bwd"),
+    )
     found = []
     for kind, label in kinds:
         for case in library:
             targets = (Target("peer", 2.0, TORCH),) if case.group == "tiny" else (FASTEST_PEER,)
-            found.append(replace(case, name=f"{label}: {case.name}", kind=kind, matmul=None,
-                                 targets=targets))
+            found.append(
+                replace(case, name=f"{label}: {case.name}", kind=kind, matmul=None, targets=targets)
+            )
     return found
 
 

@@ -40,8 +40,11 @@ def test_numpy_operands_are_moved_and_devices_must_agree() -> None:
 
 
 def test_gradcheck_and_gradgradcheck_on_the_device() -> None:
-    for equation, shapes in [("ij,jk->ik", [(2, 3), (3, 2)]), ("i->ii", [(3,)]),
-                             ("...i,...i->...i", [(1, 3), (2, 3)])]:
+    for equation, shapes in [
+        ("ij,jk->ik", [(2, 3), (3, 2)]),
+        ("i->ii", [(3,)]),
+        ("...i,...i->...i", [(1, 3), (2, 3)]),
+    ]:
         ops = [_cuda(*s, seed=k).requires_grad_() for k, s in enumerate(shapes)]
         fn = lambda *xs, eq=equation: es.einsum(eq, *xs)  # noqa: E731
         assert torch.autograd.gradcheck(fn, ops)

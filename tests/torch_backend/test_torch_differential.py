@@ -96,8 +96,9 @@ def test_out_of_any_layout(data: Any, optimize: Any) -> None:
     shape = expected.shape
     perm = data.draw(st.permutations(range(len(shape))))
     steps = [data.draw(st.sampled_from([1, 2])) for _ in shape]
-    storage = torch.zeros([shape[p] * steps[p] for p in perm],
-                          dtype=torch.from_numpy(np.zeros(0, dtype)).dtype)
+    storage = torch.zeros(
+        [shape[p] * steps[p] for p in perm], dtype=torch.from_numpy(np.zeros(0, dtype)).dtype
+    )
     out = storage.permute(np.argsort(perm).tolist())[tuple(slice(None, None, s) for s in steps)]
     assert tuple(out.shape) == shape
     result = es.einsum(case.render(), *tensors, out=out, optimize=optimize)
@@ -128,14 +129,18 @@ def test_every_remedy_gives_the_same_values(problem: Any, optimize: Any, costs: 
     case, tensors = problem
     with _costs(*costs):
         result = es.einsum(case.render(), *tensors, optimize=optimize)
-    _close(result.numpy(), brute_force(case.terms, case.output, [t.numpy() for t in tensors]),
-           case.render())
+    _close(
+        result.numpy(),
+        brute_force(case.terms, case.output, [t.numpy() for t in tensors]),
+        case.render(),
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=SLOW)
 @given(st.data(), st.sampled_from([torch.float16, torch.bfloat16]), OPTIMIZE)
-def test_half_precision_accumulates_exactly_in_float32(data: Any, dtype: torch.dtype,
-                                                       optimize: Any) -> None:
+def test_half_precision_accumulates_exactly_in_float32(
+    data: Any, dtype: torch.dtype, optimize: Any
+) -> None:
     """Small integers keep every float32 partial sum exact: the result is the oracle's value
     rounded once to the half type."""
     case = data.draw(cases(max_operands=3))

@@ -39,8 +39,9 @@ EQUATIONS: list[tuple[str, list[tuple[int, ...]]]] = [
 ]
 
 
-def _operands(shapes: list[tuple[int, ...]], dtype: torch.dtype = F64,
-              seed: int = 0) -> list[torch.Tensor]:
+def _operands(
+    shapes: list[tuple[int, ...]], dtype: torch.dtype = F64, seed: int = 0
+) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(*s, generator=g, dtype=dtype).requires_grad_() for s in shapes]
 
@@ -72,8 +73,12 @@ def test_gradcheck_on_complex_operands_and_the_sublist_form() -> None:
 @pytest.mark.parametrize("dtype", [F64, torch.complex128])
 def test_gradients_equal_torch_einsums(equation: str, dtype: torch.dtype) -> None:
     shapes = {
-        "ij,jk->ik": [(2, 3), (3, 4)], "ii->i": [(3, 3)], "...i,...i->...": [(2, 1, 3), (4, 3)],
-        "bij,bkj->bik": [(2, 3, 4), (2, 5, 4)], "i,i->": [(3,), (3,)], "ij->": [(2, 3)],
+        "ij,jk->ik": [(2, 3), (3, 4)],
+        "ii->i": [(3, 3)],
+        "...i,...i->...": [(2, 1, 3), (4, 3)],
+        "bij,bkj->bik": [(2, 3, 4), (2, 5, 4)],
+        "i,i->": [(3,), (3,)],
+        "ij->": [(2, 3)],
     }[equation]
     ours, theirs = _operands(shapes, dtype), _operands(shapes, dtype)
     cot_shape = torch.einsum(equation, *theirs).shape

@@ -39,17 +39,20 @@ def _spy_on_products(monkeypatch: pytest.MonkeyPatch) -> list[tuple[torch.Tensor
 
 
 def _same_memory(view: torch.Tensor, operand: torch.Tensor) -> bool:
-    return (view.untyped_storage().data_ptr() == operand.untyped_storage().data_ptr()
-            and view.data_ptr() == operand.data_ptr())
+    return (
+        view.untyped_storage().data_ptr() == operand.untyped_storage().data_ptr()
+        and view.data_ptr() == operand.data_ptr()
+    )
 
 
 @pytest.mark.parametrize("batched", [False, True])
 def test_transposed_and_sliced_operands_feed_matmul_without_copies(
-        batched: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    batched: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     g = torch.Generator().manual_seed(0)
     if batched:
         a = torch.randn(4, 64, 48, generator=g, dtype=F64).transpose(1, 2)  # (4, 48, 64)
-        b = torch.randn(4, 64, 100, generator=g, dtype=F64)[:, :, 10:40]    # gapped rows
+        b = torch.randn(4, 64, 100, generator=g, dtype=F64)[:, :, 10:40]  # gapped rows
         equation = "bij,bjk->bik"
     else:
         a = torch.randn(64, 48, generator=g, dtype=F64).T
@@ -66,13 +69,14 @@ def test_transposed_and_sliced_operands_feed_matmul_without_copies(
     (args,) = seen
     left, right = args[0], args[1]
     assert {left.untyped_storage().data_ptr(), right.untyped_storage().data_ptr()} == {
-        a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()}
+        a.untyped_storage().data_ptr(),
+        b.untyped_storage().data_ptr(),
+    }
     assert _same_memory(left, a) or _same_memory(left, b)
     torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
-def test_batch_dims_that_do_not_fold_are_looped_not_copied(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_dims_that_do_not_fold_are_looped_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
     base = torch.randn(3, 5, 4, 6, dtype=F64)
     a = base.permute(1, 0, 2, 3)  # batch (b, c) = (5, 3): strides do not fold
     b = torch.randn(5, 3, 6, 2, dtype=F64)
@@ -96,8 +100,24 @@ def test_out_of_any_strides_takes_the_result() -> None:
     assert gapped.tolist() == [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]]
 
 
-def _rejected(error: type[Exception], match: str, equation: str, *ops: Any, out: Any,
-              storage: torch.Tensor | None = None) -> None:
+def test_out_of_another_dtype_gets_the_result_cast() -> None:
+    a = torch.full((2, 3), 0.1, dtype=F64)
+    out = torch.zeros(2, 2, dtype=torch.float32).T
+    assert es.einsum("ij,jk->ik", a, a.T, out=out) is out
+    torch.testing.assert_close(out, (a @ a.T).float())
+    ints = torch.zeros(2, dtype=torch.int16)
+    es.einsum("ij->i", torch.full((2, 3), 7, dtype=torch.int64), out=ints)
+    assert ints.tolist() == [21, 21]
+
+
+def _rejected(
+    error: type[Exception],
+    match: str,
+    equation: str,
+    *ops: Any,
+    out: Any,
+    storage: torch.Tensor | None = None,
+) -> None:
     watched = out if storage is None else storage
     before = watched.clone()
     with pytest.raises(error, match=match):
@@ -108,12 +128,18 @@ def _rejected(error: type[Exception], match: str, equation: str, *ops: Any, out:
 def test_out_overlapping_an_operand_is_rejected_before_writing() -> None:
     storage = torch.arange(20.0)
     a = storage[:6].view(2, 3)
-    _rejected(es.LayoutError, "overlaps operand 0", "ij->j", a, out=storage[5:8],
-              storage=storage)
+    _rejected(es.LayoutError, "overlaps operand 0", "ij->j", a, out=storage[5:8], storage=storage)
     words = torch.arange(8)  # an int64 and an int32 view of one buffer
     halves = words.view(torch.int32)
-    _rejected(es.LayoutError, "overlaps operand 1", "i,i->i", torch.ones(3, dtype=torch.int32),
-              words[:3], out=halves[5:8], storage=words)  # bytes 20..31 meet element 2
+    _rejected(
+        es.LayoutError,
+        "overlaps operand 1",
+        "i,i->i",
+        torch.ones(3, dtype=torch.int32),
+        words[:3],
+        out=halves[5:8],
+        storage=words,
+    )  # bytes 20..31 meet element 2
 
 
 def test_interleaved_views_of_one_storage_do_not_overlap() -> None:
@@ -127,12 +153,24 @@ def test_interleaved_views_of_one_storage_do_not_overlap() -> None:
 
 def test_bad_out_is_rejected_untouched() -> None:
     a = torch.ones(2, 3)
-    _rejected(es.LayoutError, "repeated locations", "ij->j", a,
-              out=torch.zeros(1).expand(3), storage=torch.zeros(1))
-    _rejected(TypeError, "cannot hold torch.float32", "ij->j", a,
-              out=torch.zeros(3, dtype=torch.int64))
-    _rejected(es.EinsumError, r"out= has shape \(2,\), but the result has shape \(3,\)",
-              "ij->j", a, out=torch.zeros(2))
+    _rejected(
+        es.LayoutError,
+        "repeated locations",
+        "ij->j",
+        a,
+        out=torch.zeros(1).expand(3),
+        storage=torch.zeros(1),
+    )
+    _rejected(
+        TypeError, "cannot hold torch.float32", "ij->j", a, out=torch.zeros(3, dtype=torch.int64)
+    )
+    _rejected(
+        es.EinsumError,
+        r"out= has shape \(2,\), but the result has shape \(3,\)",
+        "ij->j",
+        a,
+        out=torch.zeros(2),
+    )
     with pytest.raises(TypeError, match="out= is on meta"):
         es.einsum("ij->j", a, out=torch.zeros(3, device="meta"))
     with pytest.raises(TypeError, match=r"out= must be a torch\.Tensor"):

@@ -68,8 +68,12 @@ def _vjp_key(key: EquationKey) -> Any:
     return terms if output is None else (*terms, output)
 
 
-def vjp(backward: Backward, tensors: Sequence[torch.Tensor], cotangent: torch.Tensor,
-        needs: Sequence[bool]) -> list[torch.Tensor | None]:
+def vjp(
+    backward: Backward,
+    tensors: Sequence[torch.Tensor],
+    cotangent: torch.Tensor,
+    needs: Sequence[bool],
+) -> list[torch.Tensor | None]:
     """The gradient of every operand that ``needs`` one (None for the others)."""
     from .backend import einsum  # the backend imports this module: import it at call time
 
@@ -90,8 +94,12 @@ def vjp(backward: Backward, tensors: Sequence[torch.Tensor], cotangent: torch.Te
         for label, size in zip(*fills[k]):
             operands.append(ones.expand(size))  # a zero-stride vector carries a summed label
             terms.append((label,))
-        call = EinsumCall(key=("sublists", tuple(terms), inputs[k]), operands=tuple(operands),
-                          optimize=optimize, memory_limit=backward.memory_limit)
+        call = EinsumCall(
+            key=("sublists", tuple(terms), inputs[k]),
+            operands=tuple(operands),
+            optimize=optimize,
+            memory_limit=backward.memory_limit,
+        )
         grads.append(_like(einsum(call), x))
     return grads
 

@@ -44,9 +44,11 @@ def _entry(call: EinsumCall, tensors: list[torch.Tensor]) -> Entry:
 def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None:
     """Before anything is allocated: the memory limit, and what torch cannot run."""
     if entry.integer_products and device.type != "cpu":
-        raise TypeError(f"einsum {entry.text!r}: the plan multiplies matrices of integers or "
-                        f"bools, which torch does not do on {device}; cast the operands to a "
-                        "floating dtype (or run on the CPU)")
+        raise TypeError(
+            f"einsum {entry.text!r}: the plan multiplies matrices of integers or "
+            f"bools, which torch does not do on {device}; cast the operands to a "
+            "floating dtype (or run on the CPU)"
+        )
     if entry.largest == 0:
         return
     limit = limit_for(device, memory_limit)
@@ -62,15 +64,15 @@ def einsum(call: EinsumCall) -> torch.Tensor:
     out = None
     if call.out is not None:
         if graph or (torch.is_grad_enabled() and getattr(call.out, "requires_grad", False)):
-            raise TypeError(f"einsum {entry.text!r}: out= does not take part in autograd (an "
-                            "operand or out requires grad); drop out= or run under "
-                            "torch.no_grad()")
-        out = check_out(call.out, tensors, device, entry.result, entry.output_shape,
-                        entry.text)
+            raise TypeError(
+                f"einsum {entry.text!r}: out= does not take part in autograd (an "
+                "operand or out requires grad); drop out= or run under "
+                "torch.no_grad()"
+            )
+        out = check_out(call.out, tensors, device, entry.result, entry.output_shape, entry.text)
     _guard(entry, device, call.memory_limit)
     if graph:
-        backward = Backward(key=call.key, optimize=call.optimize,
-                            memory_limit=call.memory_limit)
+        backward = Backward(key=call.key, optimize=call.optimize, memory_limit=call.memory_limit)
         return _apply(backward, entry.run, *tensors)
     return entry.run(tensors, out)
 

@@ -59,8 +59,7 @@ def numpy_dtype(dtype: torch.dtype, what: str) -> np.dtype[Any]:
     found = SUPPORTED.get(dtype)
     if found is None:
         raise TypeError(
-            f"einsum: {what} {dtype}, which the torch backend does not support (it runs "
-            f"{_NAMES})"
+            f"einsum: {what} {dtype}, which the torch backend does not support (it runs {_NAMES})"
         )
     return found
 
@@ -111,7 +110,8 @@ def result_dtype(operands: Sequence[tuple[torch.dtype, int]]) -> torch.dtype:
     dimensioned = [dt for dt, ndim in operands if ndim > 0]
     zero_dim = [dt for dt, ndim in operands if ndim == 0]
     promote = functools.partial(functools.reduce, torch.promote_types)
-    found = _combine(promote(dimensioned) if dimensioned else None,
-                     promote(zero_dim) if zero_dim else None)
+    found = _combine(
+        promote(dimensioned) if dimensioned else None, promote(zero_dim) if zero_dim else None
+    )
     assert found is not None, "einsum takes at least one operand"
     return found

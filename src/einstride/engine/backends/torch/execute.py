@@ -132,10 +132,12 @@ def _view_fn(op: ViewOp) -> OpFn:
     return run
 
 
-def _sum_kernel(axes: tuple[int, ...], dtype: torch.dtype
-                ) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
+def _sum_kernel(
+    axes: tuple[int, ...], dtype: torch.dtype
+) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
     """Sum ``axes`` in ``dtype`` (OR for bool), into ``out`` when given."""
     if dtype == torch.bool:
+
         def any_of(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
             x = x if x.dtype == torch.bool else x != 0
             return torch.any(x, dim=axes) if out is None else torch.any(x, dim=axes, out=out)
@@ -191,8 +193,12 @@ def _copy_fn(op: CopyOp) -> OpFn:
     return run
 
 
-def _deliver(to: Delivery, shape: tuple[int, ...], dtype: torch.dtype,
-             compute: Callable[[list[Any], torch.Tensor], None]) -> OpFn:
+def _deliver(
+    to: Delivery,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    compute: Callable[[list[Any], torch.Tensor], None],
+) -> OpFn:
     """Run ``compute(regs, into)`` into a new tensor (NEW/RETURN), the destination's view
     (INTO) or a temporary copied into it (TEMP)."""
     dst, dest_perm = to.dst, to.dest_perm
@@ -282,15 +288,15 @@ def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         torch.bmm(a3[index], b3[index], out=o3[index])
 
 
-def _fold_batch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, ...]]:
+def _fold_batch(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, ...]]:
     """(a, b, out) viewed as ``(loops..., B, rows, cols)``: size-1 batch dims dropped, runs
     of batch dims that fold in all three merged, the innermost run the ``bmm`` batch."""
     axes = [ax for ax in range(out.dim() - 2) if out.shape[ax] != 1]
     runs: list[list[int]] = []
     for ax in axes:
-        if runs and all(t.stride(runs[-1][-1]) == t.stride(ax) * t.shape[ax]
-                        for t in (a, b, out)):
+        if runs and all(t.stride(runs[-1][-1]) == t.stride(ax) * t.shape[ax] for t in (a, b, out)):
             runs[-1].append(ax)
         else:
             runs.append([ax])
@@ -301,8 +307,9 @@ def _fold_batch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
     def viewed(t: torch.Tensor) -> torch.Tensor:
         # strides: each run's innermost axis; a run folds, so this is a view
         strides = [t.stride(run[-1]) if run else 0 for run in runs]
-        return torch.as_strided(t, (*sizes, *t.shape[-2:]), (*strides, *t.stride()[-2:]),
-                                t.storage_offset())
+        return torch.as_strided(
+            t, (*sizes, *t.shape[-2:]), (*strides, *t.stride()[-2:]), t.storage_offset()
+        )
 
     return viewed(a), viewed(b), viewed(out), tuple(sizes[:-1])
 
@@ -316,8 +323,9 @@ def _bool_matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> No
 # -- the destination and the result -------------------------------------------------------------
 
 
-def _destination(output: Destination
-                 ) -> Callable[[torch.Tensor | None, torch.device], tuple[Any, Any]]:
+def _destination(
+    output: Destination,
+) -> Callable[[torch.Tensor | None, torch.device], tuple[Any, Any]]:
     """Creates (or takes ``out=``) the result tensor and its write view: when output labels
     repeat, the strided view whose stride per distinct label is the sum of its axes'."""
     create, shape, groups = output.create, output.shape, output.expand
@@ -350,8 +358,7 @@ def _destination(output: Destination
     return make
 
 
-def _finisher(output: Destination, n_inputs: int
-              ) -> Callable[[Any, list[Any]], torch.Tensor]:
+def _finisher(output: Destination, n_inputs: int) -> Callable[[Any, list[Any]], torch.Tensor]:
     result, final_perm = output.result, output.final_perm
     identity = final_perm == tuple(range(len(final_perm)))
 

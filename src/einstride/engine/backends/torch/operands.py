@@ -52,18 +52,23 @@ def as_tensors(raw: Sequence[Any]) -> tuple[list[torch.Tensor], torch.device]:
 def _device_of(raw: Sequence[Any]) -> torch.device:
     devices = {x.device for x in raw if isinstance(x, torch.Tensor)}
     if len(devices) > 1:
-        where = ", ".join(f"operand {i} on {x.device}" for i, x in enumerate(raw)
-                          if isinstance(x, torch.Tensor))
-        raise TypeError(f"einsum: the torch operands are on different devices ({where}); "
-                        "move them to one device first")
+        where = ", ".join(
+            f"operand {i} on {x.device}" for i, x in enumerate(raw) if isinstance(x, torch.Tensor)
+        )
+        raise TypeError(
+            f"einsum: the torch operands are on different devices ({where}); "
+            "move them to one device first"
+        )
     return devices.pop() if devices else torch.device("cpu")
 
 
 def _plain(x: torch.Tensor, what: str) -> torch.Tensor:
     """A strided tensor whose memory holds its values (conjugate/negative views resolved)."""
     if x.layout != torch.strided:
-        raise TypeError(f"einsum: {what} is a {x.layout} torch tensor; the torch backend "
-                        "takes strided (dense) tensors (call .to_dense() first)")
+        raise TypeError(
+            f"einsum: {what} is a {x.layout} torch tensor; the torch backend "
+            "takes strided (dense) tensors (call .to_dense() first)"
+        )
     if x.is_conj() or x.is_neg():
         return x.resolve_conj().resolve_neg()
     return x
@@ -79,8 +84,9 @@ def _converted(x: Any, device: torch.device, i: int) -> torch.Tensor:
             return _from_numpy(x, device)
         return torch.as_tensor(x, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to a "
-                        f"torch tensor: {exc}") from None
+        raise TypeError(
+            f"einsum: operand {i} ({type(x).__name__}) cannot be converted to a torch tensor: {exc}"
+        ) from None
 
 
 def _from_numpy(x: np.ndarray[Any, Any], device: torch.device) -> torch.Tensor:
@@ -111,8 +117,9 @@ def byte_strides(strides: Sequence[int], dtype: torch.dtype) -> tuple[int, ...]:
 
 def _footprint(t: torch.Tensor) -> Footprint:
     """Where ``t``'s elements live: the address of element 0 and byte strides."""
-    return Footprint(t.data_ptr(), tuple(t.shape), byte_strides(t.stride(), t.dtype),
-                     t.element_size())
+    return Footprint(
+        t.data_ptr(), tuple(t.shape), byte_strides(t.stride(), t.dtype), t.element_size()
+    )
 
 
 def _ghost(print_: Footprint) -> np.ndarray[Any, Any]:
@@ -140,32 +147,48 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(np.shares_memory(_ghost(_footprint(a)), _ghost(_footprint(b)), max_work=-1))
 
 
-def check_out(out: Any, tensors: Sequence[torch.Tensor], device: torch.device,
-              result: torch.dtype, shape: tuple[int, ...], text: str) -> torch.Tensor:
+def check_out(
+    out: Any,
+    tensors: Sequence[torch.Tensor],
+    device: torch.device,
+    result: torch.dtype,
+    shape: tuple[int, ...],
+    text: str,
+) -> torch.Tensor:
     """``out=`` checked before anything is written: a strided tensor on ``device`` of the
     result's ``shape``, able to hold ``result`` values (torch's ``can_cast``), with distinct
     locations, sharing no memory with any operand."""
     if not isinstance(out, torch.Tensor):
-        raise TypeError(f"einsum {text!r}: out= must be a torch.Tensor with torch operands, "
-                        f"not {type(out).__name__}")
+        raise TypeError(
+            f"einsum {text!r}: out= must be a torch.Tensor with torch operands, "
+            f"not {type(out).__name__}"
+        )
     if out.layout != torch.strided or out.is_conj() or out.is_neg():
-        raise TypeError(f"einsum {text!r}: out= must be a strided tensor whose memory holds "
-                        "its values (not sparse, not a conjugate or negative view)")
+        raise TypeError(
+            f"einsum {text!r}: out= must be a strided tensor whose memory holds "
+            "its values (not sparse, not a conjugate or negative view)"
+        )
     if out.device != device:
         raise TypeError(f"einsum {text!r}: out= is on {out.device}, the operands on {device}")
     if tuple(out.shape) != shape:
-        raise EinsumError(f"einsum {text!r}: out= has shape {tuple(out.shape)}, but the result "
-                          f"has shape {shape}")
+        raise EinsumError(
+            f"einsum {text!r}: out= has shape {tuple(out.shape)}, but the result has shape {shape}"
+        )
     numpy_dtype(out.dtype, "out= has dtype")
     if not torch.can_cast(result, out.dtype):
-        raise TypeError(f"einsum {text!r}: out= has dtype {out.dtype}, which cannot hold "
-                        f"{result} values")
+        raise TypeError(
+            f"einsum {text!r}: out= has dtype {out.dtype}, which cannot hold {result} values"
+        )
     if _footprint(out).has_repeated_locations:
-        raise LayoutError(f"einsum {text!r}: out= (shape {tuple(out.shape)}, strides "
-                          f"{out.stride()}) has repeated locations and cannot hold distinct "
-                          "values")
+        raise LayoutError(
+            f"einsum {text!r}: out= (shape {tuple(out.shape)}, strides "
+            f"{out.stride()}) has repeated locations and cannot hold distinct "
+            "values"
+        )
     for i, t in enumerate(tensors):
         if overlaps(out, t):
-            raise LayoutError(f"einsum {text!r}: out= overlaps operand {i}; pass a tensor that "
-                              "shares no memory with the operands")
+            raise LayoutError(
+                f"einsum {text!r}: out= overlaps operand {i}; pass a tensor that "
+                "shares no memory with the operands"
+            )
     return out

@@ -55,42 +55,63 @@ class Entry:
     integer_products: bool
 
 
-def make_entry(eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None,
-               optimize: Any) -> Entry:
+def make_entry(
+    eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None, optimize: Any
+) -> Entry:
     """Parse, bind, plan, translate and compile (no cache)."""
     shapes = [tuple(shape) for shape in facts[0::3]]
     dtypes: list[torch.dtype] = list(facts[2::3])
     np_dtypes = [numpy_dtype(d, f"operand {i} has dtype") for i, d in enumerate(dtypes)]
     spec = bind(equation_of(eq_key), shapes)
-    result = (torch_dtype(dtype, "dtype=") if dtype is not None
-              else result_dtype([(d, len(s)) for d, s in zip(dtypes, shapes)]))
+    result = (
+        torch_dtype(dtype, "dtype=")
+        if dtype is not None
+        else result_dtype([(d, len(s)) for d, s in zip(dtypes, shapes)])
+    )
     out = None
     if out_facts is not None:
         out_shape, out_strides, out_dtype = out_facts
         if tuple(out_shape) != spec.output_shape:
-            raise EinsumError(f"einsum {spec.text!r}: out= has shape {tuple(out_shape)}, but "
-                              f"the result has shape {spec.output_shape}")
+            raise EinsumError(
+                f"einsum {spec.text!r}: out= has shape {tuple(out_shape)}, but "
+                f"the result has shape {spec.output_shape}"
+            )
         out = (byte_strides(out_strides, out_dtype), numpy_dtype(out_dtype, "out= has dtype"))
     strides = [byte_strides(s, d) for s, d in zip(facts[1::3], dtypes)]
-    plan = build_plan(spec, np_dtypes, strides, out=out,
-                      dtype=numpy_dtype(result, "the result has dtype"), optimize=optimize,
-                      fuse=False)
+    plan = build_plan(
+        spec,
+        np_dtypes,
+        strides,
+        out=out,
+        dtype=numpy_dtype(result, "the result has dtype"),
+        optimize=optimize,
+        fuse=False,
+    )
     program = translate(plan)
     integer = any(isinstance(op, MatmulOp) and op.dtype.kind in "biu" for op in program.steps)
-    return Entry(text=spec.text, plan=plan, program=program, run=compile_program(program),
-                 result=result, output_shape=spec.output_shape, largest=largest_bytes(plan),
-                 integer_products=integer)
+    return Entry(
+        text=spec.text,
+        plan=plan,
+        program=program,
+        run=compile_program(program),
+        result=result,
+        output_shape=spec.output_shape,
+        largest=largest_bytes(plan),
+        integer_products=integer,
+    )
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _cached(eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None,
-            opt_key: Any) -> Entry:
+def _cached(
+    eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None, opt_key: Any
+) -> Entry:
     optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
     return make_entry(eq_key, facts, out_facts, dtype, optimize)
 
 
-def entry_for(eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None,
-              optimize: Any) -> Entry:
+def entry_for(
+    eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None, optimize: Any
+) -> Entry:
     """The cached entry (optimizer objects are planned afresh: they may keep state)."""
     opt_key = optimize_key(optimize)
     if opt_key is None:

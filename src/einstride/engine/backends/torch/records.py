@@ -73,14 +73,18 @@ __all__ = [
 class Write(enum.Enum):
     """How an op delivers its result."""
 
-    NEW = "new"        # into a new C-ordered tensor of the register's shape
+    NEW = "new"  # into a new C-ordered tensor of the register's shape
     RETURN = "return"  # a new tensor that is the einsum result
-    INTO = "into"      # straight into the destination's write view
-    TEMP = "temp"      # a new tensor, then copied (cast) into the destination
+    INTO = "into"  # straight into the destination's write view
+    TEMP = "temp"  # a new tensor, then copied (cast) into the destination
 
 
-_WRITES = {WRITE_NEW: Write.NEW, WRITE_RETURN: Write.RETURN, WRITE_INTO: Write.INTO,
-           WRITE_TEMP: Write.TEMP}
+_WRITES = {
+    WRITE_NEW: Write.NEW,
+    WRITE_RETURN: Write.RETURN,
+    WRITE_INTO: Write.INTO,
+    WRITE_TEMP: Write.TEMP,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,12 +222,20 @@ def translate(plan: Plan) -> TorchProgram:
         case other:
             raise AssertionError(f"unknown output creation {other!r}")
     destination = Destination(
-        create=create, shape=output.shape, dtype=output.dtype,
-        expand=output.expand if output.expands else None, result=output.result,
-        final_perm=output.final_perm)
-    return TorchProgram(steps=tuple(_op(step, plan) for step in plan.steps), frees=plan.frees,
-                        n_inputs=len(plan.spec.inputs), n_registers=plan.n_registers,
-                        output=destination)
+        create=create,
+        shape=output.shape,
+        dtype=output.dtype,
+        expand=output.expand if output.expands else None,
+        result=output.result,
+        final_perm=output.final_perm,
+    )
+    return TorchProgram(
+        steps=tuple(_op(step, plan) for step in plan.steps),
+        frees=plan.frees,
+        n_inputs=len(plan.spec.inputs),
+        n_registers=plan.n_registers,
+        output=destination,
+    )
 
 
 def largest_bytes(plan: Plan) -> int:
@@ -240,25 +252,43 @@ def _op(step: Step, plan: Plan) -> TorchOp:
         case ViewStep():
             return _view(step, plan)
         case ReduceStep():
-            return ReduceOp(src=step.src, axes=step.axes,
-                            kept_perm=tuple(step.labels.index(lab) for lab in step.kept),
-                            shape=step.shape, dtype=step.dtype,
-                            to=_delivery(step.write, step.dst, step.dest_perm))
+            return ReduceOp(
+                src=step.src,
+                axes=step.axes,
+                kept_perm=tuple(step.labels.index(lab) for lab in step.kept),
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.write, step.dst, step.dest_perm),
+            )
         case CopyStep():
-            return CopyOp(src=step.src, perm=step.perm, shape=step.shape, dtype=step.dtype,
-                          to=_delivery(step.write, step.dst, step.dest_perm))
+            return CopyOp(
+                src=step.src,
+                perm=step.perm,
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.write, step.dst, step.dest_perm),
+            )
         case ContractStep():
-            return MatmulOp(left=step.left, right=step.right,
-                            left_view=Fold(perm=step.left_perm, shape=step.left_shape),
-                            right_view=Fold(perm=step.right_perm, shape=step.right_shape),
-                            out_shape=step.out_shape, shape=step.shape, dtype=step.dtype,
-                            to=_delivery(step.write, step.dst, step.dest_perm))
+            return MatmulOp(
+                left=step.left,
+                right=step.right,
+                left_view=Fold(perm=step.left_perm, shape=step.left_shape),
+                right_view=Fold(perm=step.right_perm, shape=step.right_shape),
+                out_shape=step.out_shape,
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.write, step.dst, step.dest_perm),
+            )
         case BatchStep():
-            return MultiplyOp(left=step.left, right=step.right,
-                              left_view=Fold(perm=step.left_perm, shape=step.left_shape),
-                              right_view=Fold(perm=step.right_perm, shape=step.right_shape),
-                              shape=step.shape, dtype=step.dtype,
-                              to=_delivery(step.write, step.dst, step.dest_perm))
+            return MultiplyOp(
+                left=step.left,
+                right=step.right,
+                left_view=Fold(perm=step.left_perm, shape=step.left_shape),
+                right_view=Fold(perm=step.right_perm, shape=step.right_shape),
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.write, step.dst, step.dest_perm),
+            )
         case FusedStep():
             return _fused(step, plan)
         case _:
@@ -289,8 +319,9 @@ def _view(step: ViewStep, plan: Plan) -> ViewOp:
 def _fused(step: FusedStep, plan: Plan) -> FusedOp:
     sizes = plan.spec.sizes
     shapes = plan.spec.shapes()
-    every = tuple(dict.fromkeys([lab for term in step.labels for lab in term]
-                                + list(step.out_labels)))
+    every = tuple(
+        dict.fromkeys([lab for term in step.labels for lab in term] + list(step.out_labels))
+    )
     views = []
     for reg, term in zip(step.operands, step.labels):
         strides = _element_strides(plan, reg)
@@ -302,8 +333,12 @@ def _fused(step: FusedStep, plan: Plan) -> FusedOp:
                 steps[lab] += strides[ax]
         views.append((tuple(dims[lab] for lab in every), tuple(steps[lab] for lab in every)))
     kept = [lab for lab in every if lab in step.out_labels]
-    return FusedOp(operands=step.operands, views=tuple(views),
-                   summed=tuple(k for k, lab in enumerate(every) if lab not in step.out_labels),
-                   out_perm=tuple(kept.index(lab) for lab in step.out_labels),
-                   shape=step.shape, dtype=step.dtype,
-                   to=_delivery(step.write, step.dst, step.dest_perm))
+    return FusedOp(
+        operands=step.operands,
+        views=tuple(views),
+        summed=tuple(k for k, lab in enumerate(every) if lab not in step.out_labels),
+        out_perm=tuple(kept.index(lab) for lab in step.out_labels),
+        shape=step.shape,
+        dtype=step.dtype,
+        to=_delivery(step.write, step.dst, step.dest_perm),
+    )

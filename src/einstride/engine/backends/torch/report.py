@@ -70,8 +70,11 @@ def _describe(op: TorchOp) -> str:
         case CopyOp():
             return f"Tensor.copy_ ({op.dtype}), {_WRITES[op.to.write]}"
         case MatmulOp():
-            kernel = "torch.mm" if len(op.out_shape) == 2 else (
-                "torch.bmm (batch dims folded where their strides allow, else looped)")
+            kernel = (
+                "torch.mm"
+                if len(op.out_shape) == 2
+                else ("torch.bmm (batch dims folded where their strides allow, else looped)")
+            )
             return f"{kernel} over the views, {_WRITES[op.to.write]}"
         case MultiplyOp():
             return f"torch.mul of broadcast views, {_WRITES[op.to.write]}"
