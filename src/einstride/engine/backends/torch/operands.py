@@ -19,7 +19,6 @@ written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ import torch
 
 from ....errors import EinsumError, LayoutError
 from ....footprint import Footprint
+from ....layout import Layout
 from ....tensors import Tensor, as_array
 from .dtypes import numpy_dtype
 
@@ -122,29 +122,29 @@ def _footprint(t: torch.Tensor) -> Footprint:
     )
 
 
-def _ghost(print_: Footprint) -> np.ndarray[Any, Any]:
-    """A byte-level ndarray *description* of a footprint, for ``np.shares_memory``: it is
-    never read (its address may be a device pointer), only its address arithmetic is used."""
-    interface = {
-        "shape": (*print_.shape, print_.itemsize),
-        "strides": (*print_.strides, 1),
-        "typestr": "|u1",
-        "data": (print_.address, True),
-        "version": 3,
-    }
-    return np.asarray(SimpleNamespace(__array_interface__=interface))
+def _byte_layout(t: torch.Tensor, base: int) -> Layout:
+    """``t``'s bytes as a layout over memory from address ``base`` (each element widened
+    into an axis of ``element_size`` one-byte positions, as ``Footprint`` does)."""
+    return Layout(
+        (*t.shape, t.element_size()),
+        (*byte_strides(t.stride(), t.dtype), 1),
+        t.data_ptr() - base,
+    )
 
 
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether two tensors share at least one byte of memory (exact, as NumPy's
-    ``shares_memory(..., max_work=-1)`` on the same addresses and byte strides)."""
+    """Whether two tensors share at least one byte of memory: exact, by the overlap test the
+    NumPy side uses (``Layout.overlaps``) on their byte addresses and strides, for tensors
+    of one storage or of two storages whose memory meets (``torch.from_numpy`` of two views
+    of one array)."""
     if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
         return False
     sa, sb = a.untyped_storage(), b.untyped_storage()
     a_lo, b_lo = sa.data_ptr(), sb.data_ptr()
     if a_lo + sa.nbytes() <= b_lo or b_lo + sb.nbytes() <= a_lo:
         return False
-    return bool(np.shares_memory(_ghost(_footprint(a)), _ghost(_footprint(b)), max_work=-1))
+    base = min(a.data_ptr(), b.data_ptr())  # torch strides are >= 0: offsets are too
+    return _byte_layout(a, base).overlaps(_byte_layout(b, base))
 
 
 def check_out(
