@@ -110,25 +110,20 @@ def test_out_of_another_dtype_gets_the_result_cast() -> None:
     assert ints.tolist() == [21, 21]
 
 
-def _rejected(
-    error: type[Exception],
-    match: str,
-    equation: str,
-    *ops: Any,
-    out: Any,
-    storage: torch.Tensor | None = None,
-) -> None:
-    watched = out if storage is None else storage
-    before = watched.clone()
+def _rejected(error: type[Exception], match: str, equation: str, *ops: Any, out: Any) -> None:
+    """The call raises, and every byte of ``out``'s storage is as it was."""
+    before = out.untyped_storage().tolist()
     with pytest.raises(error, match=match):
         es.einsum(equation, *ops, out=out)
-    assert torch.equal(watched, before)  # byte-identical: nothing was written
+    assert out.untyped_storage().tolist() == before
 
 
 def test_out_overlapping_an_operand_is_rejected_before_writing() -> None:
     storage = torch.arange(20.0)
     a = storage[:6].view(2, 3)
-    _rejected(es.LayoutError, "overlaps operand 0", "ij->j", a, out=storage[5:8], storage=storage)
+    _rejected(es.LayoutError, "overlaps operand 0", "ij->j", a, out=storage[5:8])
+    square = torch.arange(1.0, 10.0)  # a diagonal expansion would zero its out= first
+    _rejected(es.LayoutError, "overlaps operand 0", "i->ii", square[6:], out=square.view(3, 3))
     words = torch.arange(8)  # an int64 and an int32 view of one buffer
     halves = words.view(torch.int32)
     _rejected(
@@ -138,7 +133,6 @@ def test_out_overlapping_an_operand_is_rejected_before_writing() -> None:
         torch.ones(3, dtype=torch.int32),
         words[:3],
         out=halves[5:8],
-        storage=words,
     )  # bytes 20..31 meet element 2
 
 
@@ -158,8 +152,7 @@ def test_bad_out_is_rejected_untouched() -> None:
         "repeated locations",
         "ij->j",
         a,
-        out=torch.zeros(1).expand(3),
-        storage=torch.zeros(1),
+        out=torch.full((1,), 7.0).expand(3),
     )
     _rejected(
         TypeError, "cannot hold torch.float32", "ij->j", a, out=torch.zeros(3, dtype=torch.int64)
