@@ -203,9 +203,11 @@ class Destination:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TorchProgram:
     """A plan as torch ops: ``steps`` over ``n_registers`` registers (the first
-    ``n_inputs`` hold the operands), the registers each step frees, and the destination."""
+    ``n_inputs`` hold the operands), the plan's name of each step (``kinds``, as its
+    report says), the registers each step frees, and the destination."""
 
     steps: tuple[TorchOp, ...]
+    kinds: tuple[str, ...]
     frees: tuple[tuple[int, ...], ...]
     n_inputs: int
     n_registers: int
@@ -231,6 +233,7 @@ def translate(plan: Plan) -> TorchProgram:
     )
     return TorchProgram(
         steps=tuple(_op(step, plan) for step in plan.steps),
+        kinds=tuple(step.kind for step in plan.steps),
         frees=plan.frees,
         n_inputs=len(plan.spec.inputs),
         n_registers=plan.n_registers,

@@ -53,8 +53,9 @@ def format_torch_plan(entry: Entry, device: torch.device) -> str:
     head, sep, rest = lines[0].partition("  (labels")
     lines[0] = f"{head} on torch ({device}){sep}{rest}"
     lines.append(f"  on torch: result {entry.result} on {device}; each step runs as")
-    for k, op in enumerate(entry.program.steps):
-        lines.append(f"    step {k + 1} ({entry.plan.steps[k].kind}): {_describe(op)}")
+    program = entry.program
+    for k, (kind, op) in enumerate(zip(program.kinds, program.steps)):
+        lines.append(f"    step {k + 1} ({kind}): {_describe(op)}")
     if not entry.program.steps:
         lines.append("    (no steps: a view of operand 0)")
     return "\n".join(lines)
