@@ -139,7 +139,7 @@ def test_errors_are_the_numpy_paths_errors() -> None:
         (torch.uint8, torch.int8),
         (torch.bool, torch.int32),
         (torch.float32, torch.complex64),
-        (torch.bfloat16, torch.float16),  # NumPy has no common type
+        (torch.bfloat16, torch.float16),
     ],
 )
 def test_result_dtype_follows_torch_result_type(left: torch.dtype, right: torch.dtype) -> None:
