@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
+from ..errors import EinsumError
 from .backends.numpy.cache import array_facts, hot_entry, plan_from_shapes
 from .backends.numpy.plan import check_memory
 from .backends.numpy.report import format_plan
@@ -42,11 +43,16 @@ _PLAIN_OPTIMIZE = frozenset({str, bool})
 _ndarray = np.ndarray
 
 
+_NO_SUBSCRIPTS: Any = object()
+
+
 def einsum(
-    subscripts: Any,
+    subscripts: Any = _NO_SUBSCRIPTS,
     *operands: Any,
     out: Any = None,
     dtype: Any = None,
+    order: Any = "K",
+    casting: Any = None,
     optimize: Any = "auto",
     memory_limit: Any = None,
 ) -> Any:
@@ -58,7 +64,9 @@ def einsum(
     finder for three and more operands.  ``memory_limit``: bytes (or a size string such as
     ``"64MiB"``) one allocation may take (default: ``einstride.memory.memory_limit()``); a
     plan that needs more raises :class:`EinsumError`.  On Dask operands it is the per-task
-    budget.
+    budget.  ``order=`` (``'C'``, ``'F'``, ``'A'``, ``'K'``) and ``casting=`` are NumPy's: the
+    result's layout, and the rule for the ``dtype=`` and ``out=`` casts (by default,
+    einstride casts operands to ``dtype=`` unsafely and ``out=`` by ``same_kind``).
 
     >>> import numpy as np
     >>> einsum("i->", np.ones(3000, np.float16))    # float16 accumulates in float32
@@ -69,7 +77,8 @@ def einsum(
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
     if (
-        out is dtype is memory_limit is None
+        out is dtype is memory_limit is casting is None
+        and order == "K"
         and type(subscripts) is str
         and type(optimize) in _PLAIN_OPTIMIZE
     ):
@@ -93,9 +102,10 @@ def einsum(
             if entry.largest > _memory.LIMIT:
                 check_memory(entry.plan, _memory.LIMIT)
             return entry.run(operands, None)
-    call = make_call(
-        subscripts, *operands, out=out, dtype=dtype, optimize=optimize, memory_limit=memory_limit
-    )
+    if subscripts is _NO_SUBSCRIPTS:
+        raise EinsumError("einsum: needs the subscripts and at least one operand")
+    call = make_call(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
+                     memory_limit=memory_limit, order=order, casting=casting)
     return backend_for(call.operands).einsum(call)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -27,8 +27,12 @@ from ..errors import EinsumError
 from .spec.equation import Equation, parse_sublists, parse_subscripts
 
 __all__ = [
+    "CASTINGS",
+    "ORDERS",
+    "Casting",
     "EinsumCall",
     "EquationKey",
+    "Order",
     "checked_memory_limit",
     "checked_shape",
     "dtype_of",
@@ -40,6 +44,15 @@ __all__ = [
 
 EquationKey = Any
 """Hashable and enough to re-parse: the equation string, or ``("sublists", terms, output)``."""
+
+Order = Literal["C", "F", "A", "K"]
+"""``order=``: the result's memory layout, as NumPy's (``K``: as the plan makes it)."""
+
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+"""``casting=``: NumPy's rule for the ``dtype=`` and ``out=`` casts."""
+
+ORDERS = ("C", "F", "A", "K")
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +67,8 @@ class EinsumCall:
     dtype: np.dtype[Any] | None = None
     optimize: Any = "auto"
     memory_limit: int | None = None
+    order: Order = "K"
+    casting: Casting | None = None
 
     def equation(self) -> Equation:
         """The parsed equation (string equations come from a cache)."""
@@ -67,8 +82,15 @@ def make_call(
     dtype: Any = None,
     optimize: Any = "auto",
     memory_limit: Any = None,
+    order: Any = "K",
+    casting: Any = None,
 ) -> EinsumCall:
     """Normalize ``einsum``'s arguments (either form) into an :class:`EinsumCall`."""
+    if order not in ORDERS:
+        raise EinsumError(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
+    if casting is not None and casting not in CASTINGS:
+        raise EinsumError(f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, "
+                          f"not {casting!r}")
     if isinstance(subscripts, str):
         key: EquationKey = subscripts
         raw: Sequence[Any] = operands
@@ -81,6 +103,8 @@ def make_call(
         dtype=None if dtype is None else dtype_of(dtype),
         optimize=optimize,
         memory_limit=checked_memory_limit(memory_limit),
+        order=cast(Order, order),
+        casting=cast("Casting | None", casting),
     )
 
 

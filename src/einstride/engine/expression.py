@@ -20,9 +20,17 @@ from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan
 from .backends.numpy.plan import check_memory
 from .backends.numpy.report import format_plan
 from .backends.numpy.steps import Plan
-from .call import EinsumCall, checked_memory_limit, checked_shape, dtype_of
+from .call import (
+    EinsumCall,
+    EquationKey,
+    checked_memory_limit,
+    checked_shape,
+    dtype_of,
+    equation_of,
+    split_sublists,
+)
 from .registry import DEFAULT, backend_for
-from .spec.equation import bind, parse_subscripts
+from .spec.equation import bind
 from .spec.walk import plan_path
 
 __all__ = ["Expression", "contract_expression"]
@@ -42,19 +50,20 @@ class Expression:
     einsum 'ij,jk->ik'  (labels: ij,jk->ik)
     """
 
-    def __init__(self, subscripts: str, shapes: Sequence[Sequence[int]], dtype: Any = None,
+    def __init__(self, key: EquationKey, shapes: Sequence[Sequence[int]], dtype: Any = None,
                  optimize: Any = "auto") -> None:
-        self.subscripts = subscripts
+        self.key = key
         self.shapes = tuple(checked_shape(s, f"shape {i}") for i, s in enumerate(shapes))
         self.dtype = None if dtype is None else dtype_of(dtype)
-        self.spec = bind(parse_subscripts(subscripts), self.shapes)
+        self.spec = bind(equation_of(key), self.shapes)
+        self.subscripts = self.spec.text
         self.path = list(plan_path(self.spec, optimize))
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
 
     def _build(self, facts: tuple[Any, ...], out_facts: Any) -> Entry:
         self._check_operands(facts[0::3], len(facts) // 3)
-        return make_entry(self.subscripts, facts, out_facts, self.dtype, self.path)
+        return make_entry(self.key, facts, out_facts, self.dtype, self.path)
 
     def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
         if count != len(self.shapes):
@@ -74,7 +83,7 @@ class Expression:
                     check_memory(entry.plan, _memory.LIMIT)
                 return entry.run(operands, None)
         self._check_operands([_shape(x, i) for i, x in enumerate(operands)], len(operands))
-        call = EinsumCall(key=self.subscripts, operands=operands, out=out, dtype=self.dtype,
+        call = EinsumCall(key=self.key, operands=operands, out=out, dtype=self.dtype,
                           optimize=self.path, memory_limit=checked_memory_limit(memory_limit))
         backend = backend_for(operands)
         if backend.__name__ != DEFAULT:
@@ -91,7 +100,7 @@ class Expression:
     def plan(self) -> Plan:
         """The plan for C-contiguous operands (of ``dtype``, default float64)."""
         dt = self.dtype if self.dtype is not None else np.dtype(np.float64)
-        return plan_from_shapes(self.subscripts, [(s, dt) for s in self.shapes], self.dtype,
+        return plan_from_shapes(self.key, [(s, dt) for s in self.shapes], self.dtype,
                                  self.path)
 
     def explain(self) -> str:
@@ -106,17 +115,27 @@ class Expression:
         return f"<Expression {self.subscripts!r} for shapes {shapes}>"
 
 
-def contract_expression(subscripts: str, *shapes: Sequence[int], dtype: Any = None,
-                        optimize: Any = "auto") -> Expression:
-    """A reusable :class:`Expression` for operands of the given shapes.
+def contract_expression(subscripts: Any, *shapes: Any, dtype: Any = None,
+                        optimize: Any = "auto", out: Any = None) -> Expression:
+    """A reusable :class:`Expression` for operands of the given shapes: the string form
+    ``contract_expression("ij,jk->ik", (2, 3), (3, 4))`` or opt_einsum's interleaved form
+    ``contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])``.
 
     ``dtype`` is the result dtype, as ``einsum``'s ``dtype=`` (``None``: ``np.result_type`` of
     the operands of each call); ``explain()`` reports the plan for C-contiguous operands of
-    that dtype (float64 when ``None``).
+    that dtype (float64 when ``None``).  ``out=`` belongs to each call, not here
+    (:class:`EinsumError`, a ``ValueError``, as opt_einsum).
+
+    >>> contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])
+    <Expression '[0,1],[1,2]->[0,2]' for shapes (2, 3), (3, 4)>
     """
-    if not isinstance(subscripts, str):
-        raise TypeError("contract_expression takes the string form of the equation")
-    return Expression(subscripts, shapes, dtype, optimize)
+    if out is not None:
+        raise EinsumError("contract_expression: out= is given to each call of the expression, "
+                          "not when it is made")
+    if isinstance(subscripts, str):
+        return Expression(subscripts, shapes, dtype, optimize)
+    key, shaped = split_sublists((subscripts, *shapes))
+    return Expression(key, shaped, dtype, optimize)
 
 
 def _shape(x: Any, i: int) -> tuple[Any, ...]:

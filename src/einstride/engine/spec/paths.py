@@ -20,7 +20,7 @@ from typing import Any
 import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
-from ...errors import EinsumError
+from ...errors import EinsumError, EinsumPathError
 
 __all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
 
@@ -52,6 +52,9 @@ def optimize_key(optimize: Any) -> Any:
     """
     if optimize is None:
         return "auto"
+    limited = _limited(optimize)
+    if limited is not None:
+        return ("limited", *limited)
     if isinstance(optimize, bool):
         return optimize
     if isinstance(optimize, str):
@@ -62,6 +65,24 @@ def optimize_key(optimize: Any) -> Any:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def _limited(optimize: Any) -> tuple[str, int] | None:
+    """NumPy's ``(path finder name, memory limit)`` form: the limit is the most elements an
+    intermediate may have; None for every other form.
+
+    >>> _limited(("greedy", 100)), _limited(["einsum_path", (0, 1)])
+    (('greedy', 100), None)
+    """
+    if not isinstance(optimize, (list, tuple)) or len(optimize) != 2:
+        return None
+    name, limit = optimize
+    if not isinstance(name, str) or name == "einsum_path" or isinstance(limit, (tuple, list)):
+        return None
+    if isinstance(limit, bool) or not hasattr(limit, "__index__"):
+        raise EinsumError(f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
+                          "(the most elements an intermediate may have)")
+    return name, int(limit)
 
 
 def _entry(entry: Any) -> tuple[int, ...]:
@@ -83,6 +104,10 @@ def find_path(
     ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
     """
     n = len(inputs)
+    memory_limit = None
+    limited = _limited(optimize)
+    if limited is not None:
+        optimize, memory_limit = limited
     if isinstance(optimize, (list, tuple)):
         return _checked_path(optimize, n)
     if n <= 1:
@@ -97,7 +122,7 @@ def find_path(
     oe_output = frozenset(symbol(label) for label in output)
     used = {label for term in inputs for label in term}
     size_dict = {symbol(label): max(sizes[label], 1) for label in used}
-    path = finder(oe_inputs, oe_output, size_dict, None)
+    path = finder(oe_inputs, oe_output, size_dict, memory_limit)
     return _checked_path(list(path), n)
 
 
@@ -141,7 +166,7 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
         live -= len(positions) - 1
         checked.append(positions)
     if live != 1 and n > 0:
-        raise EinsumError(
+        raise EinsumPathError(
             f"einsum: the path {checked} leaves {live} operands; it must contract all {n} to one"
         )
     return tuple(checked)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .... import memory as _memory
+from ....errors import EinsumTypeError
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
 from ...call import EinsumCall
@@ -65,17 +66,49 @@ def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: 
               tensor_in: bool) -> Any:
     """Check ``out=`` and the memory limit, run, and return ``out``, a Tensor or NumPy's
     result."""
+    if call.casting is not None:
+        _check_casting(call, arrays)
     if call.out is not None:
-        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=")
+        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
+                  casting=call.casting or "same_kind")
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
     if entry.largest > limit:
         check_memory(entry.plan, limit)
     value = entry.run(arrays, out_arr)
     if call.out is not None:
         return call.out
+    if call.order != "K":
+        value = _in_order(value, call.order, arrays)
     if tensor_in:
         return wrap_like(np.asarray(value), True)
     return value
+
+
+def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
+    """NumPy's ``casting=`` rule for the operands' cast to ``dtype=``."""
+    if call.dtype is None:
+        return
+    for i, a in enumerate(arrays):
+        if not np.can_cast(a.dtype, call.dtype, call.casting):  # type: ignore[arg-type]
+            raise EinsumTypeError(
+                f"einsum: operand {i} has dtype {a.dtype}, which cannot be cast to "
+                f"dtype={call.dtype} by the rule casting={call.casting!r}"
+            )
+
+
+def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
+    """The result in NumPy's ``order=`` layout (``A``: Fortran when every operand is Fortran
+    and not C contiguous)."""
+    if not isinstance(value, np.ndarray) or value.ndim < 2:
+        return value
+    if order == "A":
+        fortran = bool(arrays) and all(  # NumPy's PyArray_ISFORTRAN, for every operand
+            a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays
+        )
+        order = "F" if fortran else "C"
+    if order == "C":
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    return value if value.flags.f_contiguous else np.asfortranarray(value)
 
 
 def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
