@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from ..errors import EinsumError
+from ..memory import check_allocation
 from .spec.equation import Equation, parse_sublists, parse_subscripts
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "EinsumCall",
     "EquationKey",
     "Order",
+    "check_conversion",
     "checked_memory_limit",
     "checked_shape",
     "dtype_of",
@@ -187,11 +189,30 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
             return checked_shape(shape, what), np.dtype(dtype)
         except (TypeError, EinsumError):
             pass  # e.g. a lazy array of unknown (NaN) size, or a foreign dtype object
+    if isinstance(x, range):
+        return (len(x),), np.dtype(np.int_)
+    check_conversion(x, f"einsum: {what}")
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"einsum: {what} ({type(x).__name__}) is not an array: {exc}") from None
     return arr.shape, arr.dtype
+
+
+def check_conversion(x: Any, what: str) -> None:
+    """Before ``np.asarray(x)`` of a sequence: its length alone (8 bytes an item at least)
+    must fit the memory limit, so ``range(10**12)`` fails at once instead of in the allocator.
+
+    >>> check_conversion(range(10**15), "einsum: operand 0")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: operand 0 (range of 1,000,000,000,000,000 items) would ...
+    """
+    try:
+        n = len(x)
+    except (TypeError, OverflowError):
+        return
+    check_allocation(8 * n, f"{what} ({type(x).__name__} of {n:,} items)", EinsumError)
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmgtp]?)(i?)b?\s*", re.IGNORECASE)

@@ -23,6 +23,7 @@ from .backends.numpy.steps import Plan
 from .call import (
     EinsumCall,
     EquationKey,
+    check_conversion,
     checked_memory_limit,
     checked_shape,
     dtype_of,
@@ -143,6 +144,9 @@ def _shape(x: Any, i: int) -> tuple[Any, ...]:
     shape = getattr(x, "shape", None)
     if isinstance(shape, tuple):
         return shape
+    if isinstance(x, range):
+        return (len(x),)
+    check_conversion(x, f"einsum: operand {i}")
     try:
         return tuple(np.shape(x))
     except ValueError as exc:

@@ -61,7 +61,7 @@ def optimize_key(optimize: Any) -> Any:
         return optimize
     if isinstance(optimize, (list, tuple)):
         try:
-            return ("path", *(_entry(e) for e in optimize if not isinstance(e, str)))
+            return ("path", *(_entry(e) for e in optimize if not _is_path_head(e)))
         except (TypeError, ValueError):
             return None
     return None
@@ -83,6 +83,11 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
         raise EinsumError(f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
                           "(the most elements an intermediate may have)")
     return name, int(limit)
+
+
+def _is_path_head(entry: Any) -> bool:
+    """NumPy's paths may start with the string ``"einsum_path"``; no other string is allowed."""
+    return isinstance(entry, str) and entry == "einsum_path"
 
 
 def _entry(entry: Any) -> tuple[int, ...]:
@@ -110,13 +115,13 @@ def find_path(
         optimize, memory_limit = limited
     if isinstance(optimize, (list, tuple)):
         return _checked_path(optimize, n)
+    if optimize is False:
+        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2)) if n > 1 else ((0,),)
+    finder = _finder(optimize)  # a bad value is an error whatever the operand count
     if n <= 1:
         return ((0,),) if n == 1 else ()
     if n == 2:
         return ((0, 1),)
-    if optimize is False:
-        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2))
-    finder = _finder(optimize)
     symbol = opt_einsum.get_symbol
     oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
     oe_output = frozenset(symbol(label) for label in output)
@@ -146,7 +151,7 @@ def _finder(optimize: Any) -> Any:
 
 def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
     """Validate a NumPy-format path over ``n`` operands: it must end with one operand."""
-    entries = [e for e in path if not (isinstance(e, str) and e == "einsum_path")]
+    entries = [e for e in path if not _is_path_head(e)]
     live = n
     checked = []
     for k, entry in enumerate(entries):

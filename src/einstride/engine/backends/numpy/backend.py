@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from .... import memory as _memory
-from ....errors import EinsumTypeError
+from ....errors import EinsumError, EinsumTypeError
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
-from ...call import EinsumCall
+from ...call import EinsumCall, check_conversion
 from .cache import Entry, entry_for
 from .plan import check_memory
 from .report import format_plan
@@ -43,8 +43,11 @@ def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
             arrays.append(x.numpy())
             continue
         try:
+            check_conversion(x, f"einsum: operand {i}")
             arrays.append(np.asarray(x))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, EinsumError):
+                raise
             raise TypeError(
                 f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
             ) from None
@@ -74,6 +77,9 @@ def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: 
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
     if entry.largest > limit:
         check_memory(entry.plan, limit)
+    if out_arr is not None and _errors_raise():
+        _run_then_copy(call, arrays, out_arr)
+        return call.out
     value = entry.run(arrays, out_arr)
     if call.out is not None:
         return call.out
@@ -82,6 +88,22 @@ def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: 
     if tensor_in:
         return wrap_like(np.asarray(value), True)
     return value
+
+
+def _errors_raise() -> bool:
+    """Whether a floating-point error raises now (``np.errstate(... = "raise")``): then a
+    product written straight into ``out=`` could raise half-way."""
+    return "raise" in np.geterr().values()
+
+
+def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array) -> None:
+    """Compute into new arrays, cast to ``out``'s dtype, and only then write ``out``: every
+    floating-point error is raised before ``out`` is touched."""
+    entry = entry_for(call.key, arrays, None, call.dtype, call.optimize)
+    value = np.asarray(entry.run(arrays, None))
+    if value.dtype != out.dtype:
+        value = value.astype(out.dtype, casting="unsafe")
+    np.copyto(out, value, casting="no")
 
 
 def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
