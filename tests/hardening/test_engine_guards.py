@@ -33,7 +33,7 @@ def test_einsum_path_needs_only_shapes() -> None:
 
 
 def test_out_of_the_wrong_kind_is_not_converted() -> None:
-    with pytest.raises(TypeError, match="out must be a Tensor or a numpy.ndarray, not range"):
+    with pytest.raises(TypeError, match=r"out must be a Tensor or a numpy\.ndarray, not range"):
         es.einsum("i->i", np.ones(3), out=range(10**12))
 
 
