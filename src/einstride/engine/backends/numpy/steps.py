@@ -87,6 +87,40 @@ class OperandView:
     note: str = "viewed"
 
 
+class _Delivers:
+    """A step that writes through its :class:`~.delivery.DeliveryPlan`, which holds every
+    allocation it makes."""
+
+    __slots__ = ()
+    delivery: DeliveryPlan
+
+    @property
+    def allocs(self) -> tuple[Alloc, ...]:
+        return self.delivery.allocs
+
+
+class _Splits(_Delivers):
+    """A step the planner may split over threads."""
+
+    __slots__ = ()
+    split: Split | None
+
+    @property
+    def threads(self) -> int:
+        return 1 if self.split is None else self.split.threads
+
+
+class _Pairwise(_Delivers):
+    """A product of two registers: its register holds the ``labels`` of its geometry."""
+
+    __slots__ = ()
+    geometry: Geometry
+
+    @property
+    def labels(self) -> tuple[int, ...]:
+        return self.geometry.labels
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ViewStep:
     """Operand register ``src`` viewed: size-1 broadcast axes squeezed, then diagonals."""
@@ -110,7 +144,7 @@ class ViewStep:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReduceStep:
+class ReduceStep(_Splits):
     """Sum ``axes`` of register ``src`` (``logical_or`` for bool) in ``dtype``.
 
     The kept axes come out in ``src`` order (``kept``); the register holds them in
@@ -131,17 +165,9 @@ class ReduceStep:
 
     kind: ClassVar[str] = "reduce"
 
-    @property
-    def allocs(self) -> tuple[Alloc, ...]:
-        return self.delivery.allocs
-
-    @property
-    def threads(self) -> int:
-        return 1 if self.split is None else self.split.threads
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CopyStep:
+class CopyStep(_Delivers):
     """Register ``src`` transposed by ``perm`` and copied (cast to ``dtype``): into a new
     C-ordered buffer (``NEW``) or into the destination (``INTO``), for ``reason``."""
 
@@ -156,13 +182,9 @@ class CopyStep:
 
     kind: ClassVar[str] = "copy"
 
-    @property
-    def allocs(self) -> tuple[Alloc, ...]:
-        return self.delivery.allocs
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ContractStep:
+class ContractStep(_Pairwise):
     """``matmul(left (B.., M, K), right (B.., K, N)) -> (B.., M, N)`` over folded views.
 
     ``geometry.left`` turns the left register into its (batch..., M, K) view (transpose,
@@ -186,17 +208,9 @@ class ContractStep:
 
     kind: ClassVar[str] = "contract"
 
-    @property
-    def labels(self) -> tuple[int, ...]:
-        return self.geometry.labels
-
-    @property
-    def allocs(self) -> tuple[Alloc, ...]:
-        return self.delivery.allocs
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class BatchStep:
+class BatchStep(_Pairwise, _Splits):
     """``left * right`` over batch + left-free + right-free labels: ``numpy.multiply`` on
     the broadcast views of ``geometry`` (``Kernel.MULTIPLY``), or NumPy's sum-of-products
     loop over the registers' own labels (``Kernel.LOOP``)."""
@@ -214,21 +228,9 @@ class BatchStep:
 
     kind: ClassVar[str] = "batch"
 
-    @property
-    def labels(self) -> tuple[int, ...]:
-        return self.geometry.labels
-
-    @property
-    def allocs(self) -> tuple[Alloc, ...]:
-        return self.delivery.allocs
-
-    @property
-    def threads(self) -> int:
-        return 1 if self.split is None else self.split.threads
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FusedStep:
+class FusedStep(_Delivers):
     """A tiny einsum in ONE pass of NumPy's sum-of-products loop over the operands as they
     are (``labels[i]``: operand ``i``'s label per axis, repeats included), chosen only when
     the whole problem is so small that one loop beats the Python cost of several steps."""
@@ -243,10 +245,6 @@ class FusedStep:
     cast: bool = True
 
     kind: ClassVar[str] = "fused"
-
-    @property
-    def allocs(self) -> tuple[Alloc, ...]:
-        return self.delivery.allocs
 
 
 Step = ViewStep | ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep
