@@ -24,7 +24,7 @@ def test_one_row_major_rule_everywhere() -> None:
     assert row_major_strides((2, 0, 4), 8) == (32, 32, 8)
     assert Term.row_major((0, 1, 2), (2, 0, 4), np.dtype(float)).strides == (32, 32, 8)
     assert ByteView.row_major((2, 0, 4), 8).strides == (32, 32, 8)
-    assert Layout.create((2, 0, 4)).strides == (0, 0, 0)   # Layout's canonical empty view
+    assert Layout.create((2, 0, 4)).strides == (0, 0, 0)  # Layout's canonical empty view
 
 
 @settings(max_examples=100, deadline=None)

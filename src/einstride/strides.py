@@ -81,8 +81,9 @@ class ByteView:
         >>> ByteView.row_major((2, 3), 4).strides
         (12, 4)
         """
-        return cls(shape=tuple(shape), strides=row_major_strides(shape, itemsize),
-                   itemsize=itemsize)
+        return cls(
+            shape=tuple(shape), strides=row_major_strides(shape, itemsize), itemsize=itemsize
+        )
 
     @property
     def size(self) -> int:

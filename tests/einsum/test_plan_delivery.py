@@ -22,14 +22,16 @@ def _check_writes(plan: Plan, out_given: bool) -> None:
     """Only the last step writes the result; what it writes agrees with the output plan."""
     output = plan.output
     writers: list[tuple[int, Step]] = [
-        (k, s) for k, s in enumerate(plan.steps)
-        if not isinstance(s, ViewStep) and s.delivery.mode is not Delivery.NEW]
+        (k, s)
+        for k, s in enumerate(plan.steps)
+        if not isinstance(s, ViewStep) and s.delivery.mode is not Delivery.NEW
+    ]
     assert len(writers) <= 1, plan.steps
     assert (output.create is OutputCreation.OUT) == out_given
     for step in plan.steps:
         if not isinstance(step, ViewStep) and step.delivery.mode is Delivery.NEW:
             assert [a.what for a in step.allocs] in ([], *([w] for w in NEW_ALLOCS))
-    if not writers:   # the result is an operand or a register viewed
+    if not writers:  # the result is an operand or a register viewed
         assert output.create is OutputCreation.NONE
         return
     k, step = writers[0]
@@ -48,10 +50,17 @@ def _check_writes(plan: Plan, out_given: bool) -> None:
     assert bool(output.allocs) == has_output_alloc
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
-@given(st.data(), st.sampled_from([None, "same", "complex128"]),
-       st.sampled_from([None, "float64", "complex128"]), st.booleans())
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    st.data(),
+    st.sampled_from([None, "same", "complex128"]),
+    st.sampled_from([None, "float64", "complex128"]),
+    st.booleans(),
+)
 def test_every_plan_writes_its_result_once_and_as_planned(data, out_dtype, dtype, fuse):
     """``out=`` of another dtype than the result makes the last product a ``TEMP`` write."""
     case = data.draw(cases())
@@ -64,12 +73,16 @@ def test_every_plan_writes_its_result_once_and_as_planned(data, out_dtype, dtype
         kind = str(expected.dtype) if out_dtype == "same" else out_dtype
         out = data.draw(layouts(expected.shape, kind, writeable=True))
         out = np.require(out, requirements="W") if not out.flags.writeable else out
-    options = PlannerOptions(threads=2, split_min_bytes=0,
-                             **({} if fuse else {"loop_ns": float("inf")}))
+    options = PlannerOptions(
+        threads=2, split_min_bytes=0, **({} if fuse else {"loop_ns": float("inf")})
+    )
     entry = entry_for(case.render(), operands, out, dtype, "auto", options=options)
     _check_writes(entry.plan, out is not None)
     result = entry.run(operands, out)
     got = out if out is not None else np.asarray(result)
-    tol = {"rtol": 1e-4, "atol": 1e-3} if expected.dtype in (np.float32, np.complex64) \
+    tol = (
+        {"rtol": 1e-4, "atol": 1e-3}
+        if expected.dtype in (np.float32, np.complex64)
         else {"rtol": 1e-10, "atol": 1e-9}
+    )
     np.testing.assert_allclose(got, expected.astype(got.dtype), **tol)

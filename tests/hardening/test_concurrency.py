@@ -15,7 +15,12 @@ import numpy as np
 from fuzzing import seconds
 
 import einstride as es
-from einstride.engine.backends.numpy.cache import clear_plan_cache, general_cache, hot_cache, plan_cache_info
+from einstride.engine.backends.numpy.cache import (
+    clear_plan_cache,
+    general_cache,
+    hot_cache,
+    plan_cache_info,
+)
 
 THREADS = 8
 DURATION = seconds(3.0, 60.0)

@@ -26,8 +26,13 @@ from dataclasses import dataclass, field
 
 from ....errors import EinsumError
 
-__all__ = ["DEFAULT", "PlannerOptions", "default_options", "set_default_options",
-           "threads_from_env"]
+__all__ = [
+    "DEFAULT",
+    "PlannerOptions",
+    "default_options",
+    "set_default_options",
+    "threads_from_env",
+]
 
 _ENV = "EINSTRIDE_NUM_THREADS"
 
@@ -87,10 +92,16 @@ def _check(name: str, value: object, integral: bool) -> None:
     if integral:
         low = 1 if name == "threads" else 0
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise EinsumError(f"PlannerOptions: {name} must be a "
-                              f"{'positive' if low else 'non-negative'} int, got {value!r}")
-    elif isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(
-            value) or value < 0:
+            raise EinsumError(
+                f"PlannerOptions: {name} must be a "
+                f"{'positive' if low else 'non-negative'} int, got {value!r}"
+            )
+    elif (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or math.isnan(value)
+        or value < 0
+    ):
         raise EinsumError(f"PlannerOptions: {name} must be a non-negative number, got {value!r}")
 
 
@@ -134,9 +145,9 @@ def set_default_options(options: PlannerOptions | None) -> PlannerOptions:
     >>> _ = set_default_options(before)
     """
     if options is not None and not isinstance(options, PlannerOptions):
-        raise TypeError(f"set_default_options: expected PlannerOptions or None, got "
-                        f"{type(options).__name__}")
+        raise TypeError(
+            f"set_default_options: expected PlannerOptions or None, got {type(options).__name__}"
+        )
     before = DEFAULT.options
-    DEFAULT.options = options if options is not None else PlannerOptions(
-        threads=threads_from_env())
+    DEFAULT.options = options if options is not None else PlannerOptions(threads=threads_from_env())
     return before

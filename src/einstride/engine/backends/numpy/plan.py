@@ -313,7 +313,6 @@ class _Planner:
             live.append(self._contract_all(picked, live, final=k == len(path) - 1))
         return self._finish(strides, path)
 
-
     def fused(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
               ) -> Plan:
         """The whole einsum as one :class:`FusedStep` over the operands as they are."""
