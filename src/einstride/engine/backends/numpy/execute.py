@@ -130,30 +130,38 @@ def _compile_simple(plan: Plan) -> Program | None:
         return lambda ops, out: ops[0].transpose(final_perm)
     if len(plan.steps) != 1:
         return None
-    step = plan.steps[0]
-    if isinstance(step, ViewStep):
-        return _simple_view(step, final_perm, identity, scalar)
-    if step.delivery.mode is not Delivery.RETURN:
-        return None
-    if isinstance(step, ContractStep) and (step.left.register, step.right.register) == (0, 1):
-        product = _direct_product(step)
-        if scalar:
-            return lambda ops, out: product(ops[0], ops[1])[()]
-        if identity:
-            return lambda ops, out: product(ops[0], ops[1])
-        return lambda ops, out: product(ops[0], ops[1]).transpose(final_perm)
-    if isinstance(step, ReduceStep) and step.src == 0:
-        reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
-        if identity:
-            return lambda ops, out: reduce(ops[0])
-        return lambda ops, out: reduce(ops[0]).transpose(final_perm)
-    if isinstance(step, FusedStep):
-        if _fused_plain(step):
-            equation = _fused_equation(step)
-            return lambda ops, out: sum_of_products(equation, *ops)
-        call = _fused_call(step)
-        return lambda ops, out: call(*ops)
-    return None  # the general path runs every other plan
+    return _simple_step(plan.steps[0], final_perm, identity, scalar)
+
+
+def _simple_step(step: Step, final_perm: tuple[int, ...], identity: bool, scalar: bool
+                 ) -> Program | None:
+    """The closure of a plan of one step over the operands, when it has one."""
+    returns = not isinstance(step, ViewStep) and step.delivery.mode is Delivery.RETURN
+    match step:
+        case ViewStep():
+            return _simple_view(step, final_perm, identity, scalar)
+        case ContractStep() if returns and (step.left.register, step.right.register) == (0, 1):
+            product = _direct_product(step)
+            if scalar:
+                return lambda ops, out: product(ops[0], ops[1])[()]
+            if identity:
+                return lambda ops, out: product(ops[0], ops[1])
+            return lambda ops, out: product(ops[0], ops[1]).transpose(final_perm)
+        case ReduceStep() if returns and step.src == 0:
+            reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
+            if identity:
+                return lambda ops, out: reduce(ops[0])
+            return lambda ops, out: reduce(ops[0]).transpose(final_perm)
+        case FusedStep() if returns:
+            if _fused_plain(step):
+                equation = _fused_equation(step)
+                return lambda ops, out: sum_of_products(equation, *ops)
+            call = _fused_call(step)
+            return lambda ops, out: call(*ops)
+        case ReduceStep() | CopyStep() | ContractStep() | BatchStep() | FusedStep():
+            return None  # the general path runs it
+        case _:
+            assert_never(step)
 
 
 def _simple_view(step: ViewStep, final_perm: tuple[int, ...], identity: bool, scalar: bool
