@@ -33,6 +33,7 @@ from .options import default_options, set_default_options, threads_from_env
 __all__ = ["num_threads", "run_chunks", "set_num_threads"]
 
 _pool: ThreadPoolExecutor | None = None
+_pool_workers = 0
 
 
 def num_threads() -> int:
@@ -50,22 +51,24 @@ def set_num_threads(n: int | None) -> None:
         raise ValueError(f"set_num_threads: expected a positive int or None, got {n!r}")
     count = threads_from_env() if n is None else n
     set_default_options(dataclasses.replace(default_options(), threads=count))
-    _reset_pool()
+    _reset_pool()   # the next split step starts a pool of its own size
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=max(1, num_threads() - 1),
-                                   thread_name_prefix="einstride")
+def _executor(workers: int = 1) -> ThreadPoolExecutor:
+    """The pool, with at least ``workers`` threads (a plan made for more threads than any
+    before gets a bigger pool)."""
+    global _pool, _pool_workers
+    if _pool is None or _pool_workers < workers:
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="einstride")
+        _pool_workers = workers
     return _pool
 
 
 def _reset_pool() -> None:
     # dropped, not shut down: a concurrent einsum may still be submitting to it (its idle
-    # worker exits once the pool is garbage-collected)
-    global _pool
-    _pool = None
+    # workers exit once the pool is garbage-collected, after the work already handed over)
+    global _pool, _pool_workers
+    _pool, _pool_workers = None, 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -84,7 +87,8 @@ def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     >>> sorted(done)
     [0, 1]
     """
-    futures: list[Future[object]] = [_executor().submit(c) for c in chunks[1:]]
+    pool = _executor(max(1, len(chunks) - 1))
+    futures: list[Future[object]] = [pool.submit(c) for c in chunks[1:]]
     try:
         chunks[0]()
     finally:
