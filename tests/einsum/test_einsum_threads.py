@@ -235,3 +235,11 @@ def test_threads_module_is_a_leaf() -> None:
     ours = [node.module for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and node.level > 0]
     assert ours == ["options"]
+
+
+def test_a_plan_for_more_threads_than_the_default_runs_them() -> None:
+    threads.set_num_threads(2)
+    a = np.random.default_rng(5).standard_normal((30, 20, 10))
+    one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), "ijk->i", [a])
+    three, split = _planned(PlannerOptions(threads=3, split_min_bytes=0), "ijk->i", [a])
+    assert split == [3] and np.array_equal(one, three)
