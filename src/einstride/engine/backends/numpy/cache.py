@@ -44,7 +44,7 @@ CACHE_SIZE = 512
 DEFAULT_LIMIT = physical_memory()  # the machine's; einstride.memory.LIMIT is the one in force
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """A cached plan, its compiled program and its largest single allocation."""
 

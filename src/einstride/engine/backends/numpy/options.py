@@ -9,7 +9,7 @@ again by ``set_num_threads(None)``); :func:`set_default_options` replaces them.
 >>> options = PlannerOptions(threads=2)
 >>> options.split_threads(64 << 20, 100), options.split_threads(1 << 10, 100)
 (2, 1)
->>> options == PlannerOptions(threads=2) and hash(options) == hash(PlannerOptions(threads=2))
+>>> options is PlannerOptions(threads=2)          # equal options are one object
 True
 >>> PlannerOptions(threads=0)
 Traceback (most recent call last):
@@ -22,7 +22,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ....errors import EinsumError
 
@@ -35,12 +37,31 @@ __all__ = [
 ]
 
 _ENV = "EINSTRIDE_NUM_THREADS"
+_T = TypeVar("_T")
+_INTERNED: dict[tuple[Any, ...], Any] = {}
+_INTERN_LOCK = threading.Lock()
+
+
+class _Interned(type):
+    """Equal values are one object: every construction (``dataclasses.replace`` included)
+    hands back the first object made with those field values."""
+
+    def __call__(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
+        made = super().__call__(*args, **kwargs)  # type: ignore[misc]
+        key = (cls, *(getattr(made, f.name) for f in dataclasses.fields(made)))
+        with _INTERN_LOCK:
+            found: _T = _INTERNED.setdefault(key, made)
+        return found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlannerOptions:
+class PlannerOptions(metaclass=_Interned):
     """Everything besides the operands that a plan depends on.  Costs are estimated
-    nanoseconds: only their relative sizes matter."""
+    nanoseconds: only their relative sizes matter.
+
+    Equal options are one object (interned), so they hash by identity: the options are part
+    of every plan-cache key, and a value hash would cost the hot path a Python call.
+    """
 
     threads: int = 1
     """Chunks a large memory-bound step may be split into (1: never split)."""
@@ -68,17 +89,16 @@ class PlannerOptions:
     """Fusing is for tiny problems only: past this many index combinations the single loop is
     itself the hazard (a plan whose intermediates would exceed memory must fail fast, not
     run a loop over 10^12 combinations)."""
-    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    __hash__ = object.__hash__  # equal options are the same object (see _Interned)
 
     def __post_init__(self) -> None:
-        values = dataclasses.astuple(self)[:-1]
-        for f, value in zip(dataclasses.fields(self), values):
-            _check(f.name, value, f.type == "int")
-        # the options are part of every plan-cache key: hash them once
-        object.__setattr__(self, "_hash", hash(values))
+        for f in dataclasses.fields(self):
+            _check(f.name, getattr(self, f.name), f.type == "int")
 
-    def __hash__(self) -> int:
-        return self._hash
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copies and unpickled options are the interned object too
+        return (_rebuild, (dataclasses.asdict(self),))
 
     def split_threads(self, bytes_moved: int, size: int) -> int:
         """How many chunks a step moving ``bytes_moved`` bytes, split along an axis of
@@ -103,6 +123,10 @@ def _check(name: str, value: object, integral: bool) -> None:
         or value < 0
     ):
         raise EinsumError(f"PlannerOptions: {name} must be a non-negative number, got {value!r}")
+
+
+def _rebuild(fields: dict[str, Any]) -> PlannerOptions:
+    return PlannerOptions(**fields)
 
 
 def threads_from_env() -> int:
