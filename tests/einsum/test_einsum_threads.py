@@ -216,9 +216,18 @@ def test_the_hot_path_plans_with_the_default_options() -> None:
 
 
 def test_planner_options_are_validated_values() -> None:
-    assert PlannerOptions(threads=2) == PlannerOptions(threads=2)
+    import copy
+    import dataclasses
+    import pickle
+
+    two = PlannerOptions(threads=2)
+    # interned: equal options are one object, whichever way they were made
+    assert two is PlannerOptions(threads=2) and two == PlannerOptions(threads=2)
+    assert dataclasses.replace(PlannerOptions(threads=3), threads=2) is two
+    assert copy.copy(two) is two and copy.deepcopy(two) is two
+    assert pickle.loads(pickle.dumps(two)) is two
     assert hash(PlannerOptions(call_ns=1.0)) == hash(PlannerOptions(call_ns=1.0))
-    assert PlannerOptions(threads=2) != PlannerOptions(threads=3)
+    assert two != PlannerOptions(threads=3) and two != PlannerOptions(threads=2, call_ns=1.0)
     for bad in ({"threads": 0}, {"threads": True}, {"split_min_bytes": -1},
                 {"copy_ns_per_byte": -0.5}, {"loop_ns": float("nan")}, {"fuse_max_combos": 1.5}):
         with pytest.raises(ValueError, match="PlannerOptions"):
