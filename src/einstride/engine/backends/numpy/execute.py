@@ -48,8 +48,9 @@ Array = np.ndarray[Any, Any]
 StepFn = Callable[[list[Any], Any], None]
 Program = Callable[[Sequence[Array], "Array | None"], Any]
 KernelFn = Callable[..., Any]
-"""``kernel(*inputs, out=None)``: the step's result in its register's axis order, written
-into ``out`` when given (and returned), else in a new array."""
+"""``kernel(inputs, out=None)``: the step's result in its register's axis order, written
+into ``out`` when given (and returned), else into a new array.  ``inputs`` is what the step
+reads: one array, a pair, or the operands of a fused loop."""
 
 
 def _find_sum_of_products() -> Callable[..., Any]:
@@ -141,12 +142,16 @@ def _simple_step(step: Step, final_perm: tuple[int, ...], identity: bool, scalar
         case ViewStep():
             return _simple_view(step, final_perm, identity, scalar)
         case ContractStep() if returns and (step.left.register, step.right.register) == (0, 1):
-            product = _direct_product(step)
+            if _matmul_only(step):   # no Python frame between the call and BLAS
+                if identity:
+                    return lambda ops, out: _matmul(ops[0], ops[1])
+                return lambda ops, out: _matmul(ops[0], ops[1]).transpose(final_perm)
+            product = _contract_kernel(step)   # the operands are its pair
             if scalar:
-                return lambda ops, out: product(ops[0], ops[1])[()]
+                return lambda ops, out: product(ops)[()]
             if identity:
-                return lambda ops, out: product(ops[0], ops[1])
-            return lambda ops, out: product(ops[0], ops[1]).transpose(final_perm)
+                return lambda ops, out: product(ops)
+            return lambda ops, out: product(ops).transpose(final_perm)
         case ReduceStep() if returns and step.src == 0:
             reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
             if identity:
@@ -157,7 +162,7 @@ def _simple_step(step: Step, final_perm: tuple[int, ...], identity: bool, scalar
                 equation = _fused_equation(step)
                 return lambda ops, out: sum_of_products(equation, *ops)
             call = _fused_call(step)
-            return lambda ops, out: call(*ops)
+            return lambda ops, out: call(ops)
         case ReduceStep() | CopyStep() | ContractStep() | BatchStep() | FusedStep():
             return None  # the general path runs it
         case _:
@@ -225,13 +230,13 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
 # -- the write combinator -----------------------------------------------------------------
 
 
-def _delivered(kernel: KernelFn, reads: tuple[int, ...], dst: int, delivery: DeliveryPlan,
+def _delivered(kernel: KernelFn, take: Callable[[list[Any]], Any], dst: int,
+               delivery: DeliveryPlan,
                new_buffer: tuple[tuple[int, ...], np.dtype[Any]] | None = None) -> StepFn:
-    """The step that runs ``kernel`` over registers ``reads`` and delivers its result: the
-    one place ``NEW``/``RETURN``/``INTO``/``TEMP`` are carried out, for every kernel.
-    ``new_buffer`` (shape, dtype): for ``NEW``, the C-ordered register buffer is allocated
-    here and the kernel fills it (a kernel that may return another memory order)."""
-    args = _reader(reads)
+    """The step that runs ``kernel`` over its inputs (``take(regs)``) and delivers the
+    result: the one place ``NEW``/``RETURN``/``INTO``/``TEMP`` are carried out, for every
+    kernel.  ``new_buffer`` (shape, dtype): for ``NEW``, the C-ordered register buffer is
+    allocated here and the kernel fills it (a kernel that may return another memory order)."""
     perm = delivery.dest_perm
     match delivery.mode:
         case Delivery.NEW if new_buffer is not None:
@@ -239,36 +244,27 @@ def _delivered(kernel: KernelFn, reads: tuple[int, ...], dst: int, delivery: Del
 
             def fill(regs: list[Any], dest: Any) -> None:
                 buf = _empty(shape, dtype)
-                kernel(*args(regs), out=buf)
+                kernel(take(regs), buf)
                 regs[dst] = buf
 
             return fill
         case Delivery.NEW | Delivery.RETURN:
             def keep(regs: list[Any], dest: Any) -> None:
-                regs[dst] = kernel(*args(regs))
+                regs[dst] = kernel(take(regs))
 
             return keep
         case Delivery.INTO:
             def into(regs: list[Any], dest: Any) -> None:
-                kernel(*args(regs), out=dest.transpose(perm))
+                kernel(take(regs), dest.transpose(perm))
 
             return into
         case Delivery.TEMP:
             def temp(regs: list[Any], dest: Any) -> None:
-                _copyto(dest.transpose(perm), kernel(*args(regs)), casting="unsafe")
+                _copyto(dest.transpose(perm), kernel(take(regs)), casting="unsafe")
 
             return temp
         case _:
             assert_never(delivery.mode)
-
-
-def _reader(reads: tuple[int, ...]) -> Callable[[list[Any]], tuple[Any, ...]]:
-    """``regs -> (regs[r] for r in reads)``, as a tuple (C-speed for two or more)."""
-    if len(reads) == 1:
-        (only,) = reads
-        return lambda regs: (regs[only],)
-    getter: Callable[[list[Any]], tuple[Any, ...]] = operator.itemgetter(*reads)
-    return getter
 
 
 def _compile_step(step: Step) -> StepFn:
@@ -276,20 +272,32 @@ def _compile_step(step: Step) -> StepFn:
         case ViewStep():
             return _view_fn(step)
         case FusedStep():
-            return _delivered(_fused_call(step), step.operands, step.dst, step.delivery)
+            return _delivered(_fused_call(step), _operands(step.operands), step.dst,
+                              step.delivery)
         case ReduceStep():
-            return _delivered(_reduce_kernel(step), (step.src,), step.dst, step.delivery,
-                              (step.shape, step.dtype))
+            return _delivered(_reduce_kernel(step), operator.itemgetter(step.src), step.dst,
+                              step.delivery, (step.shape, step.dtype))
         case CopyStep():
-            return _delivered(_copy_kernel(step), (step.src,), step.dst, step.delivery)
+            return _delivered(_copy_kernel(step), operator.itemgetter(step.src), step.dst,
+                              step.delivery)
         case ContractStep():
-            return _delivered(_contract_kernel(step), (step.left.register, step.right.register),
-                              step.dst, step.delivery)
+            return _delivered(_contract_kernel(step), _pair_of(step), step.dst, step.delivery)
         case BatchStep():
-            return _delivered(_batch_kernel(step), (step.left.register, step.right.register),
-                              step.dst, step.delivery, (step.shape, step.dtype))
+            return _delivered(_batch_kernel(step), _pair_of(step), step.dst, step.delivery,
+                              (step.shape, step.dtype))
         case _:
             assert_never(step)
+
+
+def _pair_of(step: ContractStep | BatchStep) -> Callable[[list[Any]], Any]:
+    return operator.itemgetter(step.left.register, step.right.register)
+
+
+def _operands(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
+    """``regs -> [regs[r] for r in reads]`` (a slice when they are the first registers)."""
+    if reads == tuple(range(len(reads))):
+        return operator.itemgetter(slice(0, len(reads)))
+    return lambda regs: [regs[r] for r in reads]
 
 
 # -- kernels --------------------------------------------------------------------------------
@@ -315,7 +323,7 @@ def _fused_call(step: FusedStep) -> KernelFn:
     equation, dtype = _fused_equation(step), step.dtype
     kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
 
-    def call(*ops: Array, out: Array | None = None) -> Any:
+    def call(ops: Sequence[Array], out: Array | None = None) -> Any:
         if out is not None:
             return sum_of_products(equation, *ops, out=out, **kwargs)
         value = sum_of_products(equation, *ops, **kwargs)
@@ -475,8 +483,17 @@ def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
     return view
 
 
-def _direct_product(step: ContractStep) -> Callable[[Array, Array], Array]:
-    """``matmul`` of two registers into a new array, viewed in the step's label order."""
+def _matmul_only(step: ContractStep) -> bool:
+    """The step is ``numpy.matmul`` of its registers as they are."""
+    geo = step.geometry
+    return (_operand_view(step.left.shape, geo.left) is None
+            and _operand_view(step.right.shape, geo.right) is None
+            and len(geo.out_shape) <= 2 and geo.out_shape == step.shape)
+
+
+def _contract_kernel(step: ContractStep) -> KernelFn:
+    """``contract((a, b), out=None)``: matmul of the folded views, unfolded to the step's
+    shape (into ``out`` through a reshape that the planner checked is a view)."""
     geo = step.geometry
     view_a = _operand_view(step.left.shape, geo.left)
     view_b = _operand_view(step.right.shape, geo.right)
@@ -484,36 +501,21 @@ def _direct_product(step: ContractStep) -> Callable[[Array, Array], Array]:
     batched = len(out_shape) > 2
     unfold = out_shape != shape
 
-    if view_a is None and view_b is None and not batched and not unfold:
-        return _matmul
-
-    def product(a: Array, b: Array) -> Array:
+    def contract(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
         if view_a is not None:
             a = view_a(a)
         if view_b is not None:
             b = view_b(b)
+        if out is not None:
+            _matmul(a, b, out=_reshape_view(out, out_shape))
+            return out
         if batched:
-            c = np.empty(out_shape, dtype)
+            c = _empty(out_shape, dtype)
             _matmul(a, b, out=c)
         else:
             c = _matmul(a, b)
         return c.reshape(shape) if unfold else c
-
-    return product
-
-
-def _contract_kernel(step: ContractStep) -> KernelFn:
-    geo = step.geometry
-    view_a = _operand_view(step.left.shape, geo.left) or _same
-    view_b = _operand_view(step.right.shape, geo.right) or _same
-    out_shape = geo.out_shape
-    product = _direct_product(step)
-
-    def contract(a: Array, b: Array, out: Array | None = None) -> Array:
-        if out is None:
-            return product(a, b)
-        _matmul(view_a(a), view_b(b), out=_reshape_view(out, out_shape))
-        return out
 
     return contract
 
@@ -523,62 +525,69 @@ def _same(x: Array) -> Array:
 
 
 def _batch_kernel(step: BatchStep) -> KernelFn:
-    shape, dtype = step.shape, step.dtype
-    work = _split_batch(step) if step.split is not None else _batch_work(step)
+    """``batch((a, b), out=None)``: the product, split over threads when planned."""
+    kernel = _loop_kernel(step) if step.kernel is Kernel.LOOP else _multiply_kernel(step)
+    return kernel if step.split is None else _split_batch(step, kernel)
 
-    def batch(a: Array, b: Array, out: Array | None = None) -> Array:
+
+def _loop_kernel(step: BatchStep) -> KernelFn:
+    """NumPy's sum-of-products loop over the registers' own labels (an outer product)."""
+    shape, dtype = step.shape, step.dtype
+    left, right = step.left.labels, step.right.labels
+    ids = {lab: k for k, lab in enumerate(dict.fromkeys(left + right))}
+    la, lb = [ids[x] for x in left], [ids[x] for x in right]
+    lo = [ids[x] for x in step.labels]
+
+    def loop(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
         if out is None:
             out = _empty(shape, dtype)
-        work(a, b, out)
+        sum_of_products(a, la, b, lb, lo, out=out, dtype=dtype, casting="unsafe")
         return out
 
-    return batch
+    return loop
 
 
-def _batch_work(step: BatchStep) -> Callable[[Array, Array, Array], None]:
-    """``work(a, b, out)``: the product of two registers into ``out``."""
-    dtype = step.dtype
-    if step.kernel is Kernel.LOOP:
-        left, right = step.left.labels, step.right.labels
-        ids = {lab: k for k, lab in enumerate(dict.fromkeys(left + right))}
-        la, lb = [ids[x] for x in left], [ids[x] for x in right]
-        lo = [ids[x] for x in step.labels]
-
-        def loop(a: Array, b: Array, out: Array) -> None:
-            sum_of_products(a, la, b, lb, lo, out=out, dtype=dtype, casting="unsafe")
-
-        return loop
+def _multiply_kernel(step: BatchStep) -> KernelFn:
+    """``numpy.multiply`` over the broadcast views of the step's geometry."""
+    shape, dtype = step.shape, step.dtype
     view_a = _operand_view(step.left.shape, step.geometry.left) or _same
     view_b = _operand_view(step.right.shape, step.geometry.right) or _same
 
-    def multiply(a: Array, b: Array, out: Array) -> None:
+    def multiply(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if out is None:
+            out = _empty(shape, dtype)
         _multiply(view_a(a), view_b(b), out=out, dtype=dtype, casting="unsafe")
+        return out
 
     return multiply
 
 
-def _split_batch(step: BatchStep) -> Callable[[Array, Array, Array], None]:
+def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
     """The batch kernel in chunks along ``step.split`` (see :func:`_split`)."""
     assert step.split is not None
-    label, threads = step.split.label, step.split.threads
+    label, threads, shape, dtype = step.split.label, step.split.threads, step.shape, step.dtype
     out_axis = step.labels.index(label)
     if step.kernel is Kernel.LOOP:
         in_axes = [labels.index(label) if label in labels else -1
                    for labels in (step.left.labels, step.right.labels)]
-        split_loop: Callable[[Array, Array, Array], None] = _split(
-            _batch_work(step), in_axes, out_axis, threads)
-        return split_loop
-    view_a = _operand_view(step.left.shape, step.geometry.left) or _same
-    view_b = _operand_view(step.right.shape, step.geometry.right) or _same
-    dtype = step.dtype
+        chunked = _split(lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads)
+        views: tuple[Callable[[Array], Array], ...] = (_same, _same)
+    else:
+        # the viewed operands line up with the output's axes (size 1 where they broadcast)
+        chunked = _split(lambda a, b, out: _multiply(a, b, out=out, dtype=dtype,
+                                                     casting="unsafe"),
+                         [out_axis, out_axis], out_axis, threads)
+        views = (_operand_view(step.left.shape, step.geometry.left) or _same,
+                 _operand_view(step.right.shape, step.geometry.right) or _same)
+    view_a, view_b = views
 
-    def multiply(a: Array, b: Array, out: Array) -> None:
-        _multiply(a, b, out=out, dtype=dtype, casting="unsafe")
+    def split(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if out is None:
+            out = _empty(shape, dtype)
+        chunked(view_a(a), view_b(b), out)
+        return out
 
-    # the viewed operands line up with the output's axes (size 1 where they broadcast)
-    split_views = _split(multiply, [out_axis, out_axis], out_axis, threads)
-
-    def split_multiply(a: Array, b: Array, out: Array) -> None:
-        split_views(view_a(a), view_b(b), out)
-
-    return split_multiply
+    return split
