@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import memory as _memory
 from ..errors import EinsumError
-from .backends.numpy.cache import array_facts, hot_entry, plan_from_shapes
+from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
+from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.plan import check_memory
 from .backends.numpy.report import format_plan
 from .call import (
@@ -98,7 +99,7 @@ def einsum(
         else:
             facts = array_facts(operands)
         if facts is not None:
-            entry = hot_entry(subscripts, facts, optimize)
+            entry = hot_cache(subscripts, facts, optimize, _DEFAULT_OPTIONS.options)
             if entry.largest > _memory.LIMIT:
                 check_memory(entry.plan, _memory.LIMIT)
             return entry.run(operands, None)

@@ -17,6 +17,8 @@ from ..errors import EinsumError
 from ..tensors import Tensor
 from .backends.numpy.backend import as_arrays, out_array, run_entry
 from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan_from_shapes
+from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
+from .backends.numpy.options import PlannerOptions
 from .backends.numpy.plan import check_memory
 from .backends.numpy.report import format_plan
 from .backends.numpy.steps import Plan
@@ -62,9 +64,9 @@ class Expression:
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
 
-    def _build(self, facts: tuple[Any, ...], out_facts: Any) -> Entry:
+    def _build(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions) -> Entry:
         self._check_operands(facts[0::3], len(facts) // 3)
-        return make_entry(self.key, facts, out_facts, self.dtype, self.path)
+        return make_entry(self.key, facts, out_facts, self.dtype, self.path, options)
 
     def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
         if count != len(self.shapes):
@@ -79,7 +81,7 @@ class Expression:
         if out is None and memory_limit is None:
             facts = array_facts(operands)
             if facts is not None:
-                entry = self._entry(facts, None)
+                entry = self._entry(facts, None, _DEFAULT_OPTIONS.options)
                 if entry.largest > _memory.LIMIT:
                     check_memory(entry.plan, _memory.LIMIT)
                 return entry.run(operands, None)
@@ -95,7 +97,7 @@ class Expression:
             out_arr = out_array(out)
             tensor_in = tensor_in or isinstance(out, Tensor)
         out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
-        entry = self._entry(facts_of(arrays), out_facts)
+        entry = self._entry(facts_of(arrays), out_facts, _DEFAULT_OPTIONS.options)
         return run_entry(entry, arrays, call, out_arr, tensor_in)
 
     def plan(self) -> Plan:
