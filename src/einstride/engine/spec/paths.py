@@ -75,12 +75,16 @@ def find_path(
     output: Sequence[int],
     sizes: Sequence[int],
     optimize: Any = "auto",
+    memory_limit: int | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """The contraction path for ``inputs`` (distinct label ids per operand) -> ``output``.
 
     ``optimize``: False (left to right), True (greedy, as NumPy), a path finder name (see
     :data:`OPTIMIZE_NAMES`), an explicit path (NumPy's format, with or without the leading
     ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
+    ``memory_limit``: the most elements an intermediate may have, passed to the path finder
+    (opt_einsum's meaning: a finder that cannot keep to it ends the path with one entry of
+    every operand left).
     """
     n = len(inputs)
     if isinstance(optimize, (list, tuple)):
@@ -97,7 +101,7 @@ def find_path(
     oe_output = frozenset(symbol(label) for label in output)
     used = {label for term in inputs for label in term}
     size_dict = {symbol(label): max(sizes[label], 1) for label in used}
-    path = finder(oe_inputs, oe_output, size_dict, None)
+    path = finder(oe_inputs, oe_output, size_dict, memory_limit)
     return _checked_path(list(path), n)
 
 

@@ -19,9 +19,8 @@ from .... import memory as _memory
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
 from ...call import EinsumCall
-from .cache import Entry, entry_for
-from .plan import check_memory
-from .report import format_plan
+from .cache import Entry, entry_for, facts_of
+from .limited import explain_within, run_limited
 
 __all__ = ["as_arrays", "einsum", "explain", "out_array", "run_entry"]
 
@@ -63,14 +62,15 @@ def out_array(out: Any) -> Array:
 
 def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None,
               tensor_in: bool) -> Any:
-    """Check ``out=`` and the memory limit, run, and return ``out``, a Tensor or NumPy's
-    result."""
+    """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
+    it), and return ``out``, a Tensor or NumPy's result."""
     if call.out is not None:
         check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=")
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
-    if entry.largest > limit:
-        check_memory(entry.plan, limit)
-    value = entry.run(arrays, out_arr)
+    if entry.peak > limit:
+        value = run_limited(call.key, arrays, out_arr, call.dtype, call.optimize, limit)
+    else:
+        value = entry.run(arrays, out_arr)
     if call.out is not None:
         return call.out
     if tensor_in:
@@ -95,5 +95,10 @@ def einsum(call: EinsumCall) -> Any:
 
 
 def explain(call: EinsumCall) -> str:
-    """The plan report of ``call`` for its operands' actual layouts."""
-    return format_plan(_entry(call)[0].plan)
+    """The plan report of ``call`` for its operands' actual layouts, within its memory
+    limit."""
+    entry, arrays, out_arr, _ = _entry(call)
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
+    return explain_within(entry.plan, call.key, facts_of(arrays), out_facts, call.dtype,
+                          call.optimize, limit)

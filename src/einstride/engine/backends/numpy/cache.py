@@ -27,6 +27,7 @@ from ...spec.equation import bind, parse_subscripts
 from ...spec.paths import optimize_key
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
+from .peak import plan_peak
 from .plan import build_plan
 from .steps import Plan
 
@@ -40,11 +41,12 @@ CACHE_SIZE = 512
 
 @dataclass(frozen=True)
 class Entry:
-    """A cached plan, its compiled program and its largest single allocation."""
+    """A cached plan, its compiled program, its largest single allocation and its peak."""
 
     plan: Plan
     run: Program
     largest: int
+    peak: int
 
 
 # -- facts -----------------------------------------------------------------------------------
@@ -88,7 +90,7 @@ def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
     if out_facts is not None:
         out = _check_out_facts(spec.text, spec.output_shape, out_facts)
     plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize)
-    return Entry(plan, compile_plan(plan), plan.largest_bytes)
+    return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
 
 def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
@@ -147,9 +149,12 @@ def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...],
 
 def clear_plan_cache() -> None:
     """Forget every cached plan (and parsed equation)."""
+    from .limited import clear_limited_cache  # here: limited imports this module
+
     hot_entry.cache_clear()
     cached_entry.cache_clear()
     parse_subscripts.cache_clear()
+    clear_limited_cache()
 
 
 class CacheInfo(NamedTuple):
