@@ -245,7 +245,8 @@ def _slice(base: Plan, model: PathModel, out: OutFacts | None, limit: int) -> Sl
         real = plan_peak(base) if sliced is None else sliced.peak
         if sliced is not None and real <= limit:
             return sliced
-        target = min(target - (real - limit), target * limit // real)
+        # the model missed real - estimate bytes (copies, temporaries): ask for that less
+        target = min(target - 1, limit - (real - estimate(slicing.widths)))
         if target <= 0:
             return None
     return None
@@ -254,7 +255,7 @@ def _slice(base: Plan, model: PathModel, out: OutFacts | None, limit: int) -> Sl
 def _cannot_fit(
     base: Plan, model: PathModel, out: OutFacts | None, limit: int, peak: int
 ) -> EinsumError:
-    """Why no plan fits: even the smallest slice is too large, or too many slices."""
+    """Why no plan fits: even the smallest slice is too large, or no slicing was found."""
     ones = tuple(min(size, 1) if size > 1 else size for size in model.sizes)
     smallest = build_sliced(base, make_slicing(model, ones), None if out is None else out[1])
     text = base.spec.text
@@ -267,8 +268,8 @@ def _cannot_fit(
         )
     return EinsumError(
         f"einsum {text!r}: the plan would allocate {peak:,} bytes at its peak, more than the "
-        f"memory limit of {limit:,} bytes, and fitting it would take more than "
-        f"{MAX_SLICES:,} slices"
+        f"memory limit of {limit:,} bytes, and no slicing into at most {MAX_SLICES:,} slices "
+        "was found that fits it"
     )
 
 
