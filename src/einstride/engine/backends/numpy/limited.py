@@ -115,6 +115,7 @@ def shape_facts(shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]) 
 def _decide(
     eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any, optimize: Any, limit: int
 ) -> Limited:
+    """Plan, then (over the limit) search a path, slice, or raise: see the module doc."""
     spec = bind(equation_of(eq_key), facts[0::3])
     out = None if out_facts is None else (tuple(out_facts[1]), np.dtype(out_facts[2]))
     base = build_plan(spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize)
@@ -126,10 +127,10 @@ def _decide(
     _check_result(base, out is None, limit)
     repathed = _repath(base, out, optimize, limit)
     # the plan of a slice may copy operands that the unsliced plan copies, or not: try both
-    models = {
+    models = dict.fromkeys(
         path_model(spec, base.path, copied=copied)
         for copied in (frozenset(), _copied_operands(base))
-    }
+    )
     found = [sliced for model in models if (sliced := _slice(base, model, out, limit)) is not None]
     sliced = min(found, key=lambda s: (s.slicing.cost, s.slicing.n_slices, s.peak), default=None)
     if repathed is not None and (sliced is None or _flops(repathed) <= sliced.slicing.cost):

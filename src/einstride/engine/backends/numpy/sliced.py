@@ -215,6 +215,8 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
     zeroed = len(set(spec.output)) != len(spec.output)  # the diagonal's outside stays 0
     add: Callable[..., Any] = np.logical_or if ct == np.bool_ else np.add
     chunk = buffer_shape(slicing, spec)
+    outer_chunks = [slicing.chunks(x) for x in outer]
+    inner_chunks = [slicing.chunks(x) for x in inner]
 
     def views(operands: Sequence[Array], bounds: Bounds) -> list[Array]:
         return [
@@ -233,7 +235,7 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
         acc: Array | None,
     ) -> None:
         target = view if acc is None else acc[_start(spec.output, bounds)]
-        for number, chunks in enumerate(itertools.product(*map(slicing.chunks, inner))):
+        for number, chunks in enumerate(itertools.product(*inner_chunks)):
             bounds.update(zip(inner, chunks))
             ops = views(operands, bounds)
             if number == 0:
@@ -247,7 +249,7 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
         dest = out if out is not None else (np.zeros if zeroed else np.empty)(shape, rt)
-        parts = itertools.product(*map(slicing.chunks, outer))
+        parts = itertools.product(*outer_chunks)
         if not inner:
             for chunks in parts:
                 bounds = dict(zip(outer, chunks))
