@@ -101,18 +101,22 @@ def find_path(
     output: Sequence[int],
     sizes: Sequence[int],
     optimize: Any = "auto",
+    memory_limit: int | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """The contraction path for ``inputs`` (distinct label ids per operand) -> ``output``.
 
     ``optimize``: False (left to right), True (greedy, as NumPy), a path finder name (see
     :data:`OPTIMIZE_NAMES`), an explicit path (NumPy's format, with or without the leading
     ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
+    ``memory_limit``: the most elements an intermediate may have, passed to the path finder
+    (opt_einsum's meaning: a finder that cannot keep to it ends the path with one entry of
+    every operand left).
     """
     n = len(inputs)
-    memory_limit = None
     limited = _limited(optimize)
-    if limited is not None:
-        optimize, memory_limit = limited
+    if limited is not None:  # NumPy's (name, limit): the tighter limit wins
+        optimize, cap = limited
+        memory_limit = cap if memory_limit is None else min(cap, memory_limit)
     if isinstance(optimize, (list, tuple)):
         return _checked_path(optimize, n)
     if optimize is False:

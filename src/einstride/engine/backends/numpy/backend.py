@@ -20,9 +20,8 @@ from ....errors import EinsumError, EinsumTypeError
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
 from ...call import EinsumCall, check_conversion
-from .cache import Entry, entry_for
-from .plan import check_memory
-from .report import format_plan
+from .cache import Entry, entry_for, facts_of
+from .limited import explain_within, run_limited
 
 __all__ = ["as_arrays", "einsum", "explain", "out_array", "run_entry"]
 
@@ -67,20 +66,21 @@ def out_array(out: Any) -> Array:
 
 def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None,
               tensor_in: bool) -> Any:
-    """Check ``out=`` and the memory limit, run, and return ``out``, a Tensor or NumPy's
-    result."""
+    """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
+    it), and return ``out``, a Tensor or NumPy's result."""
     if call.casting is not None:
         _check_casting(call, arrays)
     if call.out is not None:
         check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
                   casting=call.casting or "same_kind")
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
-    if entry.largest > limit:
-        check_memory(entry.plan, limit)
     if out_arr is not None and _errors_raise():
-        _run_then_copy(call, arrays, out_arr)
+        _run_then_copy(call, arrays, out_arr, limit)
         return call.out
-    value = entry.run(arrays, out_arr)
+    if entry.peak > limit:
+        value = run_limited(call.key, arrays, out_arr, call.dtype, call.optimize, limit)
+    else:
+        value = entry.run(arrays, out_arr)
     if call.out is not None:
         return call.out
     if call.order != "K":
@@ -96,11 +96,15 @@ def _errors_raise() -> bool:
     return "raise" in np.geterr().values()
 
 
-def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array) -> None:
+def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array, limit: int) -> None:
     """Compute into new arrays, cast to ``out``'s dtype, and only then write ``out``: every
     floating-point error is raised before ``out`` is touched."""
     entry = entry_for(call.key, arrays, None, call.dtype, call.optimize)
-    value = np.asarray(entry.run(arrays, None))
+    if entry.peak > limit:
+        found = run_limited(call.key, arrays, None, call.dtype, call.optimize, limit)
+    else:
+        found = entry.run(arrays, None)
+    value = np.asarray(found)
     if value.dtype != out.dtype:
         value = value.astype(out.dtype, casting="unsafe")
     np.copyto(out, value, casting="no")
@@ -150,5 +154,10 @@ def einsum(call: EinsumCall) -> Any:
 
 
 def explain(call: EinsumCall) -> str:
-    """The plan report of ``call`` for its operands' actual layouts."""
-    return format_plan(_entry(call)[0].plan)
+    """The plan report of ``call`` for its operands' actual layouts, within its memory
+    limit."""
+    entry, arrays, out_arr, _ = _entry(call)
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
+    return explain_within(entry.plan, call.key, facts_of(arrays), out_facts, call.dtype,
+                          call.optimize, limit)

@@ -30,6 +30,7 @@ from ...spec.paths import optimize_key
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
 from .options import DEFAULT, PlannerOptions
+from .peak import plan_peak
 from .plan import build_plan
 from .steps import Plan
 
@@ -44,11 +45,12 @@ CACHE_SIZE = 512
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """A cached plan, its compiled program and its largest single allocation."""
+    """A cached plan, its compiled program, its largest single allocation and its peak."""
 
     plan: Plan
     run: Program
     largest: int
+    peak: int
 
 
 # -- facts -----------------------------------------------------------------------------------
@@ -94,7 +96,7 @@ def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
         out = _check_out_facts(spec.text, spec.output_shape, out_facts)
     plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize,
                       options=DEFAULT.options if options is None else options)
-    return Entry(plan, compile_plan(plan), plan.largest_bytes)
+    return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
 
 def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
@@ -170,9 +172,12 @@ def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...],
 
 def clear_plan_cache() -> None:
     """Forget every cached plan (and parsed equation)."""
+    from .limited import clear_limited_cache  # here: limited imports this module
+
     hot_cache.cache_clear()
     general_cache.cache_clear()
     parse_subscripts.cache_clear()
+    clear_limited_cache()
 
 
 class CacheInfo(NamedTuple):

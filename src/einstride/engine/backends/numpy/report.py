@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import assert_never
 
 from .delivery import Delivery, OutputCreation
+from .peak import plan_peak
 from .steps import (
     BatchStep,
     ContractStep,
@@ -65,7 +66,8 @@ def format_plan(plan: Plan) -> str:
         "none" if inter is None else
         f"{_bytes(inter[1].nbytes)} ({inter[1].what} {_shape(inter[1].shape)} "
         f"{inter[1].dtype}, {inter[0]})"))
-    lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}")
+    lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}   "
+                 f"peak: {_bytes(plan_peak(plan))} (alive at once)")
     lines.append(f"  path: {list(plan.path)}")
     if plan.output.allocs:
         a = plan.output.allocs[0]
