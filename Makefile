@@ -55,9 +55,11 @@ wheel-check: $(STAMP)
 # BENCH_ARGS passes options through, e.g. make bench-quick BENCH_ARGS="-k attention"
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/run.py --memory $(BENCH_ARGS)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py --quick $(BENCH_ARGS)
+	$(BIN)/python benchmarks/run.py --quick --memory $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -47,7 +47,7 @@ from .engine import (
     parse_equation,
     plan_cache_info,
 )
-from .errors import EinsumError, LayoutError
+from .errors import EinsumError, EinsumPathError, EinsumTypeError, LayoutError
 from .layout import Layout
 from .ops import (
     QRResult,
@@ -119,7 +119,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "EinsumError",
+    "EinsumPathError",
     "EinsumSpec",
+    "EinsumTypeError",
     "Equation",
     "Expression",
     "Layout",

@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
-from .backends.numpy.cache import array_facts, hot_entry, plan_from_shapes
-from .backends.numpy.plan import check_memory
+from ..errors import EinsumError
+from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
+from .backends.numpy.limited import explain_within, run_limited, shape_facts
+from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.report import format_plan
 from .call import (
     checked_memory_limit,
@@ -42,11 +44,16 @@ _PLAIN_OPTIMIZE = frozenset({str, bool})
 _ndarray = np.ndarray
 
 
+_NO_SUBSCRIPTS: Any = object()
+
+
 def einsum(
-    subscripts: Any,
+    subscripts: Any = _NO_SUBSCRIPTS,
     *operands: Any,
     out: Any = None,
     dtype: Any = None,
+    order: Any = "K",
+    casting: Any = None,
     optimize: Any = "auto",
     memory_limit: Any = None,
 ) -> Any:
@@ -56,9 +63,12 @@ def einsum(
     ``out=``: an array of the result's shape (any strides) that shares no memory with the
     operands.  ``dtype=``: the result dtype (operands are cast).  ``optimize``: the path
     finder for three and more operands.  ``memory_limit``: bytes (or a size string such as
-    ``"64MiB"``) one allocation may take (default: ``einstride.memory.memory_limit()``); a
-    plan that needs more raises :class:`EinsumError`.  On Dask operands it is the per-task
-    budget.
+    ``"64MiB"``) the call may hold at its peak, result included (default:
+    ``einstride.memory.memory_limit()``); a plan that needs more runs in slices, and one that
+    cannot fit raises :class:`EinsumError` before allocating.  On Dask operands it is the
+    per-task budget.  ``order=`` (``'C'``, ``'F'``, ``'A'``, ``'K'``) and ``casting=`` are
+    NumPy's: the result's layout, and the rule for the ``dtype=`` and ``out=`` casts (by
+    default, einstride casts operands to ``dtype=`` unsafely and ``out=`` by ``same_kind``).
 
     >>> import numpy as np
     >>> einsum("i->", np.ones(3000, np.float16))    # float16 accumulates in float32
@@ -69,7 +79,8 @@ def einsum(
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
     if (
-        out is dtype is memory_limit is None
+        out is dtype is memory_limit is casting is None
+        and order == "K"
         and type(subscripts) is str
         and type(optimize) in _PLAIN_OPTIMIZE
     ):
@@ -89,13 +100,14 @@ def einsum(
         else:
             facts = array_facts(operands)
         if facts is not None:
-            entry = hot_entry(subscripts, facts, optimize)
-            if entry.largest > _memory.LIMIT:
-                check_memory(entry.plan, _memory.LIMIT)
+            entry = hot_cache(subscripts, facts, optimize, _DEFAULT_OPTIONS.options)
+            if entry.peak > _memory.LIMIT:
+                return run_limited(subscripts, operands, None, None, optimize, _memory.LIMIT)
             return entry.run(operands, None)
-    call = make_call(
-        subscripts, *operands, out=out, dtype=dtype, optimize=optimize, memory_limit=memory_limit
-    )
+    if subscripts is _NO_SUBSCRIPTS:
+        raise EinsumError("einsum: needs the subscripts and at least one operand")
+    call = make_call(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
+                     memory_limit=memory_limit, order=order, casting=casting)
     return backend_for(call.operands).einsum(call)
 
 
@@ -129,7 +141,8 @@ def explain(
 
     Give shapes (tuples of ints: C-contiguous operands of ``dtype``, default float64) or the
     operands themselves (their own layouts decide views and copies; Dask operands get the
-    Dask report).  Nothing is computed.
+    Dask report).  Nothing is computed.  Over ``memory_limit`` (as for ``einsum``) the
+    report shows what einsum would run instead: the sliced plan, or the error it would raise.
 
     >>> print(explain("ij,jk->ik", (2, 3), (3, 4)).splitlines()[0])
     einsum 'ij,jk->ik'  (labels: ij,jk->ik)
@@ -141,10 +154,13 @@ def explain(
     if all(s is not None for s in shapes):
         if not isinstance(subscripts, str):
             raise TypeError("explain takes the string form of the equation with shapes")
-        checked_memory_limit(memory_limit)
+        limit = checked_memory_limit(memory_limit)
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
-        return format_plan(plan_from_shapes(subscripts, shaped, dtype, optimize))
+        plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
+        return explain_within(plan, subscripts, shape_facts(shaped), None,
+                              None if dtype is None else dt, optimize,
+                              _memory.LIMIT if limit is None else limit)
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(

@@ -19,16 +19,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from ..errors import EinsumError
+from ..memory import check_allocation
 from .spec.equation import Equation, parse_sublists, parse_subscripts
 
 __all__ = [
+    "CASTINGS",
+    "ORDERS",
+    "Casting",
     "EinsumCall",
     "EquationKey",
+    "Order",
+    "check_conversion",
     "checked_memory_limit",
     "checked_shape",
     "dtype_of",
@@ -40,6 +46,15 @@ __all__ = [
 
 EquationKey = Any
 """Hashable and enough to re-parse: the equation string, or ``("sublists", terms, output)``."""
+
+Order = Literal["C", "F", "A", "K"]
+"""``order=``: the result's memory layout, as NumPy's (``K``: as the plan makes it)."""
+
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+"""``casting=``: NumPy's rule for the ``dtype=`` and ``out=`` casts."""
+
+ORDERS = ("C", "F", "A", "K")
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +69,8 @@ class EinsumCall:
     dtype: np.dtype[Any] | None = None
     optimize: Any = "auto"
     memory_limit: int | None = None
+    order: Order = "K"
+    casting: Casting | None = None
 
     def equation(self) -> Equation:
         """The parsed equation (string equations come from a cache)."""
@@ -67,8 +84,15 @@ def make_call(
     dtype: Any = None,
     optimize: Any = "auto",
     memory_limit: Any = None,
+    order: Any = "K",
+    casting: Any = None,
 ) -> EinsumCall:
     """Normalize ``einsum``'s arguments (either form) into an :class:`EinsumCall`."""
+    if order not in ORDERS:
+        raise EinsumError(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
+    if casting is not None and casting not in CASTINGS:
+        raise EinsumError(f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, "
+                          f"not {casting!r}")
     if isinstance(subscripts, str):
         key: EquationKey = subscripts
         raw: Sequence[Any] = operands
@@ -81,6 +105,8 @@ def make_call(
         dtype=None if dtype is None else dtype_of(dtype),
         optimize=optimize,
         memory_limit=checked_memory_limit(memory_limit),
+        order=cast(Order, order),
+        casting=cast("Casting | None", casting),
     )
 
 
@@ -175,11 +201,30 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
             return checked_shape(shape, what), _numpy_dtype(dtype)
         except (TypeError, EinsumError):
             pass  # e.g. a lazy array of unknown (NaN) size, or a foreign dtype object
+    if isinstance(x, range):
+        return (len(x),), np.dtype(np.int_)
+    check_conversion(x, f"einsum: {what}")
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"einsum: {what} ({type(x).__name__}) is not an array: {exc}") from None
     return arr.shape, arr.dtype
+
+
+def check_conversion(x: Any, what: str) -> None:
+    """Before ``np.asarray(x)`` of a sequence: its length alone (8 bytes an item at least)
+    must fit the memory limit, so ``range(10**12)`` fails at once instead of in the allocator.
+
+    >>> check_conversion(range(10**15), "einsum: operand 0")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: operand 0 (range of 1,000,000,000,000,000 items) would ...
+    """
+    try:
+        n = len(x)
+    except (TypeError, OverflowError):
+        return
+    check_allocation(8 * n, f"{what} ({type(x).__name__} of {n:,} items)", EinsumError)
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmgtp]?)(i?)b?\s*", re.IGNORECASE)

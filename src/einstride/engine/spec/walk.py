@@ -97,9 +97,8 @@ def prepared_labels(spec: EinsumSpec) -> list[Labels]:
 
 
 def plan_path(spec: EinsumSpec, optimize: Any) -> tuple[tuple[int, ...], ...]:
-    """The contraction path of ``spec`` for ``optimize`` (``((0,),)`` for one operand)."""
-    if len(spec.inputs) == 1:
-        return ((0,),)
+    """The contraction path of ``spec`` for ``optimize`` (``((0,),)`` for one operand; an
+    explicit path or a finder name is checked whatever the operand count)."""
     terms = prepared_labels(spec)
     return find_path(terms, tuple(dict.fromkeys(spec.output)), spec.sizes, optimize)
 

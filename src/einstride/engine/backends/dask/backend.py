@@ -261,9 +261,9 @@ def _layers(x: Array) -> set[str]:
     return set(x.__dask_graph__().layers)
 
 
-def _count(x: Array, known: set[str]) -> int:
-    graph = x.__dask_graph__()
-    return sum(len(graph.layers[name]) for name in set(graph.layers) - known)
+def _new_layers(x: Array, known: set[str]) -> tuple[str, ...]:
+    """The names of the layers of ``x``'s graph not in ``known`` (nothing materialized)."""
+    return tuple(sorted(_layers(x) - known))
 
 
 def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
@@ -272,10 +272,10 @@ def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
     known = set().union(*(_layers(x) for x in srcs))
     if step.kind == "cast":
         x = srcs[0].astype(step.dtype)
-        return x, StepTasks(_count(x, known), 0, 0)
+        return x, StepTasks(_new_layers(x, known), (), 0)
     if step.kind == "expand":
         x = _expand(step, srcs[0], targets)
-        return x, StepTasks(_count(x, known), 0, 0)
+        return x, StepTasks(_new_layers(x, known), (), 0)
     sizes = plan.spec.sizes
     partial = partial_chunks(step, targets)
     index = step.labels + partial
@@ -287,14 +287,15 @@ def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
         meta=np.empty((0,) * len(index), step.dtype), adjust_chunks=dict.fromkeys(partial, 1),
         token=f"einstride-{step.kind}", terms=step.inputs, labels=step.labels,
         extra=len(partial), kernel_dtype=step.kernel_dtype)
-    products = _count(y, known)
+    products = _new_layers(y, known)
     out_bytes = math.prod(min(chunks[lab], sizes[lab]) for lab in step.labels) \
         * step.dtype.itemsize
     split = split_every(out_bytes, budget)
     x = y
     for axis in reversed(range(len(step.labels), len(index))):
         x = _sum_axis(x, axis, split, step.dtype)
-    return x, StepTasks(products, _count(x, known) - products, split if partial else 0)
+    sums = _new_layers(x, known | set(products))
+    return x, StepTasks(products, sums, split if partial else 0)
 
 
 def _sum_axis(x: Array, axis: int, split: int, dtype: np.dtype[Any]) -> Array:

@@ -21,10 +21,13 @@ Array = Any  # dask.array.Array (this module imports no Dask)
 
 @dataclass(frozen=True)
 class StepTasks:
-    """The tasks one step added: blockwise einsums (or expansions, casts) and tree sums."""
+    """The graph layers one step added: blockwise einsums (or expansions, casts) and tree
+    sums.  Only their names are kept: counting a layer's tasks materializes it, which for a
+    graph of millions of tasks costs far more than building it lazily, so the report counts
+    them and planning does not."""
 
-    blockwise: int
-    sums: int
+    blockwise_layers: tuple[str, ...]
+    sum_layers: tuple[str, ...]
     split_every: int
 
 
@@ -46,8 +49,13 @@ class DaskEinsum:
 
     @property
     def tasks(self) -> int:
-        """Tasks in the graph (before Dask fuses blockwise chains)."""
+        """Tasks in the graph (before Dask fuses blockwise chains; materializes the graph)."""
         return len(self.result.__dask_graph__())
+
+    def layer_tasks(self, names: Sequence[str]) -> int:
+        """Tasks in the named layers of the graph (materializes them)."""
+        layers = self.result.__dask_graph__().layers
+        return sum(len(layers[name]) for name in names)
 
     def explain(self) -> str:
         """The report: plan, chunking, memory per task and number of tasks."""
@@ -112,7 +120,9 @@ def format_dask_plan(built: DaskEinsum) -> str:
         names[step.dst] = f"step {k + 1}"
     if not plan.steps:
         lines.append("  (no steps: the result is operand 0)")
-    inputs = built.tasks - sum(t.blockwise + t.sums for t in built.steps)
+    inputs = built.tasks - sum(
+        built.layer_tasks(t.blockwise_layers + t.sum_layers) for t in built.steps
+    )
     lines.append(f"  tasks: {built.tasks:,} in the graph ({inputs:,} to load or rechunk the "
                  "operands), before Dask fuses blockwise chains")
     return "\n".join(lines)
@@ -146,8 +156,8 @@ def _step_lines(number: int, step: DaskStep, tasks: StepTasks, built: DaskEinsum
         lines.append(f"      summed {label(step.summed)}: {where}")
     what = {"cast": "cast(s)", "expand": "expansion(s) (zeros off the diagonal blocks)"}.get(
         step.kind, "einstride einsum(s), one per block")
-    lines.append(f"      tasks: {tasks.blockwise:,} {what}" + (
-        f" + {tasks.sums:,} sums" if tasks.sums else ""))
+    blockwise, sums = built.layer_tasks(tasks.blockwise_layers), built.layer_tasks(tasks.sum_layers)
+    lines.append(f"      tasks: {blockwise:,} {what}" + (f" + {sums:,} sums" if sums else ""))
     return lines
 
 

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 
 from .... import memory as _memory
+from ....errors import EinsumError, EinsumTypeError
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
-from ...call import EinsumCall
-from .cache import Entry, entry_for
-from .plan import check_memory
-from .report import format_plan
+from ...call import EinsumCall, check_conversion
+from .cache import Entry, entry_for, facts_of
+from .limited import explain_within, run_limited
 
 __all__ = ["as_arrays", "einsum", "explain", "out_array", "run_entry"]
 
@@ -42,8 +42,11 @@ def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
             arrays.append(x.numpy())
             continue
         try:
+            check_conversion(x, f"einsum: operand {i}")
             arrays.append(np.asarray(x))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, EinsumError):
+                raise
             raise TypeError(
                 f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
             ) from None
@@ -63,19 +66,75 @@ def out_array(out: Any) -> Array:
 
 def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None,
               tensor_in: bool) -> Any:
-    """Check ``out=`` and the memory limit, run, and return ``out``, a Tensor or NumPy's
-    result."""
+    """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
+    it), and return ``out``, a Tensor or NumPy's result."""
+    if call.casting is not None:
+        _check_casting(call, arrays)
     if call.out is not None:
-        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=")
+        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
+                  casting=call.casting or "same_kind")
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
-    if entry.largest > limit:
-        check_memory(entry.plan, limit)
-    value = entry.run(arrays, out_arr)
+    if out_arr is not None and _errors_raise():
+        _run_then_copy(call, arrays, out_arr, limit)
+        return call.out
+    if entry.peak > limit:
+        value = run_limited(call.key, arrays, out_arr, call.dtype, call.optimize, limit)
+    else:
+        value = entry.run(arrays, out_arr)
     if call.out is not None:
         return call.out
+    if call.order != "K":
+        value = _in_order(value, call.order, arrays)
     if tensor_in:
         return wrap_like(np.asarray(value), True)
     return value
+
+
+def _errors_raise() -> bool:
+    """Whether a floating-point error raises now (``np.errstate(... = "raise")``): then a
+    product written straight into ``out=`` could raise half-way."""
+    return "raise" in np.geterr().values()
+
+
+def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array, limit: int) -> None:
+    """Compute into new arrays, cast to ``out``'s dtype, and only then write ``out``: every
+    floating-point error is raised before ``out`` is touched."""
+    entry = entry_for(call.key, arrays, None, call.dtype, call.optimize)
+    if entry.peak > limit:
+        found = run_limited(call.key, arrays, None, call.dtype, call.optimize, limit)
+    else:
+        found = entry.run(arrays, None)
+    value = np.asarray(found)
+    if value.dtype != out.dtype:
+        value = value.astype(out.dtype, casting="unsafe")
+    np.copyto(out, value, casting="no")
+
+
+def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
+    """NumPy's ``casting=`` rule for the operands' cast to ``dtype=``."""
+    if call.dtype is None:
+        return
+    for i, a in enumerate(arrays):
+        if not np.can_cast(a.dtype, call.dtype, call.casting):  # type: ignore[arg-type]
+            raise EinsumTypeError(
+                f"einsum: operand {i} has dtype {a.dtype}, which cannot be cast to "
+                f"dtype={call.dtype} by the rule casting={call.casting!r}"
+            )
+
+
+def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
+    """The result in NumPy's ``order=`` layout (``A``: Fortran when every operand is Fortran
+    and not C contiguous)."""
+    if not isinstance(value, np.ndarray) or value.ndim < 2:
+        return value
+    if order == "A":
+        fortran = bool(arrays) and all(  # NumPy's PyArray_ISFORTRAN, for every operand
+            a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays
+        )
+        order = "F" if fortran else "C"
+    if order == "C":
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    return value if value.flags.f_contiguous else np.asfortranarray(value)
 
 
 def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
@@ -95,5 +154,10 @@ def einsum(call: EinsumCall) -> Any:
 
 
 def explain(call: EinsumCall) -> str:
-    """The plan report of ``call`` for its operands' actual layouts."""
-    return format_plan(_entry(call)[0].plan)
+    """The plan report of ``call`` for its operands' actual layouts, within its memory
+    limit."""
+    entry, arrays, out_arr, _ = _entry(call)
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
+    return explain_within(entry.plan, call.key, facts_of(arrays), out_facts, call.dtype,
+                          call.optimize, limit)

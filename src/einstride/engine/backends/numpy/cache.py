@@ -1,6 +1,8 @@
 """The plan cache: plans and their compiled programs, keyed by every fact a plan depends on
-(the equation, the operands' shapes, strides and dtypes, ``out=``'s, ``dtype=`` and the path
-option), in thread-safe bounded LRUs (``functools.lru_cache``, implemented in C).
+(the equation, the operands' shapes, strides and dtypes, ``out=``'s, ``dtype=``, the path
+option and the :class:`~.options.PlannerOptions`), in thread-safe bounded LRUs
+(``functools.lru_cache``, implemented in C).  A call that names no options is planned with
+the default ones (``DEFAULT.options``), read when the call is made.
 
 >>> import numpy as np
 >>> a = np.ones((2, 3))
@@ -27,24 +29,28 @@ from ...spec.equation import bind, parse_subscripts
 from ...spec.paths import optimize_key
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
+from .options import DEFAULT, PlannerOptions
+from .peak import plan_peak
 from .plan import build_plan
 from .steps import Plan
 
 __all__ = ["CacheInfo", "Entry", "array_facts", "cached_entry", "clear_plan_cache",
-           "entry_for", "facts_of", "hot_entry", "make_entry", "plan_cache_info",
+           "entry_for", "facts_of", "general_cache", "hot_cache", "hot_entry", "make_entry",
+           "plan_cache_info",
            "plan_from_shapes"]
 
 Array = np.ndarray[Any, Any]
 CACHE_SIZE = 512
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
-    """A cached plan, its compiled program and its largest single allocation."""
+    """A cached plan, its compiled program, its largest single allocation and its peak."""
 
     plan: Plan
     run: Program
     largest: int
+    peak: int
 
 
 # -- facts -----------------------------------------------------------------------------------
@@ -80,15 +86,17 @@ def array_facts(operands: Sequence[Any]) -> tuple[Any, ...] | None:
 
 
 def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-               optimize: Any) -> Entry:
-    """Parse, bind, plan and compile (no cache)."""
+               optimize: Any, options: PlannerOptions | None = None) -> Entry:
+    """Parse, bind, plan (with ``options``, default: the default options) and compile (no
+    cache)."""
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     out = None
     if out_facts is not None:
         out = _check_out_facts(spec.text, spec.output_shape, out_facts)
-    plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize)
-    return Entry(plan, compile_plan(plan), plan.largest_bytes)
+    plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize,
+                      options=DEFAULT.options if options is None else options)
+    return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
 
 def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
@@ -102,44 +110,61 @@ def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def cached_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-                 opt_key: Any) -> Entry:
-    """:func:`make_entry` through the general LRU (``opt_key`` from ``optimize_key``)."""
+def general_cache(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
+                  opt_key: Any, options: PlannerOptions) -> Entry:
+    """The general LRU: :func:`make_entry` (``opt_key`` from ``optimize_key``)."""
     optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
-    return make_entry(eq_key, facts, out_facts, dtype, optimize)
+    return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def hot_entry(subscripts: str, facts: tuple[Any, ...], optimize: Any) -> Entry:
-    """The hot path's own LRU (fewer key parts than :func:`cached_entry`, same plans)."""
-    return cached_entry(subscripts, facts, None, None, optimize)
+def hot_cache(subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions
+              ) -> Entry:
+    """The hot path's own LRU (fewer key parts than :func:`general_cache`, same plans): call
+    it with ``DEFAULT.options`` unless the call names its own."""
+    return general_cache(subscripts, facts, None, None, optimize, options)
+
+
+def cached_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
+                 opt_key: Any, options: PlannerOptions | None = None) -> Entry:
+    """:func:`make_entry` through the general LRU, with ``options`` (default: the default
+    options, read now)."""
+    return general_cache(eq_key, facts, out_facts, dtype, opt_key,
+                         DEFAULT.options if options is None else options)
+
+
+def hot_entry(subscripts: str, facts: tuple[Any, ...], optimize: Any,
+              options: PlannerOptions | None = None) -> Entry:
+    """:func:`hot_cache` with ``options`` (default: the default options, read now)."""
+    return hot_cache(subscripts, facts, optimize, DEFAULT.options if options is None else options)
 
 
 def entry_for(eq_key: Any, arrays: Sequence[Array], out: Array | None, dtype: Any,
-              optimize: Any) -> Entry:
-    """The cached entry for these operands (optimizer objects are planned afresh: they may
-    keep state between calls)."""
+              optimize: Any, options: PlannerOptions | None = None) -> Entry:
+    """The cached entry for these operands, planned with ``options`` (default: the default
+    options); optimizer objects are planned afresh: they may keep state between calls."""
     facts = facts_of(arrays)
     out_facts = None if out is None else (out.shape, out.strides, out.dtype)
     dtype_key = None if dtype is None else dtype_of(dtype)
     opt_key = optimize_key(optimize)
+    chosen = DEFAULT.options if options is None else options
     try:
         hash((eq_key, facts, out_facts, dtype_key, opt_key))
     except TypeError:
         opt_key = None
     if opt_key is None:
-        return make_entry(eq_key, facts, out_facts, dtype_key, optimize)
-    return cached_entry(eq_key, facts, out_facts, dtype_key, opt_key)
+        return make_entry(eq_key, facts, out_facts, dtype_key, optimize, chosen)
+    return general_cache(eq_key, facts, out_facts, dtype_key, opt_key, chosen)
 
 
 def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
-                     dtype: Any, optimize: Any) -> Plan:
+                     dtype: Any, optimize: Any, options: PlannerOptions | None = None) -> Plan:
     """The plan for C-contiguous operands of these shapes and dtypes (for reports)."""
     facts: list[Any] = []
     for shape, dt in shapes_dtypes:
         facts += (shape, contiguous_strides(shape, dt.itemsize), dt)
     return make_entry(eq_key, tuple(facts), None, None if dtype is None else dtype_of(dtype),
-                      optimize).plan
+                      optimize, options).plan
 
 
 # -- housekeeping ----------------------------------------------------------------------------
@@ -147,9 +172,12 @@ def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...],
 
 def clear_plan_cache() -> None:
     """Forget every cached plan (and parsed equation)."""
-    hot_entry.cache_clear()
-    cached_entry.cache_clear()
+    from .limited import clear_limited_cache  # here: limited imports this module
+
+    hot_cache.cache_clear()
+    general_cache.cache_clear()
     parse_subscripts.cache_clear()
+    clear_limited_cache()
 
 
 class CacheInfo(NamedTuple):
@@ -168,6 +196,6 @@ def plan_cache_info() -> CacheInfo:
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
     (512, True)
     """
-    hot, general = hot_entry.cache_info(), cached_entry.cache_info()
+    hot, general = hot_cache.cache_info(), general_cache.cache_info()
     return CacheInfo(hot.hits + general.hits, general.misses, CACHE_SIZE,
                      hot.currsize + general.currsize)
