@@ -5,6 +5,7 @@ permuted, sliced with steps, expanded (zero strides)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,9 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.engine.backends.numpy import pairs
-from einstride.engine.backends.numpy.cache import clear_plan_cache
-from einstride.engine.backends.torch.plan import clear_cache
+from einstride.engine.backends.numpy.options import default_options, set_default_options
 
 OPTIMIZE = st.sampled_from([False, True, "auto", "greedy", "optimal", "dp"])
 DTYPES = st.sampled_from(["float64"] * 5 + ["float32", "int64", "complex128", "bool"])
@@ -108,17 +107,16 @@ def test_out_of_any_layout(data: Any, optimize: Any) -> None:
 
 @contextlib.contextmanager
 def _costs(copy: float, partial: float, call: float) -> Iterator[None]:
-    """Re-weigh the planner's cost model (cached plans of either backend forgotten)."""
-    saved = (pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS)
-    pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS = copy, partial, call
-    clear_cache()
-    clear_plan_cache()
+    """Re-weigh the planner's cost model while inside (the options are part of every plan's
+    cache key, the torch backend's too: plans made under others are not reused)."""
+    changed = dataclasses.replace(
+        default_options(), copy_ns_per_byte=copy, partial_ns_per_byte=partial, call_ns=call
+    )
+    before = set_default_options(changed)
     try:
         yield
     finally:
-        pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS = saved
-        clear_cache()
-        clear_plan_cache()
+        set_default_options(before)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=SLOW)

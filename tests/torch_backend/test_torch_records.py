@@ -10,10 +10,12 @@ import pytest
 import torch
 
 import einstride as es
+from einstride.engine.backends.numpy.options import PlannerOptions
 from einstride.engine.backends.numpy.plan import build_plan
 from einstride.engine.backends.torch.dtypes import numpy_dtype
 from einstride.engine.backends.torch.execute import compile_program
 from einstride.engine.backends.torch.operands import byte_strides
+from einstride.engine.backends.torch.plan import planner_options
 from einstride.engine.backends.torch.records import (
     CopyOp,
     FusedOp,
@@ -59,7 +61,8 @@ def _plan(equation: str, tensors: list[torch.Tensor], fuse: bool, out: Any = Non
         if out is None
         else (byte_strides(out.stride(), out.dtype), numpy_dtype(out.dtype, "out"))
     )
-    return build_plan(spec, dtypes, strides, out=out_facts, fuse=fuse)
+    options = PlannerOptions(threads=1) if fuse else planner_options()
+    return build_plan(spec, dtypes, strides, out=out_facts, options=options)
 
 
 def _expected(equation: str, tensors: list[torch.Tensor]) -> np.ndarray:

@@ -1,11 +1,12 @@
 """Autograd for torch einsums: a ``torch.autograd.Function`` whose backward is einstride.
 
 einsum is linear in each operand, so the gradient of operand ``k`` is itself an einsum of
-the cotangent with every other operand (:mod:`einstride.engine.grad` derives the backward
-equations: repeated input labels become a diagonal expansion, repeated output labels a
-diagonal extraction, broadcast ``...`` axes are summed back).  The backward einsums run
-through the torch backend again, so under ``create_graph=True`` they build a graph of their
-own: the backward is differentiable, to any order.  Complex operands follow PyTorch's
+the cotangent with every other operand (:mod:`einstride.engine.spec.backward` derives the
+backward equations, as for ``einsum_vjp``: repeated input labels become a diagonal
+expansion, repeated output labels a diagonal extraction, broadcast ``...`` axes are summed
+back).  The backward einsums run through the torch backend again (``Backward.einsum``), so
+under ``create_graph=True`` they build a graph of their own: the backward is
+differentiable, to any order.  Complex operands follow PyTorch's
 convention (the conjugate Wirtinger derivative, as ``torch.einsum``): the other operands
 enter conjugated.  Only the operands that need a gradient get one.
 
@@ -20,14 +21,14 @@ enter conjugated.  Only the operands that need a gradient get one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from ...call import EinsumCall, EquationKey
-from ...grad import _backward_equations
+from ...spec.backward import backward_equations
 
 __all__ = ["Backward", "EinsumFunction", "vjp"]
 
@@ -35,11 +36,13 @@ __all__ = ["Backward", "EinsumFunction", "vjp"]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Backward:
     """What the backward einsums need of the forward call (not its operands: the Function
-    saves those with ``save_for_backward``)."""
+    saves those with ``save_for_backward``), and the torch backend's ``einsum`` that runs
+    them (passed in: the backend imports this module)."""
 
     key: EquationKey
     optimize: Any
     memory_limit: int | None
+    einsum: Callable[[EinsumCall], torch.Tensor]
 
 
 class EinsumFunction(torch.autograd.Function):
@@ -61,7 +64,8 @@ class EinsumFunction(torch.autograd.Function):
 
 
 def _vjp_key(key: EquationKey) -> Any:
-    """The equation key in :func:`einstride.engine.grad._backward_equations`' form."""
+    """The equation key in :func:`~einstride.engine.spec.backward.backward_equations`'
+    form."""
     if isinstance(key, str):
         return key
     _, terms, output = key
@@ -75,10 +79,8 @@ def vjp(
     needs: Sequence[bool],
 ) -> list[torch.Tensor | None]:
     """The gradient of every operand that ``needs`` one (None for the others)."""
-    from .backend import einsum  # the backend imports this module: import it at call time
-
     shapes = tuple(tuple(t.shape) for t in tensors)
-    spec, inputs, fills = _backward_equations(_vjp_key(backward.key), shapes)
+    spec, inputs, fills = backward_equations(_vjp_key(backward.key), shapes)
     optimize = "auto" if isinstance(backward.optimize, (list, tuple)) else backward.optimize
     grads: list[torch.Tensor | None] = []
     for k, x in enumerate(tensors):
@@ -100,7 +102,7 @@ def vjp(
             optimize=optimize,
             memory_limit=backward.memory_limit,
         )
-        grads.append(_like(einsum(call), x))
+        grads.append(_like(backward.einsum(call), x))
     return grads
 
 

@@ -22,6 +22,7 @@ from typing import cast
 
 import torch
 
+from ....errors import EinsumError
 from ...call import EinsumCall
 from .autograd import Backward, EinsumFunction
 from .guard import limit_for
@@ -42,18 +43,24 @@ def _entry(call: EinsumCall, tensors: list[torch.Tensor]) -> Entry:
 
 
 def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None:
-    """Before anything is allocated: the memory limit, and what torch cannot run."""
+    """Before anything is allocated: the memory limit bounds the plan's peak (a single
+    allocation over it is named), and what torch cannot run is refused."""
     if entry.integer_products and device.type != "cpu":
         raise TypeError(
             f"einsum {entry.text!r}: the plan multiplies matrices of integers or "
             f"bools, which torch does not do on {device}; cast the operands to a "
             "floating dtype (or run on the CPU)"
         )
-    if entry.largest == 0:
+    if entry.peak == 0:
         return
     limit = limit_for(device, memory_limit)
-    if entry.largest > limit:
+    if entry.peak > limit:
         check_memory(entry.plan, limit)
+        raise EinsumError(
+            f"einsum {entry.text!r}: the plan would allocate {entry.peak:,} bytes at its peak, "
+            f"more than the memory limit of {limit:,} bytes (on torch, einsum does not slice "
+            "a contraction to fit)"
+        )
 
 
 def einsum(call: EinsumCall) -> torch.Tensor:
@@ -72,7 +79,9 @@ def einsum(call: EinsumCall) -> torch.Tensor:
         out = check_out(call.out, tensors, device, entry.result, entry.output_shape, entry.text)
     _guard(entry, device, call.memory_limit)
     if graph:
-        backward = Backward(key=call.key, optimize=call.optimize, memory_limit=call.memory_limit)
+        backward = Backward(
+            key=call.key, optimize=call.optimize, memory_limit=call.memory_limit, einsum=einsum
+        )
         return _apply(backward, entry.run, *tensors)
     return entry.run(tensors, out)
 

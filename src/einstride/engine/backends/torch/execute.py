@@ -28,13 +28,13 @@ import torch
 from .dtypes import torch_dtype
 from .records import (
     CopyOp,
-    Delivery,
     Destination,
     Fold,
     FusedOp,
     MatmulOp,
     MultiplyOp,
     ReduceOp,
+    StepOutput,
     TorchOp,
     TorchProgram,
     ViewOp,
@@ -194,7 +194,7 @@ def _copy_fn(op: CopyOp) -> OpFn:
 
 
 def _deliver(
-    to: Delivery,
+    to: StepOutput,
     shape: tuple[int, ...],
     dtype: torch.dtype,
     compute: Callable[[list[Any], torch.Tensor], None],

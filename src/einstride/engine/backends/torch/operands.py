@@ -118,7 +118,10 @@ def byte_strides(strides: Sequence[int], dtype: torch.dtype) -> tuple[int, ...]:
 def _footprint(t: torch.Tensor) -> Footprint:
     """Where ``t``'s elements live: the address of element 0 and byte strides."""
     return Footprint(
-        t.data_ptr(), tuple(t.shape), byte_strides(t.stride(), t.dtype), t.element_size()
+        shape=tuple(t.shape),
+        strides=byte_strides(t.stride(), t.dtype),
+        itemsize=t.element_size(),
+        address=t.data_ptr(),
     )
 
 

@@ -17,10 +17,11 @@ this file is the one to update.
 
 >>> import numpy as np
 >>> from ...spec.equation import parse_equation
+>>> from ..numpy.options import PlannerOptions
 >>> from ..numpy.plan import build_plan
 >>> spec = parse_equation("ii,ij->j", (3, 3), (3, 4))
->>> f8 = np.dtype(np.float64)
->>> program = translate(build_plan(spec, (f8, f8), ((24, 8), (32, 8)), fuse=False))
+>>> f8, never_fused = np.dtype(np.float64), PlannerOptions(loop_ns=float("inf"))
+>>> program = translate(build_plan(spec, (f8, f8), ((24, 8), (32, 8)), options=never_fused))
 >>> [type(op).__name__ for op in program.steps]
 ['ViewOp', 'MatmulOp']
 >>> program.steps[0].strides          # the diagonal: strides 3 + 1 elements
@@ -35,12 +36,11 @@ from typing import Any, Literal, assert_never
 
 import numpy as np
 
+from ..numpy.delivery import Delivery, DeliveryPlan, OutputCreation
+from ..numpy.pairs import Fold as NumpyFold
+from ..numpy.peak import plan_peak
 from ..numpy.plan import check_memory
 from ..numpy.steps import (
-    WRITE_INTO,
-    WRITE_NEW,
-    WRITE_RETURN,
-    WRITE_TEMP,
     BatchStep,
     ContractStep,
     CopyStep,
@@ -53,19 +53,20 @@ from ..numpy.steps import (
 
 __all__ = [
     "CopyOp",
-    "Delivery",
     "Destination",
     "Fold",
     "FusedOp",
     "MatmulOp",
     "MultiplyOp",
     "ReduceOp",
+    "StepOutput",
     "TorchOp",
     "TorchProgram",
     "ViewOp",
     "Write",
     "check_memory",
     "largest_bytes",
+    "peak_bytes",
     "translate",
 ]
 
@@ -80,15 +81,21 @@ class Write(enum.Enum):
 
 
 _WRITES = {
-    WRITE_NEW: Write.NEW,
-    WRITE_RETURN: Write.RETURN,
-    WRITE_INTO: Write.INTO,
-    WRITE_TEMP: Write.TEMP,
+    Delivery.NEW: Write.NEW,
+    Delivery.RETURN: Write.RETURN,
+    Delivery.INTO: Write.INTO,
+    Delivery.TEMP: Write.TEMP,
+}
+_CREATES: dict[OutputCreation, Literal["none", "out", "zeros", "empty"]] = {
+    OutputCreation.NONE: "none",
+    OutputCreation.OUT: "out",
+    OutputCreation.ZEROS: "zeros",
+    OutputCreation.EMPTY: "empty",
 }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Delivery:
+class StepOutput:
     """Where an op's result goes: register ``dst`` (NEW/RETURN) or the destination, whose
     axes ``dest_perm`` puts in the op's label order (INTO/TEMP)."""
 
@@ -126,7 +133,7 @@ class ReduceOp:
     kept_perm: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    to: Delivery
+    to: StepOutput
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,7 +144,7 @@ class CopyOp:
     perm: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    to: Delivery
+    to: StepOutput
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,7 +159,7 @@ class MatmulOp:
     out_shape: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    to: Delivery
+    to: StepOutput
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,7 +172,7 @@ class MultiplyOp:
     right_view: Fold
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    to: Delivery
+    to: StepOutput
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -180,7 +187,7 @@ class FusedOp:
     out_perm: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    to: Delivery
+    to: StepOutput
 
 
 TorchOp = ViewOp | ReduceOp | CopyOp | MatmulOp | MultiplyOp | FusedOp
@@ -217,14 +224,8 @@ class TorchProgram:
 def translate(plan: Plan) -> TorchProgram:
     """The torch records of ``plan`` (one op per step)."""
     output = plan.output
-    create: Literal["none", "out", "zeros", "empty"]
-    match output.create:
-        case "none" | "out" | "zeros" | "empty" as create:
-            pass
-        case other:
-            raise AssertionError(f"unknown output creation {other!r}")
     destination = Destination(
-        create=create,
+        create=_CREATES[output.create],
         shape=output.shape,
         dtype=output.dtype,
         expand=output.expand if output.expands else None,
@@ -242,12 +243,21 @@ def translate(plan: Plan) -> TorchProgram:
 
 
 def largest_bytes(plan: Plan) -> int:
-    """The bytes of the plan's largest single allocation (what the memory guard checks)."""
+    """The bytes of the plan's largest single allocation."""
     return plan.largest_bytes
 
 
-def _delivery(write: str, dst: int, dest_perm: tuple[int, ...]) -> Delivery:
-    return Delivery(write=_WRITES[write], dst=dst, dest_perm=dest_perm)
+def peak_bytes(plan: Plan) -> int:
+    """The most bytes the plan's allocations hold at once (what ``memory_limit`` bounds)."""
+    return plan_peak(plan)
+
+
+def _delivery(delivery: DeliveryPlan, dst: int) -> StepOutput:
+    return StepOutput(write=_WRITES[delivery.mode], dst=dst, dest_perm=delivery.dest_perm)
+
+
+def _fold(fold: NumpyFold) -> Fold:
+    return Fold(perm=fold.perm, shape=fold.shape)
 
 
 def _op(step: Step, plan: Plan) -> TorchOp:
@@ -261,7 +271,7 @@ def _op(step: Step, plan: Plan) -> TorchOp:
                 kept_perm=tuple(step.labels.index(lab) for lab in step.kept),
                 shape=step.shape,
                 dtype=step.dtype,
-                to=_delivery(step.write, step.dst, step.dest_perm),
+                to=_delivery(step.delivery, step.dst),
             )
         case CopyStep():
             return CopyOp(
@@ -269,28 +279,28 @@ def _op(step: Step, plan: Plan) -> TorchOp:
                 perm=step.perm,
                 shape=step.shape,
                 dtype=step.dtype,
-                to=_delivery(step.write, step.dst, step.dest_perm),
+                to=_delivery(step.delivery, step.dst),
             )
         case ContractStep():
             return MatmulOp(
-                left=step.left,
-                right=step.right,
-                left_view=Fold(perm=step.left_perm, shape=step.left_shape),
-                right_view=Fold(perm=step.right_perm, shape=step.right_shape),
-                out_shape=step.out_shape,
+                left=step.left.register,
+                right=step.right.register,
+                left_view=_fold(step.geometry.left),
+                right_view=_fold(step.geometry.right),
+                out_shape=step.geometry.out_shape,
                 shape=step.shape,
                 dtype=step.dtype,
-                to=_delivery(step.write, step.dst, step.dest_perm),
+                to=_delivery(step.delivery, step.dst),
             )
         case BatchStep():
             return MultiplyOp(
-                left=step.left,
-                right=step.right,
-                left_view=Fold(perm=step.left_perm, shape=step.left_shape),
-                right_view=Fold(perm=step.right_perm, shape=step.right_shape),
+                left=step.left.register,
+                right=step.right.register,
+                left_view=_fold(step.geometry.left),
+                right_view=_fold(step.geometry.right),
                 shape=step.shape,
                 dtype=step.dtype,
-                to=_delivery(step.write, step.dst, step.dest_perm),
+                to=_delivery(step.delivery, step.dst),
             )
         case FusedStep():
             return _fused(step, plan)
@@ -343,5 +353,5 @@ def _fused(step: FusedStep, plan: Plan) -> FusedOp:
         out_perm=tuple(kept.index(lab) for lab in step.out_labels),
         shape=step.shape,
         dtype=step.dtype,
-        to=_delivery(step.write, step.dst, step.dest_perm),
+        to=_delivery(step.delivery, step.dst),
     )
