@@ -185,6 +185,14 @@ def test_memory_limit_on_cpu_is_the_numpy_paths() -> None:
         memory.set_memory_limit(previous)
 
 
+def test_memory_limit_bounds_the_peak_not_only_each_allocation() -> None:
+    ops = torch.ones(10, 1000), torch.ones(1000, 1000), torch.ones(1000, 10)
+    path = [(0, 1), (0, 1)]  # an intermediate of 40,000 B alive while the output is written
+    with pytest.raises(es.EinsumError, match="40,400 bytes at its peak, more than the memory"):
+        es.einsum("ij,jk,kl->il", *ops, optimize=path, memory_limit=40_000)
+    assert es.einsum("ij,jk,kl->il", *ops, optimize=path, memory_limit=40_400).shape == (10, 10)
+
+
 @pytest.fixture
 def cuda_with_free_memory(monkeypatch: pytest.MonkeyPatch) -> int:
     """torch.cuda's memory queries mocked: 1000 bytes free, 24 reserved of which 8 used."""
