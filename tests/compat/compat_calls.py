@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from compat_expected import Difference
 
 import einstride
+
+from .compat_expected import Difference
 
 __all__ = ["NUMPY_CALLS", "CallLedger", "Outcome", "classify", "compared", "outcome_of"]
 

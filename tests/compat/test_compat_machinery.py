@@ -7,10 +7,11 @@ from __future__ import annotations
 import numpy as np
 import opt_einsum
 import pytest
-from compat_calls import CallLedger, Outcome, builtin_class, compared
-from compat_expected import EXPECTED, Difference
 
 import einstride as es
+
+from .compat_calls import CallLedger, Outcome, builtin_class, compared
+from .compat_expected import EXPECTED, Difference
 
 A = np.arange(6.0).reshape(2, 3)
 

@@ -8,10 +8,11 @@ at the end of the run.
 from __future__ import annotations
 
 import numpy as np
-from compat_calls import NUMPY_CALLS, compared
-from compat_routing import RoutedModule, Routes, foreign_module, suite_class
 
 import einstride
+
+from .compat_calls import NUMPY_CALLS, compared
+from .compat_routing import RoutedModule, Routes, foreign_module, suite_class
 
 numpy_suite = foreign_module("numpy._core.tests.test_einsum")
 

@@ -6,9 +6,10 @@ that fail by design are listed in compat_expected.py (strict xfail).
 from __future__ import annotations
 
 import numpy as np
-from compat_routing import RoutedModule, Routes, foreign_module, suite_class
 
 import einstride
+
+from .compat_routing import RoutedModule, Routes, foreign_module, suite_class
 
 numpy_suite = foreign_module("numpy._core.tests.test_einsum")
 

@@ -7,7 +7,7 @@ The tests that fail by design are listed in compat_expected.py (strict xfail).
 
 from __future__ import annotations
 
-from compat_routing import foreign_module, opt_einsum_routes, suite_class
+from .compat_routing import foreign_module, opt_einsum_routes, suite_class
 
 ROUTES = opt_einsum_routes("routed")
 # test_contract has 7,482 cases (equations x path finders): `make test` runs a stable sixteenth
