@@ -20,15 +20,7 @@ import pytest
 
 import einstride
 
-__all__ = [
-    "BackendExpression",
-    "RoutedModule",
-    "Routes",
-    "foreign_module",
-    "routed_contract",
-    "routed_contract_expression",
-    "suite_class",
-]
+__all__ = ["RoutedModule", "Routes", "foreign_module", "opt_einsum_routes", "suite_class"]
 
 
 def foreign_module(name: str) -> types.ModuleType:
