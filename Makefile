@@ -5,16 +5,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: install run test fuzz lint fmt wheel-check bench bench-quick clean
+.PHONY: install run test fuzz compat lint fmt wheel-check bench bench-quick clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,dask,torch]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,torch]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[dev,dask,torch,bench]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,torch,bench]"
 	touch $(BENCH_STAMP)
 
 install: $(STAMP)
@@ -28,6 +28,11 @@ test: $(STAMP)
 # The hardening tests with 25x the examples and a one-minute thread stress (tests/hardening).
 fuzz: $(STAMP)
 	EINSTRIDE_FUZZ=1 $(BIN)/python -m pytest -q tests/hardening
+
+# NumPy's and opt_einsum's own einsum suites in full (tests/compat; make test runs a stable
+# sixteenth of opt_einsum's 7,482 contract cases).
+compat: $(STAMP)
+	EINSTRIDE_COMPAT=full $(BIN)/python -m pytest -q tests/compat
 
 LINT_PATHS := $(wildcard src tests benchmarks examples)
 

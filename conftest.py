@@ -1,5 +1,6 @@
-"""Without the optional einstride[dask] / einstride[torch] extras, skip those backends'
-doctests (their tests skip themselves)."""
+"""Without the optional einstride[dask], einstride[compat] or einstride[torch] extras, skip
+the Dask backend's, the einops backend's and the torch backend's doctests (their tests skip
+themselves)."""
 
 import importlib.util
 
@@ -15,5 +16,7 @@ collect_ignore = [] if _installed("dask") else [
     "src/einstride/engine/backends/dask",
     "src/einstride/dask.py",
 ]
-if not _installed("torch"):
+if not _installed("einops"):  # the optional einstride[compat] extra
+    collect_ignore.append("src/einstride/einops_backend.py")
+if not _installed("torch"):  # the optional einstride[torch] extra
     collect_ignore.append("src/einstride/engine/backends/torch")

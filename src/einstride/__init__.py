@@ -6,6 +6,8 @@
 (2,2):(3,1)+0
 """
 
+import sys
+
 from .elementwise import (
     abs,
     add,
@@ -49,6 +51,7 @@ from .engine import (
 )
 from .errors import EinsumError, EinsumPathError, EinsumTypeError, LayoutError
 from .layout import Layout
+from .numpy_compat import tensordot
 from .ops import (
     QRResult,
     SVDResult,
@@ -116,6 +119,9 @@ from .transfer import (
 )
 
 __version__ = "0.1.0"
+
+if "einops" in sys.modules:  # einops came first: give it its backend for Tensors now
+    from . import einops_backend  # noqa: F401
 
 __all__ = [
     "EinsumError",
@@ -211,6 +217,7 @@ __all__ = [
     "tan",
     "tanh",
     "tensor",
+    "tensordot",
     "tensors_overlap",
     "tile",
     "to_full_precision",

@@ -16,7 +16,7 @@ array([2., 2., 2.])
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -34,7 +34,7 @@ from .peak import plan_peak
 from .plan import build_plan
 from .steps import Plan
 
-__all__ = ["CacheInfo", "Entry", "array_facts", "cached_entry", "clear_plan_cache",
+__all__ = ["CLEAR_HOOKS", "CacheInfo", "Entry", "array_facts", "cached_entry", "clear_plan_cache",
            "entry_for", "facts_of", "general_cache", "hot_cache", "hot_entry", "make_entry",
            "plan_cache_info",
            "plan_from_shapes"]
@@ -170,14 +170,18 @@ def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...],
 # -- housekeeping ----------------------------------------------------------------------------
 
 
+CLEAR_HOOKS: list[Callable[[], None]] = []
+"""More caches of plans (made by modules that build on this one, such as the limited plans):
+:func:`clear_plan_cache` clears them too."""
+
+
 def clear_plan_cache() -> None:
     """Forget every cached plan (and parsed equation)."""
-    from .limited import clear_limited_cache  # here: limited imports this module
-
     hot_cache.cache_clear()
     general_cache.cache_clear()
     parse_subscripts.cache_clear()
-    clear_limited_cache()
+    for clear in CLEAR_HOOKS:
+        clear()
 
 
 class CacheInfo(NamedTuple):

@@ -41,7 +41,7 @@ from ...spec.equation import bind
 from ...spec.paths import find_path, optimize_key
 from ...spec.slicing import MAX_SLICES, PathModel, find_slicing, make_slicing, path_model
 from ...spec.walk import prepared_labels
-from .cache import facts_of
+from .cache import CLEAR_HOOKS, facts_of
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
 from .peak import plan_peak
@@ -338,3 +338,6 @@ def explain_within(
 def clear_limited_cache() -> None:
     """Forget every cached plan within a limit."""
     _cached.cache_clear()
+
+
+CLEAR_HOOKS.append(clear_limited_cache)
