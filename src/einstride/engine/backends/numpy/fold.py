@@ -19,6 +19,7 @@ True
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +49,7 @@ class Term:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=object))
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
