@@ -1,8 +1,10 @@
-"""Contraction paths for three and more operands, from opt_einsum's path finders.
+"""Contraction paths for three and more operands: einstride's budgeted search (the default,
+``optimize="auto"``, see :mod:`.search`) or any of opt_einsum's path finders.
 
 Labels are integer ids inside einstride; opt_einsum sees them as ``opt_einsum.get_symbol``
 characters, so any number of labels works.  A path uses NumPy's format: each entry names the
 positions (in the current operand list) contracted together; the result goes to the end.
+:func:`choose_path` also says how the path was found (a :class:`~.search.PathChoice`).
 
 >>> find_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), "greedy")
 ((1, 2), (0, 1))
@@ -10,6 +12,8 @@ positions (in the current operand list) contracted together; the result goes to 
 ((0, 1), (0, 1))
 >>> find_path([(0,), (0,)], (), (3,), [(0, 1)])
 ((0, 1),)
+>>> choose_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), "greedy").finder
+"opt_einsum 'greedy'"
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
 from ...errors import EinsumError
+from .search import PathChoice, path_cost, remember_choice, search_path
 
-__all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
+__all__ = ["OPTIMIZE_NAMES", "choose_path", "find_path", "optimize_key"]
 
 OPTIMIZE_NAMES = tuple(sorted(oe_paths._PATH_OPTIONS))
 """The path finder names ``optimize`` accepts (besides False, True and path lists)."""
@@ -63,27 +68,73 @@ def find_path(
 ) -> tuple[tuple[int, ...], ...]:
     """The contraction path for ``inputs`` (distinct label ids per operand) -> ``output``.
 
-    ``optimize``: False (left to right), True (greedy, as NumPy), a path finder name (see
-    :data:`OPTIMIZE_NAMES`), an explicit path (NumPy's format, with or without the leading
-    ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
+    ``optimize``: ``"auto"`` (einstride's budgeted search), False (left to right), True
+    (greedy, as NumPy), a path finder name (see :data:`OPTIMIZE_NAMES`), an explicit path
+    (NumPy's format, with or without the leading ``"einsum_path"``), or any opt_einsum
+    ``PathOptimizer``, cotengra optimizer or path function.
     """
     n = len(inputs)
     if isinstance(optimize, (list, tuple)):
         return _checked_path(optimize, n)
-    if n <= 1:
-        return ((0,),) if n == 1 else ()
-    if n == 2:
-        return ((0, 1),)
-    if optimize is False:
-        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2))
+    if n <= 2:
+        return ((0,),) if n == 1 else (((0, 1),) if n == 2 else ())
+    return choose_path(inputs, output, sizes, optimize).path
+
+
+def choose_path(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    optimize: Any = "auto",
+) -> PathChoice:
+    """:func:`find_path` with how the path was found and what the cost model says of it;
+    every choice but a given path is remembered for the plan report."""
+    n = len(inputs)
+    if isinstance(optimize, (list, tuple)):
+        return _rated(inputs, output, sizes, _checked_path(optimize, n), "given")
+    if optimize is None or (isinstance(optimize, str) and optimize == "auto"):
+        choice = search_path(inputs, output, sizes)
+    elif optimize is False or n <= 2:
+        path = ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2)) if n >= 2 else (
+            ((0,),) if n == 1 else ())
+        choice = _rated(inputs, output, sizes, path, "left to right")
+    else:
+        choice = _rated(inputs, output, sizes, _external(inputs, output, sizes, optimize),
+                        _finder_name(optimize))
+    if n > 2:
+        remember_choice(inputs, output, sizes, choice)
+    return choice
+
+
+def _external(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
+              optimize: Any) -> tuple[tuple[int, ...], ...]:
+    """The path of an opt_einsum finder (by name or object) or a cotengra optimizer."""
     finder = _finder(optimize)
     symbol = opt_einsum.get_symbol
     oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
     oe_output = frozenset(symbol(label) for label in output)
     used = {label for term in inputs for label in term}
     size_dict = {symbol(label): max(sizes[label], 1) for label in used}
-    path = finder(oe_inputs, oe_output, size_dict, None)
-    return _checked_path(list(path), n)
+    if callable(getattr(finder, "search", None)):  # cotengra's: a contraction tree
+        found = finder.search(oe_inputs, oe_output, size_dict)
+        path = found.get_path() if hasattr(found, "get_path") else found
+    else:
+        path = finder(oe_inputs, oe_output, size_dict, None)
+    return _checked_path(list(path), len(inputs))
+
+
+def _finder_name(optimize: Any) -> str:
+    if optimize is True:
+        return "opt_einsum 'greedy' (optimize=True)"
+    if isinstance(optimize, str):
+        return f"opt_einsum {optimize!r}"
+    return f"{type(optimize).__module__.split('.')[0]} {type(optimize).__name__}"
+
+
+def _rated(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
+           path: tuple[tuple[int, ...], ...], finder: str) -> PathChoice:
+    ns, flops, largest = path_cost(inputs, output, sizes, path)
+    return PathChoice(path=path, finder=finder, cost_ns=ns, flops=flops, largest=largest)
 
 
 def _finder(optimize: Any) -> Any:
@@ -96,11 +147,11 @@ def _finder(optimize: Any) -> Any:
                 f"{', '.join(OPTIMIZE_NAMES)}, a path list or an opt_einsum PathOptimizer"
             )
         return oe_paths.get_path_fn(optimize)
-    if callable(optimize):
+    if callable(optimize) or callable(getattr(optimize, "search", None)):
         return optimize
     raise EinsumError(
         f"einsum: optimize={optimize!r} is neither a path finder name, a path list nor a "
-        "PathOptimizer"
+        "PathOptimizer (or cotengra optimizer)"
     )
 
 

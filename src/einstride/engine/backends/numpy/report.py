@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...spec.walk import path_choice_of
 from .steps import (
     KERNEL_LOOP,
     KERNEL_MULTIPLY,
@@ -70,6 +71,7 @@ def format_plan(plan: Plan) -> str:
         f"{inter[1].dtype}, {inter[0]})"))
     lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}")
     lines.append(f"  path: {list(plan.path)}")
+    lines += [f"  path finder: {c.describe()}" for c in [path_choice_of(spec, plan.path)] if c]
     if plan.output.allocs:
         a = plan.output.allocs[0]
         fill = "zeroed: output labels repeat" if plan.output.create == "zeros" else "empty"
