@@ -36,7 +36,10 @@ PHASES = {
     "  compile_plan": ("numpy/execute.py", "compile_plan"),
 }
 
-_GROWING = {"ij,jk->ik": [(8, 8), (8, 8)], "bij,bjk->bik": [(4, 8, 16), (4, 16, 16)]}
+_GROWING: dict[str, list[tuple[int, ...]]] = {
+    "ij,jk->ik": [(8, 8), (8, 8)],
+    "bij,bjk->bik": [(4, 8, 16), (4, 16, 16)],
+}
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def shapes_for(equation: str, step: int) -> list[tuple[int, ...]]:
     ([(9, 8), (8, 8)], [(10, 8), (8, 8), (8, 8)])
     """
     terms = equation.split("->")[0].split(",")
-    base = _GROWING.get(equation) or [tuple(8 for _ in term) for term in terms]
+    base: list[tuple[int, ...]] = _GROWING.get(equation) or [(8,) * len(t) for t in terms]
     grow = terms[0][-2] if len(terms[0]) > 1 else terms[0][0]
     size = dict(zip(terms[0], base[0]))[grow] + step
     return [
