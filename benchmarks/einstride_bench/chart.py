@@ -100,14 +100,15 @@ def network_ratios(result: NetworkResult, attribute: str) -> dict[str, float]:
     return {name: v / least for name, v in known.items()} if least else {}
 
 
-def _network_panel(axes: Any, suite: SuiteResult, attribute: str, label: str) -> None:
+def _network_panel(
+    axes: Any, suite: SuiteResult, attribute: str, label: str, colors: dict[str, Any]
+) -> None:
     rows = [(r.network.name, network_ratios(r, attribute)) for r in suite.networks]
-    columns = list(dict.fromkeys(column for _, values in rows for column in values))
-    height = 0.8 / max(len(columns), 1)
-    for index, column in enumerate(columns):
+    height = 0.8 / max(len(colors), 1)
+    for index, (column, color) in enumerate(colors.items()):
         places = [n + index * height for n, (_, values) in enumerate(rows) if column in values]
         values = [values[column] for _, values in rows if column in values]
-        axes.barh(places, values, height=height, label=column,
+        axes.barh(places, values, height=height, label=column, color=color,
                   edgecolor="black" if column == suite.engine else None)  # fmt: skip
     axes.set_yticks([n + 0.4 - height / 2 for n in range(len(rows))], [name for name, _ in rows])
     axes.invert_yaxis()
@@ -124,11 +125,17 @@ def draw_networks(suite: SuiteResult, path: Path) -> str | None:
         return note
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = max(len(suite.networks), 1)
+    names = list(dict.fromkeys(e.name for r in suite.networks for e in r.entries))
+    palette = pyplot.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    colors = {name: palette(index % palette.N) for index, name in enumerate(names)}
     figure, (left, right) = pyplot.subplots(1, 2, figsize=(16, 2 + 0.9 * rows), sharey=True)
-    _network_panel(left, suite, "total", "fresh-call total / the best (log; left is faster)")
-    _network_panel(right, suite, "flops", "path FLOPs / the fewest (log)")
+    _network_panel(left, suite, "total", "fresh-call total / the best (log; left is faster)",
+                   colors)  # fmt: skip
+    _network_panel(right, suite, "flops", "path FLOPs / the fewest (log)", colors)
     left.set_title(f"{suite.engine} on tensor networks ({suite.mode} run)")
-    right.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    handles = [pyplot.Rectangle((0, 0), 1, 1, color=color) for color in colors.values()]
+    right.legend(handles, list(colors), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                 fontsize="small")  # fmt: skip
     figure.tight_layout()
     figure.savefig(path, dpi=80)
     pyplot.close(figure)

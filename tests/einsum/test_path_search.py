@@ -16,17 +16,18 @@ from hypothesis import strategies as st
 from opt_einsum.testing import rand_equation
 
 import einstride as es
-from einstride.engine.spec import search
+from einstride.engine.spec import costmodel, search
+from einstride.engine.spec.costmodel import pair_cost, path_cost
 from einstride.engine.spec.paths import choose_path, find_path
-from einstride.engine.spec.search import pair_cost, path_cost, search_path
+from einstride.engine.spec.search import search_path
 
 RNG = np.random.default_rng(11)
 
-Problem = tuple[list[tuple[int, ...]], tuple[int, ...], list[int]]
+Network = tuple[list[tuple[int, ...]], tuple[int, ...], list[int]]
 
 
 @st.composite
-def networks(draw: Any, max_operands: int = 9) -> Problem:
+def networks(draw: Any, max_operands: int = 9) -> Network:
     """Random equations over integer labels: each operand takes distinct labels, labels may
     be shared by any number of operands, some are kept in the output."""
     n = draw(st.integers(1, max_operands))
@@ -51,7 +52,7 @@ def contracts_to_one(path: tuple[tuple[int, ...], ...], n: int) -> bool:
 @given(networks(), st.integers(0, 3), st.sampled_from([None, 0.0, 0.002, 0.02]))
 @settings(max_examples=150)
 def test_the_search_is_deterministic_valid_and_never_worse_than_greedy(
-    problem: Problem, seed: int, budget: float | None
+    problem: Network, seed: int, budget: float | None
 ) -> None:
     inputs, output, sizes = problem
     search.DEADLINE_FACTOR, saved = 1e9, search.DEADLINE_FACTOR  # a busy machine must not cut
@@ -75,8 +76,8 @@ def check_the_search(inputs: list[tuple[int, ...]], output: tuple[int, ...], siz
     ns, flops, _ = path_cost(inputs, output, sizes, first.path)
     assert (ns, flops) == (pytest.approx(first.cost_ns, rel=1e-12), first.flops)
     if len(inputs) > search.OPTIMAL_ALWAYS:
-        greedy = search._rate(search._Problem(inputs, output, sizes), "greedy",
-                              search._greedy(search._Problem(inputs, output, sizes)))
+        greedy = search._rate(costmodel.Problem(inputs, output, sizes), "greedy",
+                              search._greedy(costmodel.Problem(inputs, output, sizes)))
         assert first.cost_ns <= greedy.ns
         assert first.baseline_ns == greedy.ns
 
@@ -93,10 +94,10 @@ def every_path(n: int) -> Iterator[tuple[tuple[int, ...], ...]]:
 
 @given(networks(max_operands=5))
 @settings(max_examples=80)
-def test_the_exact_optimum_beats_every_order_under_the_cost_model(problem: Problem) -> None:
+def test_the_exact_optimum_beats_every_order_under_the_cost_model(problem: Network) -> None:
     inputs, output, sizes = problem
     n = len(inputs)
-    prepared = search._Problem(inputs, output, sizes)
+    prepared = costmodel.Problem(inputs, output, sizes)
     if n < 3:
         return
     found = search._optimal(prepared)

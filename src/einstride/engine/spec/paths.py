@@ -25,7 +25,8 @@ import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
 from ...errors import EinsumError
-from .search import PathChoice, path_cost, remember_choice, search_path
+from .costmodel import path_cost
+from .search import PathChoice, remember_choice, search_path
 
 __all__ = ["OPTIMIZE_NAMES", "choose_path", "find_path", "optimize_key"]
 

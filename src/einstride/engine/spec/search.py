@@ -5,14 +5,16 @@ estimates, with a cost model of einstride's own executor, how long the contracti
 take.  A share of that estimate is the search *budget*: nothing more for a contraction of
 microseconds, up to a few seconds for one of minutes.  Within the budget it tries more
 finders -- the exact optimum over the cost model for a few operands, opt_einsum's dynamic
-programming for a moderate number, and seeded random-greedy trials -- and keeps the
-candidate the cost model rates cheapest.
+programming for a moderate number, then greedy trials (three fixed weightings of the
+operands' sizes, then seeded random ones) -- and keeps the candidate the cost model rates
+cheapest.  The budget follows the cheapest path found so far: a finder that finds a much
+cheaper path leaves less to gain, and the search stops sooner.
 
-The cost model (:func:`pair_cost`) prices what the executor does, not FLOPs alone: a fixed
-cost per step, GEMM FLOPs at BLAS speed, products without a contracted label (outer products,
-Hadamard products) at the much lower speed of a broadcast loop, and every byte an
-intermediate reads and writes.  The budget is converted into work (how many trials) by a
-fixed estimate of their cost, never by a clock, so the search is deterministic for a seed.
+The cost model (:mod:`.costmodel`) prices what the executor does, not FLOPs alone.  The
+budget is converted into work (how many trials) by a fixed estimate of their cost, never
+by a clock, so the search is deterministic for a seed;
+only a safety deadline (three budgets) stops the trials on a machine far slower than that
+estimate, and the choice then says so.
 
 >>> inputs = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]           # a ring of five matrices
 >>> choice = search_path(inputs, (), (30, 40, 50, 60, 70))
@@ -24,22 +26,20 @@ fixed estimate of their cost, never by a clock, so the search is deterministic f
 
 from __future__ import annotations
 
-import functools
-import operator
 import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
+from .costmodel import Problem
+
 __all__ = [
     "PathChoice",
-    "pair_cost",
-    "path_cost",
     "recall_choice",
     "remember_choice",
     "search_budget",
@@ -47,14 +47,6 @@ __all__ = [
 ]
 
 Path = tuple[tuple[int, ...], ...]
-
-# -- the cost model (nanoseconds; float64 on the reference two-core machine) ----------------
-STEP_NS = 5000.0            # the executor's fixed cost of one step: dispatch, views, a buffer
-GEMM_NS_PER_FLOP = 0.025    # a batched matmul (BLAS), per FLOP (thin ones are memory-bound:
-MATRIX_NS = 150.0           # the byte term); and per matrix of matmul's batch loop
-LOOP_NS_PER_ELEMENT = 0.5   # a broadcast multiply or outer product, per element of the loop
-BYTE_NS = 0.1               # one byte an operand, intermediate or result is read or written
-ITEMSIZE = 8
 
 # -- the budget ------------------------------------------------------------------------------
 BUDGET_SHARE = 0.25         # of the estimated contraction time, spent on the search
@@ -65,7 +57,7 @@ FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' si
 DEADLINE_FACTOR = 3.0       # the trials stop past this many budgets (a machine far too slow)
 OPTIMAL_ALWAYS = 4          # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7             # the exact optimum takes ~3**n/2 pair costs
-DP_MAX = 14                 # opt_einsum's dynamic programming: exponential past this
+DP_MAX = 12                 # opt_einsum's dynamic programming: exponential past this
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +87,7 @@ class PathChoice:
         """One line for the plan report: which finder won and why.
 
         >>> print(search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6)).describe())
-        optimal over the cost model (3 operands: every order scored); est. 10.6 µs, 1,536 FLOPs
+        optimal over the cost model (3 operands: every order scored); est. 20.6 µs, 1,536 FLOPs
         """
         rated = f"est. {_fmt_ns(self.cost_ns)}, {self.flops:,} FLOPs"
         if not self.tried:
@@ -127,155 +119,6 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds * 1e9:.3g} ns"
 
 
-# -- the cost model --------------------------------------------------------------------------
-
-
-class _Problem:
-    """The operands' labels as bit masks (label ``k`` of ``labels`` is bit ``k``), with the
-    sizes of label sets memoized: what every finder and the cost model work on."""
-
-    def __init__(self, inputs: Sequence[Sequence[int]], output: Sequence[int],
-                 sizes: Sequence[int]) -> None:
-        self.labels = sorted({x for t in inputs for x in t} | set(output))
-        bit = {x: 1 << k for k, x in enumerate(self.labels)}
-        self.label_sizes = [max(int(sizes[x]), 1) for x in self.labels]
-        self.inputs = tuple(_mask(t, bit) for t in inputs)
-        self.output = _mask(output, bit)
-        self.terms = inputs
-        self.output_labels = output
-        self._sizes: dict[int, int] = {0: 1}
-
-    def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
-        """The problem as opt_einsum's finders take it: label sets and a size dict."""
-        sets = [frozenset(t) for t in self.terms]
-        return sets, frozenset(self.output_labels), dict(zip(self.labels, self.label_sizes))
-
-    def size(self, mask: int) -> int:
-        """The number of elements of a tensor over the labels of ``mask``."""
-        return self._sizes.get(mask) or self._fill(mask)
-
-    def _fill(self, mask: int) -> int:
-        found, rest = 1, mask
-        while rest:
-            low = rest & -rest
-            found *= self.label_sizes[low.bit_length() - 1]
-            rest ^= low
-        self._sizes[mask] = found
-        return found
-
-    def pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
-        """:func:`pair_cost` over masks."""
-        known, fill = self._sizes.get, self._fill
-        ra, rb = a & (b | keep), b & (a | keep)
-        union = ra | rb
-        out = union & keep
-        loop = known(union) or fill(union)
-        ns = STEP_NS + BYTE_NS * ITEMSIZE * (
-            (known(ra) or fill(ra)) + (known(rb) or fill(rb)) + (known(out) or fill(out)))
-        if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
-            batch = ra & rb & keep
-            ns += GEMM_NS_PER_FLOP * 2.0 * loop + MATRIX_NS * (known(batch) or fill(batch))
-        else:  # a broadcast multiply (outer or Hadamard product): NumPy's loop
-            ns += LOOP_NS_PER_ELEMENT * loop
-        if ra != a:
-            ns += STEP_NS + BYTE_NS * ITEMSIZE * (known(a) or fill(a))
-        if rb != b:
-            ns += STEP_NS + BYTE_NS * ITEMSIZE * (known(b) or fill(b))
-        if ra == a and rb == b:
-            return ns, loop * (2 if union != out else 1)
-        both = a | b
-        return ns, (known(both) or fill(both)) * (2 if both & ~keep else 1)
-
-    def cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
-        """:func:`path_cost` over masks: labels stay while the output or a live operand
-        (one waiting in the same entry included) holds them."""
-        live = list(self.inputs)
-        holders = [0] * len(self.labels)
-        for term in live:
-            _count(holders, term, 1)
-        total_ns, total_flops, largest = 0.0, 0, 0
-        for entry in path:
-            picked = [live[i] for i in entry]
-            for i in sorted(entry, reverse=True):
-                del live[i]
-            for term in picked:
-                _count(holders, term, -1)
-            acc = picked[0]
-            if len(picked) == 1:
-                keep = acc & (self.output | _held(holders, acc))
-                if keep != acc:  # a sum over labels of this operand alone (else a view)
-                    total_ns += STEP_NS + BYTE_NS * ITEMSIZE * (self.size(acc) + self.size(keep))
-                    total_flops += self.size(acc)
-                acc = keep
-            for j in range(1, len(picked)):
-                waiting = functools.reduce(operator.or_, picked[j + 1:], 0)
-                both = acc | picked[j]
-                keep = both & (self.output | waiting | _held(holders, both))
-                ns, flops = self.pair(acc, picked[j], keep)
-                acc = both & keep
-                total_ns, total_flops = total_ns + ns, total_flops + flops
-                largest = max(largest, self.size(acc))
-            _count(holders, acc, 1)
-            live.append(acc)
-        return total_ns, total_flops, largest
-
-
-def _mask(labels: Iterable[int], bit: dict[int, int]) -> int:
-    found = 0
-    for x in labels:
-        found |= bit[x]
-    return found
-
-
-def _count(holders: list[int], mask: int, delta: int) -> None:
-    while mask:
-        low = mask & -mask
-        holders[low.bit_length() - 1] += delta
-        mask ^= low
-
-
-def _held(holders: list[int], mask: int) -> int:
-    """The labels of ``mask`` that some live operand still holds."""
-    found, rest = 0, mask
-    while rest:
-        low = rest & -rest
-        if holders[low.bit_length() - 1]:
-            found |= low
-        rest ^= low
-    return found
-
-
-def pair_cost(a: Collection[int], b: Collection[int], keep: Collection[int],
-              sizes: Sequence[int]) -> tuple[float, int]:
-    """``(nanoseconds, FLOPs)`` of contracting operands labelled ``a`` and ``b`` into their
-    labels in ``keep``, as einstride's executor does it: labels of one operand alone that
-    are not kept are summed first (a pass over it); the product is a batched matmul (BLAS,
-    plus a cost per matrix of its batch) when a label is contracted, else a broadcast
-    multiply (NumPy's loop, ten times slower per element); every operand and result byte is
-    read or written once.  FLOPs follow opt_einsum's convention.
-
-    >>> i, j, k = 0, 1, 2
-    >>> gemm, _ = pair_cost({i, j}, {j, k}, {i, k}, (64,) * 3)
-    >>> outer, _ = pair_cost({i}, {k}, {i, k}, (64,) * 3)
-    >>> round(gemm), round(outer)   # same output: 64x the FLOPs, not 64x the time
-    (28088, 10427)
-    """
-    problem = _Problem([tuple(a), tuple(b)], tuple(keep), sizes)
-    ma, mb = problem.inputs
-    return problem.pair(ma, mb, problem.output)
-
-
-def path_cost(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
-              path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
-    """``(nanoseconds, FLOPs, largest intermediate in elements)`` of ``path`` (NumPy's
-    format; an entry of several operands contracts them pairwise, left to right).
-
-    >>> path_cost([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10), ((0, 1), (0, 1)))[1]
-    40000000
-    """
-    return _Problem(inputs, output, sizes).cost(path)
-
-
 @dataclass(frozen=True, slots=True)
 class _Candidate:
     finder: str
@@ -288,7 +131,7 @@ class _Candidate:
 # -- finders ---------------------------------------------------------------------------------
 
 
-def _greedy(problem: _Problem, trial: int = -1, seed: int = 0) -> Path:
+def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
     """opt_einsum's greedy (trial -1); a trial ``>= 0`` weighs the operands' sizes by a
     factor (trials 0-2: fixed ones) and, from trial 3 on, jitters every candidate's score
     with a generator of its own (opt_einsum's random-greedy uses the global one)."""
@@ -313,13 +156,13 @@ def _linear(ssa: Sequence[Sequence[int]]) -> Path:
     return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
 
 
-def _dp(problem: _Problem) -> Path:
+def _dp(problem: Problem) -> Path:
     optimizer = oe_paths.DynamicProgramming(minimize="flops", search_outer=False)
     found = optimizer(*problem.oe_problem())
     return tuple(tuple(e) for e in found)
 
 
-def _optimal(problem: _Problem) -> _Candidate:
+def _optimal(problem: Problem) -> _Candidate:
     """The cheapest contraction tree under the cost model: dynamic programming over every
     subset of operands (``3**n / 2`` pair costs)."""
     n = len(problem.inputs)
@@ -350,7 +193,7 @@ def _optimal(problem: _Problem) -> _Candidate:
     return _Candidate("optimal", _tree_to_path(tree, n), ns, flops, largest)
 
 
-def _three(problem: _Problem) -> _Candidate:
+def _three(problem: Problem) -> _Candidate:
     """:func:`_optimal` for three operands: the three orders, written out."""
     out, pair, size = problem.output, problem.pair, problem.size
     found: _Candidate | None = None
@@ -384,7 +227,7 @@ def _tree_to_path(tree: Any, n: int) -> Path:
 # -- the search ------------------------------------------------------------------------------
 
 
-def _rate(problem: _Problem, finder: str, path: Path) -> _Candidate:
+def _rate(problem: Problem, finder: str, path: Path) -> _Candidate:
     ns, flops, largest = problem.cost(path)
     return _Candidate(finder, path, ns, flops, largest)
 
@@ -413,7 +256,7 @@ def search_path(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: S
     the greedy path's estimated cost.  The same arguments give the same path (unless the
     machine is so slow that the safety deadline, :data:`DEADLINE_FACTOR` times the
     budget, cuts the trials short: the choice then says so)."""
-    problem = _Problem(inputs, output, sizes)
+    problem = Problem(inputs, output, sizes)
     n = len(problem.inputs)
     if n <= 2:
         path: Path = ((0,),) if n == 1 else (((0, 1),) if n == 2 else ())
@@ -436,7 +279,7 @@ class _Search:
     gain); every finder's time is estimated, never measured, so the choice is the same on
     any machine, except past the safety deadline."""
 
-    def __init__(self, problem: _Problem, greedy: _Candidate, budget_s: float | None,
+    def __init__(self, problem: Problem, greedy: _Candidate, budget_s: float | None,
                  seed: int) -> None:
         self.problem, self.seed, self.fixed = problem, seed, budget_s
         self.candidates, self.tried = [greedy], ["greedy"]
