@@ -31,6 +31,7 @@ from einstride_bench import (
     stand_in,
     write_report,
 )
+from einstride_bench import cold as bench_cold
 from einstride_bench import command as bench_command
 from einstride_bench.check import mismatch, oracle
 from einstride_bench.cold import ColdCase, cold_cases, issue_cases, like, run_cold_case
@@ -275,6 +276,14 @@ def test_cold_case_calls_every_contender_once_per_new_shape() -> None:
     assert result.entries[0].name == "opt_einsum (stand-in)"
     assert result.ratio is not None and result.status in ("PASS", "MISS")
     assert result.shapes == "2x4x4, 2x4x5 … 2x8x4, 2x4x5"
+
+
+def test_a_slow_cold_contender_sits_out_the_remaining_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench_cold, "CONTENDER_SECONDS", 0.0)
+    result = run_cold_case(_cold("ij->j", [(3, 4)], "i"), stand_in(), {}, 4)
+    assert result.subject.timing is not None and len(result.subject.timing.samples) == 1
 
 
 def test_cold_case_checks_every_call() -> None:

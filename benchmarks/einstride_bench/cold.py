@@ -4,7 +4,8 @@ Users of ML layers call einsum with a sequence length or a batch that changes fr
 to call; a plan cache never hits there. Each case is called on ``calls`` new shapes (one
 label grows by one each call), each contender once per shape in a new random order, and
 every call is timed on its own and its result checked against NumPy before the next. The
-reported time is the median over the shapes.
+reported time is the median over the shapes (a contender slower than
+:data:`CONTENDER_SECONDS` per case in all is timed on the shapes it reached by then).
 
 The cases are the seven of issue 14's table and every einsum case of the warm suite (an
 expression case measures reuse, so it sits out). New operands keep the layout of the
@@ -35,7 +36,7 @@ from .check import mismatch, oracle
 from .contenders import Engine
 from .machine import CpuClock, background_cores
 from .results import CaseResult, Entry
-from .runner import Contender, contenders_for
+from .runner import contenders_for
 from .suite import default_cases
 from .timing import Timing
 
@@ -43,6 +44,7 @@ __all__ = [
     "COLD_CALLS",
     "COLD_GEOMEAN_LIMIT",
     "COLD_TARGET",
+    "CONTENDER_SECONDS",
     "QUICK_COLD_CALLS",
     "ColdCase",
     "cold_cases",
@@ -56,6 +58,7 @@ COLD_CALLS = 60
 QUICK_COLD_CALLS = 12
 COLD_TARGET = Target("fastest", 1.5)
 COLD_GEOMEAN_LIMIT = 1.0
+CONTENDER_SECONDS = 10.0  # a contender this slow per case is timed on fewer shapes
 F64 = np.float64
 
 
@@ -194,14 +197,28 @@ def _shapes(first: Operands, last: Operands) -> str:
     return f"{text(first)} … {text(last)}"
 
 
+def _call_once(prepare: Prepare, case: Case, ops: Operands, expected: Array) -> tuple[float, str]:
+    """One timed call and its check: ``(seconds, "")`` or ``(0, why it is out)``."""
+    try:
+        seconds, result = _timed_call(prepare, case, ops)
+        problem = mismatch(result, expected, np.result_type(*ops))
+    except Skip as exc:
+        return 0.0, f"skipped: {exc}"
+    except Exception as exc:  # a failing contender is reported, never fatal
+        return 0.0, f"error: {type(exc).__name__}: {exc}"
+    if problem is not None:
+        shape = ", ".join("x".join(map(str, op.shape)) for op in ops)
+        return 0.0, f"wrong: {problem} (shapes {shape})"
+    return seconds, ""
+
+
 def run_cold_case(
     cold: ColdCase, engine: Engine, peers: Mapping[str, Prepare], calls: int
 ) -> CaseResult:
-    """Time every contender (the subject and the peers) once per new shape."""
+    """Time every contender (the subject and the peers) once per new shape; a contender
+    whose calls add up to :data:`CONTENDER_SECONDS` sits out the remaining shapes."""
     case = cold.case
-    chosen: list[Contender] = [
-        c for c in contenders_for(case, engine, peers) if c[1] != "reference"
-    ]
+    chosen = [c for c in contenders_for(case, engine, peers) if c[1] != "reference"]
     samples: dict[str, list[float]] = {name: [] for name, _, _ in chosen}
     problems: dict[str, str] = {}
     order = random.Random(0)
@@ -211,24 +228,14 @@ def run_cold_case(
     for ops in cold.variants(calls):
         first, last = first or ops, ops
         expected = _expected(case, ops)
-        dtype = np.result_type(*ops)
         for name, _, prepare in order.sample(chosen, len(chosen)):
-            if name in problems:
+            if name in problems or sum(samples[name]) > CONTENDER_SECONDS:
                 continue
-            try:
-                seconds, result = _timed_call(prepare, case, ops)
-                problem = mismatch(result, expected, dtype)
-            except Skip as exc:
-                problems[name] = f"skipped: {exc}"
-                continue
-            except Exception as exc:  # a failing contender is reported, never fatal
-                problems[name] = f"error: {type(exc).__name__}: {exc}"
-                continue
-            if problem is not None:
-                shape = ", ".join("x".join(map(str, op.shape)) for op in ops)
-                problems[name] = f"wrong: {problem} (shapes {shape})"
-                continue
-            samples[name].append(seconds)
+            seconds, problem = _call_once(prepare, case, ops, expected)
+            if problem:
+                problems[name] = problem
+            else:
+                samples[name].append(seconds)
     entries = tuple(
         Entry(name, role, None if name in problems else Timing(tuple(samples[name]), 1),
               problems.get(name, ""))
