@@ -154,7 +154,8 @@ def network_section(suite: SuiteResult, chart: str | None, chart_note: str) -> l
     return [
         "## Tensor networks",
         "",
-        f"A fresh call on each network: path search (timed), then the contraction (timed); "
+        f"A fresh call on each network: path search (timed), then the contraction (timed; "
+        f"{suite.engine}'s includes planning the steps, the first call of its expression); "
         f"FLOPs of each path as opt_einsum counts them; peak bytes the contraction allocates "
         f"(tracemalloc, a separate pass; torch's allocator is not visible to it). Targets: "
         f"total <= {NETWORK_TARGET:g}x the best peer's, geometric mean <= "
