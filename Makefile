@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,torch,bench]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,torch,bench,networks]"
 	touch $(BENCH_STAMP)
 
 install: $(STAMP)

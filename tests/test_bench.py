@@ -5,6 +5,7 @@ The harness (benchmarks/einstride_bench) is not part of the wheel; pyproject's p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from pathlib import Path
@@ -30,10 +31,29 @@ from einstride_bench import (
     stand_in,
     write_report,
 )
+from einstride_bench import cold as bench_cold
 from einstride_bench import command as bench_command
 from einstride_bench.check import mismatch, oracle
+from einstride_bench.cold import ColdCase, cold_cases, issue_cases, like, run_cold_case
 from einstride_bench.contenders import NUMPY, naive_size
 from einstride_bench.machine import thread_limit
+from einstride_bench.netbench import (
+    NETWORK_QUICK,
+    NetworkPeer,
+    Prepared,
+    default_network_peers,
+    run_network,
+    subject_peer,
+)
+from einstride_bench.networks import (
+    circuit,
+    default_networks,
+    grid,
+    mps_expectation,
+    mps_norm,
+    random_regular,
+    tensor_train,
+)
 from einstride_bench.results import CaseResult, Entry, geometric_mean
 from einstride_bench.timing import interleave
 
@@ -257,3 +277,138 @@ def test_torch_cases_run_on_torch_tensors_against_torch_einsum_only() -> None:
     broken = Engine("broken", twice_the_gradient, opt_einsum.contract_expression)
     (result,) = _run(broken, default_peers(), cases[1:]).results
     assert "the gradient of operand 0 differs" in result.subject.problem
+
+
+# -- the cold-call and network sections (tiny smoke runs; no timing is asserted) -------------
+
+
+def _cold(equation: str, shapes: list[tuple[int, ...]], vary: str) -> ColdCase:
+    return ColdCase(Case("cold " + equation, equation, dense(np.float64, shapes)), vary)
+
+
+def test_cold_case_calls_every_contender_once_per_new_shape() -> None:
+    cold = _cold("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], "i")
+    variants = list(cold.variants(5))
+    assert [ops[0].shape for ops in variants] == [(2, i, 4) for i in range(4, 9)]
+    assert all(ops[1].shape == (2, 4, 5) for ops in variants)
+    result = run_cold_case(cold, stand_in(), default_peers(optional=False), 5)
+    assert all(len(e.timing.samples) == 5 for e in result.entries if e.timing)
+    assert result.entries[0].name == "opt_einsum (stand-in)"
+    assert result.ratio is not None and result.status in ("PASS", "MISS")
+    assert result.shapes == "2x4x4, 2x4x5 … 2x8x4, 2x4x5"
+
+
+def test_a_slow_cold_contender_sits_out_the_remaining_shapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench_cold, "CONTENDER_SECONDS", 0.0)
+    result = run_cold_case(_cold("ij->j", [(3, 4)], "i"), stand_in(), {}, 4)
+    assert result.subject.timing is not None and len(result.subject.timing.samples) == 1
+
+
+def test_cold_case_checks_every_call() -> None:
+    calls: list[tuple[int, ...]] = []
+
+    def wrong_on_the_third_shape(equation: str, *ops: Any) -> Any:
+        calls.append(ops[0].shape)
+        return opt_einsum.contract(equation, *ops) + (1.0 if len(calls) == 3 else 0.0)
+
+    engine = Engine("late bug", wrong_on_the_third_shape, opt_einsum.contract_expression)
+    result = run_cold_case(_cold("ij,jk->ik", [(3, 4), (4, 5)], "i"), engine, {}, 4)
+    assert result.status == "WRONG" and "shapes 6x4, 4x5" in result.subject.problem
+    assert len(calls) == 3  # a wrong contender is not called again
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a,
+        lambda a: a.T,
+        lambda a: a[::2, ::3],
+        lambda a: a[::-1],
+        lambda a: np.broadcast_to(a[:1], a.shape),
+    ],
+    ids=["C", "transposed", "strided", "reversed", "broadcast"],
+)
+def test_like_keeps_the_layout(view: Any) -> None:
+    template = view(np.zeros((6, 9)))
+    new = like(template, (4, 5), np.random.default_rng(0))
+    assert new.shape == (4, 5) and new.dtype == template.dtype
+    assert [np.sign(s) for s in new.strides] == [np.sign(s) for s in template.strides]
+    order = np.argsort([abs(s) for s in template.strides])
+    assert list(np.argsort([abs(s) for s in new.strides])) == list(order)
+
+
+def test_cold_cases_hold_the_issue_table_and_the_suite() -> None:
+    names = [c.case.name for c in cold_cases()]
+    assert names[:7] == [c.case.name for c in issue_cases()]
+    einsum_cases = [c.name for c in default_cases() if c.kind != "expression"]
+    assert names[7:] == einsum_cases
+    for cold in cold_cases():
+        first, second = list(cold.variants(2))
+        assert [a.shape for a in first] != [b.shape for b in second], cold.case.name
+
+
+def test_networks_are_consistent_and_contract_to_order_one() -> None:
+    small = [
+        random_regular(8, 3, 2, 3, seed=1),
+        mps_norm(5, 3),
+        mps_expectation(4, 3, 2),
+        grid(3, 3, 2),
+        tensor_train(3, 2, 2, 2),
+        circuit(4, 3, seed=0),
+    ]
+    for net in small:
+        value = float(opt_einsum.contract(net.equation, *net.operands()))
+        assert 1e-3 < value < 1e3, net.name
+        assert net.ascii_equation() is not None
+    full = default_networks(quick=False)
+    sizes = {n.tensors for n in full if n.family == "random regular"}
+    assert {10, 20, 40, 60, 100} <= sizes
+    assert {"MPS", "grid", "tensor train", "circuit"} <= {n.family for n in full}
+    assert len(default_networks(quick=True)) < len(full)
+
+
+def _small_peers() -> dict[str, NetworkPeer]:
+    chosen = ("numpy.einsum", "opt_einsum greedy", "opt_einsum dp")
+    return {n: p for n, p in default_network_peers(True).items() if n.startswith(chosen)}
+
+
+def test_network_run_times_searches_and_contractions_and_checks_results() -> None:
+    net = grid(3, 3, 2)
+    result = run_network(net, subject_peer(stand_in()), _small_peers(), NETWORK_QUICK)
+    assert result.reference == 'numpy.einsum(optimize="greedy")'
+    for entry in result.entries:
+        assert entry.problem == "" and entry.contraction is not None and entry.total
+        assert entry.peak is not None and entry.peak >= 0
+    assert all(e.flops for e in result.entries if not e.subject)
+    assert result.ratio is not None and result.status in ("PASS", "MISS")
+    wrong = NetworkPeer(lambda n, ops: Prepared(None, lambda: 2.0))
+    bad = run_network(net, wrong, _small_peers(), NETWORK_QUICK)
+    assert bad.status == "WRONG" and bad.subject.problem.startswith("wrong: max abs error")
+
+
+def test_network_paths_too_costly_are_not_run() -> None:
+    tight = dataclasses.replace(NETWORK_QUICK, max_flops=10.0)
+    result = run_network(mps_norm(4, 2), subject_peer(stand_in()), _small_peers(), tight)
+    assert result.status == "MISS"
+    assert all(e.problem.startswith("not run: its path needs") for e in result.entries)
+
+
+def test_main_runs_one_section_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_command, "default_peers", lambda: default_peers(optional=False))
+    monkeypatch.setattr(bench_command, "default_networks", lambda quick: (grid(2, 3, 2),))
+    monkeypatch.setattr(bench_command, "default_network_peers", lambda quick: _small_peers())
+    output = tmp_path / "nets.md"
+    argv = ["--stand-in", "--quick", "--networks", "--output", str(output)]
+    assert bench_command.main(argv) == 0
+    text = output.read_text(encoding="utf-8")
+    assert "## Tensor networks" in text and "## Results" not in text
+    assert "closed 2x3 grid, bond 2" in text and "## Cold calls" not in text
+    assert ("-networks.png" in text) == (tmp_path / "nets-networks.png").exists()
+    output = tmp_path / "cold.md"
+    argv = ["--stand-in", "--quick", "--cold", "--cold-calls", "3", "-k", "cold trace"]
+    assert bench_command.main([*argv, "--output", str(output), "--no-chart"]) == 0
+    text = output.read_text(encoding="utf-8")
+    assert "## Cold calls" in text and "| cold trace | `ii->` |" in text
+    assert "## Tensor networks" not in text

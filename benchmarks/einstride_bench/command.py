@@ -1,5 +1,9 @@
 """``make bench`` (``benchmarks/run.py``): run the suite, write the markdown report and the chart.
 
+Three sections: the warm suite (each shape repeated: a warm plan cache), cold calls (every
+call on a new shape) and tensor networks (a fresh call, path search included). All three by
+default; ``--warm``, ``--cold`` and ``--networks`` choose (a partial run writes into build/).
+
 Exit codes: 0 when every case ran and the subject's results were all correct (targets
 may be missed: the report says so; ``--strict`` makes a miss exit 1 too), 1 when the
 subject raised or was wrong somewhere, 2 for a usage error or a build without einsum.
@@ -19,18 +23,31 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .case import Case
-from .chart import draw
+from .case import Case, Prepare
+from .chart import draw, draw_networks
+from .cold import COLD_CALLS, COLD_GEOMEAN_LIMIT, QUICK_COLD_CALLS, ColdCase, cold_cases, run_cold
 from .contenders import Engine, default_peers, load_einstride, stand_in, torch_device
 from .machine import thread_limit
 from .memory import memory_cases, render_memory, run_memory
+from .netbench import (
+    NETWORK_FULL,
+    NETWORK_GEOMEAN_LIMIT,
+    NETWORK_QUICK,
+    default_network_peers,
+    network_geomean,
+    run_networks,
+)
+from .networks import Network, default_networks
 from .report import render
-from .results import SuiteResult
+from .results import SuiteResult, geometric_mean
 from .runner import run_suite
+from .sections import cold_section, cold_summary, network_section, network_summary
 from .suite import default_cases
 from .timing import FULL, QUICK, Budget
 
-__all__ = ["main", "select", "write_report"]
+__all__ = ["SECTIONS", "main", "select", "write_report"]
+
+SECTIONS = ("warm", "cold", "networks")
 
 
 def _positive(text: str) -> int:
@@ -76,6 +93,16 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="time opt_einsum in einstride's place (to try the harness)",
     )
+    parser.add_argument("--warm", action="store_true", help="run the warm suite (see below)")
+    parser.add_argument("--cold", action="store_true", help="run the cold-call section")
+    parser.add_argument(
+        "--networks", action="store_true", help="run the tensor-network section (and its chart)"
+    )
+    parser.add_argument(
+        "--cold-calls",
+        type=_positive,
+        help=f"new shapes per cold case (default {COLD_CALLS}, {QUICK_COLD_CALLS} with --quick)",
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument(
         "--memory",
@@ -99,12 +126,32 @@ def select(cases: Sequence[Case], texts: Sequence[str]) -> list[Case]:
 
 
 def write_report(suite: SuiteResult, output: Path, chart: Path | None) -> str | None:
-    """Write the markdown (and the chart unless ``chart`` is None); returns the chart's
-    skip note, if any."""
-    note = "disabled with --no-chart" if chart is None else draw(suite, chart)
+    """Write the markdown (and the charts unless ``chart`` is None: the network chart goes
+    beside it, named ``<chart>-networks.png``); returns the chart's skip note, if any."""
+    note = None
+    if "warm" in suite.sections:
+        note = "disabled with --no-chart" if chart is None else draw(suite, chart)
     link = None if chart is None or note is not None else os.path.relpath(chart, output.parent)
+    extra: list[str] = []
+    summary: list[str] = []
+    if "cold" in suite.sections:
+        summary += cold_summary(suite)
+        extra += cold_section(suite)
+    if "networks" in suite.sections:
+        net_chart = None if chart is None else chart.with_name(chart.stem + "-networks.png")
+        net_note = (
+            "disabled with --no-chart" if net_chart is None else draw_networks(suite, net_chart)
+        )
+        net_link = (
+            None
+            if net_chart is None or net_note is not None
+            else os.path.relpath(net_chart, output.parent)
+        )
+        summary += network_summary(suite)
+        extra += network_section(suite, net_link, net_note or "")
+        note = note or net_note
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render(suite, link, note or ""), encoding="utf-8")
+    output.write_text(render(suite, link, note or "", summary, extra), encoding="utf-8")
     return note
 
 
@@ -148,15 +195,90 @@ def _memory_main(args: argparse.Namespace) -> int:
     return 1 if args.strict and any(row.status == "MISS" for row in rows) else 0
 
 
+def _chosen(
+    args: argparse.Namespace,
+) -> tuple[tuple[str, ...], list[Case], list[ColdCase], list[Network]]:
+    """The sections to run and, in each, the cases ``-k`` selects."""
+    sections = tuple(s for s in SECTIONS if getattr(args, s)) or SECTIONS
+    texts = args.case
+
+    def wanted(name: str, equation: str = "") -> bool:
+        return not texts or any(t in name or (equation and t in equation) for t in texts)
+
+    warm = select(default_cases(), texts) if "warm" in sections else []
+    cold = (
+        [c for c in cold_cases() if wanted(c.case.name, c.case.equation)]
+        if ("cold" in sections)
+        else []
+    )
+    nets = (
+        [n for n in default_networks(args.quick) if wanted(n.name)]
+        if ("networks" in sections)
+        else []
+    )
+    return sections, warm, cold, nets
+
+
+def _default_output(args: argparse.Namespace, sections: tuple[str, ...]) -> Path:
+    if sections == SECTIONS:
+        return Path("build/bench-quick.md" if args.quick else "docs/performance.md")
+    return Path(f"build/bench-{'-'.join(sections)}{'-quick' if args.quick else ''}.md")
+
+
+def _run(
+    args: argparse.Namespace,
+    engine: Engine,
+    chosen: tuple[tuple[str, ...], list[Case], list[ColdCase], list[Network]],
+) -> SuiteResult:
+    sections, warm, cold, nets = chosen
+    peers: dict[str, Prepare] = {
+        n: p for n, p in default_peers().items() if n not in args.skip_peer
+    }
+    progress = sys.stderr
+    with thread_limit(args.threads) as limited:
+        suite = run_suite(warm, engine, peers, _budget(args), args.quick,
+                          measure_rates="warm" in sections)  # fmt: skip
+        suite.sections = sections
+        if cold:
+            calls = args.cold_calls or (QUICK_COLD_CALLS if args.quick else COLD_CALLS)
+            suite.cold = run_cold(cold, engine, peers, calls, progress)
+        if nets:
+            net_peers = {n: p for n, p in default_network_peers(args.quick).items()
+                         if n not in args.skip_peer}  # fmt: skip
+            settings = NETWORK_QUICK if args.quick else NETWORK_FULL
+            suite.networks = run_networks(nets, engine, net_peers, settings, progress)
+    suite.notes["thread limit"] = limited
+    if any(case.on_torch for case in warm):
+        suite.notes["torch cases on"] = torch_device()
+    return suite
+
+
+def _missed(suite: SuiteResult) -> bool:
+    cold = geometric_mean([r.ratio for r in suite.cold if r.ratio is not None])
+    nets = network_geomean(suite.networks)
+    return bool(
+        suite.missed()
+        or suite.geomean_met() is False
+        or any(r.status == "MISS" for r in suite.cold)
+        or any(r.status == "MISS" for r in suite.networks)
+        or (cold is not None and cold > COLD_GEOMEAN_LIMIT)
+        or (nets is not None and nets > NETWORK_GEOMEAN_LIMIT)
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; see the module doc for the exit codes."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.memory:
         return _memory_main(args)
-    cases = select(default_cases(), args.case)
-    if args.list or not cases:
-        print("\n".join(f"{c.name}: {c.equation}" for c in cases) or "no case matches")
-        return 0 if cases else 2
+    chosen = _chosen(args)
+    sections, warm, cold, nets = chosen
+    names = [f"{c.name}: {c.equation}" for c in warm]
+    names += [f"cold {c.case.name}: {c.case.equation}" for c in cold]
+    names += [f"network {n.name}: {n.tensors} tensors" for n in nets]
+    if args.list or not names:
+        print("\n".join(names) or "no case matches")
+        return 0 if names else 2
     engine = _engine(args.stand_in)
     if engine is None:
         return 2
@@ -164,20 +286,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # holding a core while the next contender is timed. Set before their runtimes start;
     # an explicit value in the environment wins. The report records it.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    peers = {n: p for n, p in default_peers().items() if n not in args.skip_peer}
-    with thread_limit(args.threads) as limited:
-        suite = run_suite(cases, engine, peers, _budget(args), args.quick)
-    suite.notes["thread limit"] = limited
-    if any(case.on_torch for case in cases):
-        suite.notes["torch cases on"] = torch_device()
-    default = Path("build/bench-quick.md" if args.quick else "docs/performance.md")
-    output = args.output or default
+    suite = _run(args, engine, chosen)
+    output = args.output or _default_output(args, sections)
     chart = None if args.no_chart else (args.chart or output.with_suffix(".png"))
     note = write_report(suite, output, chart)
     print(
         f"wrote {output}" + (f" and {chart}" if note is None and chart else f" (no chart: {note})"),
         file=sys.stderr,
     )
-    if suite.failed():
+    if suite.any_failed():
         return 1
-    return 1 if args.strict and (suite.missed() or suite.geomean_met() is False) else 0
+    return 1 if args.strict and _missed(suite) else 0

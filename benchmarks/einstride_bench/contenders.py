@@ -80,6 +80,7 @@ class Engine:
     einsum: Callable[..., Any]
     contract_expression: Callable[..., Any]
     stand_in: bool = False  # True when this is not einstride, only something in its place
+    clear_caches: Callable[[], Any] | None = None  # forget every plan (cold calls, networks)
 
 
 def load_einstride() -> Engine:
@@ -89,7 +90,8 @@ def load_einstride() -> Engine:
     expression = getattr(module, "contract_expression", None)
     if not callable(einsum) or not callable(expression):
         raise ImportError("einstride.einsum / einstride.contract_expression are not in this build")
-    return Engine("einstride", einsum, expression)
+    clear = getattr(module, "clear_plan_cache", None)
+    return Engine("einstride", einsum, expression, clear_caches=clear if callable(clear) else None)
 
 
 def stand_in() -> Engine:

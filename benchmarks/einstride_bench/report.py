@@ -223,7 +223,13 @@ _READING = """## How to read this
 - Tiny cases are judged against numpy.einsum's C loop (optimize=False), as the issue asks;
   the diagonal expansion `ij->iij`, which no einsum peer computes, is judged against the
   best hand-written NumPy code.
-- Reproduce: `make bench` (full, rewrites this file) or `make bench-quick` (smaller sizes).
+- **Cold calls**: every call on a new shape (the issue-14 cases and the suite's einsum
+  cases, a label growing by one per call), so no plan cache ever hits; each call timed
+  alone, contenders in a new random order per shape, every result checked; the median.
+- **Tensor networks**: one fresh call per network and contender (repeated while fast,
+  median), split into the path search and the contraction along the path found.
+- Reproduce: `make bench` (full, rewrites this file) or `make bench-quick` (smaller sizes);
+  `--warm`, `--cold` or `--networks` run one section alone (into build/).
   On machines where `OPENBLAS_CORETYPE`/`OPENBLAS_L2_SIZE` are set to work around old
   OpenBLAS bugs, a current NumPy runs slower kernels; for numbers comparable to a tuned
   NumPy run `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE make bench` (the values in
@@ -241,21 +247,10 @@ def _stand_in_banner(suite: SuiteResult) -> list[str]:
     ]
 
 
-def render(suite: SuiteResult, chart: str | None, chart_note: str = "") -> str:
-    """The whole report; ``chart`` is the PNG's path relative to the report, if drawn."""
+def _warm(suite: SuiteResult, chart: str | None, chart_note: str) -> list[str]:
     notes = _Footnotes()
     table = _table(suite, notes)
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [
-        "# Performance",
-        "",
-        f"`{suite.engine}` against its peers, {suite.mode} run of {when}.",
-        "",
-        *_stand_in_banner(suite),
-        "## Summary",
-        "",
-        *_summary(suite),
-        "",
+    return [
         "## Results",
         "",
         f"![{suite.engine} vs peers]({chart})" if chart else f"(No chart: {chart_note})",
@@ -265,6 +260,34 @@ def render(suite: SuiteResult, chart: str | None, chart_note: str = "") -> str:
         *(f"{number}. {line}" for number, line in enumerate(notes.lines, 1)),
         "",
         *_misses(suite),
+    ]
+
+
+def render(
+    suite: SuiteResult,
+    chart: str | None,
+    chart_note: str = "",
+    summary: Sequence[str] = (),
+    sections: Sequence[str] = (),
+) -> str:
+    """The whole report; ``chart`` is the PNG's path relative to the report, if drawn.
+    ``summary`` and ``sections`` are the lines of the other sections (cold calls, networks)
+    for the summary and after the warm section; the warm parts appear when it ran."""
+    warm = "warm" in suite.sections
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# Performance",
+        "",
+        f"`{suite.engine}` against its peers, {suite.mode} run of {when}.",
+        "",
+        *_stand_in_banner(suite),
+        "## Summary",
+        "",
+        *(_summary(suite) if warm else []),
+        *summary,
+        "",
+        *(_warm(suite, chart, chart_note) if warm else []),
+        *sections,
         *_machine(suite),
         _READING.format(engine=suite.engine),
     ]

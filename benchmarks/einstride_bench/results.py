@@ -20,10 +20,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .case import Case, Target
 from .timing import Timing
+
+if TYPE_CHECKING:
+    from .netbench import NetworkResult
 
 __all__ = ["CaseResult", "Entry", "SuiteResult", "geometric_mean"]
 
@@ -168,6 +171,9 @@ class SuiteResult:
     matmul_rates: dict[str, float] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     background: float | None = None  # cores other processes kept busy during the run
+    sections: tuple[str, ...] = ("warm",)  # which of "warm", "cold", "networks" ran
+    cold: list[CaseResult] = field(default_factory=list)
+    networks: list[NetworkResult] = field(default_factory=list)
 
     def geomean_ratio(self) -> float | None:
         """The geometric mean of every case's subject / fastest-peer ratio."""
@@ -176,6 +182,12 @@ class SuiteResult:
     def failed(self) -> list[CaseResult]:
         """The cases where the subject raised or gave a wrong result."""
         return [r for r in self.results if r.status in ("ERROR", "WRONG")]
+
+    def any_failed(self) -> bool:
+        """Whether the subject raised or was wrong anywhere: warm, cold or on a network."""
+        cold = any(r.status in ("ERROR", "WRONG") for r in self.cold)
+        nets = any(r.status in ("ERROR", "WRONG") for r in self.networks)
+        return bool(self.failed()) or cold or nets
 
     def missed(self) -> list[CaseResult]:
         """The cases where a target was missed."""

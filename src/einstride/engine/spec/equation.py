@@ -72,6 +72,11 @@ class Equation:
     output_positions: tuple[int, ...]
     sublist: bool = False
 
+    @functools.cached_property
+    def has_ellipsis(self) -> bool:
+        """Whether a term or the output has ``...``."""
+        return any(ELLIPSIS in term for term in self.terms) or ELLIPSIS in self.output
+
     def where(self, term: int | None, item: int) -> str:
         """Words for where item ``item`` of input term ``term`` (None: the output) was written."""
         pos = (self.output_positions if term is None else self.positions[term])[item]
@@ -353,6 +358,15 @@ def bind(equation: Equation, shapes: Sequence[Sequence[int]]) -> EinsumSpec:
         raise equation.fail(
             f"{len(equation.terms)} input term(s) but {len(shapes)} operand(s) were given"
         )
+    if not equation.has_ellipsis:
+        plain = _bind_plain(equation, shapes)
+        if plain is not None:
+            return plain
+    return _bind_general(equation, shapes)
+
+
+def _bind_general(equation: Equation, shapes: Sequence[Sequence[int]]) -> EinsumSpec:
+    """:func:`bind` for any equation: ``...`` dimensions broadcast, every error explained."""
     ellipsis_ranks = [_ellipsis_rank(equation, i, tuple(s)) for i, s in enumerate(shapes)]
     n_ell = max((r for r in ellipsis_ranks if r is not None), default=0)
     base = len(equation.names)
@@ -374,6 +388,23 @@ def bind(equation: Equation, shapes: Sequence[Sequence[int]]) -> EinsumSpec:
     names = equation.names + tuple(f"…{j}" for j in range(n_ell))
     final_sizes = tuple(0 if s is None else s for s in sizes)
     return EinsumSpec(equation, tuple(inputs), output, final_sizes, names, tuple(stretched))
+
+
+def _bind_plain(equation: Equation, shapes: Sequence[Sequence[int]]) -> EinsumSpec | None:
+    """:func:`bind` without ``...``: the sizes, or None when a rank or a size disagrees (the
+    general path then says what is wrong)."""
+    sizes = [-1] * len(equation.names)
+    for term, shape in zip(equation.terms, shapes):
+        if len(term) != len(shape):
+            return None
+        for label, n in zip(term, shape):
+            known = sizes[label]
+            if known != n:
+                if known != -1:
+                    return None
+                sizes[label] = n
+    return EinsumSpec(equation, equation.terms, equation.output, tuple(sizes), equation.names,
+                      ((),) * len(shapes))
 
 
 def _ellipsis_rank(equation: Equation, i: int, shape: tuple[int, ...]) -> int | None:

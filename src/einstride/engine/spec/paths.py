@@ -1,4 +1,5 @@
-"""Contraction paths for three and more operands, from opt_einsum's path finders.
+"""Contraction paths for three and more operands: einstride's budgeted search (the default,
+``optimize="auto"``, see :mod:`.search`) or any of opt_einsum's path finders.
 
 Labels are integer ids inside einstride; opt_einsum sees them as ``opt_einsum.get_symbol``
 characters, so any number of labels works.  A path uses NumPy's format: each entry names the
@@ -8,6 +9,8 @@ positions (in the current operand list) contracted together; the result goes to 
 ((1, 2), (0, 1))
 >>> find_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), False)   # left to right
 ((0, 1), (0, 1))
+>>> choose_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), "greedy").finder
+"opt_einsum 'greedy'"
 >>> find_path([(0,), (0,)], (), (3,), [(0, 1)])
 ((0, 1),)
 """
@@ -21,8 +24,10 @@ import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
 from ...errors import EinsumError, EinsumPathError
+from .costmodel import path_cost
+from .search import PathChoice, remember_choice, search_path
 
-__all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
+__all__ = ["OPTIMIZE_NAMES", "check_optimize", "choose_path", "find_path", "optimize_key"]
 
 def _finder_names() -> tuple[str, ...]:
     """opt_einsum's documented path finder names that this opt_einsum provides."""
@@ -105,34 +110,93 @@ def find_path(
 ) -> tuple[tuple[int, ...], ...]:
     """The contraction path for ``inputs`` (distinct label ids per operand) -> ``output``.
 
-    ``optimize``: False (left to right), True (greedy, as NumPy), a path finder name (see
-    :data:`OPTIMIZE_NAMES`), an explicit path (NumPy's format, with or without the leading
-    ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
-    ``memory_limit``: the most elements an intermediate may have, passed to the path finder
-    (opt_einsum's meaning: a finder that cannot keep to it ends the path with one entry of
-    every operand left).
+    ``optimize``: ``"auto"`` (einstride's budgeted search), False (left to right), True
+    (greedy, as NumPy), a path finder name (see :data:`OPTIMIZE_NAMES`), NumPy's
+    ``(name, memory_limit)``, an explicit path (NumPy's format, with or without the leading
+    ``"einsum_path"``), or any opt_einsum ``PathOptimizer``, cotengra optimizer or path
+    function.  ``memory_limit``: the most elements an intermediate may have, passed to the
+    path finder (opt_einsum's meaning: a finder that cannot keep to it ends the path with one
+    entry of every operand left).
     """
+    return choose_path(inputs, output, sizes, optimize, memory_limit).path
+
+
+def check_optimize(optimize: Any) -> None:
+    """Raise :class:`EinsumError` for an ``optimize=`` that no path search accepts (checked
+    even where there is only one way to contract)."""
+    limited = _limited(optimize)
+    if limited is not None:
+        optimize = limited[0]
+    if isinstance(optimize, (list, tuple)) or optimize is None or isinstance(optimize, bool):
+        return
+    if isinstance(optimize, str) and optimize == "auto":
+        return
+    _finder(optimize)
+
+
+def choose_path(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    optimize: Any = "auto",
+    memory_limit: int | None = None,
+) -> PathChoice:
+    """:func:`find_path` with how the path was found and what the cost model says of it;
+    every choice but a given path is remembered for the plan report."""
     n = len(inputs)
     limited = _limited(optimize)
     if limited is not None:  # NumPy's (name, limit): the tighter limit wins
         optimize, cap = limited
         memory_limit = cap if memory_limit is None else min(cap, memory_limit)
     if isinstance(optimize, (list, tuple)):
-        return _checked_path(optimize, n)
-    if optimize is False:
-        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2)) if n > 1 else ((0,),)
-    finder = _finder(optimize)  # a bad value is an error whatever the operand count
-    if n <= 1:
-        return ((0,),) if n == 1 else ()
-    if n == 2:
-        return ((0, 1),)
+        return _rated(inputs, output, sizes, _checked_path(optimize, n), "given")
+    check_optimize(optimize)
+    auto = optimize is None or (isinstance(optimize, str) and optimize == "auto")
+    if auto and memory_limit is not None:
+        optimize, auto = "greedy", False  # opt_einsum's finders keep to a size limit
+    if optimize is False or n <= 2:
+        path = ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2)) if n >= 2 else (
+            ((0,),) if n == 1 else ())
+        choice = _rated(inputs, output, sizes, path, "left to right")
+    elif auto:
+        choice = search_path(inputs, output, sizes)
+    else:
+        found = _external(inputs, output, sizes, optimize, memory_limit)
+        choice = _rated(inputs, output, sizes, found, _finder_name(optimize))
+    if n > 2:
+        remember_choice(inputs, output, sizes, choice)
+    return choice
+
+
+def _external(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
+              optimize: Any, memory_limit: int | None) -> tuple[tuple[int, ...], ...]:
+    """The path of an opt_einsum finder (by name or object) or a cotengra optimizer."""
+    finder = _finder(optimize)
     symbol = opt_einsum.get_symbol
     oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
     oe_output = frozenset(symbol(label) for label in output)
     used = {label for term in inputs for label in term}
     size_dict = {symbol(label): max(sizes[label], 1) for label in used}
-    path = finder(oe_inputs, oe_output, size_dict, memory_limit)
-    return _checked_path(list(path), n)
+    if callable(getattr(finder, "search", None)):  # cotengra's: a contraction tree
+        found = finder.search(oe_inputs, oe_output, size_dict)
+        path = found.get_path() if hasattr(found, "get_path") else found
+    else:
+        path = finder(oe_inputs, oe_output, size_dict, memory_limit)
+    return _checked_path(list(path), len(inputs))
+
+
+def _finder_name(optimize: Any) -> str:
+    if optimize is True:
+        return "opt_einsum 'greedy' (optimize=True)"
+    if isinstance(optimize, str):
+        return f"opt_einsum {optimize!r}"
+    return f"{type(optimize).__module__.split('.')[0]} {type(optimize).__name__}"
+
+
+def _rated(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
+           path: tuple[tuple[int, ...], ...], finder: str) -> PathChoice:
+    ns, flops, largest = path_cost(inputs, output, sizes, path)
+    return PathChoice(path=path, finder=finder, cost_ns=ns, flops=flops, largest=largest)
 
 
 def _finder(optimize: Any) -> Any:
@@ -145,11 +209,11 @@ def _finder(optimize: Any) -> Any:
                 f"{', '.join(OPTIMIZE_NAMES)}, a path list or an opt_einsum PathOptimizer"
             )
         return oe_paths.get_path_fn(optimize)
-    if callable(optimize):
+    if callable(optimize) or callable(getattr(optimize, "search", None)):
         return optimize
     raise EinsumError(
         f"einsum: optimize={optimize!r} is neither a path finder name, a path list nor a "
-        "PathOptimizer"
+        "PathOptimizer (or cotengra optimizer)"
     )
 
 

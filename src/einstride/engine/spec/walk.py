@@ -34,9 +34,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from .equation import EinsumSpec
-from .paths import find_path
+from .paths import check_optimize, find_path
+from .search import PathChoice, recall_choice
 
-__all__ = ["flop_count", "path_flops", "plan_path", "prepared_labels", "walk_path"]
+__all__ = ["flop_count", "path_choice_of", "path_flops", "plan_path", "prepared_labels",
+           "walk_path"]
 
 T = TypeVar("T")
 Labels = tuple[int, ...]
@@ -99,8 +101,24 @@ def prepared_labels(spec: EinsumSpec) -> list[Labels]:
 def plan_path(spec: EinsumSpec, optimize: Any) -> tuple[tuple[int, ...], ...]:
     """The contraction path of ``spec`` for ``optimize`` (``((0,),)`` for one operand; an
     explicit path or a finder name is checked whatever the operand count)."""
+    n = len(spec.inputs)
+    if n in (1, 2) and not isinstance(optimize, (list, tuple)):
+        check_optimize(optimize)  # one way only: no search, but a bad value is an error
+        return ((0,),) if n == 1 else ((0, 1),)
     terms = prepared_labels(spec)
     return find_path(terms, tuple(dict.fromkeys(spec.output)), spec.sizes, optimize)
+
+
+def path_choice_of(spec: EinsumSpec, path: Sequence[Sequence[int]]) -> PathChoice | None:
+    """How ``path`` was found for ``spec``, when a recent search found it (for reports).
+
+    >>> from .equation import parse_equation
+    >>> spec = parse_equation("ij,jk,kl->il", (2, 3), (3, 4), (4, 5))
+    >>> path_choice_of(spec, plan_path(spec, "auto")).finder
+    'optimal'
+    """
+    terms = prepared_labels(spec)
+    return recall_choice(terms, tuple(dict.fromkeys(spec.output)), spec.sizes, path)
 
 
 def flop_count(labels: Iterable[int], inner: bool, terms: int, sizes: Sequence[int]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
+from ...spec.walk import path_choice_of
 from .delivery import Delivery, OutputCreation
 from .peak import plan_peak
 from .steps import (
@@ -69,6 +70,7 @@ def format_plan(plan: Plan) -> str:
     lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}   "
                  f"peak: {_bytes(plan_peak(plan))} (alive at once)")
     lines.append(f"  path: {list(plan.path)}")
+    lines += [f"  path finder: {c.describe()}" for c in [path_choice_of(spec, plan.path)] if c]
     if plan.output.allocs:
         a = plan.output.allocs[0]
         fill = "zeroed: output labels repeat" if plan.output.create is OutputCreation.ZEROS \

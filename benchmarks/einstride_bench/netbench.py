@@ -1,0 +1,441 @@
+"""The network section: a fresh contraction of each tensor network, path search included.
+
+Every contender first finds its path (timed: "search"), then contracts along it (timed:
+"contraction"); a fresh call of einsum pays both. Per network and contender the report
+gives both times and their total, the FLOPs of the path (opt_einsum's count, the same for
+everyone), and the peak bytes the contraction allocates (``tracemalloc``, in a separate
+pass, so tracing does not slow the timed one). A path too costly to run here (a greedy
+path can be thousands of times worse than the best) is reported with its FLOPs and not
+run. Every result is checked against numpy.einsum's, or, past its 52 labels, opt_einsum's.
+
+>>> from einstride_bench.contenders import stand_in
+>>> from einstride_bench.networks import mps_norm
+>>> peers = {name: peer for name, peer in default_network_peers(True).items()
+...          if name.startswith("opt_einsum")}
+>>> result = run_network(mps_norm(6, 4), subject_peer(stand_in()), peers, NETWORK_QUICK)
+>>> result.subject.problem, result.reference
+('', 'opt_einsum auto')
+>>> result.subject.total > 0, result.entries[1].flops
+(True, 1824.0)
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO
+
+import numpy as np
+
+from .case import Operands, Skip
+from .contenders import Engine, opt_einsum, optional_module
+from .networks import Network
+from .results import geometric_mean
+
+__all__ = [
+    "COTENGRA",
+    "NETWORK_FLOPS_FACTOR",
+    "NETWORK_FULL",
+    "NETWORK_GEOMEAN_LIMIT",
+    "NETWORK_QUICK",
+    "NETWORK_TARGET",
+    "NetworkEntry",
+    "NetworkPeer",
+    "NetworkResult",
+    "NetworkSettings",
+    "Prepared",
+    "default_network_peers",
+    "run_network",
+    "run_networks",
+    "subject_peer",
+]
+
+NETWORK_TARGET = 1.1  # einstride's total / the best peer's total, per network
+NETWORK_GEOMEAN_LIMIT = 0.8
+NETWORK_FLOPS_FACTOR = 2.0  # einstride's FLOPs / cotengra's at its largest budget (>= 40)
+COTENGRA = "cotengra"
+DP_MAX_TENSORS = 24  # opt_einsum's dp searches for minutes past this on random networks
+Path = list[tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """How much the section may spend: cotengra's time budgets, repeats of the fast
+    contractions (the median is reported), and the FLOPs and bytes past which a path is
+    not run."""
+
+    cotengra_budgets: tuple[float, ...]
+    repeats: int
+    repeat_below: float  # seconds: only calls faster than this are repeated
+    max_flops: float
+    max_bytes: float
+
+
+NETWORK_FULL = NetworkSettings((0.1, 1.0, 5.0), 3, 0.5, 5e10, 4 * 2**30)
+NETWORK_QUICK = NetworkSettings((0.1, 0.5), 1, 0.0, 5e9, 2**29)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A contender's found path (None when it does not say) and what contracts along it."""
+
+    path: Path | None
+    contract: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class NetworkPeer:
+    """A contender: ``search(network, operands)`` finds its path (raising ``Skip`` when it
+    does not apply); ``fresh`` runs before every call (a cache to forget)."""
+
+    search: Callable[[Network, Operands], Prepared]
+    fresh: Callable[[], Any] | None = None
+    separable: bool = True  # False: the search happens inside the contraction (torch)
+
+
+@dataclass(frozen=True)
+class NetworkEntry:
+    """One contender on one network (seconds; ``problem`` when it did not run or was
+    wrong: "skipped: ...", "error: ...", "wrong: ...", "not run: ...")."""
+
+    name: str
+    subject: bool
+    search: float | None = None
+    contraction: float | None = None
+    flops: float | None = None
+    peak: int | None = None
+    problem: str = ""
+
+    @property
+    def total(self) -> float | None:
+        if self.problem or self.contraction is None:
+            return None
+        return (self.search or 0.0) + self.contraction
+
+
+@dataclass(frozen=True)
+class NetworkResult:
+    """A network's entries (subject first) and the verdicts on them."""
+
+    network: Network
+    entries: tuple[NetworkEntry, ...]
+    reference: str
+    largest_budget: str = ""  # the cotengra entry the FLOPs target compares with
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def subject(self) -> NetworkEntry:
+        return next(e for e in self.entries if e.subject)
+
+    @property
+    def best_peer(self) -> NetworkEntry | None:
+        """The peer with the lowest total, if any ran."""
+        timed = [e for e in self.entries if not e.subject and e.total is not None]
+        return min(timed, key=lambda e: e.total or 0.0, default=None)
+
+    @property
+    def ratio(self) -> float | None:
+        """Subject total / the best peer's total."""
+        best, mine = self.best_peer, self.subject.total
+        if best is None or mine is None or not best.total:
+            return None
+        return mine / best.total
+
+    @property
+    def flops_ratio(self) -> float | None:
+        """Subject FLOPs / those of cotengra at its largest budget (networks >= 40 tensors)."""
+        ref = next((e for e in self.entries if e.name == self.largest_budget), None)
+        mine = self.subject.flops
+        if self.network.tensors < 40 or ref is None or not ref.flops or mine is None:
+            return None
+        return mine / ref.flops
+
+    def verdicts(self) -> tuple[tuple[str, bool | None, str], ...]:
+        """Each target: its phrase, whether met (None: not measurable), what was measured."""
+        ratio, flops = self.ratio, self.flops_ratio
+        best = self.best_peer
+        found = [(f"<= {NETWORK_TARGET:g}x the best peer's total", None if ratio is None else
+                  ratio <= NETWORK_TARGET, "" if ratio is None or best is None
+                  else f"{ratio:.2f}x {best.name}")]  # fmt: skip
+        if self.network.tensors >= 40:
+            found.append((f"FLOPs <= {NETWORK_FLOPS_FACTOR:g}x {self.largest_budget}",
+                          None if flops is None else flops <= NETWORK_FLOPS_FACTOR,
+                          "" if flops is None else f"{flops:.2f}x"))  # fmt: skip
+        return tuple(found)
+
+    @property
+    def status(self) -> str:
+        """ERROR/WRONG when the subject failed, MISS when a target failed (or its path was
+        too costly to run), else PASS."""
+        problem = self.subject.problem
+        if problem.startswith("not run"):
+            return "MISS"  # its path was too costly to run here
+        if problem:
+            return "WRONG" if problem.startswith("wrong") else "ERROR"
+        met = [v[1] for v in self.verdicts() if v[1] is not None]
+        if not met:
+            return "n/a"
+        return "PASS" if all(met) else "MISS"
+
+
+def network_geomean(results: Sequence[NetworkResult]) -> float | None:
+    """The geometric mean of the subject / best-peer total ratios."""
+    return geometric_mean([r.ratio for r in results if r.ratio is not None])
+
+
+# -- contenders ------------------------------------------------------------------------------
+
+
+def subject_peer(engine: Engine) -> NetworkPeer:
+    """The engine: ``contract_expression`` on the shapes (its path search), then the call."""
+
+    def search(network: Network, ops: Operands) -> Prepared:
+        expression = engine.contract_expression(network.equation, *network.shapes)
+        path = getattr(expression, "path", None)
+        return Prepared(None if path is None else [tuple(e) for e in path],
+                        lambda: expression(*ops))  # fmt: skip
+
+    return NetworkPeer(search, fresh=engine.clear_caches)
+
+
+def _numpy_greedy(network: Network, ops: Operands) -> Prepared:
+    equation = network.ascii_equation()
+    if equation is None:
+        raise Skip(f"numpy.einsum takes at most 52 labels; this network has {network.labels}")
+    path, _ = np.einsum_path(equation, *ops, optimize="greedy")
+    return Prepared([tuple(e) for e in path[1:]],
+                    lambda: np.einsum(equation, *ops, optimize=path))  # fmt: skip
+
+
+def _opt_einsum(optimize: str) -> NetworkPeer:
+    def search(network: Network, ops: Operands) -> Prepared:
+        if optimize == "dp" and network.tensors > DP_MAX_TENSORS:
+            raise Skip(f"its search takes minutes past {DP_MAX_TENSORS} tensors")
+        path, _ = opt_einsum.contract_path(network.equation, *ops, optimize=optimize)
+        return Prepared(
+            list(path), lambda: opt_einsum.contract(network.equation, *ops, optimize=path)
+        )
+
+    return NetworkPeer(search)
+
+
+def _torch(torch: Any) -> NetworkPeer:
+    def search(network: Network, ops: Operands) -> Prepared:
+        equation = network.ascii_equation()
+        if equation is None:
+            raise Skip(f"torch.einsum takes at most 52 labels; this network has {network.labels}")
+        tensors = [torch.from_numpy(op) for op in ops]
+        return Prepared(None, lambda: torch.einsum(equation, *tensors))
+
+    return NetworkPeer(search, separable=False)
+
+
+def _cotengra(ctg: Any, seconds: float) -> NetworkPeer:
+    def search(network: Network, ops: Operands) -> Prepared:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "kahypar not installed" on every call
+            optimizer = ctg.HyperOptimizer(max_time=seconds, max_repeats=10**6,
+                                           parallel=False, progbar=False)  # fmt: skip
+            path, _ = opt_einsum.contract_path(network.equation, *ops, optimize=optimizer)
+        return Prepared(
+            list(path), lambda: opt_einsum.contract(network.equation, *ops, optimize=path)
+        )
+
+    return NetworkPeer(search)
+
+
+def default_network_peers(quick: bool) -> dict[str, NetworkPeer]:
+    """numpy.einsum (greedy path), opt_einsum (auto, greedy, random-greedy, dp), and
+    torch.einsum and cotengra's HyperOptimizer at each budget when installed."""
+    peers = {'numpy.einsum(optimize="greedy")': NetworkPeer(_numpy_greedy)}
+    for name in ("auto", "greedy", "random-greedy", "dp"):
+        peers[f"opt_einsum {name}"] = _opt_einsum(name)
+    if (torch := optional_module("torch")) is not None:
+        peers["torch.einsum"] = _torch(torch)
+    ctg = optional_module("cotengra")
+    if ctg is not None:
+        settings = NETWORK_QUICK if quick else NETWORK_FULL
+        for seconds in settings.cotengra_budgets:
+            peers[f"{COTENGRA} {seconds:g} s"] = _cotengra(ctg, seconds)
+    return peers
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def _path_cost(network: Network, path: Path) -> tuple[float, float]:
+    """FLOPs and the largest intermediate (elements) of ``path``, as opt_einsum counts."""
+    _, info = opt_einsum.contract_path(network.equation, *network.shapes, shapes=True,
+                                       optimize=path)  # fmt: skip
+    return float(info.opt_cost), float(info.largest_intermediate)
+
+
+def _search(peer: NetworkPeer, network: Network, ops: Operands) -> tuple[float, Prepared]:
+    if peer.fresh is not None:
+        peer.fresh()
+    start = time.perf_counter()
+    prepared = peer.search(network, ops)
+    return time.perf_counter() - start, prepared
+
+
+def _timed(contract: Callable[[], Any]) -> tuple[float, Any]:
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        result = contract()
+        return time.perf_counter() - start, result
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _peak(contract: Callable[[], Any]) -> int:
+    """The bytes a call allocates at its peak beyond what it started with."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        contract()
+        return max(0, tracemalloc.get_traced_memory()[1] - before)
+    finally:
+        tracemalloc.stop()
+
+
+def _guard(
+    network: Network, path: Path | None, settings: NetworkSettings
+) -> tuple[float | None, str]:
+    """The path's FLOPs, and why it must not run here ("" when it may)."""
+    check = path if path is not None else "auto"  # torch: opt_einsum's auto path
+    flops, largest = _path_cost(network, check)  # type: ignore[arg-type]
+    if flops > settings.max_flops or largest * 8 > settings.max_bytes:
+        return (flops if path is not None else None), (
+            f"not run: its path needs {flops:.3g} FLOPs and an intermediate of "
+            f"{largest * 8 / 2**20:,.0f} MiB (limits here: {settings.max_flops:.3g} FLOPs, "
+            f"{settings.max_bytes / 2**20:,.0f} MiB)"
+        )
+    return (flops if path is not None else None), ""
+
+
+def _measure(
+    name: str,
+    subject: bool,
+    peer: NetworkPeer,
+    network: Network,
+    ops: Operands,
+    settings: NetworkSettings,
+) -> tuple[NetworkEntry, Any]:
+    """Search and contract (repeated while fast), then the peak-bytes pass."""
+    searches, contractions, result = [], [], None
+    flops: float | None = None
+    for _ in range(max(1, settings.repeats)):
+        search, prepared = _search(peer, network, ops)
+        flops, reason = _guard(network, prepared.path, settings)
+        if reason:
+            return NetworkEntry(
+                name, subject, search if peer.separable else None, None, flops, None, reason
+            ), None
+        seconds, result = _timed(prepared.contract)
+        searches.append(search)
+        contractions.append(seconds)
+        if search + seconds >= settings.repeat_below:
+            break
+    peak = None if not peer.separable else _peak(prepared.contract)
+    if not peer.separable:  # the search is inside the call
+        return NetworkEntry(
+            name, subject, None, statistics.median(contractions), flops, peak, ""
+        ), result
+    return NetworkEntry(
+        name, subject, statistics.median(searches), statistics.median(contractions), flops, peak, ""
+    ), result
+
+
+def _safe_measure(
+    name: str,
+    subject: bool,
+    peer: NetworkPeer,
+    network: Network,
+    ops: Operands,
+    settings: NetworkSettings,
+) -> tuple[NetworkEntry, Any]:
+    try:
+        return _measure(name, subject, peer, network, ops, settings)
+    except Skip as exc:
+        return NetworkEntry(name, subject, problem=f"skipped: {exc}"), None
+    except Exception as exc:  # a failing contender is reported, never fatal
+        return NetworkEntry(name, subject, problem=f"error: {type(exc).__name__}: {exc}"), None
+
+
+def _reference(
+    network: Network, ops: Operands, results: Mapping[str, Any], entries: Sequence[NetworkEntry]
+) -> tuple[str, Any]:
+    """NumPy's result if it ran, else opt_einsum's; else computed along the cheapest path."""
+    for name in ('numpy.einsum(optimize="greedy")', "opt_einsum auto", "opt_einsum greedy"):
+        if results.get(name) is not None:
+            return name, results[name]
+    equation = network.ascii_equation()
+    if equation is not None:
+        return "numpy.einsum (greedy path)", np.einsum(equation, *ops, optimize="greedy")
+    return "opt_einsum greedy", opt_einsum.contract(network.equation, *ops, optimize="greedy")
+
+
+def _checked(entry: NetworkEntry, result: Any, expected: Any) -> NetworkEntry:
+    if result is None or entry.problem:
+        return entry
+    actual = np.asarray(result.numpy() if hasattr(result, "numpy") else result, dtype=float)
+    wanted = np.asarray(expected, dtype=float)
+    if actual.shape != wanted.shape:
+        return replace(entry, problem=f"wrong: shape {actual.shape}, expected {wanted.shape}")
+    scale = float(np.max(np.abs(wanted))) if wanted.size else 0.0
+    error = float(np.max(np.abs(actual - wanted))) if wanted.size else 0.0
+    if not error <= 1e-8 * max(scale, 1e-300):
+        return replace(entry, problem=f"wrong: max abs error {error:.3g} (largest |value| "
+                                      f"{scale:.3g})")  # fmt: skip
+    return entry
+
+
+def run_network(
+    network: Network,
+    subject: NetworkPeer,
+    peers: Mapping[str, NetworkPeer],
+    settings: NetworkSettings,
+    subject_name: str = "einstride",
+) -> NetworkResult:
+    """Every contender on ``network`` (subject first), each result checked."""
+    ops = network.operands()
+    measured: list[NetworkEntry] = []
+    results: dict[str, Any] = {}
+    for name, peer in [(subject_name, subject), *peers.items()]:
+        entry, result = _safe_measure(name, peer is subject, peer, network, ops, settings)
+        measured.append(entry)
+        results[name] = result
+    reference, expected = _reference(network, ops, results, measured)
+    entries = tuple(_checked(e, results[e.name], expected) for e in measured)
+    budgets = [name for name in peers if name.startswith(COTENGRA)]
+    return NetworkResult(network, entries, reference, budgets[-1] if budgets else "")
+
+
+def run_networks(
+    networks: Sequence[Network],
+    engine: Engine,
+    peers: Mapping[str, NetworkPeer],
+    settings: NetworkSettings,
+    progress: TextIO,
+) -> list[NetworkResult]:
+    """Run the section, reporting progress."""
+    results = []
+    for number, network in enumerate(networks, 1):
+        print(f"[network {number:2d}/{len(networks)}] {network.name} ({network.tensors} tensors)"
+              " ...", file=progress, flush=True)  # fmt: skip
+        result = run_network(network, subject_peer(engine), peers, settings, engine.name)
+        mine = result.subject.total
+        ratio = "-" if result.ratio is None else f"{result.ratio:.2f}x"
+        print(f"        {engine.name} " + ("-" if mine is None else f"{mine:.3g} s") +
+              f" | {ratio} | {result.status}", file=progress, flush=True)  # fmt: skip
+        results.append(result)
+    return results

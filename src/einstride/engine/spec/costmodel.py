@@ -1,0 +1,176 @@
+"""The cost model of einstride's executor that the path search ranks paths with.
+
+It prices what the NumPy backend does, not FLOPs alone: a fixed cost per step, GEMM FLOPs at
+BLAS speed (plus a cost per matrix of matmul's batch loop), products without a contracted
+label (outer products, Hadamard products) at the much lower speed of a broadcast loop, a
+pass over an operand whose own labels are summed first, and every byte an operand,
+intermediate or result is read or written.  The constants are nanoseconds for float64 on
+the reference two-core machine; only their ratios matter for ranking paths, while their
+scale sets the search budget.
+
+>>> path_cost([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10), ((1, 2), (0, 1)))[1:]
+(400000, 10000)
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Collection, Iterable, Sequence
+
+__all__ = ["BYTE_NS", "GEMM_NS_PER_FLOP", "ITEMSIZE", "LOOP_NS_PER_ELEMENT", "MATRIX_NS",
+           "STEP_NS", "Problem", "pair_cost", "path_cost"]
+
+# -- the cost model (nanoseconds; float64 on the reference two-core machine) ----------------
+STEP_NS = 10000.0           # the executor's fixed cost of one step: dispatch, views, a buffer
+GEMM_NS_PER_FLOP = 0.025    # a batched matmul (BLAS), per FLOP (thin ones are memory-bound:
+MATRIX_NS = 150.0           # the byte term); and per matrix of matmul's batch loop
+LOOP_NS_PER_ELEMENT = 0.5   # a broadcast multiply or outer product, per element of the loop
+BYTE_NS = 0.1               # one byte an operand, intermediate or result is read or written
+ITEMSIZE = 8
+
+
+class Problem:
+    """The operands' labels as bit masks (label ``k`` of ``labels`` is bit ``k``), with the
+    sizes of label sets memoized: what every finder and the cost model work on."""
+
+    def __init__(self, inputs: Sequence[Sequence[int]], output: Sequence[int],
+                 sizes: Sequence[int]) -> None:
+        self.labels = sorted({x for t in inputs for x in t} | set(output))
+        bit = {x: 1 << k for k, x in enumerate(self.labels)}
+        self.label_sizes = [max(int(sizes[x]), 1) for x in self.labels]
+        self.inputs = tuple(_mask(t, bit) for t in inputs)
+        self.output = _mask(output, bit)
+        self.terms = inputs
+        self.output_labels = output
+        self._sizes: dict[int, int] = {0: 1}
+
+    def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
+        """The problem as opt_einsum's finders take it: label sets and a size dict."""
+        sets = [frozenset(t) for t in self.terms]
+        return sets, frozenset(self.output_labels), dict(zip(self.labels, self.label_sizes))
+
+    def size(self, mask: int) -> int:
+        """The number of elements of a tensor over the labels of ``mask``."""
+        return self._sizes.get(mask) or self._fill(mask)
+
+    def _fill(self, mask: int) -> int:
+        found, rest = 1, mask
+        while rest:
+            low = rest & -rest
+            found *= self.label_sizes[low.bit_length() - 1]
+            rest ^= low
+        self._sizes[mask] = found
+        return found
+
+    def pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
+        """:func:`pair_cost` over masks."""
+        known, fill = self._sizes.get, self._fill
+        ra, rb = a & (b | keep), b & (a | keep)
+        union = ra | rb
+        out = union & keep
+        loop = known(union) or fill(union)
+        ns = STEP_NS + BYTE_NS * ITEMSIZE * (
+            (known(ra) or fill(ra)) + (known(rb) or fill(rb)) + (known(out) or fill(out)))
+        if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
+            batch = ra & rb & keep
+            ns += GEMM_NS_PER_FLOP * 2.0 * loop + MATRIX_NS * (known(batch) or fill(batch))
+        else:  # a broadcast multiply (outer or Hadamard product): NumPy's loop
+            ns += LOOP_NS_PER_ELEMENT * loop
+        if ra != a:
+            ns += STEP_NS + BYTE_NS * ITEMSIZE * (known(a) or fill(a))
+        if rb != b:
+            ns += STEP_NS + BYTE_NS * ITEMSIZE * (known(b) or fill(b))
+        if ra == a and rb == b:
+            return ns, loop * (2 if union != out else 1)
+        both = a | b
+        return ns, (known(both) or fill(both)) * (2 if both & ~keep else 1)
+
+    def cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
+        """:func:`path_cost` over masks: labels stay while the output or a live operand
+        (one waiting in the same entry included) holds them."""
+        live = list(self.inputs)
+        holders = [0] * len(self.labels)
+        for term in live:
+            _count(holders, term, 1)
+        total_ns, total_flops, largest = 0.0, 0, 0
+        for entry in path:
+            picked = [live[i] for i in entry]
+            for i in sorted(entry, reverse=True):
+                del live[i]
+            for term in picked:
+                _count(holders, term, -1)
+            acc = picked[0]
+            if len(picked) == 1:
+                keep = acc & (self.output | _held(holders, acc))
+                if keep != acc:  # a sum over labels of this operand alone (else a view)
+                    total_ns += STEP_NS + BYTE_NS * ITEMSIZE * (self.size(acc) + self.size(keep))
+                    total_flops += self.size(acc)
+                acc = keep
+            for j in range(1, len(picked)):
+                waiting = functools.reduce(operator.or_, picked[j + 1:], 0)
+                both = acc | picked[j]
+                keep = both & (self.output | waiting | _held(holders, both))
+                ns, flops = self.pair(acc, picked[j], keep)
+                acc = both & keep
+                total_ns, total_flops = total_ns + ns, total_flops + flops
+                largest = max(largest, self.size(acc))
+            _count(holders, acc, 1)
+            live.append(acc)
+        return total_ns, total_flops, largest
+
+
+def _mask(labels: Iterable[int], bit: dict[int, int]) -> int:
+    found = 0
+    for x in labels:
+        found |= bit[x]
+    return found
+
+
+def _count(holders: list[int], mask: int, delta: int) -> None:
+    while mask:
+        low = mask & -mask
+        holders[low.bit_length() - 1] += delta
+        mask ^= low
+
+
+def _held(holders: list[int], mask: int) -> int:
+    """The labels of ``mask`` that some live operand still holds."""
+    found, rest = 0, mask
+    while rest:
+        low = rest & -rest
+        if holders[low.bit_length() - 1]:
+            found |= low
+        rest ^= low
+    return found
+
+
+def pair_cost(a: Collection[int], b: Collection[int], keep: Collection[int],
+              sizes: Sequence[int]) -> tuple[float, int]:
+    """``(nanoseconds, FLOPs)`` of contracting operands labelled ``a`` and ``b`` into their
+    labels in ``keep``, as einstride's executor does it: labels of one operand alone that
+    are not kept are summed first (a pass over it); the product is a batched matmul (BLAS,
+    plus a cost per matrix of its batch) when a label is contracted, else a broadcast
+    multiply (NumPy's loop, ten times slower per element); every operand and result byte is
+    read or written once.  FLOPs follow opt_einsum's convention.
+
+    >>> i, j, k = 0, 1, 2
+    >>> gemm, _ = pair_cost({i, j}, {j, k}, {i, k}, (64,) * 3)
+    >>> outer, _ = pair_cost({i}, {k}, {i, k}, (64,) * 3)
+    >>> round(gemm), round(outer)   # same output: 64x the FLOPs, not 64x the time
+    (33088, 15427)
+    """
+    problem = Problem([tuple(a), tuple(b)], tuple(keep), sizes)
+    ma, mb = problem.inputs
+    return problem.pair(ma, mb, problem.output)
+
+
+def path_cost(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
+              path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
+    """``(nanoseconds, FLOPs, largest intermediate in elements)`` of ``path`` (NumPy's
+    format; an entry of several operands contracts them pairwise, left to right).
+
+    >>> path_cost([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10), ((0, 1), (0, 1)))[1]
+    40000000
+    """
+    return Problem(inputs, output, sizes).cost(path)

@@ -1,0 +1,366 @@
+"""The default path search (``optimize="auto"``): time spent where it pays.
+
+The search first takes the greedy path (the exact optimum for up to four operands) and
+estimates, with a cost model of einstride's own executor, how long the contraction will
+take.  A share of that estimate is the search *budget*: nothing more for a contraction of
+microseconds, up to a few seconds for one of minutes.  Within the budget it tries more
+finders -- the exact optimum over the cost model for a few operands, opt_einsum's dynamic
+programming for a moderate number, then greedy trials (three fixed weightings of the
+operands' sizes, then seeded random ones) -- and keeps the candidate the cost model rates
+cheapest.  The budget follows the cheapest path found so far: a finder that finds a much
+cheaper path leaves less to gain, and the search stops sooner.
+
+The cost model (:mod:`.costmodel`) prices what the executor does, not FLOPs alone.  The
+budget is converted into work (how many trials) by a fixed estimate of their cost, never
+by a clock, so the search is deterministic for a seed;
+only a safety deadline (three budgets) stops the trials on a machine far slower than that
+estimate, and the choice then says so.
+
+>>> inputs = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]           # a ring of five matrices
+>>> choice = search_path(inputs, (), (30, 40, 50, 60, 70))
+>>> choice.finder, choice.path == search_path(inputs, (), (30, 40, 50, 60, 70)).path
+('greedy', True)
+>>> search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10)).path   # optimal
+((1, 2), (0, 1))
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
+
+from .costmodel import Problem
+
+__all__ = [
+    "PathChoice",
+    "recall_choice",
+    "remember_choice",
+    "search_budget",
+    "search_path",
+]
+
+Path = tuple[tuple[int, ...], ...]
+
+# -- the budget ------------------------------------------------------------------------------
+BUDGET_SHARE = 0.25         # of the estimated contraction time, spent on the search
+MAX_BUDGET_S = 4.0
+TRIAL_S_PER_TENSOR = 40e-6  # one greedy trial (and its scoring), per operand
+MAX_TRIALS = 256
+FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' sizes
+DEADLINE_FACTOR = 3.0       # the trials stop past this many budgets (a machine far too slow)
+OPTIMAL_ALWAYS = 4          # up to this many operands the exact optimum is cheaper than greedy
+OPTIMAL_MAX = 7             # the exact optimum takes ~3**n/2 pair costs
+DP_MAX = 12                 # opt_einsum's dynamic programming: exponential past this
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathChoice:
+    """A contraction path and how it was found.
+
+    ``finder`` names the finder whose path won (``"optimal"``, ``"greedy"``, ``"dp"``,
+    ``"random-greedy"``; or for other ``optimize`` forms ``"given"``, ``"left to right"``,
+    an opt_einsum finder's name or an optimizer's class).  ``cost_ns`` and ``flops`` rate
+    the path with :func:`path_cost`; ``baseline_ns`` is the greedy path's cost (what the
+    budget was derived from); ``budget_s`` the search budget, ``tried`` the finders run
+    (random-greedy with its trial count) and ``candidates`` the paths scored.
+    """
+
+    path: Path
+    finder: str
+    cost_ns: float
+    flops: int
+    largest: int
+    baseline_ns: float = 0.0
+    budget_s: float = 0.0
+    tried: tuple[str, ...] = ()
+    candidates: int = 1
+    seed: int = 0
+
+    def describe(self) -> str:
+        """One line for the plan report: which finder won and why.
+
+        >>> print(search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6)).describe())
+        optimal over the cost model (3 operands: every order scored); est. 20.6 µs, 1,536 FLOPs
+        """
+        rated = f"est. {_fmt_ns(self.cost_ns)}, {self.flops:,} FLOPs"
+        if not self.tried:
+            return f"{self.finder}; {rated}"
+        if self.tried == ("optimal",):
+            return (f"optimal over the cost model ({self.candidates} operands: every order "
+                    f"scored); {rated}")
+        budget = f"budget {_fmt_s(self.budget_s)}" + (
+            f" = {BUDGET_SHARE:.0%} of greedy's est. {_fmt_ns(self.baseline_ns)}"
+            if self.budget_s == search_budget(self.baseline_ns) else " (given)")
+        if self.tried == ("greedy",):
+            return f"greedy (no other finder fits the search {budget}); {rated}"
+        gain = self.baseline_ns / self.cost_ns if self.cost_ns > 0 else 1.0
+        why = ("no candidate beat greedy's own path" if self.finder == "greedy"
+               else f"{gain:.3g}x cheaper than greedy's path" if gain >= 1.1
+               else f"{1 - 1 / gain:.1%} cheaper than greedy's path")
+        return (f"{self.finder} won among {self.candidates} candidates from "
+                f"{', '.join(self.tried)} ({why}; {budget}); {rated}")
+
+
+def _fmt_ns(ns: float) -> str:
+    return _fmt_s(ns * 1e-9)
+
+
+def _fmt_s(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    finder: str
+    path: Path
+    ns: float
+    flops: int
+    largest: int
+
+
+# -- finders ---------------------------------------------------------------------------------
+
+
+def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
+    """opt_einsum's greedy (trial -1); a trial ``>= 0`` weighs the operands' sizes by a
+    factor (trials 0-2: fixed ones) and, from trial 3 on, jitters every candidate's score
+    with a generator of its own (opt_einsum's random-greedy uses the global one)."""
+    sets, output, size_dict = problem.oe_problem()
+    if trial < 0:
+        return _linear(oe_paths.ssa_greedy_optimize(sets, output, size_dict))
+    rng: random.Random | None = None
+    if trial < len(FIXED_WEIGHTS):
+        weight, spread = FIXED_WEIGHTS[trial], 0.0
+    else:
+        rng = random.Random(f"einstride-search:{seed}:{trial}")
+        weight, spread = rng.uniform(0.5, 2.0), 10 ** rng.uniform(-2.0, -0.5)
+
+    def score(size12: int, size1: int, size2: int, *_: Any) -> float:
+        removed = size12 - weight * (size1 + size2)
+        return removed if rng is None else removed * rng.gauss(1.0, spread)
+
+    return _linear(oe_paths.ssa_greedy_optimize(sets, output, size_dict, None, score))
+
+
+def _linear(ssa: Sequence[Sequence[int]]) -> Path:
+    return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
+
+
+def _dp(problem: Problem) -> Path:
+    optimizer = oe_paths.DynamicProgramming(minimize="flops", search_outer=False)
+    found = optimizer(*problem.oe_problem())
+    return tuple(tuple(e) for e in found)
+
+
+def _optimal(problem: Problem) -> _Candidate:
+    """The cheapest contraction tree under the cost model: dynamic programming over every
+    subset of operands (``3**n / 2`` pair costs)."""
+    n = len(problem.inputs)
+    full = (1 << n) - 1
+    labels = [0] * (full + 1)  # the labels of each subset of operands
+    for subset in range(1, full + 1):
+        low = subset & -subset
+        labels[subset] = labels[subset ^ low] | problem.inputs[low.bit_length() - 1]
+    # per subset: (ns, its result's labels, tree, FLOPs, largest intermediate)
+    best: dict[int, tuple[float, int, Any, int, int]] = {
+        1 << i: (0.0, term, i, 0, 0) for i, term in enumerate(problem.inputs)}
+    for subset in sorted(range(1, full + 1), key=int.bit_count)[n:]:
+        keep = labels[subset] & (problem.output | labels[full ^ subset])
+        low = subset & -subset
+        found: tuple[float, int, Any, int, int] | None = None
+        part = (subset - 1) & subset
+        while part:
+            if part & low:
+                a, b = best[part], best[subset ^ part]
+                ns, flops = problem.pair(a[1], b[1], keep)
+                if found is None or a[0] + b[0] + ns < found[0]:
+                    largest = max(a[4], b[4], problem.size(keep))
+                    found = (a[0] + b[0] + ns, keep, (a[2], b[2]), a[3] + b[3] + flops, largest)
+            part = (part - 1) & subset
+        assert found is not None
+        best[subset] = found
+    ns, _, tree, flops, largest = best[full]
+    return _Candidate("optimal", _tree_to_path(tree, n), ns, flops, largest)
+
+
+def _three(problem: Problem) -> _Candidate:
+    """:func:`_optimal` for three operands: the three orders, written out."""
+    out, pair, size = problem.output, problem.pair, problem.size
+    found: _Candidate | None = None
+    for first, last in (((0, 1), 2), ((0, 2), 1), ((1, 2), 0)):
+        x, y, z = problem.inputs[first[0]], problem.inputs[first[1]], problem.inputs[last]
+        keep = (x | y) & (out | z)
+        ns1, flops1 = pair(x, y, keep)
+        ns2, flops2 = pair(keep, z, out)
+        if found is None or ns1 + ns2 < found.ns:
+            largest = max(size(keep), size((keep | z) & out))
+            found = _Candidate("optimal", (first, (0, 1)), ns1 + ns2, flops1 + flops2, largest)
+    assert found is not None
+    return found
+
+
+def _tree_to_path(tree: Any, n: int) -> Path:
+    """A nested pair tree of operand indices -> NumPy's path format."""
+    ssa: list[tuple[int, int]] = []
+
+    def walk(node: Any) -> int:
+        if isinstance(node, int):
+            return node
+        left, right = walk(node[0]), walk(node[1])
+        ssa.append((left, right))
+        return n + len(ssa) - 1
+
+    walk(tree)
+    return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
+
+
+# -- the search ------------------------------------------------------------------------------
+
+
+def _rate(problem: Problem, finder: str, path: Path) -> _Candidate:
+    ns, flops, largest = problem.cost(path)
+    return _Candidate(finder, path, ns, flops, largest)
+
+
+def search_budget(estimate_ns: float) -> float:
+    """Seconds of search for a contraction estimated at ``estimate_ns``.
+
+    >>> search_budget(50_000), search_budget(2e9), search_budget(1e13)
+    (1.25e-05, 0.5, 4.0)
+    """
+    return min(MAX_BUDGET_S, BUDGET_SHARE * estimate_ns * 1e-9)
+
+
+def _optimal_seconds(n: int) -> float:
+    return 1e-6 * 3.0**n
+
+
+def _dp_seconds(n: int) -> float:
+    return 1e-3 * 2 ** ((n - 4) / 1.5)
+
+
+def search_path(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
+                *, seed: int = 0, budget_s: float | None = None) -> PathChoice:
+    """The budgeted search over ``inputs`` (distinct label ids per operand) -> ``output``;
+    ``sizes[label]`` is each label's size.  ``budget_s`` overrides the budget derived from
+    the greedy path's estimated cost.  The same arguments give the same path (unless the
+    machine is so slow that the safety deadline, :data:`DEADLINE_FACTOR` times the
+    budget, cuts the trials short: the choice then says so)."""
+    problem = Problem(inputs, output, sizes)
+    n = len(problem.inputs)
+    if n <= 2:
+        path: Path = ((0,),) if n == 1 else (((0, 1),) if n == 2 else ())
+        return _chosen(_rate(problem, "optimal", path), (), 0.0, 0.0, 1, seed)
+    if n <= OPTIMAL_ALWAYS:
+        best = _three(problem) if n == 3 else _optimal(problem)
+        return _chosen(best, ("optimal",), best.ns, 0.0, n, seed)
+    greedy = _rate(problem, "greedy", _greedy(problem))
+    search = _Search(problem, greedy, budget_s, seed)
+    search.run()
+    best = min(search.candidates, key=lambda c: c.ns)  # the first of equals: greedy's
+    return _chosen(best, tuple(search.tried), greedy.ns, search.budget, len(search.candidates),
+                   seed)
+
+
+class _Search:
+    """The finders after greedy, each while the budget left allows it: the exact optimum,
+    dynamic programming, then greedy trials.  The budget is a share of the cheapest path
+    found so far (a finder that finds a much cheaper path shrinks it: there is less left to
+    gain); every finder's time is estimated, never measured, so the choice is the same on
+    any machine, except past the safety deadline."""
+
+    def __init__(self, problem: Problem, greedy: _Candidate, budget_s: float | None,
+                 seed: int) -> None:
+        self.problem, self.seed, self.fixed = problem, seed, budget_s
+        self.candidates, self.tried = [greedy], ["greedy"]
+        self.best_ns, self.spent = greedy.ns, 0.0
+        self.budget = self._allowed()
+        self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
+
+    def _allowed(self) -> float:
+        return search_budget(self.best_ns) if self.fixed is None else max(0.0, self.fixed)
+
+    def _fits(self, seconds: float) -> bool:
+        return self.spent + seconds <= self._allowed()
+
+    def _add(self, candidate: _Candidate, seconds: float) -> None:
+        self.candidates.append(candidate)
+        self.best_ns = min(self.best_ns, candidate.ns)
+        self.spent += seconds
+
+    def run(self) -> None:
+        n = len(self.problem.inputs)
+        if n <= OPTIMAL_MAX and self._fits(_optimal_seconds(n)):
+            self._add(_optimal(self.problem), _optimal_seconds(n))
+            self.tried.append("optimal")
+        if n <= DP_MAX and self._fits(_dp_seconds(n)):
+            self._add(_rate(self.problem, "dp", _dp(self.problem)), _dp_seconds(n))
+            self.tried.append("dp")
+        trial, cost = 0, TRIAL_S_PER_TENSOR * n
+        while trial < MAX_TRIALS and self._fits(cost):
+            if trial and time.perf_counter() > self.deadline:
+                self.tried.append(f"random-greedy x{trial} (cut at the safety deadline)")
+                return
+            path = _greedy(self.problem, trial, self.seed)
+            self._add(_rate(self.problem, "random-greedy", path), cost)
+            trial += 1
+        if trial:
+            self.tried.append(f"random-greedy x{trial}")
+
+
+def _chosen(best: _Candidate, tried: tuple[str, ...], baseline: float, budget: float,
+            candidates: int, seed: int) -> PathChoice:
+    return PathChoice(path=best.path, finder=best.finder, cost_ns=best.ns, flops=best.flops,
+                      largest=best.largest, baseline_ns=baseline, budget_s=budget,
+                      tried=tried, candidates=candidates, seed=seed)
+
+
+# -- what the plan report says about a path --------------------------------------------------
+
+_RECENT: OrderedDict[Any, PathChoice] = OrderedDict()
+_RECENT_SIZE = 256
+_RECENT_LOCK = threading.Lock()
+
+
+def _recent_key(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int]
+                ) -> Any:
+    used = sorted({x for t in inputs for x in t} | set(output))
+    return (tuple(tuple(t) for t in inputs), tuple(output), tuple(sizes[x] for x in used))
+
+
+def remember_choice(inputs: Sequence[Sequence[int]], output: Sequence[int],
+                    sizes: Sequence[int], choice: PathChoice) -> None:
+    """Keep ``choice`` (bounded, thread-safe) for :func:`recall_choice`."""
+    key = _recent_key(inputs, output, sizes)
+    with _RECENT_LOCK:
+        _RECENT[key] = choice
+        _RECENT.move_to_end(key)
+        while len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
+
+
+def recall_choice(inputs: Sequence[Sequence[int]], output: Sequence[int],
+                  sizes: Sequence[int], path: Sequence[Sequence[int]]) -> PathChoice | None:
+    """The choice that found ``path`` for this problem recently, if it is remembered.
+
+    >>> choice = search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6))
+    >>> remember_choice([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6), choice)
+    >>> recall_choice([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6), choice.path) is choice
+    True
+    """
+    with _RECENT_LOCK:
+        found = _RECENT.get(_recent_key(inputs, output, sizes))
+    if found is None or found.path != tuple(tuple(e) for e in path):
+        return None
+    return found
+

@@ -1,0 +1,209 @@
+"""The budgeted path search (optimize="auto"): deterministic, valid, never worse than greedy,
+exact for few operands under its cost model, and every optimize= form still works."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import opt_einsum
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opt_einsum.testing import rand_equation
+
+import einstride as es
+from einstride.engine.spec import costmodel, search
+from einstride.engine.spec.costmodel import pair_cost, path_cost
+from einstride.engine.spec.paths import choose_path, find_path
+from einstride.engine.spec.search import search_path
+
+RNG = np.random.default_rng(11)
+
+Network = tuple[list[tuple[int, ...]], tuple[int, ...], list[int]]
+
+
+@st.composite
+def networks(draw: Any, max_operands: int = 9) -> Network:
+    """Random equations over integer labels: each operand takes distinct labels, labels may
+    be shared by any number of operands, some are kept in the output."""
+    n = draw(st.integers(1, max_operands))
+    n_labels = draw(st.integers(1, 10))
+    sizes = draw(st.lists(st.integers(1, 7), min_size=n_labels, max_size=n_labels))
+    inputs = [tuple(draw(st.lists(st.integers(0, n_labels - 1), max_size=4, unique=True)))
+              for _ in range(n)]
+    used = sorted({x for t in inputs for x in t})
+    output = tuple(draw(st.lists(st.sampled_from(used), unique=True)) if used else [])
+    return inputs, output, sizes
+
+
+def contracts_to_one(path: tuple[tuple[int, ...], ...], n: int) -> bool:
+    live = n
+    for entry in path:
+        if not entry or len(set(entry)) != len(entry) or not all(0 <= i < live for i in entry):
+            return False
+        live -= len(entry) - 1
+    return live == 1 or n == 0
+
+
+@given(networks(), st.integers(0, 3), st.sampled_from([None, 0.0, 0.002, 0.02]))
+@settings(max_examples=150)
+def test_the_search_is_deterministic_valid_and_never_worse_than_greedy(
+    problem: Network, seed: int, budget: float | None
+) -> None:
+    inputs, output, sizes = problem
+    search.DEADLINE_FACTOR, saved = 1e9, search.DEADLINE_FACTOR  # a busy machine must not cut
+    try:
+        check_the_search(inputs, output, sizes, seed, budget)
+    finally:
+        search.DEADLINE_FACTOR = saved
+
+
+def check_the_search(inputs: list[tuple[int, ...]], output: tuple[int, ...], sizes: list[int],
+                     seed: int, budget: float | None) -> None:
+    state = random.getstate()
+    random.seed(1234)  # the global generator must neither matter nor be touched
+    first = search_path(inputs, output, sizes, seed=seed, budget_s=budget)
+    random.seed(99)
+    again = search_path(inputs, output, sizes, seed=seed, budget_s=budget)
+    assert random.random() == random.Random(99).random()
+    random.setstate(state)
+    assert first == again
+    assert contracts_to_one(first.path, len(inputs))
+    ns, flops, _ = path_cost(inputs, output, sizes, first.path)
+    assert (ns, flops) == (pytest.approx(first.cost_ns, rel=1e-12), first.flops)
+    if len(inputs) > search.OPTIMAL_ALWAYS:
+        greedy = search._rate(costmodel.Problem(inputs, output, sizes), "greedy",
+                              search._greedy(costmodel.Problem(inputs, output, sizes)))
+        assert first.cost_ns <= greedy.ns
+        assert first.baseline_ns == greedy.ns
+
+
+def every_path(n: int) -> Iterator[tuple[tuple[int, ...], ...]]:
+    """Every sequence of pairwise contractions of ``n`` operands (NumPy's format)."""
+    if n <= 1:
+        yield ()
+        return
+    for pair in itertools.combinations(range(n), 2):
+        for rest in every_path(n - 1):
+            yield (pair, *rest)
+
+
+@given(networks(max_operands=5))
+@settings(max_examples=80)
+def test_the_exact_optimum_beats_every_order_under_the_cost_model(problem: Network) -> None:
+    inputs, output, sizes = problem
+    n = len(inputs)
+    prepared = costmodel.Problem(inputs, output, sizes)
+    if n < 3:
+        return
+    found = search._optimal(prepared)
+    cheapest = min(path_cost(inputs, output, sizes, p)[0] for p in every_path(n))
+    assert found.ns == pytest.approx(cheapest, rel=1e-12)
+    assert path_cost(inputs, output, sizes, found.path)[0] == pytest.approx(found.ns, rel=1e-12)
+    if n == 3:
+        assert search._three(prepared).ns == pytest.approx(found.ns, rel=1e-12)
+
+
+def test_the_budget_follows_the_estimated_contraction_cost() -> None:
+    ring = [(k, (k + 1) % 8) for k in range(8)]
+    cheap = search_path(ring, (), [3] * 8)
+    assert cheap.tried == ("greedy",) and cheap.budget_s < 1e-4
+    heavy = search_path(ring[:5] + [(5, 0)], (), [1000] * 6)
+    assert heavy.budget_s > cheap.budget_s
+    assert "optimal" in heavy.tried and "dp" in heavy.tried
+    assert any(t.startswith("random-greedy x") for t in heavy.tried)
+    assert heavy.candidates > 3
+
+
+def test_a_machine_too_slow_for_the_budget_cuts_the_trials_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 0.0)
+    monkeypatch.setattr(search, "TRIAL_S_PER_TENSOR", 1e-9)
+    ring = [(k, (k + 1) % 9) for k in range(9)]
+    choice = search_path(ring, (), [2] * 9, budget_s=0.05)
+    assert choice.tried[-1].endswith("(cut at the safety deadline)")
+    assert contracts_to_one(choice.path, 9)
+
+
+def test_the_cost_model_is_not_flops_alone() -> None:
+    n = 256
+    gemm_ns, gemm_flops = pair_cost({0, 1}, {1, 2}, {0, 2}, [n] * 3)
+    outer_ns, outer_flops = pair_cost({0, 1}, {2}, {0, 1, 2}, [n] * 3)
+    # the same loop over n**3 elements: twice the FLOPs for the matmul, far less time
+    assert gemm_flops == 2 * outer_flops
+    assert outer_ns > 5 * gemm_ns
+    # a label summed over one operand alone costs a pass over that operand first
+    summed_ns, _ = pair_cost({0, 1, 3}, {1, 2}, {0, 2}, [n] * 4)
+    assert summed_ns > gemm_ns
+
+
+def test_find_path_keeps_every_optimize_form() -> None:
+    inputs, output, sizes = [(0, 1), (1, 2), (2, 3), (3, 4)], (0, 4), [5, 6, 7, 8, 3]
+    assert find_path(inputs, output, sizes, False) == ((0, 1), (0, 2), (0, 1))
+    assert find_path(inputs, output, sizes, ["einsum_path", (0, 1), (0, 1), (0, 1)]) == (
+        (0, 1), (0, 1), (0, 1))
+    for name in ("greedy", "optimal", "dp", "branch-2", "auto-hq", "random-greedy", True):
+        assert contracts_to_one(find_path(inputs, output, sizes, name), 4)
+    choice = choose_path(inputs, output, sizes, opt_einsum.RandomGreedy(max_repeats=4))
+    assert choice.finder == "opt_einsum RandomGreedy" and contracts_to_one(choice.path, 4)
+    with pytest.raises(es.EinsumError, match="unknown optimize='nope'"):
+        find_path(inputs, output, sizes, "nope")
+
+
+class _SearchOnly:
+    """An optimizer with cotengra's ``search`` interface only."""
+
+    def search(self, inputs: Any, output: Any, size_dict: Any) -> Any:
+        class Tree:
+            def get_path(self) -> list[tuple[int, int]]:
+                return [(0, 1)] * (len(inputs) - 1)
+
+        return Tree()
+
+
+def test_einsum_takes_path_optimizers_and_search_objects() -> None:
+    ops = [RNG.random((5, 6)), RNG.random((6, 7)), RNG.random((7, 8)), RNG.random((8, 3))]
+    expected = np.linalg.multi_dot(ops)
+    for optimize in ("auto", _SearchOnly(), opt_einsum.DynamicProgramming()):
+        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimize),
+                                   expected)
+
+
+def test_cotengra_optimizers_are_accepted() -> None:
+    ctg = pytest.importorskip("cotengra")
+    ops = [RNG.random((4, 5)), RNG.random((5, 6, 3)), RNG.random((6, 3, 2)), RNG.random((2, 4))]
+    expected = np.einsum("ab,bcd,cde,ea->", *ops)
+    optimizers = [ctg.HyperOptimizer(max_repeats=4, progbar=False, methods=["greedy"]),
+                  ctg.GreedyOptimizer(),
+                  ctg.ReusableHyperOptimizer(max_repeats=4, methods=["greedy"], progbar=False)]
+    for optimizer in optimizers:
+        got = es.einsum("ab,bcd,cde,ea->", *ops, optimize=optimizer)
+        np.testing.assert_allclose(got, expected)
+    report = es.explain("ab,bcd,cde,ea->", *ops, optimize=optimizers[0])
+    assert "path finder: cotengra HyperOptimizer" in report
+
+
+def test_explain_says_which_finder_won() -> None:
+    report = es.explain("ab,bc,cd->ad", (30, 40), (40, 50), (50, 60))
+    assert "path finder: optimal over the cost model (3 operands" in report
+    chain = [(60, 60)] * 6
+    report = es.explain("ab,bc,cd,de,ef,fg->ag", *chain, optimize="greedy")
+    assert "path finder: opt_einsum 'greedy'" in report
+    report = es.explain("ab,bc,cd,de,ef,fg->ag", *chain)
+    assert "path finder: greedy (no other finder fits the search budget" in report
+    assert "path finder" not in es.explain("ab,bc->ac", (3, 4), (4, 5))
+    expression = es.contract_expression("ab,bc,cd,de,ef,fg->ag", *[(300, 300)] * 6)
+    assert "path finder: " in expression.explain()
+    assert "budget" in expression.explain()
+
+
+def test_auto_contracts_random_networks_like_numpy() -> None:
+    for seed in range(4):
+        eq, shapes = rand_equation(8, 3, seed=seed, d_min=2, d_max=4)
+        ops = [RNG.random(s) for s in shapes]
+        np.testing.assert_allclose(es.einsum(eq, *ops), np.einsum(eq, *ops, optimize=True))
