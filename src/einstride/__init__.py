@@ -47,7 +47,7 @@ from .engine import (
     Plan,
     plan_cache_info,
 )
-from .errors import EinsumError, LayoutError
+from .errors import EinsumError, LayoutError, MemoryLimitError, OutOfRangeError
 from .layout import Layout
 from .ops import (
     arange,
@@ -124,6 +124,8 @@ __all__ = [
     "Expression",
     "Layout",
     "LayoutError",
+    "MemoryLimitError",
+    "OutOfRangeError",
     "Plan",
     "QRResult",
     "SVDResult",

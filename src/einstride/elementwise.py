@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import OutOfRangeError
 from .memory import check_array, memory_limit
 from .tensors import Array, any_tensor, as_array, wrap_like
 from .transfer import check_elementwise_out
@@ -69,20 +70,53 @@ ElementWise = Callable[..., Any]
 
 
 def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
-    arrays = [as_array(x) for x in inputs]
-    if out is None:
-        _check_result_size(ufunc, name, arrays)
-        return wrap_like(ufunc(*arrays), any_tensor(*inputs))
-    target = check_elementwise_out(out, arrays, name)
-    ufunc(*arrays, out=target)
+    operands = [_operand(x) for x in inputs]
+    arrays = [np.asarray(x) for x in operands]  # for the checks: Python scalars as 0-d
+    try:
+        if out is None:
+            _check_result_size(ufunc, name, operands, arrays)
+            return wrap_like(ufunc(*operands), any_tensor(*inputs))
+        target = check_elementwise_out(out, arrays, name)
+        _write(ufunc, name, operands, arrays, target)
+    except OverflowError as error:  # a Python int that the dtype cannot hold (as NumPy)
+        raise OutOfRangeError(f"{name}: {error}") from None
     return out
+
+
+def _operand(x: Any) -> Any:
+    """What the ufunc gets: a Tensor's ndarray view, a Python scalar as it is (NumPy keeps it
+    *weak*: ``uint8 * 2`` stays uint8, ``float32 + 1.5`` float32), anything else converted
+    (after its size was checked)."""
+    if isinstance(x, (int, float, complex)):  # np.float64 and np.bool_ stay strong anyway
+        return x
+    return as_array(x)
+
+
+def _write(
+    ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array], target: Array
+) -> None:
+    """``ufunc`` into ``target``; where an error can come half-way (``np.errstate`` set to
+    raise or call, Python objects), into a temporary first, so ``out=`` is untouched on any
+    error."""
+    risky = any(v in ("raise", "call") for v in np.geterr().values()) or any(
+        a.dtype.hasobject for a in (*arrays, target)
+    )
+    if not risky:
+        ufunc(*operands, out=target)
+        return
+    check_array(target.shape, target.dtype, f"{name} (a temporary for out=)")
+    scratch = np.empty_like(target)
+    ufunc(*operands, out=scratch)
+    np.copyto(target, scratch, casting="no")
 
 
 # No ufunc result has items wider than this: below it, the exact result dtype is not needed.
 _WIDEST_ITEM = 64
 
 
-def _check_result_size(ufunc: np.ufunc, name: str, arrays: Sequence[Array]) -> None:
+def _check_result_size(
+    ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array]
+) -> None:
     """Refuse a broadcast result larger than the memory limit before the ufunc allocates it."""
     # The product of the input sizes bounds the broadcast size (0 when any input is empty),
     # so the exact shape is only worked out for large inputs.
@@ -92,7 +126,9 @@ def _check_result_size(ufunc: np.ufunc, name: str, arrays: Sequence[Array]) -> N
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         return  # the ufunc raises NumPy's own message
-    probe = ufunc(*(np.empty(0, a.dtype) for a in arrays))  # the result dtype, on no data
+    empty = [x if isinstance(x, (int, float, complex)) else np.empty(0, a.dtype)
+             for x, a in zip(operands, arrays)]
+    probe = ufunc(*empty)  # the result dtype, on no data (Python scalars stay weak)
     check_array(shape, probe.dtype, name)
 
 

@@ -282,7 +282,8 @@ CALLS: dict[str, Call] = {
 }
 
 NOT_FUNCTIONS = {
-    "EinsumError", "LayoutError", "__version__",  # an error type and a string
+    "EinsumError", "LayoutError", "MemoryLimitError", "OutOfRangeError",  # error types
+    "__version__",  # a string
     # plain immutable records: built by the functions above, holding no arrays of the caller
     "EinsumSpec", "Equation", "Plan", "QRResult", "SVDResult",
     "Expression",  # made by contract_expression (covered there)

@@ -45,10 +45,17 @@ class SVDResult(NamedTuple):
     v: Any
 
 
-def _matrices(t: Any, op: str) -> Array:
+def _matrices(t: Any, op: str, full_matrices: bool) -> Array:
+    """The input, after sizing every array LAPACK and the results need: the input's copy and,
+    with ``full_matrices``, the square ``[..., M, M]`` and ``[..., N, N]`` factors (all at
+    complex128 width, the widest they can have)."""
     arr = as_array(t)
     require_rank(arr, 2, op)
     check_array(arr.shape, np.complex128, op)  # LAPACK copies (a broadcast batch too)
+    if full_matrices:
+        *batch, m, n = arr.shape
+        for side in (m, n):
+            check_array((*batch, side, side), np.complex128, f"{op} (full_matrices)")
     return arr.astype(np.float32) if arr.dtype in _NARROW else arr
 
 
@@ -61,7 +68,7 @@ def qr(t: Any, full_matrices: bool = False) -> QRResult:
     >>> q.shape, r.shape
     ((4, 3, 3), (4, 3, 2))
     """
-    arr = _matrices(t, "qr")
+    arr = _matrices(t, "qr", bool(full_matrices))
     q, r = np.linalg.qr(arr, mode="complete" if full_matrices else "reduced")
     kind = any_tensor(t)
     return QRResult(finish(dense(q), kind), finish(dense(r), kind))
@@ -75,7 +82,7 @@ def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResu
     >>> svd(np.diag([1.0, 3.0]), compute_uv=False).s.tolist()
     [3.0, 1.0]
     """
-    arr = _matrices(t, "svd")
+    arr = _matrices(t, "svd", bool(full_matrices) and bool(compute_uv))
     kind = any_tensor(t)
     if not compute_uv:
         s = np.linalg.svd(arr, compute_uv=False)
