@@ -35,7 +35,7 @@ import numpy as np
 
 from .errors import OutOfRangeError
 from .memory import check_array, memory_limit
-from .tensors import Array, any_tensor, as_array, wrap_like
+from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
 from .transfer import check_elementwise_out
 
 __all__ = [
@@ -76,6 +76,8 @@ def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
         if out is None:
             _check_result_size(ufunc, name, operands, arrays)
             return wrap_like(ufunc(*operands), any_tensor(*inputs))
+        if isinstance(out, (Tensor, np.ndarray)):  # NumPy's type errors first, as NumPy
+            _dry_run(ufunc, operands, arrays, as_array(out).dtype)
         target = check_elementwise_out(out, arrays, name)
         _write(ufunc, name, operands, arrays, target)
     except OverflowError as error:  # a Python int that the dtype cannot hold (as NumPy)
@@ -92,14 +94,28 @@ def _operand(x: Any) -> Any:
     return as_array(x)
 
 
+def _dry_run(ufunc: np.ufunc, operands: Sequence[Any], arrays: Sequence[Array], out: Any) -> None:
+    """The ufunc on no data into an ``out`` of ``out``'s dtype: NumPy's own error for a
+    result it cannot cast to ``out`` (checked before shapes, in NumPy's order)."""
+    ufunc(*_empty_like(operands, arrays), out=np.empty(0, out))
+
+
+def _empty_like(operands: Sequence[Any], arrays: Sequence[Array]) -> list[Any]:
+    """No data of each operand's dtype (Python scalars stay themselves: weak)."""
+    return [x if isinstance(x, (int, float, complex)) else np.empty(0, a.dtype)
+            for x, a in zip(operands, arrays)]
+
+
 def _write(
     ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array], target: Array
 ) -> None:
     """``ufunc`` into ``target``; where an error can come half-way (``np.errstate`` set to
-    raise or call, Python objects), into a temporary first, so ``out=`` is untouched on any
-    error."""
-    risky = any(v in ("raise", "call") for v in np.geterr().values()) or any(
-        a.dtype.hasobject for a in (*arrays, target)
+    raise or call, Python objects, an integer ``power`` meeting a negative exponent), into a
+    temporary first, so ``out=`` is untouched on any error."""
+    risky = (
+        any(v in ("raise", "call") for v in np.geterr().values())
+        or any(a.dtype.hasobject for a in (*arrays, target))
+        or (ufunc is np.power and any(a.dtype.kind in "iu" for a in arrays))
     )
     if not risky:
         ufunc(*operands, out=target)
@@ -126,9 +142,7 @@ def _check_result_size(
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         return  # the ufunc raises NumPy's own message
-    empty = [x if isinstance(x, (int, float, complex)) else np.empty(0, a.dtype)
-             for x, a in zip(operands, arrays)]
-    probe = ufunc(*empty)  # the result dtype, on no data (Python scalars stay weak)
+    probe = ufunc(*_empty_like(operands, arrays))  # the result dtype, on no data
     check_array(shape, probe.dtype, name)
 
 
