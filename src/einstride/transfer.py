@@ -42,7 +42,7 @@ import numpy as np
 from .errors import LayoutError, value_errors
 from .footprint import Footprint
 from .layout import Layout, normalize_axes
-from .memory import check_array
+from .memory import check_array, check_listing
 from .tensors import Tensor, as_array, wrap_like
 
 __all__ = [
@@ -104,6 +104,7 @@ def check_destination(dst: Any, op: str) -> None:
 def check_no_overlap(dst: Any, sources: Iterable[Any], op: str) -> None:
     """Reject any source that shares memory with ``dst`` (the rule for einsum ``out=``,
     ``concat``/``stack`` ``out=``)."""
+    check_listing(sources, f"{op} sources")  # a range(10**9) of sources: refused, not walked
     for index, src in enumerate(sources):
         if tensors_overlap(dst, src):
             raise LayoutError(f"{op}: the destination overlaps input {index}")

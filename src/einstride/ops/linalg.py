@@ -69,8 +69,15 @@ def qr(t: Any, full_matrices: bool = False) -> QRResult:
     ((4, 3, 3), (4, 3, 2))
     """
     arr = _matrices(t, "qr", bool(full_matrices))
-    q, r = np.linalg.qr(arr, mode="complete" if full_matrices else "reduced")
     kind = any_tensor(t)
+    if arr.size == 0:  # LAPACK would still size its work by the (maybe huge) other length
+        *batch, m, n = arr.shape
+        k = m if full_matrices else min(m, n)
+        real = np.linalg.qr(np.eye(1, dtype=arr.dtype)).Q.dtype
+        q = np.zeros((*batch, m, k), real)
+        q[...] = np.eye(m, k, dtype=real)  # orthonormal columns (k == m or no columns at all)
+        return QRResult(finish(q, kind), finish(np.zeros((*batch, k, n), real), kind))
+    q, r = np.linalg.qr(arr, mode="complete" if full_matrices else "reduced")
     return QRResult(finish(dense(q), kind), finish(dense(r), kind))
 
 
@@ -84,6 +91,8 @@ def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResu
     """
     arr = _matrices(t, "svd", bool(full_matrices) and bool(compute_uv))
     kind = any_tensor(t)
+    if arr.size == 0:
+        return _empty_svd(arr, compute_uv, full_matrices, kind)
     if not compute_uv:
         s = np.linalg.svd(arr, compute_uv=False)
         return SVDResult(finish(dense(s), kind), None, None)
@@ -94,3 +103,20 @@ def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResu
         finish(dense(u), kind),
         finish(v, kind),
     )
+
+
+def _empty_svd(arr: Array, compute_uv: bool, full_matrices: bool, kind: bool) -> SVDResult:
+    """The SVD of matrices with no elements, by shape alone (no LAPACK call: its workspace
+    would follow a length that may be huge)."""
+    *batch, m, n = arr.shape
+    u_probe, s_probe, _ = np.linalg.svd(np.eye(1, dtype=arr.dtype))
+    s = finish(np.zeros((*batch, min(m, n)), s_probe.dtype), kind)
+    if not compute_uv:
+        return SVDResult(s, None, None)
+    ku, kv = (m, n) if full_matrices else (min(m, n), min(m, n))
+    u = np.zeros((*batch, m, ku), u_probe.dtype)
+    v = np.zeros((*batch, n, kv), u_probe.dtype)
+    if full_matrices:  # the square factors are identities (any orthonormal basis would do)
+        u[...] = np.eye(m, dtype=u.dtype)
+        v[...] = np.eye(n, dtype=v.dtype)
+    return SVDResult(s, finish(u, kind), finish(v, kind))

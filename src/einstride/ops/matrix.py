@@ -98,6 +98,8 @@ def band_part(t: Any, lower: int, upper: int) -> Any:
     require_rank(arr, 2, "band_part")
     low, up = as_int(lower, "lower"), as_int(upper, "upper")
     check_array(arr.shape, arr.dtype, "band_part")
+    if arr.size == 0:  # no mask to build (a row or column count may still be huge)
+        return finish(np.empty(arr.shape, arr.dtype), any_tensor(t))
     check_array(arr.shape[-2:], np.intp, "band_part (its row - column mask)")
     rows = np.arange(arr.shape[-2])[:, np.newaxis]
     cols = np.arange(arr.shape[-1])[np.newaxis, :]

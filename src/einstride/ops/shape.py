@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import LayoutError
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
-from ..memory import check_array, check_views
+from ..memory import check_array, check_listing, check_views
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ..transfer import check_out
 from ._common import Array, finish, int_tuple, map_view, map_views
@@ -47,7 +47,8 @@ def unstack(t: Any, axis: int = 0) -> list[Any]:
     >>> [row.tolist() for row in unstack(np.arange(6).reshape(2, 3), axis=-1)]
     [[0, 3], [1, 4], [2, 5]]
     """
-    if np.ndim(t) == 0:
+    t = _operand(t)
+    if t.ndim == 0:
         raise LayoutError("unstack: the input has rank 0; there is no axis to unstack")
 
     def parts(layout: Layout) -> list[Layout]:
@@ -70,7 +71,8 @@ def split(t: Any, count_or_sizes: Any, axis: int = 0) -> list[Any]:
     Traceback (most recent call last):
     einstride.errors.LayoutError: split: 2 does not divide the length 5 of axis 0
     """
-    if np.ndim(t) == 0:
+    t = _operand(t)
+    if t.ndim == 0:
         raise LayoutError("split: the input has rank 0; there is no axis to split")
 
     def parts(layout: Layout) -> tuple[Layout, ...]:
@@ -152,6 +154,7 @@ def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
 def _collect(tensors: Iterable[Any], op: str) -> list[Any]:
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}: pass a sequence of tensors, not a single Tensor")
+    check_listing(tensors, f"{op} tensors")
     items = list(tensors)
     if not items:
         raise LayoutError(f"{op}: the list of tensors is empty")
@@ -218,7 +221,13 @@ def flatten(t: Any) -> Any:
     >>> flatten(np.float32(3)).shape
     (1,)
     """
-    return reshape(t, (-1,) if np.ndim(t) else (1,))
+    t = _operand(t)
+    return reshape(t, (-1,) if t.ndim else (1,))
+
+
+def _operand(t: Any) -> Any:
+    """A Tensor as it is, anything else as an ndarray (its conversion sized first)."""
+    return t if isinstance(t, Tensor) else as_array(t)
 
 
 def expand_dims(t: Any, axis: Any) -> Any:
