@@ -102,7 +102,9 @@ CASES: dict[str, list[str]] = {
     "gather": ["BIG, [0]", "BIG, BIGI", "BIG1, [0]", "EMPTY, [0]", "RANGE, [0]",
                "np.broadcast_to(np.ones(1), (10**6, 10**6, 3)), np.broadcast_to(np.zeros(1, "
                "np.int64), (10**6, 10**6, 1)), axis=2, batch_dims=2", "V0, [0]",
-               "np.ones(3), RANGE"],
+               "np.ones(3), RANGE", "np.broadcast_to(np.ones(1), (10**3, 10**12)), [0, 5], axis=1",
+               "np.broadcast_to(np.ones(1), (10**4, 10**5, 3)), np.zeros((10**4, 1), np.int64), "
+               "axis=1, batch_dims=1"],
     "glorot_normal": ["RANGE", "(10**7, 10**7)"],
     "glorot_uniform": ["RANGE", "(10**7, 10**7)"],
     "he_normal": ["RANGE", "(10**7, 10**7)"],
@@ -193,6 +195,18 @@ NOT_FUNCTIONS = {
     "QRResult": "qr's result record",
     "SVDResult": "svd's result record",
     "Expression": "made by contract_expression (covered there)",
+}
+
+# Calls that must succeed: small results of huge inputs, read without copying the input.
+MUST_RETURN = {
+    "gather(np.broadcast_to(np.ones(1), (10**3, 10**12)), [0, 5], axis=1)",
+    "gather(np.broadcast_to(np.ones(1), (10**4, 10**5, 3)), np.zeros((10**4, 1), np.int64), "
+    "axis=1, batch_dims=1)",
+    "reshape(BIG, -1)", "flatten(BIG)", "transpose(BIG)", "diag_part(BIG)", "trace(BIG)",
+    "tile(EMPTY, [10**6, 1])", "band_part(EMPTY, 0, 0)", "qr(EMPTY)", "svd(EMPTY)",
+    "resize(BIG, 5)", "resize(PATTERN, 3)", "resize_to(BIG, np.zeros(3))",
+    "one_hot(EMPTYI, 10**13)", "broadcast_to(BIG, (10**7, 10**7))",
+    "linspace(0, EMPTY, 10**6)", "categorical(EMPTY, 3)", "eye(0, 10**12)",
 }
 
 # Engine calls whose front end is being rewritten (issue 15): they fail here today and are
@@ -343,6 +357,8 @@ def test_every_public_function_is_guarded(outcomes, case):
     assert seconds < SECONDS, f"{case} took {seconds:.1f} s"
     if kind == "MemoryLimitError":
         assert "would allocate" in message and "memory limit" in message, message
+    if case in MUST_RETURN:
+        assert kind == "returned", f"{case}: {kind}: {message}"
 
 
 def test_every_public_name_has_cases():
@@ -350,6 +366,7 @@ def test_every_public_name_has_cases():
     assert not missing, f"add CASES (or a NOT_FUNCTIONS reason) for {sorted(missing)}"
     assert not (set(CASES) - set(es.__all__)), "CASES names something that is not public"
     assert all(CASES[name] or EXTRA.get(name) for name in CASES)
+    assert {case for case, _ in all_cases()} >= MUST_RETURN
 
 
 def test_the_cap_and_the_hang_detection_are_real():
