@@ -1,7 +1,9 @@
 """Element-wise arithmetic, functions and comparisons over Tensors, arrays and scalars.
 
 Each function broadcasts NumPy-style and follows its inputs: NumPy in, NumPy out; any Tensor
-in, Tensor out.  ``out=`` (a Tensor or an ndarray) is written in place and returned, under the
+in, Tensor out.  Results are NumPy's, dtype included: a Python scalar stays *weak* (NumPy 2's
+promotion), and a Python int the dtype cannot hold is an ``OutOfRangeError`` (NumPy's
+``OverflowError``).  ``out=`` (a Tensor or an ndarray) is written in place and returned, under the
 layout spec's rule: an input may overlap ``out`` only by being exactly the same view of it, and
 ``out`` may not have repeated locations (``transfer.check_elementwise_out``).
 
@@ -11,6 +13,11 @@ layout spec's rule: an input may overlap ``out`` only by being exactly the same 
 [1.0, 2.0, 3.0]
 >>> es.add(np.arange(3), 10).tolist()
 [10, 11, 12]
+>>> es.multiply(np.uint8([200]), 2)          # uint8 times a Python int stays uint8
+array([144], dtype=uint8)
+>>> es.add(np.int8([1]), 1000)
+Traceback (most recent call last):
+einstride.errors.OutOfRangeError: add: Python integer 1000 out of bounds for int8
 >>> es.less(t, 5).numpy().tolist()
 [True, True, False]
 >>> es.multiply(t, 2, out=t) is t          # the input is the same view as out: fine
