@@ -243,8 +243,9 @@ class _Walk:
         return elements
 
     def _children(self, items: list[Any] | tuple[Any, ...], depth: int) -> int:
-        if set(map(type, items)) <= _PLAIN:  # the common case, at C speed
-            self.widest = max(self.widest, 16 if complex in set(map(type, items)) else 8)
+        kinds = set(map(type, items))
+        if kinds <= _PLAIN:  # the common case, at C speed
+            self.widest = max(self.widest, 16 if complex in kinds else 8)
             return len(items)
         total = 0
         for child in items:
