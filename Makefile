@@ -10,11 +10,11 @@ BENCH_STAMP := $(VENV)/.installed-bench
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,dask,compat]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,torch]"
 	touch $(STAMP)
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,bench,networks]"
+	$(BIN)/python -m pip install -q -e ".[dev,dask,compat,torch,bench,networks]"
 	touch $(BENCH_STAMP)
 
 install: $(STAMP)

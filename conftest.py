@@ -1,5 +1,6 @@
-"""Without the optional einstride[dask] or einstride[compat] extras, skip the Dask backend's
-and the einops backend's doctests (their tests skip themselves with pytest.importorskip)."""
+"""Without the optional einstride[dask], einstride[compat] or einstride[torch] extras, skip
+the Dask backend's, the einops backend's and the torch backend's doctests (their tests skip
+themselves)."""
 
 import importlib.util
 
@@ -17,3 +18,5 @@ collect_ignore = [] if _installed("dask") else [
 ]
 if not _installed("einops"):  # the optional einstride[compat] extra
     collect_ignore.append("src/einstride/einops_backend.py")
+if not _installed("torch"):  # the optional einstride[torch] extra
+    collect_ignore.append("src/einstride/engine/backends/torch")

@@ -259,6 +259,26 @@ def test_thread_limit_limits_blas_and_restores_it() -> None:
     assert blas_threads() == before
 
 
+def test_torch_cases_run_on_torch_tensors_against_torch_einsum_only() -> None:
+    torch = pytest.importorskip("torch")
+    cases = [
+        Case("mm", "ij,jk->ik", dense(np.float64, [(3, 4), (4, 5)]), kind="torch"),
+        Case("mm fwd+bwd", "ij,jk->ik", dense(np.float64, [(3, 4), (4, 5)]), kind="torch-backward"),
+    ]
+    suite = _run(stand_in(), default_peers(), cases)
+    for result in suite.results:
+        assert [e.name for e in result.entries] == ["opt_einsum (stand-in)", "torch.einsum"]
+        assert all(e.timing is not None for e in result.entries), result.entries
+
+    def twice_the_gradient(equation: str, *ops: Any) -> Any:
+        result = torch.einsum(equation, *ops)
+        return result + (result - result.detach())
+
+    broken = Engine("broken", twice_the_gradient, opt_einsum.contract_expression)
+    (result,) = _run(broken, default_peers(), cases[1:]).results
+    assert "the gradient of operand 0 differs" in result.subject.problem
+
+
 # -- the cold-call and network sections (tiny smoke runs; no timing is asserted) -------------
 
 
@@ -322,7 +342,7 @@ def test_like_keeps_the_layout(view: Any) -> None:
 def test_cold_cases_hold_the_issue_table_and_the_suite() -> None:
     names = [c.case.name for c in cold_cases()]
     assert names[:7] == [c.case.name for c in issue_cases()]
-    einsum_cases = [c.name for c in default_cases() if c.kind != "expression"]
+    einsum_cases = [c.name for c in default_cases() if c.kind != "expression" and not c.on_torch]
     assert names[7:] == einsum_cases
     for cold in cold_cases():
         first, second = list(cold.variants(2))

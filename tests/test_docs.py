@@ -20,7 +20,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 MARKER = "runnable"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-OPTIONAL = ("dask", "distributed")   # the einstride[dask] extra
+OPTIONAL = ("dask", "distributed", "torch")   # the einstride[dask] and [torch] extras
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ def run_blocks(blocks: list[Block], filename: str) -> None:
 
 
 def _missing_extra(blocks: list[Block]) -> str | None:
-    """An optional dependency (the ``einstride[dask]`` extra) the blocks use but this
-    environment lacks, if any."""
+    """An optional dependency (the ``einstride[dask]`` or ``[torch]`` extra) the blocks use
+    but this environment lacks, if any."""
     code = "".join(block.code for block in blocks)
     for module in OPTIONAL:
         if re.search(rf"\b{module}\b", code) and importlib.util.find_spec(module) is None:

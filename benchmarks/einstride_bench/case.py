@@ -78,9 +78,13 @@ class Case:
     """One benchmark case.
 
     ``kind`` says how the subject runs it: ``"einsum"`` (``einsum(equation, *ops)``),
-    ``"expression"`` (a prebuilt ``contract_expression`` called on the operands) or
+    ``"expression"`` (a prebuilt ``contract_expression`` called on the operands),
     ``"handwritten"`` (the subject runs ``einsum``, its peers are the case's own
-    ``handwritten`` NumPy functions, used when no library peer can do the equation).
+    ``handwritten`` NumPy functions, used when no library peer can do the equation),
+    ``"torch"`` (``einsum`` on the operands as torch CPU tensors -- ``torch.from_numpy``:
+    the same memory and strides -- against ``torch.einsum`` on the same tensors) or
+    ``"torch-backward"`` (the same, forward and backward: ``torch.autograd.grad`` of every
+    operand for a fixed cotangent).
     ``matmul`` builds numpy.matmul on the same data, for GEMM-shaped cases;
     ``reference`` overrides the float64 ``numpy.einsum`` oracle.
     """
@@ -89,11 +93,20 @@ class Case:
     equation: str
     make: Maker
     group: str = "contraction"
-    kind: Literal["einsum", "expression", "handwritten"] = "einsum"
+    kind: Literal["einsum", "expression", "handwritten", "torch", "torch-backward"] = "einsum"
     matmul: Callable[[Operands], Thunk] | None = None
     handwritten: Mapping[str, Prepare] = field(default_factory=dict)
     reference: Callable[[Operands], Array] | None = None
     targets: tuple[Target, ...] = (FASTEST_PEER,)
+
+    @property
+    def on_torch(self) -> bool:
+        """Whether the case runs on torch tensors (its only peer is torch.einsum).
+
+        >>> Case("mm", "ij,jk->ik", dense(np.float64, [(2, 2)] * 2), kind="torch").on_torch
+        True
+        """
+        return self.kind in ("torch", "torch-backward")
 
     def operands(self, quick: bool, seed: int = 0) -> Operands:
         """The operands at full or quick size, the same for every contender."""

@@ -52,13 +52,14 @@ def oracle(equation: str, ops: Operands) -> NDArray[Any]:
 
 
 def as_ndarray(result: object) -> NDArray[Any]:
-    """A NumPy view of a result: ndarray, einstride Tensor or torch tensor (``.numpy()``).
+    """A NumPy view of a result: ndarray, einstride Tensor or torch tensor (``.numpy()``,
+    copied to the host first when it lives on a device).
 
     >>> as_ndarray([1, 2]).tolist()
     [1, 2]
     """
     if not isinstance(result, np.ndarray) and hasattr(result, "numpy"):
-        result = result.numpy()
+        result = result.cpu().numpy() if hasattr(result, "cpu") else result.numpy()
     return np.asarray(result)
 
 

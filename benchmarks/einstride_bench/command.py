@@ -26,7 +26,7 @@ from pathlib import Path
 from .case import Case, Prepare
 from .chart import draw, draw_networks
 from .cold import COLD_CALLS, COLD_GEOMEAN_LIMIT, QUICK_COLD_CALLS, ColdCase, cold_cases, run_cold
-from .contenders import Engine, default_peers, load_einstride, stand_in
+from .contenders import Engine, default_peers, load_einstride, stand_in, torch_device
 from .machine import thread_limit
 from .memory import memory_cases, render_memory, run_memory
 from .netbench import (
@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
 def select(cases: Sequence[Case], texts: Sequence[str]) -> list[Case]:
     """The cases whose name or equation contains any of ``texts`` (all when none given).
 
-    >>> [case.name for case in select(default_cases(), ["bii"])]
+    >>> [case.name for case in select(default_cases(), ["bii"]) if not case.on_torch]
     ['batched trace']
     """
     if not texts:
@@ -248,6 +248,8 @@ def _run(
             settings = NETWORK_QUICK if args.quick else NETWORK_FULL
             suite.networks = run_networks(nets, engine, net_peers, settings, progress)
     suite.notes["thread limit"] = limited
+    if any(case.on_torch for case in warm):
+        suite.notes["torch cases on"] = torch_device()
     return suite
 
 

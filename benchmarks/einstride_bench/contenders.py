@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .case import Case, Operands, Prepare, Skip, Thunk
+from .check import tolerance
 
 __all__ = [
     "MATMUL",
@@ -36,6 +38,7 @@ __all__ = [
     "OPT_EINSUM",
     "PYTBLIS",
     "TORCH",
+    "TORCH_DEVICE_ENV",
     "Engine",
     "default_peers",
     "load_einstride",
@@ -44,6 +47,7 @@ __all__ = [
     "path_flops",
     "stand_in",
     "subject",
+    "torch_device",
 ]
 
 # opt_einsum ships no type information; bound as Any so that mypy --strict accepts it
@@ -55,6 +59,7 @@ OPT_EINSUM = "opt_einsum"
 TORCH = "torch.einsum"
 PYTBLIS = "pytblis.einsum"
 MATMUL = "numpy.matmul"
+TORCH_DEVICE_ENV = "EINSTRIDE_BENCH_TORCH_DEVICE"
 
 # numpy.einsum(optimize=False) runs one nested loop over every label; past this many
 # iterations a single call takes a second or more (its two-operand loop is vectorized
@@ -101,9 +106,18 @@ def stand_in() -> Engine:
 
 
 def subject(engine: Engine) -> Prepare:
-    """The subject's ``prepare``: an expression for expression cases, else ``einsum``."""
+    """The subject's ``prepare``: an expression for expression cases, ``einsum`` on torch
+    tensors for torch cases (their gradients checked against torch.einsum's once), else
+    ``einsum``."""
 
     def prepare(case: Case, ops: Operands) -> Thunk:
+        if case.on_torch:
+            torch = optional_module("torch")
+            if torch is None:
+                raise Skip("torch is not installed")
+            if case.kind == "torch-backward":
+                _check_gradients(torch, engine.einsum, case, ops)
+            return _torch_thunk(torch, engine.einsum, case, ops)
         if case.kind == "expression":
             expression = engine.contract_expression(case.equation, *(op.shape for op in ops))
             return lambda: expression(*ops)
@@ -138,6 +152,75 @@ def path_flops(equation: str, ops: Operands) -> float:
 def _library_case(case: Case) -> None:
     if case.kind == "handwritten":
         raise Skip("no library call does this equation; the case has hand-written peers")
+    if case.on_torch:
+        raise Skip("a torch case: torch.einsum is its peer")
+
+
+def torch_device() -> str:
+    """The device of the torch cases: ``$EINSTRIDE_BENCH_TORCH_DEVICE``, default ``cpu``.
+
+    >>> torch_device() in ("cpu", os.environ.get(TORCH_DEVICE_ENV))
+    True
+    """
+    return os.environ.get(TORCH_DEVICE_ENV, "cpu")
+
+
+def _on_device(torch: Any, op: Any, device: str) -> Any:
+    """``op`` as a torch tensor on ``device`` with its own strides: on the CPU a view of the
+    same memory (``torch.from_numpy``); elsewhere its whole base array is copied over and
+    viewed the same way (so transposed and gapped views stay views)."""
+    tensor = torch.from_numpy(op)
+    if device == "cpu":
+        return tensor
+    root = op
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if not root.flags.c_contiguous:
+        return tensor.to(device)
+    offset = op.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    flat = torch.from_numpy(root.reshape(-1)).to(device)
+    strides = [s // op.itemsize for s in op.strides]
+    return flat.as_strided(op.shape, strides, offset // op.itemsize)
+
+
+def _torch_thunk(torch: Any, einsum: Callable[..., Any], case: Case, ops: Operands) -> Thunk:
+    """``einsum`` on the operands as torch tensors (views of the same memory on the CPU, see
+    :func:`torch_device`); for a torch-backward case also the gradient of every operand for
+    a cotangent of ones.  Off the CPU each call waits for the device."""
+    device = torch_device()
+    try:
+        tensors = [_on_device(torch, op, device) for op in ops]
+    except (ValueError, TypeError) as exc:
+        raise Skip(f"torch cannot view these operands: {exc}") from exc
+    wait = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    backward = case.kind == "torch-backward"
+    if backward:
+        tensors = [t.requires_grad_() for t in tensors]
+    cotangent = torch.ones_like(einsum(case.equation, *tensors)) if backward else None
+
+    def run() -> Any:
+        result = einsum(case.equation, *tensors)
+        if backward:
+            torch.autograd.grad(result, tensors, cotangent)
+            result = result.detach()
+        wait()
+        return result
+
+    return run
+
+
+def _check_gradients(torch: Any, einsum: Callable[..., Any], case: Case, ops: Operands) -> None:
+    """Raise ``AssertionError`` when ``einsum``'s gradients are not torch.einsum's."""
+    grads = []
+    for function in (einsum, torch.einsum):
+        tensors = [_on_device(torch, op, torch_device()).requires_grad_() for op in ops]
+        result = function(case.equation, *tensors)
+        grads.append(torch.autograd.grad(result, tensors, torch.ones_like(result)))
+    tol = tolerance(np.result_type(*ops))
+    for k, (ours, theirs) in enumerate(zip(*grads)):
+        largest = float(theirs.abs().max()) if theirs.numel() else 0.0
+        if not torch.allclose(ours, theirs, rtol=tol, atol=tol * max(largest, 1.0)):
+            raise AssertionError(f"the gradient of operand {k} differs from torch.einsum's")
 
 
 def _numpy(optimize: bool) -> Prepare:
@@ -162,6 +245,8 @@ def _opt_einsum(case: Case, ops: Operands) -> Thunk:
 
 def _torch(torch: Any) -> Prepare:
     def prepare(case: Case, ops: Operands) -> Thunk:
+        if case.on_torch:
+            return _torch_thunk(torch, torch.einsum, case, ops)
         _library_case(case)
         try:
             tensors = [torch.from_numpy(op) for op in ops]

@@ -28,7 +28,7 @@ import numpy as np
 
 from .case import Case, Operands, Prepare, Skip, Thunk
 from .check import mismatch, oracle
-from .contenders import MATMUL, Engine, path_flops, subject
+from .contenders import MATMUL, TORCH, Engine, path_flops, subject
 from .machine import (
     CpuClock,
     background_cores,
@@ -54,9 +54,11 @@ def _matmul_reference(case: Case, ops: Operands) -> Thunk:
 
 
 def contenders_for(case: Case, engine: Engine, peers: Mapping[str, Prepare]) -> list[Contender]:
-    """The subject, the case's peers (its hand-written ones, if it has them) and the
-    numpy.matmul reference for GEMM-shaped cases."""
+    """The subject, the case's peers (its hand-written ones, if it has them; torch.einsum
+    alone for torch cases) and the numpy.matmul reference for GEMM-shaped cases."""
     own = case.handwritten if case.kind == "handwritten" else peers
+    if case.on_torch:
+        own = {name: prepare for name, prepare in peers.items() if name == TORCH}
     if engine.name in own or engine.name == MATMUL:
         raise ValueError(f"the engine's name {engine.name!r} is also a peer's name")
     chosen: list[Contender] = [(engine.name, "subject", subject(engine))]

@@ -13,7 +13,10 @@ True
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Literal
 
 import numpy as np
 
@@ -29,9 +32,9 @@ from .case import (
     dense,
     viewed,
 )
-from .contenders import NUMPY
+from .contenders import NUMPY, TORCH
 
-__all__ = ["default_cases", "expand_diagonal_reference", "handwritten_expansions"]
+__all__ = ["default_cases", "expand_diagonal_reference", "handwritten_expansions", "torch_cases"]
 
 GEMM_TARGETS = (FASTEST_PEER, Target("matmul", 0.9))
 F32, F64 = np.float32, np.float64
@@ -185,8 +188,43 @@ def _tiny_cases() -> list[Case]:
     ]
 
 
+def torch_cases() -> list[Case]:
+    """The GEMM-shaped, view, permuted, n-ary, memory-bound and tiny cases again on torch CPU
+    tensors (same memory and strides), einstride against torch.einsum, forward and forward
+    plus backward.
+
+    >>> names = [case.name for case in torch_cases()]
+    >>> "torch: matmul, transposed views" in names, "torch fwd+bwd: trace" in names
+    (True, True)
+    """
+    library = [
+        case
+        for case in (
+            *_gemm_cases(),
+            *_view_cases(),
+            *_contraction_cases(),
+            *_unary_cases(),
+            *_elementwise_cases(),
+            *_tiny_cases(),
+        )
+        if case.kind == "einsum"
+    ]
+    kinds: tuple[tuple[Literal["torch", "torch-backward"], str], ...] = (
+        ("torch", "torch"),
+        ("torch-backward", "torch fwd+bwd"),
+    )
+    found = []
+    for kind, label in kinds:
+        for case in library:
+            targets = (Target("peer", 2.0, TORCH),) if case.group == "tiny" else (FASTEST_PEER,)
+            found.append(
+                replace(case, name=f"{label}: {case.name}", kind=kind, matmul=None, targets=targets)
+            )
+    return found
+
+
 def default_cases() -> tuple[Case, ...]:
-    """Every case of the suite, in report order."""
+    """Every case of the suite, in report order (the torch cases where torch is installed)."""
     return (
         *_gemm_cases(),
         *_view_cases(),
@@ -194,6 +232,7 @@ def default_cases() -> tuple[Case, ...]:
         *_unary_cases(),
         *_elementwise_cases(),
         *_tiny_cases(),
+        *(torch_cases() if importlib.util.find_spec("torch") is not None else ()),
     )
 
 

@@ -31,6 +31,11 @@ AUDITED = {
     "einstride.layout:_probe": "read-only address arithmetic for np.shares_memory, never read",
     "einstride.transfer:_flat": "only dense arrays, whose size items are contiguous",
     "einstride.engine.backends.numpy.execute:_destination.write_view": "the diagonal of the output array",
+    # torch.as_strided: torch itself rejects a view outside the tensor's storage
+    "einstride.engine.backends.torch.execute:_view_fn.run": "an operand's diagonals, size-1 axes dropped",
+    "einstride.engine.backends.torch.execute:_fused_fn.compute": "an operand's diagonals, broadcast axes",
+    "einstride.engine.backends.torch.execute:_fold_batch.viewed": "batch axes that fold, merged",
+    "einstride.engine.backends.torch.execute:_destination.write_view": "the diagonal of the output",
 }
 RAW_VIEW_NAMES = {"as_strided", "frombuffer", "sliding_window_view"}
 

@@ -150,11 +150,21 @@ def split_sublists(args: Sequence[Any]) -> tuple[EquationKey, list[Any]]:
 
 
 def dtype_of(dtype: Any) -> np.dtype[Any]:
-    """``np.dtype(dtype)``, a ``TypeError`` naming ``dtype=`` when it is none."""
+    """``np.dtype(dtype)`` (a torch dtype too), a ``TypeError`` naming ``dtype=`` when it is
+    none."""
     try:
-        found: np.dtype[Any] = np.dtype(dtype)
+        found: np.dtype[Any] = _numpy_dtype(dtype)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+    return found
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
+    """``np.dtype(dtype)``; a torch dtype (``torch.float32``, ``torch.bfloat16``) by the name
+    of its NumPy twin (ml_dtypes names bfloat16), so the front end imports no backend."""
+    if type(dtype).__module__ == "torch":
+        dtype = str(dtype).removeprefix("torch.")
+    found: np.dtype[Any] = np.dtype(dtype)
     return found
 
 
@@ -188,7 +198,7 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if isinstance(shape, tuple) and dtype is not None:
         try:
-            return checked_shape(shape, what), np.dtype(dtype)
+            return checked_shape(shape, what), _numpy_dtype(dtype)
         except (TypeError, EinsumError):
             pass  # e.g. a lazy array of unknown (NaN) size, or a foreign dtype object
     if isinstance(x, range):

@@ -28,7 +28,6 @@ array([[2., 0., 0.],
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,16 +37,13 @@ from ..errors import EinsumError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
+from .spec.backward import EquationKey
+from .spec.backward import backward_equations as _backward_equations
 from .spec.dtypes import check_numeric
-from .spec.equation import EinsumSpec, bind, parse_sublists, parse_subscripts
 
 __all__ = ["einsum_vjp"]
 
 Array = np.ndarray[Any, Any]
-Labels = tuple[int, ...]
-
-
-EquationKey = str | tuple[tuple[Any, ...], ...]
 
 
 def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
@@ -64,37 +60,6 @@ def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
         "einsum_vjp: subscripts must be an equation string or a sequence of sublists, one per "
         "operand and optionally one for the output"
     )
-
-
-def _bind(key: EquationKey, shapes: tuple[tuple[int, ...], ...]) -> EinsumSpec:
-    if isinstance(key, str):
-        return bind(parse_subscripts(key), shapes)
-    output = key[len(shapes)] if len(key) > len(shapes) else None
-    return bind(parse_sublists(key[: len(shapes)], output), shapes)
-
-
-@functools.lru_cache(maxsize=1024)
-def _backward_equations(
-    key: EquationKey, shapes: tuple[tuple[int, ...], ...]
-) -> tuple[EinsumSpec, tuple[Labels, ...], tuple[tuple[Labels, tuple[int, ...]], ...]]:
-    """(the bound spec, per-operand labels with broadcast axes renamed, per-operand
-    (fill labels, their sizes)) -- everything the backward einsums need, cached."""
-    spec = _bind(key, shapes)
-    fresh = len(spec.sizes)
-    inputs: list[Labels] = []
-    for term, stretched in zip(spec.inputs, spec.stretched):
-        renamed = list(term)
-        for axis in stretched:
-            renamed[axis] = fresh
-            fresh += 1
-        inputs.append(tuple(renamed))
-    fills = []
-    for k, term in enumerate(inputs):
-        present = set(spec.output).union(*(set(t) for j, t in enumerate(inputs) if j != k))
-        missing = tuple(label for label in dict.fromkeys(term) if label not in present)
-        sizes = tuple(shapes[k][term.index(label)] for label in missing)
-        fills.append((missing, sizes))
-    return spec, tuple(inputs), tuple(fills)
 
 
 def einsum_vjp(

@@ -65,6 +65,12 @@ BACKENDS: tuple[BackendEntry, ...] = (
         array_module="dask.array",
         array_type="Array",
     ),
+    BackendEntry(
+        name="torch",
+        module="einstride.engine.backends.torch",
+        array_module="torch",
+        array_type="Tensor",
+    ),
 )
 """The registered backends besides NumPy, asked in this order."""
 

@@ -1,3 +1,4 @@
 """The spec layer, shared by every backend and importing none: equations parsed and bound to
 shapes (:mod:`.equation`), the dtype rules (:mod:`.dtypes`), contraction paths
-(:mod:`.paths`) and the path walk (:mod:`.walk`)."""
+(:mod:`.paths`), the path walk (:mod:`.walk`) and the backward equations of gradients
+(:mod:`.backward`)."""

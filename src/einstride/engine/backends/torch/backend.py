@@ -1,0 +1,92 @@
+"""The torch backend's entry points (what the registry calls): ``einsum(call)`` and
+``explain(call)``.
+
+A call runs the cached plan for its operands' layouts over torch views; when an operand
+requires grad (and grad mode is on) it runs inside :class:`.autograd.EinsumFunction`, so the
+result carries a graph whose backward is einstride too.
+
+>>> import torch
+>>> from ...call import make_call
+>>> einsum(make_call("i->ii", torch.tensor([1, 2])))     # torch.einsum cannot
+tensor([[1, 0],
+        [0, 2]])
+>>> einsum(make_call("ij,jk->ik", torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float64)))
+tensor([[3., 3.],
+        [3., 3.]], dtype=torch.float64)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+import torch
+
+from ....errors import EinsumError
+from ...call import EinsumCall
+from .autograd import Backward, EinsumFunction
+from .guard import limit_for
+from .operands import as_tensors, check_out, facts_of
+from .plan import Entry, entry_for
+from .records import check_memory
+from .report import format_torch_plan
+
+__all__ = ["einsum", "explain"]
+
+_apply = cast(Callable[..., torch.Tensor], EinsumFunction.apply)  # torch leaves it untyped
+
+
+def _entry(call: EinsumCall, tensors: list[torch.Tensor]) -> Entry:
+    out = call.out
+    out_facts = (out.shape, out.stride(), out.dtype) if isinstance(out, torch.Tensor) else None
+    return entry_for(call.key, facts_of(tensors), out_facts, call.dtype, call.optimize)
+
+
+def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None:
+    """Before anything is allocated: the memory limit bounds the plan's peak (a single
+    allocation over it is named), and what torch cannot run is refused."""
+    if entry.integer_products and device.type != "cpu":
+        raise TypeError(
+            f"einsum {entry.text!r}: the plan multiplies matrices of integers or "
+            f"bools, which torch does not do on {device}; cast the operands to a "
+            "floating dtype (or run on the CPU)"
+        )
+    if entry.peak == 0:
+        return
+    limit = limit_for(device, memory_limit)
+    if entry.peak > limit:
+        check_memory(entry.plan, limit)
+        raise EinsumError(
+            f"einsum {entry.text!r}: the plan would allocate {entry.peak:,} bytes at its peak, "
+            f"more than the memory limit of {limit:,} bytes (on torch, einsum does not slice "
+            "a contraction to fit)"
+        )
+
+
+def einsum(call: EinsumCall) -> torch.Tensor:
+    """Run ``call`` on its torch operands' device; a torch tensor (``out=`` when given)."""
+    tensors, device = as_tensors(call.operands)
+    entry = _entry(call, tensors)
+    graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    out = None
+    if call.out is not None:
+        if graph or (torch.is_grad_enabled() and getattr(call.out, "requires_grad", False)):
+            raise TypeError(
+                f"einsum {entry.text!r}: out= does not take part in autograd (an "
+                "operand or out requires grad); drop out= or run under "
+                "torch.no_grad()"
+            )
+        out = check_out(call.out, tensors, device, entry.result, entry.output_shape, entry.text)
+    _guard(entry, device, call.memory_limit)
+    if graph:
+        backward = Backward(
+            key=call.key, optimize=call.optimize, memory_limit=call.memory_limit, einsum=einsum
+        )
+        return _apply(backward, entry.run, *tensors)
+    return entry.run(tensors, out)
+
+
+def explain(call: EinsumCall) -> str:
+    """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
+    tensors, device = as_tensors(call.operands)
+    return format_torch_plan(_entry(call, tensors), device)

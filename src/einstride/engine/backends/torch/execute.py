@@ -1,0 +1,375 @@
+"""Run a :class:`~.records.TorchProgram` with torch ops over views.
+
+:func:`compile_program` turns the records into one callable ``run(tensors, out)``, a
+closure per op, made once and cached with the plan.  Views are ``as_strided``/``permute``/
+``reshape`` of the registers (the planner checked they are views); products are
+``torch.mm``/``torch.bmm`` on those views (batch dimensions folded where their strides
+allow, else looped), written straight into their destination through ``out=``; sums are
+``torch.sum`` (``torch.any`` for bool) in the compute dtype; a repeated output label is
+written through the summed-stride view of a zeroed output.  Nothing here reads a NumPy
+plan: only the records.
+
+>>> import torch
+>>> a, b = torch.ones(2, 3, 4), torch.ones(2, 4, 5)
+>>> out = torch.empty(5, 2, 3).permute(1, 2, 0)      # a permuted destination
+>>> matmul_into(a, b, out) is None and bool((out == 4).all())
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, assert_never
+
+import torch
+
+from .dtypes import torch_dtype
+from .records import (
+    CopyOp,
+    Destination,
+    Fold,
+    FusedOp,
+    MatmulOp,
+    MultiplyOp,
+    ReduceOp,
+    StepOutput,
+    TorchOp,
+    TorchProgram,
+    ViewOp,
+    Write,
+)
+
+__all__ = ["Run", "assign", "compile_program", "matmul_into"]
+
+Run = Callable[[Sequence[torch.Tensor], "torch.Tensor | None"], torch.Tensor]
+OpFn = Callable[[list[Any], Any], None]
+View = Callable[[torch.Tensor], torch.Tensor]
+
+
+def compile_program(program: TorchProgram) -> Run:
+    """The program as one callable ``run(tensors, out) -> result``."""
+    fns = [_compile(op) for op in program.steps]
+    work = list(zip(fns, program.frees))
+    pad = [None] * (program.n_registers - program.n_inputs)
+    make_dest = _destination(program.output)
+    finish = _finisher(program.output, program.n_inputs)
+
+    def run(tensors: Sequence[torch.Tensor], out: torch.Tensor | None) -> torch.Tensor:
+        regs: list[Any] = [*tensors, *pad]
+        full, dest = make_dest(out, tensors[0].device)
+        for fn, free in work:
+            fn(regs, dest)
+            for reg in free:
+                regs[reg] = None
+        return finish(full, regs)
+
+    return run
+
+
+def _compile(op: TorchOp) -> OpFn:
+    match op:
+        case ViewOp():
+            return _view_fn(op)
+        case ReduceOp():
+            return _reduce_fn(op)
+        case CopyOp():
+            return _copy_fn(op)
+        case MatmulOp():
+            return _matmul_fn(op)
+        case MultiplyOp():
+            return _multiply_fn(op)
+        case FusedOp():
+            return _fused_fn(op)
+        case _:
+            assert_never(op)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def assign(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """``dst.copy_(src)``, casting as NumPy's ``casting="unsafe"`` (complex into real keeps
+    the real part, without torch's warning)."""
+    if src.is_complex() and not dst.is_complex():
+        src = src.real
+    dst.copy_(src)
+
+
+def _cast(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x`` in ``dtype`` (a converted copy when it differs)."""
+    if x.dtype == dtype:
+        return x
+    if x.is_complex() and not dtype.is_complex:
+        x = x.real
+    return x.to(dtype)
+
+
+def _fold(fold: Fold) -> View:
+    """``permute`` + ``reshape`` into the planned view (the planner checked that the label
+    groups fold in the register's strides, so ``reshape`` is a view)."""
+    perm, shape = fold.perm, fold.shape
+    if perm == tuple(range(len(perm))):
+        return lambda x: x if x.shape == shape else x.reshape(shape)
+    return lambda x: x.permute(perm).reshape(shape)
+
+
+def _empty(shape: tuple[int, ...], dtype: torch.dtype, like: torch.Tensor) -> torch.Tensor:
+    return torch.empty(shape, dtype=dtype, device=like.device)
+
+
+# -- per op -----------------------------------------------------------------------------------
+
+
+def _view_fn(op: ViewOp) -> OpFn:
+    src, dst, shape, strides = op.src, op.dst, op.shape, op.strides
+
+    def run(regs: list[Any], dest: Any) -> None:
+        x = regs[src]
+        regs[dst] = torch.as_strided(x, shape, strides, x.storage_offset())
+
+    return run
+
+
+def _sum_kernel(
+    axes: tuple[int, ...], dtype: torch.dtype
+) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
+    """Sum ``axes`` in ``dtype`` (OR for bool), into ``out`` when given."""
+    if dtype == torch.bool:
+
+        def any_of(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+            x = x if x.dtype == torch.bool else x != 0
+            return torch.any(x, dim=axes) if out is None else torch.any(x, dim=axes, out=out)
+
+        return any_of
+
+    def sum_of(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            return torch.sum(x, dim=axes, dtype=dtype)
+        return torch.sum(x, dim=axes, dtype=dtype, out=out)
+
+    return sum_of
+
+
+def _reduce_fn(op: ReduceOp) -> OpFn:
+    assert op.axes, "a reduce op sums at least one axis (torch.sum(dim=()) sums them all)"
+    src, shape, kept_perm, to = op.src, op.shape, op.kept_perm, op.to
+    dtype = torch_dtype(op.dtype, "the compute dtype")
+    kernel = _sum_kernel(op.axes, dtype)
+
+    def run(regs: list[Any], dest: Any) -> None:
+        x = regs[src]
+        match to.write:
+            case Write.NEW:
+                buf = _empty(shape, dtype, x)
+                kernel(x, buf.permute(kept_perm))
+                regs[to.dst] = buf
+            case Write.RETURN:
+                regs[to.dst] = kernel(x, None)
+            case Write.INTO:
+                kernel(x, dest.permute(to.dest_perm))
+            case Write.TEMP:
+                assign(dest.permute(to.dest_perm), kernel(x, None))
+            case _:
+                assert_never(to.write)
+
+    return run
+
+
+def _copy_fn(op: CopyOp) -> OpFn:
+    src, perm, shape, to = op.src, op.perm, op.shape, op.to
+    dtype = torch_dtype(op.dtype, "the compute dtype")
+
+    def run(regs: list[Any], dest: Any) -> None:
+        x = regs[src].permute(perm)
+        if to.write is Write.INTO:
+            assign(dest.permute(to.dest_perm), x)
+            return
+        buf = _empty(shape, dtype, x)
+        assign(buf, x)
+        regs[to.dst] = buf
+
+    return run
+
+
+def _deliver(
+    to: StepOutput,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    compute: Callable[[list[Any], torch.Tensor], None],
+) -> OpFn:
+    """Run ``compute(regs, into)`` into a new tensor (NEW/RETURN), the destination's view
+    (INTO) or a temporary copied into it (TEMP)."""
+    dst, dest_perm = to.dst, to.dest_perm
+
+    def run(regs: list[Any], dest: Any) -> None:
+        match to.write:
+            case Write.INTO:
+                compute(regs, dest.permute(dest_perm))
+            case Write.NEW | Write.RETURN:
+                buf = torch.empty(shape, dtype=dtype, device=regs[0].device)
+                compute(regs, buf)
+                regs[dst] = buf
+            case Write.TEMP:
+                buf = torch.empty(shape, dtype=dtype, device=regs[0].device)
+                compute(regs, buf)
+                assign(dest.permute(dest_perm), buf)
+            case _:
+                assert_never(to.write)
+
+    return run
+
+
+def _multiply_fn(op: MultiplyOp) -> OpFn:
+    dtype = torch_dtype(op.dtype, "the compute dtype")
+    left, right = op.left, op.right
+    view_a, view_b = _fold(op.left_view), _fold(op.right_view)
+
+    def compute(regs: list[Any], into: torch.Tensor) -> None:
+        a, b = _cast(view_a(regs[left]), dtype), _cast(view_b(regs[right]), dtype)
+        torch.mul(a, b, out=into)
+
+    return _deliver(op.to, op.shape, dtype, compute)
+
+
+def _matmul_fn(op: MatmulOp) -> OpFn:
+    dtype = torch_dtype(op.dtype, "the compute dtype")
+    left, right, out_shape, shape = op.left, op.right, op.out_shape, op.shape
+    view_a, view_b = _fold(op.left_view), _fold(op.right_view)
+    unfold = out_shape != shape
+
+    def compute(regs: list[Any], into: torch.Tensor) -> None:
+        target = into.view(out_shape) if unfold else into
+        matmul_into(view_a(regs[left]), view_b(regs[right]), target)
+
+    return _deliver(op.to, shape, dtype, compute)
+
+
+def _fused_fn(op: FusedOp) -> OpFn:
+    dtype = torch_dtype(op.dtype, "the compute dtype")
+    operands, views, summed, out_perm = op.operands, op.views, op.summed, op.out_perm
+    kernel = _sum_kernel(summed, dtype) if summed else None
+
+    def compute(regs: list[Any], into: torch.Tensor) -> None:
+        product: torch.Tensor | None = None
+        for reg, (shape, strides) in zip(operands, views):
+            x = regs[reg]
+            x = _cast(torch.as_strided(x, shape, strides, x.storage_offset()), dtype)
+            product = x if product is None else product * x
+        assert product is not None
+        value = product if kernel is None else kernel(product, None)
+        assign(into, value.permute(out_perm))
+
+    return _deliver(op.to, op.shape, dtype, compute)
+
+
+# -- the matrix product -------------------------------------------------------------------------
+
+
+def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """``out[...] = a @ b`` for ``(B.., M, K) @ (B.., K, N)`` (batch dims broadcast to
+    ``out``'s), without copying ``a``, ``b`` or ``out``: batch dimensions that fold in all
+    three become one ``bmm`` batch, the others are looped over."""
+    if out.dtype == torch.bool:
+        _bool_matmul_into(a, b, out)
+        return
+    batch = tuple(out.shape[:-2])
+    if not batch:
+        torch.mm(a, b, out=out)
+        return
+    a = a.expand(*batch, *a.shape[-2:])
+    b = b.expand(*batch, *b.shape[-2:])
+    a3, b3, o3, loops = _fold_batch(a, b, out)
+    if not loops:
+        torch.bmm(a3, b3, out=o3)
+        return
+    for index in itertools.product(*(range(n) for n in loops)):
+        torch.bmm(a3[index], b3[index], out=o3[index])
+
+
+def _fold_batch(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[int, ...]]:
+    """(a, b, out) viewed as ``(loops..., B, rows, cols)``: size-1 batch dims dropped, runs
+    of batch dims that fold in all three merged, the innermost run the ``bmm`` batch."""
+    axes = [ax for ax in range(out.dim() - 2) if out.shape[ax] != 1]
+    runs: list[list[int]] = []
+    for ax in axes:
+        if runs and all(t.stride(runs[-1][-1]) == t.stride(ax) * t.shape[ax] for t in (a, b, out)):
+            runs[-1].append(ax)
+        else:
+            runs.append([ax])
+    if not runs:
+        runs = [[]]
+    sizes = [math.prod(out.shape[ax] for ax in run) for run in runs]
+
+    def viewed(t: torch.Tensor) -> torch.Tensor:
+        # strides: each run's innermost axis; a run folds, so this is a view
+        strides = [t.stride(run[-1]) if run else 0 for run in runs]
+        return torch.as_strided(
+            t, (*sizes, *t.shape[-2:]), (*strides, *t.stride()[-2:]), t.storage_offset()
+        )
+
+    return viewed(a), viewed(b), viewed(out), tuple(sizes[:-1])
+
+
+def _bool_matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """OR of ANDs (torch has no bool matrix product): counted in int64, then ``!= 0``."""
+    counts = torch.matmul(a.to(torch.int64), b.to(torch.int64))
+    out.copy_(counts != 0)
+
+
+# -- the destination and the result -------------------------------------------------------------
+
+
+def _destination(
+    output: Destination,
+) -> Callable[[torch.Tensor | None, torch.device], tuple[Any, Any]]:
+    """Creates (or takes ``out=``) the result tensor and its write view: when output labels
+    repeat, the strided view whose stride per distinct label is the sum of its axes'."""
+    create, shape, groups = output.create, output.shape, output.expand
+    dtype = torch_dtype(output.dtype, "the result dtype")
+    ushape = tuple(shape[axes[0]] for axes in groups) if groups is not None else ()
+
+    def write_view(full: torch.Tensor) -> torch.Tensor:
+        if groups is None:
+            return full
+        strides = tuple(sum(full.stride(ax) for ax in axes) for axes in groups)
+        return torch.as_strided(full, ushape, strides, full.storage_offset())
+
+    def make(out: torch.Tensor | None, device: torch.device) -> tuple[Any, Any]:
+        match create:
+            case "none":
+                return None, None
+            case "out":
+                assert out is not None
+                if groups is not None:
+                    out.zero_()
+                full = out
+            case "zeros":
+                full = torch.zeros(shape, dtype=dtype, device=device)
+            case "empty":
+                full = torch.empty(shape, dtype=dtype, device=device)
+            case _:
+                assert_never(create)
+        return full, write_view(full)
+
+    return make
+
+
+def _finisher(output: Destination, n_inputs: int) -> Callable[[Any, list[Any]], torch.Tensor]:
+    result, final_perm = output.result, output.final_perm
+    identity = final_perm == tuple(range(len(final_perm)))
+
+    def finish(full: Any, regs: list[Any]) -> torch.Tensor:
+        if full is not None:
+            found: torch.Tensor = full
+            return found
+        value: torch.Tensor = regs[result]
+        if not identity:
+            return value.permute(final_perm)
+        # a pure view of an operand: a new view object, as NumPy returns
+        return value.view(value.shape) if result < n_inputs else value
+
+    return finish

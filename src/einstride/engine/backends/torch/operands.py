@@ -1,0 +1,197 @@
+"""The operands of a torch einsum: converted, on one device, and ``out=`` checked.
+
+Torch operands are used as they are (strided tensors; a conjugate or negative view is
+resolved first).  Everything else -- NumPy arrays, einstride Tensors, scalars, lists -- goes
+through ``torch.as_tensor`` onto the torch operands' device.  ``out=`` must be a strided
+tensor on that device that shares no byte with an operand: the overlap test is exact (the
+one the NumPy path uses, on byte addresses and strides), and it runs before anything is
+written.
+
+>>> import numpy as np, torch
+>>> tensors, device = as_tensors([torch.ones(2, 3), np.arange(3.0)])
+>>> [t.dtype for t in tensors], device
+([torch.float32, torch.float64], device(type='cpu'))
+>>> base = torch.zeros(4, 4)
+>>> overlaps(base[::2], base[1::2]), overlaps(base[:, 1], base.T[1])
+(False, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ....errors import EinsumError, LayoutError
+from ....footprint import Footprint
+from ....layout import Layout
+from ....tensors import Tensor, as_array
+from .dtypes import numpy_dtype
+
+__all__ = ["Facts", "as_tensors", "byte_strides", "check_out", "facts_of", "overlaps"]
+
+Facts = tuple[Any, ...]
+"""``(shape, element strides, torch dtype)`` of every operand, flattened: a cache key."""
+
+
+def as_tensors(raw: Sequence[Any]) -> tuple[list[torch.Tensor], torch.device]:
+    """Every operand as a strided tensor on the torch operands' one device (``TypeError``
+    when they are on several, or an operand cannot be converted)."""
+    device = _device_of(raw)
+    tensors = []
+    for i, x in enumerate(raw):
+        if isinstance(x, torch.Tensor):
+            tensors.append(_plain(x, f"operand {i}"))
+        else:
+            tensors.append(_converted(x, device, i))
+    return tensors, device
+
+
+def _device_of(raw: Sequence[Any]) -> torch.device:
+    devices = {x.device for x in raw if isinstance(x, torch.Tensor)}
+    if len(devices) > 1:
+        where = ", ".join(
+            f"operand {i} on {x.device}" for i, x in enumerate(raw) if isinstance(x, torch.Tensor)
+        )
+        raise TypeError(
+            f"einsum: the torch operands are on different devices ({where}); "
+            "move them to one device first"
+        )
+    return devices.pop() if devices else torch.device("cpu")
+
+
+def _plain(x: torch.Tensor, what: str) -> torch.Tensor:
+    """A strided tensor whose memory holds its values (conjugate/negative views resolved)."""
+    if x.layout != torch.strided:
+        raise TypeError(
+            f"einsum: {what} is a {x.layout} torch tensor; the torch backend "
+            "takes strided (dense) tensors (call .to_dense() first)"
+        )
+    if x.is_conj() or x.is_neg():
+        return x.resolve_conj().resolve_neg()
+    return x
+
+
+def _converted(x: Any, device: torch.device, i: int) -> torch.Tensor:
+    """``torch.as_tensor`` onto ``device``; NumPy views torch cannot take (negative
+    strides, ml_dtypes' bfloat16) are handled first."""
+    if isinstance(x, Tensor):
+        x = as_array(x)
+    try:
+        if isinstance(x, np.ndarray):
+            return _from_numpy(x, device)
+        return torch.as_tensor(x, device=device)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(
+            f"einsum: operand {i} ({type(x).__name__}) cannot be converted to a torch tensor: {exc}"
+        ) from None
+
+
+def _from_numpy(x: np.ndarray[Any, Any], device: torch.device) -> torch.Tensor:
+    if any(s < 0 for s in x.strides):
+        x = x.copy()  # torch has no negative strides
+    if x.dtype == numpy_dtype(torch.bfloat16, "dtype"):
+        return torch.as_tensor(x.view(np.int16), device=device).view(torch.bfloat16)
+    return torch.as_tensor(x, device=device)
+
+
+def facts_of(tensors: Sequence[torch.Tensor]) -> Facts:
+    """The layout part of a plan-cache key (element strides: the dtype gives the bytes)."""
+    facts: list[Any] = []
+    for t in tensors:
+        facts += (t.shape, t.stride(), t.dtype)
+    return tuple(facts)
+
+
+def byte_strides(strides: Sequence[int], dtype: torch.dtype) -> tuple[int, ...]:
+    """Element strides in bytes, as the planner (and NumPy) count them.
+
+    >>> byte_strides((3, 1), torch.float64)
+    (24, 8)
+    """
+    size = dtype.itemsize
+    return tuple(s * size for s in strides)
+
+
+def _footprint(t: torch.Tensor) -> Footprint:
+    """Where ``t``'s elements live: the address of element 0 and byte strides."""
+    return Footprint(
+        shape=tuple(t.shape),
+        strides=byte_strides(t.stride(), t.dtype),
+        itemsize=t.element_size(),
+        address=t.data_ptr(),
+    )
+
+
+def _byte_layout(t: torch.Tensor, base: int) -> Layout:
+    """``t``'s bytes as a layout over memory from address ``base`` (each element widened
+    into an axis of ``element_size`` one-byte positions, as ``Footprint`` does)."""
+    return Layout(
+        (*t.shape, t.element_size()),
+        (*byte_strides(t.stride(), t.dtype), 1),
+        t.data_ptr() - base,
+    )
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors share at least one byte of memory: exact, by the overlap test the
+    NumPy side uses (``Layout.overlaps``) on their byte addresses and strides, for tensors
+    of one storage or of two storages whose memory meets (``torch.from_numpy`` of two views
+    of one array)."""
+    if a.numel() == 0 or b.numel() == 0 or a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    a_lo, b_lo = sa.data_ptr(), sb.data_ptr()
+    if a_lo + sa.nbytes() <= b_lo or b_lo + sb.nbytes() <= a_lo:
+        return False
+    base = min(a.data_ptr(), b.data_ptr())  # torch strides are >= 0: offsets are too
+    return _byte_layout(a, base).overlaps(_byte_layout(b, base))
+
+
+def check_out(
+    out: Any,
+    tensors: Sequence[torch.Tensor],
+    device: torch.device,
+    result: torch.dtype,
+    shape: tuple[int, ...],
+    text: str,
+) -> torch.Tensor:
+    """``out=`` checked before anything is written: a strided tensor on ``device`` of the
+    result's ``shape``, able to hold ``result`` values (torch's ``can_cast``), with distinct
+    locations, sharing no memory with any operand."""
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(
+            f"einsum {text!r}: out= must be a torch.Tensor with torch operands, "
+            f"not {type(out).__name__}"
+        )
+    if out.layout != torch.strided or out.is_conj() or out.is_neg():
+        raise TypeError(
+            f"einsum {text!r}: out= must be a strided tensor whose memory holds "
+            "its values (not sparse, not a conjugate or negative view)"
+        )
+    if out.device != device:
+        raise TypeError(f"einsum {text!r}: out= is on {out.device}, the operands on {device}")
+    if tuple(out.shape) != shape:
+        raise EinsumError(
+            f"einsum {text!r}: out= has shape {tuple(out.shape)}, but the result has shape {shape}"
+        )
+    numpy_dtype(out.dtype, "out= has dtype")
+    if not torch.can_cast(result, out.dtype):
+        raise TypeError(
+            f"einsum {text!r}: out= has dtype {out.dtype}, which cannot hold {result} values"
+        )
+    if _footprint(out).has_repeated_locations:
+        raise LayoutError(
+            f"einsum {text!r}: out= (shape {tuple(out.shape)}, strides "
+            f"{out.stride()}) has repeated locations and cannot hold distinct "
+            "values"
+        )
+    for i, t in enumerate(tensors):
+        if overlaps(out, t):
+            raise LayoutError(
+                f"einsum {text!r}: out= overlaps operand {i}; pass a tensor that "
+                "shares no memory with the operands"
+            )
+    return out

@@ -1,0 +1,357 @@
+"""The adapter: the ONE module that reads the NumPy planner's records.
+
+The torch backend runs the very plan the NumPy backend runs (:mod:`..numpy.plan`); this
+module translates its :class:`~..numpy.steps.Plan` into the torch backend's own immutable
+records, one :data:`TorchOp` per plan step (so step numbers match the plan report), and
+nothing else in this folder touches a NumPy step's fields.  When the NumPy records change,
+this file is the one to update.
+
+* :class:`ViewOp`: an operand viewed through one ``as_strided`` (size-1 broadcast ``...``
+  axes dropped, repeated labels as one axis whose stride is the sum);
+* :class:`ReduceOp`: labels summed (``torch.sum``; ``torch.any`` for bool);
+* :class:`CopyOp`: a copy (and cast) into a new C-ordered tensor or into the output;
+* :class:`MatmulOp`: one batched matrix product over folded views (``torch.mm``/``bmm``);
+* :class:`MultiplyOp`: a product without contracted labels (a broadcast ``torch.mul``);
+* :class:`FusedOp`: a whole tiny einsum as one broadcast product and one sum (the torch
+  backend plans without fusing; the record exists so any plan translates).
+
+>>> import numpy as np
+>>> from ...spec.equation import parse_equation
+>>> from ..numpy.options import PlannerOptions
+>>> from ..numpy.plan import build_plan
+>>> spec = parse_equation("ii,ij->j", (3, 3), (3, 4))
+>>> f8, never_fused = np.dtype(np.float64), PlannerOptions(loop_ns=float("inf"))
+>>> program = translate(build_plan(spec, (f8, f8), ((24, 8), (32, 8)), options=never_fused))
+>>> [type(op).__name__ for op in program.steps]
+['ViewOp', 'MatmulOp']
+>>> program.steps[0].strides          # the diagonal: strides 3 + 1 elements
+(4,)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Literal, assert_never
+
+import numpy as np
+
+from ..numpy.delivery import Delivery, DeliveryPlan, OutputCreation
+from ..numpy.pairs import Fold as NumpyFold
+from ..numpy.peak import plan_peak
+from ..numpy.plan import check_memory
+from ..numpy.steps import (
+    BatchStep,
+    ContractStep,
+    CopyStep,
+    FusedStep,
+    Plan,
+    ReduceStep,
+    Step,
+    ViewStep,
+)
+
+__all__ = [
+    "CopyOp",
+    "Destination",
+    "Fold",
+    "FusedOp",
+    "MatmulOp",
+    "MultiplyOp",
+    "ReduceOp",
+    "StepOutput",
+    "TorchOp",
+    "TorchProgram",
+    "ViewOp",
+    "Write",
+    "check_memory",
+    "largest_bytes",
+    "peak_bytes",
+    "translate",
+]
+
+
+class Write(enum.Enum):
+    """How an op delivers its result."""
+
+    NEW = "new"  # into a new C-ordered tensor of the register's shape
+    RETURN = "return"  # a new tensor that is the einsum result
+    INTO = "into"  # straight into the destination's write view
+    TEMP = "temp"  # a new tensor, then copied (cast) into the destination
+
+
+_WRITES = {
+    Delivery.NEW: Write.NEW,
+    Delivery.RETURN: Write.RETURN,
+    Delivery.INTO: Write.INTO,
+    Delivery.TEMP: Write.TEMP,
+}
+_CREATES: dict[OutputCreation, Literal["none", "out", "zeros", "empty"]] = {
+    OutputCreation.NONE: "none",
+    OutputCreation.OUT: "out",
+    OutputCreation.ZEROS: "zeros",
+    OutputCreation.EMPTY: "empty",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepOutput:
+    """Where an op's result goes: register ``dst`` (NEW/RETURN) or the destination, whose
+    axes ``dest_perm`` puts in the op's label order (INTO/TEMP)."""
+
+    write: Write
+    dst: int
+    dest_perm: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fold:
+    """An operand's matrix view: ``permute(perm)`` then ``reshape(shape)`` (planned as a
+    view: the label groups fold in the register's strides)."""
+
+    perm: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewOp:
+    """Operand ``src`` through ``as_strided(shape, strides)`` (elements; same offset)."""
+
+    src: int
+    dst: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReduceOp:
+    """Sum ``axes`` of register ``src`` in ``dtype``; the kept axes come out in source
+    order, which ``kept_perm`` gives in the C-ordered register of ``shape`` (NEW)."""
+
+    src: int
+    axes: tuple[int, ...]
+    kept_perm: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    to: StepOutput
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CopyOp:
+    """Register ``src`` permuted by ``perm``, copied (cast to ``dtype``)."""
+
+    src: int
+    perm: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    to: StepOutput
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MatmulOp:
+    """``(B.., M, K) @ (B.., K, N) -> out_shape`` over the folded views; the register holds
+    it unfolded to ``shape``."""
+
+    left: int
+    right: int
+    left_view: Fold
+    right_view: Fold
+    out_shape: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    to: StepOutput
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultiplyOp:
+    """``left * right`` of views that broadcast to ``shape``, in ``dtype``."""
+
+    left: int
+    right: int
+    left_view: Fold
+    right_view: Fold
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    to: StepOutput
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusedOp:
+    """Every operand through ``as_strided`` onto all labels (``views``: shape, strides;
+    size 1 where it lacks a label), one broadcast product, ``summed`` dims summed, the rest
+    permuted by ``out_perm`` to the output's distinct labels."""
+
+    operands: tuple[int, ...]
+    views: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+    summed: tuple[int, ...]
+    out_perm: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    to: StepOutput
+
+
+TorchOp = ViewOp | ReduceOp | CopyOp | MatmulOp | MultiplyOp | FusedOp
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Destination:
+    """The result: ``out=``, a tensor made first (``zeros`` when output labels repeat:
+    ``expand`` lists the axes of each distinct label, written through their summed-stride
+    view), or register ``result`` viewed through ``final_perm`` (``none``)."""
+
+    create: Literal["none", "out", "zeros", "empty"]
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    expand: tuple[tuple[int, ...], ...] | None
+    result: int
+    final_perm: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TorchProgram:
+    """A plan as torch ops: ``steps`` over ``n_registers`` registers (the first
+    ``n_inputs`` hold the operands), the plan's name of each step (``kinds``, as its
+    report says), the registers each step frees, and the destination."""
+
+    steps: tuple[TorchOp, ...]
+    kinds: tuple[str, ...]
+    frees: tuple[tuple[int, ...], ...]
+    n_inputs: int
+    n_registers: int
+    output: Destination
+
+
+def translate(plan: Plan) -> TorchProgram:
+    """The torch records of ``plan`` (one op per step)."""
+    output = plan.output
+    destination = Destination(
+        create=_CREATES[output.create],
+        shape=output.shape,
+        dtype=output.dtype,
+        expand=output.expand if output.expands else None,
+        result=output.result,
+        final_perm=output.final_perm,
+    )
+    return TorchProgram(
+        steps=tuple(_op(step, plan) for step in plan.steps),
+        kinds=tuple(step.kind for step in plan.steps),
+        frees=plan.frees,
+        n_inputs=len(plan.spec.inputs),
+        n_registers=plan.n_registers,
+        output=destination,
+    )
+
+
+def largest_bytes(plan: Plan) -> int:
+    """The bytes of the plan's largest single allocation."""
+    return plan.largest_bytes
+
+
+def peak_bytes(plan: Plan) -> int:
+    """The most bytes the plan's allocations hold at once (what ``memory_limit`` bounds)."""
+    return plan_peak(plan)
+
+
+def _delivery(delivery: DeliveryPlan, dst: int) -> StepOutput:
+    return StepOutput(write=_WRITES[delivery.mode], dst=dst, dest_perm=delivery.dest_perm)
+
+
+def _fold(fold: NumpyFold) -> Fold:
+    return Fold(perm=fold.perm, shape=fold.shape)
+
+
+def _op(step: Step, plan: Plan) -> TorchOp:
+    match step:
+        case ViewStep():
+            return _view(step, plan)
+        case ReduceStep():
+            return ReduceOp(
+                src=step.src,
+                axes=step.axes,
+                kept_perm=tuple(step.labels.index(lab) for lab in step.kept),
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.delivery, step.dst),
+            )
+        case CopyStep():
+            return CopyOp(
+                src=step.src,
+                perm=step.perm,
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.delivery, step.dst),
+            )
+        case ContractStep():
+            return MatmulOp(
+                left=step.left.register,
+                right=step.right.register,
+                left_view=_fold(step.geometry.left),
+                right_view=_fold(step.geometry.right),
+                out_shape=step.geometry.out_shape,
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.delivery, step.dst),
+            )
+        case BatchStep():
+            return MultiplyOp(
+                left=step.left.register,
+                right=step.right.register,
+                left_view=_fold(step.geometry.left),
+                right_view=_fold(step.geometry.right),
+                shape=step.shape,
+                dtype=step.dtype,
+                to=_delivery(step.delivery, step.dst),
+            )
+        case FusedStep():
+            return _fused(step, plan)
+        case _:
+            assert_never(step)
+
+
+def _element_strides(plan: Plan, operand: int) -> list[int]:
+    itemsize = plan.dtypes[operand].itemsize
+    return [s // itemsize for s in plan.strides[operand]]
+
+
+def _view(step: ViewStep, plan: Plan) -> ViewOp:
+    """The planner's squeeze-then-diagonals, replayed on the operand's strides."""
+    dims = list(plan.spec.shapes()[step.operand])
+    strides = _element_strides(plan, step.operand)
+    for ax in reversed(step.squeeze):
+        del dims[ax], strides[ax]
+    for a, b in step.diagonals:
+        size, stride = dims[a], strides[a] + strides[b]
+        for ax in (b, a):
+            del dims[ax], strides[ax]
+        dims.append(size)
+        strides.append(stride)
+    assert tuple(dims) == step.shape, "the view replays the planner's diagonals"
+    return ViewOp(src=step.src, dst=step.dst, shape=step.shape, strides=tuple(strides))
+
+
+def _fused(step: FusedStep, plan: Plan) -> FusedOp:
+    sizes = plan.spec.sizes
+    shapes = plan.spec.shapes()
+    every = tuple(
+        dict.fromkeys([lab for term in step.labels for lab in term] + list(step.out_labels))
+    )
+    views = []
+    for reg, term in zip(step.operands, step.labels):
+        strides = _element_strides(plan, reg)
+        dims = dict.fromkeys(every, 1)
+        steps = dict.fromkeys(every, 0)
+        for ax, lab in enumerate(term):
+            if shapes[reg][ax] == sizes[lab]:  # else a size-1 '...' axis that broadcasts
+                dims[lab] = sizes[lab]
+                steps[lab] += strides[ax]
+        views.append((tuple(dims[lab] for lab in every), tuple(steps[lab] for lab in every)))
+    kept = [lab for lab in every if lab in step.out_labels]
+    return FusedOp(
+        operands=step.operands,
+        views=tuple(views),
+        summed=tuple(k for k, lab in enumerate(every) if lab not in step.out_labels),
+        out_perm=tuple(kept.index(lab) for lab in step.out_labels),
+        shape=step.shape,
+        dtype=step.dtype,
+        to=_delivery(step.delivery, step.dst),
+    )

@@ -1,0 +1,245 @@
+"""The torch backend through the public API: forms, semantics, dtypes, devices, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+import einstride as es
+from einstride.engine.backends.torch import dtypes as torch_dtypes
+from einstride.engine.backends.torch.operands import facts_of
+from einstride.engine.backends.torch.plan import clear_cache, entry_for
+
+F64 = torch.float64
+
+
+def _rand(*shape: int, dtype: torch.dtype = F64, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=dtype)
+
+
+def _same(got: torch.Tensor, expected: np.ndarray) -> None:
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+# -- forms ----------------------------------------------------------------------------------
+
+
+def test_string_and_sublist_forms_return_torch_tensors() -> None:
+    a, b = _rand(2, 3), _rand(3, 4, seed=1)
+    expected = a.numpy() @ b.numpy()
+    _same(es.einsum("ij,jk->ik", a, b), expected)
+    _same(es.einsum(a, [0, 1], b, [1, 2], [0, 2]), expected)
+    _same(es.einsum(a, [0, 1], b, [1, 2]), expected)  # implicit output
+    _same(es.einsum("ij,jk", a, b), expected)
+
+
+def test_expression_path_and_explain_take_torch_tensors() -> None:
+    a, b, c = _rand(4, 5), _rand(5, 6, seed=1), _rand(6, 3, seed=2)
+    expected = a.numpy() @ b.numpy() @ c.numpy()
+    expr = es.contract_expression("ij,jk,kl->il", a.shape, b.shape, c.shape)
+    _same(expr(a, b, c), expected)
+    path, report = es.einsum_path("ij,jk,kl->il", a, b, c, optimize="greedy")
+    assert path[0] == "einsum_path" and len(path) == 3
+    assert "path:" in report
+    text = es.explain("ij,jk,kl->il", a, b, c)
+    assert text.splitlines()[0] == "einsum 'ij,jk,kl->il' on torch (cpu)  (labels: ij,jk,kl->il)"
+    assert "on torch: result torch.float64 on cpu" in text
+
+
+def test_einsum_path_and_dtype_accept_parameters_and_torch_dtypes() -> None:
+    w = torch.nn.Parameter(_rand(3, 3))
+    path, _ = es.einsum_path("ij,jk->ik", w, w)
+    assert path == ["einsum_path", (0, 1)]
+    got = es.einsum("ij,jk->ik", w, w, dtype=torch.float32)
+    assert got.dtype == torch.float32 and got.requires_grad
+
+
+def test_n_operands_follow_every_path_option() -> None:
+    ops = [_rand(3, 4), _rand(4, 5, seed=1), _rand(5, 2, seed=2), _rand(2, 3, seed=3)]
+    expected = np.einsum("ab,bc,cd,de->ae", *[t.numpy() for t in ops])
+    for optimize in (False, True, "greedy", "optimal", "dp", [(0, 1), (0, 1), (0, 1)]):
+        _same(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimize), expected)
+
+
+# -- docs/einsum.md semantics ----------------------------------------------------------------
+
+
+def test_repeated_output_labels_expand_the_diagonal() -> None:
+    x = torch.arange(1.0, 4.0, dtype=F64)
+    got = es.einsum("i->iii", x)
+    expected = np.zeros((3, 3, 3))
+    for i in range(3):
+        expected[i, i, i] = i + 1
+    _same(got, expected)
+    a, b = _rand(2, 3), _rand(3, 2, seed=1)
+    got = es.einsum("ab,bc->aaca", a, b)
+    m = a.numpy() @ b.numpy()
+    expected = np.zeros((2, 2, 2, 2))
+    for i in range(2):
+        expected[i, i, :, i] = m[i]
+    _same(got, expected)
+
+
+def test_diagonals_and_pure_views() -> None:
+    m = _rand(3, 3)
+    d = es.einsum("ii->i", m)
+    _same(d, np.diag(m.numpy()))
+    assert d.data_ptr() == m.data_ptr() and d is not m  # a view, as NumPy returns
+    t = es.einsum("ij->ji", m)
+    assert t.data_ptr() == m.data_ptr() and t.stride() == (1, 3)
+    cube = _rand(3, 3, 3)
+    _same(es.einsum("iii->i", cube), np.einsum("iii->i", cube.numpy()))
+    _same(es.einsum("ii", m), np.trace(m.numpy()))  # implicit mode: the trace
+    assert es.einsum("ii", m).dim() == 0
+
+
+def test_ellipsis_broadcasts_and_named_labels_do_not() -> None:
+    a, b = _rand(2, 1, 3), _rand(4, 3, seed=1)
+    _same(es.einsum("...i,...i->...", a, b), np.einsum("...i,...i->...", a.numpy(), b.numpy()))
+    with pytest.raises(es.EinsumError, match="named labels never broadcast"):
+        es.einsum("ij,ij->ij", _rand(2, 1), _rand(2, 3))
+
+
+def test_any_unicode_label() -> None:
+    a, b = _rand(2, 2), _rand(2, 2, seed=1)
+    _same(es.einsum("αβ,βγ->αγ", a, b), a.numpy() @ b.numpy())
+    _same(es.einsum("中文,文字", a, b), a.numpy() @ b.numpy())
+
+
+def test_errors_are_the_numpy_paths_errors() -> None:
+    cases = [
+        ("ij,jk->ik", [(2, 3), (4, 5)]),
+        ("ij,jk->il", [(2, 3), (3, 4)]),
+        ("ij->", [(2, 3, 4)]),
+        ("ij,jk->ik", [(2, 3)]),
+    ]
+    for equation, shapes in cases:
+        with pytest.raises(es.EinsumError) as from_numpy:
+            es.einsum(equation, *[np.ones(s) for s in shapes])
+        with pytest.raises(es.EinsumError) as from_torch:
+            es.einsum(equation, *[torch.ones(s) for s in shapes])
+        assert str(from_torch.value) == str(from_numpy.value)
+
+
+# -- dtypes ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (torch.int32, torch.float32),  # NumPy: float64
+        (torch.int64, torch.float16),  # NumPy: float64
+        (torch.uint8, torch.int8),
+        (torch.bool, torch.int32),
+        (torch.float32, torch.complex64),
+        (torch.bfloat16, torch.float16),
+    ],
+)
+def test_result_dtype_follows_torch_result_type(left: torch.dtype, right: torch.dtype) -> None:
+    a = torch.ones(2, 3, dtype=left)
+    b = torch.ones(3, 2, dtype=right)
+    got = es.einsum("ij,jk->ik", a, b)
+    assert got.dtype == torch.result_type(a, b)
+    assert bool((got == 3).all())
+
+
+def test_a_zero_dim_operand_does_not_widen_a_dimensioned_one() -> None:
+    got = es.einsum("ij,->ij", torch.ones(2, 2, dtype=torch.float16), torch.tensor(2.0, dtype=F64))
+    assert got.dtype == torch.float16  # torch.result_type; NumPy would give float64
+    got = es.einsum("ij,->ij", torch.ones(2, 2, dtype=torch.int32), torch.tensor(2.5, dtype=F64))
+    assert got.dtype == F64 and bool((got == 2.5).all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_small_floats_accumulate_in_float32(dtype: torch.dtype) -> None:
+    # 4096 ones: a float16/bfloat16 running sum stalls (at 2048 / 256), a float32 one does not
+    ones = torch.ones(4096, dtype=dtype)
+    total = es.einsum("i->", ones)
+    assert total.dtype == dtype and float(total) == 4096.0
+    a, b = torch.ones(2, 4096, dtype=dtype), torch.ones(4096, 2, dtype=dtype)
+    assert bool((es.einsum("ij,jk->ik", a, b) == 4096).all())
+
+
+def test_integers_wrap_and_bools_are_or_of_and() -> None:
+    a = torch.full((2, 300), 100, dtype=torch.int8)
+    got = es.einsum("ij,j->i", a, torch.ones(300, dtype=torch.int8))
+    assert got.dtype == torch.int8
+    assert got.tolist() == np.einsum("ij,j->i", a.numpy(), np.ones(300, np.int8)).tolist()
+    m = torch.tensor([[True, False], [False, False]])
+    assert es.einsum("ij,jk->ik", m, m).tolist() == [[True, False], [False, False]]
+    assert es.einsum("ij->i", m).tolist() == [True, False]
+
+
+def test_dtype_keyword_casts() -> None:
+    a = torch.full((2, 2), 1.7, dtype=F64)
+    assert es.einsum("ij->ij", a, dtype=torch.int32).tolist() == [[1, 1], [1, 1]]
+    got = es.einsum("ij,jk->ik", a, a, dtype="float32")
+    assert got.dtype == torch.float32
+
+
+def test_every_supported_dtype_round_trips_the_planner() -> None:
+    for dtype, numpy in torch_dtypes.SUPPORTED.items():
+        assert torch_dtypes.torch_dtype(numpy, "x") == dtype
+    assert torch_dtypes.SUPPORTED[torch.bfloat16] == np.dtype(ml_dtypes.bfloat16)
+    with pytest.raises(TypeError, match="uint16"):
+        es.einsum("i->", torch.ones(3, dtype=torch.uint16))
+
+
+# -- operands -------------------------------------------------------------------------------
+
+
+def test_numpy_operands_join_the_torch_device_and_dtype_rules() -> None:
+    a = _rand(2, 3)
+    b = np.arange(12.0).reshape(3, 4)[:, ::-1]  # negative strides: torch cannot view it
+    got = es.einsum("ij,jk->ik", a, b)
+    assert isinstance(got, torch.Tensor)
+    _same(got, a.numpy() @ b)
+    bf = np.ones((3,), ml_dtypes.bfloat16)
+    assert es.einsum("i,i->", torch.ones(3, dtype=torch.bfloat16), bf).dtype == torch.bfloat16
+    assert float(es.einsum("i,->i", torch.ones(3), 2.0)[0]) == 2.0
+    assert float(es.einsum("i,i->", torch.ones(2), es.tensor([1.0, 2.0]))) == 3.0
+
+
+def test_operands_on_different_devices_are_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"different devices \(operand 0 on cpu, operand 1 on meta"):
+        es.einsum("i,i->", torch.ones(2), torch.ones(2, device="meta"))
+
+
+def test_unconvertible_and_sparse_operands_are_type_errors() -> None:
+    with pytest.raises(TypeError, match=r"operand 1 .* cannot be converted"):
+        es.einsum("i,i->", torch.ones(2), np.array(["a", "b"], dtype=object))
+    with pytest.raises(TypeError, match="sparse"):
+        es.einsum("ij->", torch.eye(2).to_sparse())
+
+
+def test_conjugate_views_are_read_as_their_values() -> None:
+    z = torch.tensor([1 + 2j, 3 - 1j])
+    got = es.einsum("i,i->", z.conj(), torch.ones(2, dtype=torch.complex64))
+    assert complex(got) == 4 - 1j
+
+
+def test_registry_imports_torch_only_when_the_user_did() -> None:
+    code = (
+        "import sys, numpy as np, einstride as es\n"
+        "es.einsum('ij->j', np.ones((2, 2)))\n"
+        "es.explain('ij->j', np.ones((2, 2)))\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_plans_are_cached_per_layout() -> None:
+    clear_cache()
+    a = torch.ones(4, 3)
+    first = entry_for("ij,jk->ik", facts_of([a, a.T]), None, None, "auto")
+    assert entry_for("ij,jk->ik", facts_of([a, a.T]), None, None, "auto") is first
+    other = entry_for("ij,jk->ik", facts_of([a, a.T.contiguous()]), None, None, "auto")
+    assert other is not first and other.plan.strides != first.plan.strides

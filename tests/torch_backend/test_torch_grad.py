@@ -1,0 +1,164 @@
+"""Autograd through the torch backend: gradcheck and gradgradcheck (float64, small sizes),
+agreement with torch.einsum's autograd, gradients only where needed, operands untouched."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import einstride as es
+from einstride.engine.backends.torch import backend
+
+F64 = torch.float64
+
+# (equation, operand shapes); every one through gradcheck AND gradgradcheck
+EQUATIONS: list[tuple[str, list[tuple[int, ...]]]] = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("i->iii", [(3,)]),
+    ("ii->i", [(3, 3)]),
+    ("iii->i", [(2, 2, 2)]),
+    ("ab,bc->aaca", [(2, 3), (3, 2)]),
+    ("i...ii->...i", [(2, 3, 2, 2)]),
+    ("...i,...i->...i", [(1, 3), (4, 3)]),  # a size-1 '...' axis broadcasts
+    ("b...ij,b...jk->b...ik", [(2, 1, 2, 3), (2, 3, 3, 2)]),
+    ("ii->", [(3, 3)]),
+    ("ij->", [(2, 3)]),
+    ("i->ii", [(3,)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+    ("abc,cb->a", [(2, 3, 2), (2, 3)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 3)]),
+    ("ea,fb,abcd,gc,hd->efgh", [(2, 2), (2, 2), (2, 2, 2, 2), (2, 2), (2, 2)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij,jk", [(2, 3), (3, 2)]),  # implicit mode
+    ("αβ,βγ->γα", [(2, 2), (2, 3)]),
+]
+
+
+def _operands(
+    shapes: list[tuple[int, ...]], dtype: torch.dtype = F64, seed: int = 0
+) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*s, generator=g, dtype=dtype).requires_grad_() for s in shapes]
+
+
+def _fn(equation: str) -> Callable[..., torch.Tensor]:
+    return lambda *ops: es.einsum(equation, *ops)
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EQUATIONS, ids=[e for e, _ in EQUATIONS])
+def test_gradcheck_and_gradgradcheck(equation: str, shapes: list[tuple[int, ...]]) -> None:
+    ops = _operands(shapes)
+    before = [op.detach().clone() for op in ops]
+    assert torch.autograd.gradcheck(_fn(equation), ops)
+    assert torch.autograd.gradgradcheck(_fn(equation), ops)
+    for op, old in zip(ops, before):
+        assert torch.equal(op.detach(), old)
+
+
+def test_gradcheck_on_complex_operands_and_the_sublist_form() -> None:
+    ops = _operands([(2, 3), (3, 2)], torch.complex128)
+    assert torch.autograd.gradcheck(lambda a, b: es.einsum(a, [0, 1], b, [1, 2], [0, 2]), ops)
+    assert torch.autograd.gradgradcheck(lambda a, b: es.einsum("ij,jk->ik", a, b), ops)
+
+
+@pytest.mark.parametrize(
+    "equation",
+    ["ij,jk->ik", "ii->i", "...i,...i->...", "bij,bkj->bik", "i,i->", "ij->"],
+)
+@pytest.mark.parametrize("dtype", [F64, torch.complex128])
+def test_gradients_equal_torch_einsums(equation: str, dtype: torch.dtype) -> None:
+    shapes = {
+        "ij,jk->ik": [(2, 3), (3, 4)],
+        "ii->i": [(3, 3)],
+        "...i,...i->...": [(2, 1, 3), (4, 3)],
+        "bij,bkj->bik": [(2, 3, 4), (2, 5, 4)],
+        "i,i->": [(3,), (3,)],
+        "ij->": [(2, 3)],
+    }[equation]
+    ours, theirs = _operands(shapes, dtype), _operands(shapes, dtype)
+    cot_shape = torch.einsum(equation, *theirs).shape
+    cot = torch.randn(cot_shape, generator=torch.Generator().manual_seed(9), dtype=dtype)
+    es.einsum(equation, *ours).backward(cot)
+    torch.einsum(equation, *theirs).backward(cot)
+    for a, b in zip(ours, theirs):
+        assert a.grad is not None and b.grad is not None
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_second_derivatives_equal_torch_einsums() -> None:
+    a, b = _operands([(3, 4), (4, 2)])
+    grads = []
+    for einsum in (es.einsum, torch.einsum):
+        loss = (einsum("ij,jk->ik", a, b) ** 2).sum()
+        (ga,) = torch.autograd.grad(loss, [a], create_graph=True)
+        grads.append(torch.autograd.grad(ga.sum(), [a, b]))
+    for ours, theirs in zip(*grads):
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_only_operands_that_need_a_gradient_get_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = torch.randn(2, 3, dtype=F64, requires_grad=True)
+    b, c = torch.randn(3, 4, dtype=F64), torch.randn(4, 2, dtype=F64)
+    calls: list[Any] = []
+    original = backend.einsum
+
+    def counting(call: Any) -> torch.Tensor:
+        calls.append(call)
+        return original(call)
+
+    monkeypatch.setattr(backend, "einsum", counting)  # what the graph's backward will call
+    result = es.einsum("ij,jk,kl->il", a, b, c)
+    calls.clear()
+    result.sum().backward()
+    assert len(calls) == 1  # the backward einsum of a only
+    assert a.grad is not None and b.grad is None and c.grad is None
+    torch.testing.assert_close(a.grad, torch.ones(2, 2, dtype=F64) @ (b @ c).T)
+
+
+def test_a_graph_only_when_needed() -> None:
+    a = torch.ones(2, 2, requires_grad=True)
+    assert es.einsum("ij->i", a).grad_fn is not None
+    with torch.no_grad():
+        assert es.einsum("ij->i", a).grad_fn is None
+    assert es.einsum("ij->i", a.detach()).grad_fn is None
+
+
+def test_out_does_not_take_part_in_autograd() -> None:
+    a = torch.ones(2, 2, requires_grad=True)
+    out = torch.zeros(2)
+    with pytest.raises(TypeError, match="out= does not take part in autograd"):
+        es.einsum("ij->i", a, out=out)
+    assert torch.equal(out, torch.zeros(2))
+    with torch.no_grad():
+        assert es.einsum("ij->i", a, out=out) is out
+    assert out.tolist() == [2.0, 2.0]
+
+
+def test_gradients_of_broadcast_and_low_precision_operands_keep_their_dtype() -> None:
+    a = torch.ones(1, 3, dtype=torch.float16, requires_grad=True)
+    b = torch.ones(4, 3, dtype=torch.float32, requires_grad=True)
+    es.einsum("...i,...i->...i", a, b).sum().backward()
+    assert a.grad is not None and a.grad.dtype == torch.float16 and a.grad.shape == (1, 3)
+    assert a.grad.tolist() == [[4.0, 4.0, 4.0]]
+    r = torch.ones(3, dtype=F64, requires_grad=True)
+    z = torch.ones(3, dtype=torch.complex128)
+    es.einsum("i,i->", r, z).real.backward()
+    assert r.grad is not None and r.grad.dtype == F64
+
+
+def test_parameters_train_through_the_backend() -> None:
+    w = torch.nn.Parameter(torch.zeros(3, 2, dtype=F64))
+    x = torch.randn(8, 3, dtype=F64, generator=torch.Generator().manual_seed(0))
+    y = x @ torch.tensor([[1.0, -1.0], [2.0, 0.5], [0.0, 3.0]], dtype=F64)
+    opt = torch.optim.SGD([w], lr=0.1)
+    for _ in range(200):
+        opt.zero_grad()
+        loss = ((es.einsum("bi,io->bo", x, w) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 1e-6

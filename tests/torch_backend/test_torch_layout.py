@@ -1,0 +1,223 @@
+"""Layouts on torch: zero-copy views into matmul, ``out=`` of any strides and its exact
+overlap check, and the memory guard (CPU, and CUDA's free memory through mocks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+import einstride as es
+from einstride import memory
+from einstride.engine.backends.torch import backend, guard
+from einstride.engine.backends.torch.operands import facts_of, overlaps
+from einstride.engine.backends.torch.plan import entry_for
+
+F64 = torch.float64
+
+
+def _allocated_bytes(fn: Any) -> tuple[Any, list[int]]:
+    """What ``fn()`` returns, and the sizes of the CPU allocations torch's allocator made."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    return result, [e.cpu_memory_usage for e in prof.events() if e.cpu_memory_usage > 0]
+
+
+def _spy_on_products(monkeypatch: pytest.MonkeyPatch) -> list[tuple[torch.Tensor, ...]]:
+    seen: list[tuple[torch.Tensor, ...]] = []
+    for name in ("mm", "bmm"):
+        original = getattr(torch, name)
+
+        def spy(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            seen.append(args)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(torch, name, spy)
+    return seen
+
+
+def _same_memory(view: torch.Tensor, operand: torch.Tensor) -> bool:
+    return (
+        view.untyped_storage().data_ptr() == operand.untyped_storage().data_ptr()
+        and view.data_ptr() == operand.data_ptr()
+    )
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_transposed_and_sliced_operands_feed_matmul_without_copies(
+    batched: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g = torch.Generator().manual_seed(0)
+    if batched:
+        a = torch.randn(4, 64, 48, generator=g, dtype=F64).transpose(1, 2)  # (4, 48, 64)
+        b = torch.randn(4, 64, 100, generator=g, dtype=F64)[:, :, 10:40]  # gapped rows
+        equation = "bij,bjk->bik"
+    else:
+        a = torch.randn(64, 48, generator=g, dtype=F64).T
+        b = torch.randn(64, 100, generator=g, dtype=F64)[:, 10:40]
+        equation = "ij,jk->ik"
+    report = es.explain(equation, a, b)
+    assert "copy" not in report and report.count(": viewed") == 2
+    entry = entry_for(equation, facts_of([a, b]), None, None, "auto")
+    result_bytes = a.shape[-2] * b.shape[-1] * 8 * (4 if batched else 1)
+    assert entry.plan.allocated_bytes == result_bytes
+    seen = _spy_on_products(monkeypatch)
+    result, allocations = _allocated_bytes(lambda: es.einsum(equation, a, b))
+    assert allocations == [result_bytes]  # torch's allocator: the result and nothing else
+    (args,) = seen
+    left, right = args[0], args[1]
+    assert {left.untyped_storage().data_ptr(), right.untyped_storage().data_ptr()} == {
+        a.untyped_storage().data_ptr(),
+        b.untyped_storage().data_ptr(),
+    }
+    assert _same_memory(left, a) or _same_memory(left, b)
+    torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
+
+
+def test_batch_dims_that_do_not_fold_are_looped_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = torch.randn(3, 5, 4, 6, dtype=F64)
+    a = base.permute(1, 0, 2, 3)  # batch (b, c) = (5, 3): strides do not fold
+    b = torch.randn(5, 3, 6, 2, dtype=F64)
+    seen = _spy_on_products(monkeypatch)
+    result, allocations = _allocated_bytes(lambda: es.einsum("bcij,bcjk->bcik", a, b))
+    assert allocations == [5 * 3 * 4 * 2 * 8]
+    assert len(seen) == 5 and all(_same_memory(args[0], a[k]) for k, args in enumerate(seen))
+    torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
+
+
+# -- out= -------------------------------------------------------------------------------------
+
+
+def test_out_of_any_strides_takes_the_result() -> None:
+    a, b = torch.randn(2, 4, dtype=F64), torch.randn(4, 3, dtype=F64)
+    out = torch.zeros(3, 2, dtype=F64).T  # transposed
+    assert es.einsum("ij,jk->ik", a, b, out=out) is out
+    torch.testing.assert_close(out, a @ b, rtol=1e-12, atol=1e-12)
+    gapped = torch.full((3, 6), 7.0)[:, ::2]
+    assert es.einsum("i->ii", torch.tensor([1.0, 2.0, 3.0]), out=gapped) is gapped
+    assert gapped.tolist() == [[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, 3.0]]
+
+
+def test_out_of_another_dtype_gets_the_result_cast() -> None:
+    a = torch.full((2, 3), 0.1, dtype=F64)
+    out = torch.zeros(2, 2, dtype=torch.float32).T
+    assert es.einsum("ij,jk->ik", a, a.T, out=out) is out
+    torch.testing.assert_close(out, (a @ a.T).float())
+    ints = torch.zeros(2, dtype=torch.int16)
+    es.einsum("ij->i", torch.full((2, 3), 7, dtype=torch.int64), out=ints)
+    assert ints.tolist() == [21, 21]
+
+
+def _rejected(error: type[Exception], match: str, equation: str, *ops: Any, out: Any) -> None:
+    """The call raises, and every byte of ``out``'s storage is as it was."""
+    before = out.untyped_storage().tolist()
+    with pytest.raises(error, match=match):
+        es.einsum(equation, *ops, out=out)
+    assert out.untyped_storage().tolist() == before
+
+
+def test_out_overlapping_an_operand_is_rejected_before_writing() -> None:
+    storage = torch.arange(20.0)
+    a = storage[:6].view(2, 3)
+    _rejected(es.LayoutError, "overlaps operand 0", "ij->j", a, out=storage[5:8])
+    square = torch.arange(1.0, 10.0)  # a diagonal expansion would zero its out= first
+    _rejected(es.LayoutError, "overlaps operand 0", "i->ii", square[6:], out=square.view(3, 3))
+    words = torch.arange(8)  # an int64 and an int32 view of one buffer
+    halves = words.view(torch.int32)
+    _rejected(
+        es.LayoutError,
+        "overlaps operand 1",
+        "i,i->i",
+        torch.ones(3, dtype=torch.int32),
+        words[:3],
+        out=halves[5:8],
+    )  # bytes 20..31 meet element 2
+
+
+def test_interleaved_views_of_one_storage_do_not_overlap() -> None:
+    storage = torch.zeros(12)
+    evens, odds = storage[0::2], storage[1::2]
+    evens.copy_(torch.arange(6.0))
+    assert not overlaps(evens, odds) and overlaps(storage[::3], storage[1::2])
+    assert es.einsum("i->i", evens, out=odds) is odds
+    assert storage.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+
+
+def test_bad_out_is_rejected_untouched() -> None:
+    a = torch.ones(2, 3)
+    _rejected(
+        es.LayoutError,
+        "repeated locations",
+        "ij->j",
+        a,
+        out=torch.full((1,), 7.0).expand(3),
+    )
+    _rejected(
+        TypeError, "cannot hold torch.float32", "ij->j", a, out=torch.zeros(3, dtype=torch.int64)
+    )
+    _rejected(
+        es.EinsumError,
+        r"out= has shape \(2,\), but the result has shape \(3,\)",
+        "ij->j",
+        a,
+        out=torch.zeros(2),
+    )
+    with pytest.raises(TypeError, match="out= is on meta"):
+        es.einsum("ij->j", a, out=torch.zeros(3, device="meta"))
+    with pytest.raises(TypeError, match=r"out= must be a torch\.Tensor"):
+        es.einsum("ij->j", a, out=[0.0, 0.0, 0.0])
+
+
+# -- the memory guard -------------------------------------------------------------------------
+
+
+def test_memory_limit_on_cpu_is_the_numpy_paths() -> None:
+    with pytest.raises(es.EinsumError, match="output would allocate 8,000,000,000,000,000"):
+        es.einsum("i->iii", torch.ones(10**5, dtype=F64), memory_limit="1MiB")
+    previous = memory.set_memory_limit(1000)
+    try:
+        with pytest.raises(es.EinsumError, match="more than the memory limit of 1,000 bytes"):
+            es.einsum("i,j->ij", torch.ones(20), torch.ones(20))
+        assert es.einsum("i,j->ij", torch.ones(5), torch.ones(5)).shape == (5, 5)
+    finally:
+        memory.set_memory_limit(previous)
+
+
+def test_memory_limit_bounds_the_peak_not_only_each_allocation() -> None:
+    ops = torch.ones(10, 1000), torch.ones(1000, 1000), torch.ones(1000, 10)
+    path = [(0, 1), (0, 1)]  # an intermediate of 40,000 B alive while the output is written
+    with pytest.raises(es.EinsumError, match="40,400 bytes at its peak, more than the memory"):
+        es.einsum("ij,jk,kl->il", *ops, optimize=path, memory_limit=40_000)
+    assert es.einsum("ij,jk,kl->il", *ops, optimize=path, memory_limit=40_400).shape == (10, 10)
+
+
+@pytest.fixture
+def cuda_with_free_memory(monkeypatch: pytest.MonkeyPatch) -> int:
+    """torch.cuda's memory queries mocked: 1000 bytes free, 24 reserved of which 8 used."""
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1000, 10**9))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 24)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 8)
+    return 1016
+
+
+def test_cuda_default_limit_is_the_free_device_memory(cuda_with_free_memory: int) -> None:
+    cuda = torch.device("cuda", 0)
+    assert guard.cuda_free_bytes(cuda) == cuda_with_free_memory
+    assert guard.limit_for(cuda, None) == cuda_with_free_memory
+    assert guard.limit_for(cuda, 5) == 5
+    small = entry_for("i,j->ij", facts_of([torch.ones(10)] * 2), None, None, "auto")
+    large = entry_for("i,j->ij", facts_of([torch.ones(20)] * 2), None, None, "auto")
+    backend._guard(small, cuda, None)  # 400 bytes fit
+    with pytest.raises(es.EinsumError, match="more than the memory limit of 1,016 bytes"):
+        backend._guard(large, cuda, None)  # 1,600 bytes do not: raised before allocating
+
+
+def test_integer_products_off_the_cpu_are_a_type_error() -> None:
+    ints = torch.ones(3, 3, dtype=torch.int64)
+    entry = entry_for("ij,jk->ik", facts_of([ints, ints]), None, None, "auto")
+    assert entry.integer_products
+    with pytest.raises(TypeError, match="integers or bools, which torch does not do on cuda"):
+        backend._guard(entry, torch.device("cuda", 0), None)
+    backend._guard(entry, torch.device("cpu"), None)
