@@ -49,7 +49,14 @@ from .engine import (
     parse_equation,
     plan_cache_info,
 )
-from .errors import EinsumError, EinsumPathError, EinsumTypeError, LayoutError
+from .errors import (
+    EinsumError,
+    EinsumPathError,
+    EinsumTypeError,
+    LayoutError,
+    MemoryLimitError,
+    OutOfRangeError,
+)
 from .layout import Layout
 from .numpy_compat import tensordot
 from .ops import (
@@ -132,6 +139,8 @@ __all__ = [
     "Expression",
     "Layout",
     "LayoutError",
+    "MemoryLimitError",
+    "OutOfRangeError",
     "Plan",
     "QRResult",
     "SVDResult",

@@ -1,7 +1,9 @@
 """Element-wise arithmetic, functions and comparisons over Tensors, arrays and scalars.
 
 Each function broadcasts NumPy-style and follows its inputs: NumPy in, NumPy out; any Tensor
-in, Tensor out.  ``out=`` (a Tensor or an ndarray) is written in place and returned, under the
+in, Tensor out.  Results are NumPy's, dtype included: a Python scalar stays *weak* (NumPy 2's
+promotion), and a Python int the dtype cannot hold is an ``OutOfRangeError`` (NumPy's
+``OverflowError``).  ``out=`` (a Tensor or an ndarray) is written in place and returned, under the
 layout spec's rule: an input may overlap ``out`` only by being exactly the same view of it, and
 ``out`` may not have repeated locations (``transfer.check_elementwise_out``).
 
@@ -11,6 +13,11 @@ layout spec's rule: an input may overlap ``out`` only by being exactly the same 
 [1.0, 2.0, 3.0]
 >>> es.add(np.arange(3), 10).tolist()
 [10, 11, 12]
+>>> es.multiply(np.uint8([200]), 2)          # uint8 times a Python int stays uint8
+array([144], dtype=uint8)
+>>> es.add(np.int8([1]), 1000)
+Traceback (most recent call last):
+einstride.errors.OutOfRangeError: add: Python integer 1000 out of bounds for int8
 >>> es.less(t, 5).numpy().tolist()
 [True, True, False]
 >>> es.multiply(t, 2, out=t) is t          # the input is the same view as out: fine
@@ -33,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import OutOfRangeError
 from .memory import check_array, memory_limit
-from .tensors import Array, any_tensor, as_array, wrap_like
+from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
 from .transfer import check_elementwise_out
 
 __all__ = [
@@ -69,20 +77,69 @@ ElementWise = Callable[..., Any]
 
 
 def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
-    arrays = [as_array(x) for x in inputs]
-    if out is None:
-        _check_result_size(ufunc, name, arrays)
-        return wrap_like(ufunc(*arrays), any_tensor(*inputs))
-    target = check_elementwise_out(out, arrays, name)
-    ufunc(*arrays, out=target)
+    operands = [_operand(x) for x in inputs]
+    arrays = [np.asarray(x) for x in operands]  # for the checks: Python scalars as 0-d
+    try:
+        if out is None:
+            _check_result_size(ufunc, name, operands, arrays)
+            return wrap_like(ufunc(*operands), any_tensor(*inputs))
+        if isinstance(out, (Tensor, np.ndarray)):  # NumPy's type errors first, as NumPy
+            _dry_run(ufunc, operands, arrays, as_array(out).dtype)
+        target = check_elementwise_out(out, arrays, name)
+        _write(ufunc, name, operands, arrays, target)
+    except OverflowError as error:  # a Python int that the dtype cannot hold (as NumPy)
+        raise OutOfRangeError(f"{name}: {error}") from None
     return out
+
+
+def _operand(x: Any) -> Any:
+    """What the ufunc gets: a Tensor's ndarray view, a Python scalar as it is (NumPy keeps it
+    *weak*: ``uint8 * 2`` stays uint8, ``float32 + 1.5`` float32), anything else converted
+    (after its size was checked)."""
+    if isinstance(x, (int, float, complex)):  # np.float64 and np.bool_ stay strong anyway
+        return x
+    return as_array(x)
+
+
+def _dry_run(ufunc: np.ufunc, operands: Sequence[Any], arrays: Sequence[Array], out: Any) -> None:
+    """The ufunc on no data into an ``out`` of ``out``'s dtype: NumPy's own error for a
+    result it cannot cast to ``out`` (checked before shapes, in NumPy's order)."""
+    ufunc(*_empty_like(operands, arrays), out=np.empty(0, out))
+
+
+def _empty_like(operands: Sequence[Any], arrays: Sequence[Array]) -> list[Any]:
+    """No data of each operand's dtype (Python scalars stay themselves: weak)."""
+    return [x if isinstance(x, (int, float, complex)) else np.empty(0, a.dtype)
+            for x, a in zip(operands, arrays)]
+
+
+def _write(
+    ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array], target: Array
+) -> None:
+    """``ufunc`` into ``target``; where an error can come half-way (``np.errstate`` set to
+    raise or call, Python objects, an integer ``power`` meeting a negative exponent), into a
+    temporary first, so ``out=`` is untouched on any error."""
+    risky = (
+        any(v in ("raise", "call") for v in np.geterr().values())
+        or any(a.dtype.hasobject for a in (*arrays, target))
+        or (ufunc is np.power and any(a.dtype.kind in "iu" for a in arrays))
+    )
+    if not risky:
+        ufunc(*operands, out=target)
+        return
+    check_array(target.shape, target.dtype, f"{name} (a temporary for out=)")
+    scratch = np.empty_like(target)
+    ufunc(*operands, out=scratch)
+    np.copyto(target, scratch, casting="no")
 
 
 # No ufunc result has items wider than this: below it, the exact result dtype is not needed.
 _WIDEST_ITEM = 64
 
 
-def _check_result_size(ufunc: np.ufunc, name: str, arrays: Sequence[Array]) -> None:
+def _check_result_size(
+    ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array]
+) -> None:
     """Refuse a broadcast result larger than the memory limit before the ufunc allocates it."""
     # The product of the input sizes bounds the broadcast size (0 when any input is empty),
     # so the exact shape is only worked out for large inputs.
@@ -92,7 +149,7 @@ def _check_result_size(ufunc: np.ufunc, name: str, arrays: Sequence[Array]) -> N
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
         return  # the ufunc raises NumPy's own message
-    probe = ufunc(*(np.empty(0, a.dtype) for a in arrays))  # the result dtype, on no data
+    probe = ufunc(*_empty_like(operands, arrays))  # the result dtype, on no data
     check_array(shape, probe.dtype, name)
 
 

@@ -1,17 +1,39 @@
-"""The error types of einstride: two families, both ``ValueError`` subclasses, and the
-subclasses that are also the exception NumPy raises for the same input.
+"""The error types of einstride; every one is a ``ValueError`` subclass.
 
->>> issubclass(LayoutError, ValueError) and issubclass(EinsumError, ValueError)
+* :class:`EinsumError` -- a malformed equation, operands that do not fit it, a bad path.
+* :class:`LayoutError` -- an invalid shape, stride, offset, axis, size or view, or a data
+  movement the overlap rules forbid.
+* :class:`MemoryLimitError` -- one allocation (a result or a temporary) would exceed the memory
+  limit (``einstride.memory``); raised before anything is allocated.
+* :class:`OutOfRangeError` -- a value does not fit the dtype it must be stored in (a Python
+  int beyond ``int8``, a datetime too long for a string).  It is also an ``OverflowError``, so
+  code written for NumPy's own error keeps working.
+
+>>> all(issubclass(e, ValueError) for e in (EinsumError, LayoutError, MemoryLimitError))
+True
+>>> issubclass(OutOfRangeError, ValueError) and issubclass(OutOfRangeError, OverflowError)
 True
 """
 
 from __future__ import annotations
 
-__all__ = ["EinsumError", "EinsumPathError", "EinsumTypeError", "LayoutError"]
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = [
+    "EinsumError",
+    "EinsumPathError",
+    "EinsumTypeError",
+    "LayoutError",
+    "MemoryLimitError",
+    "OutOfRangeError",
+    "value_errors",
+]
 
 
 class LayoutError(ValueError):
-    """A shape/strides/offset that is invalid, or a data movement the overlap rules forbid."""
+    """A shape/strides/offset/axis/size that is invalid, or a data movement the overlap rules
+    forbid."""
 
 
 class EinsumError(ValueError):
@@ -35,3 +57,36 @@ class EinsumTypeError(EinsumError, TypeError):
 class EinsumPathError(EinsumError, RuntimeError):
     """An explicit contraction path that does not contract every operand to one, where NumPy
     raises ``RuntimeError``; it is an :class:`EinsumError` too."""
+
+
+class MemoryLimitError(ValueError):
+    """An allocation larger than the memory limit, refused before anything is allocated."""
+
+
+class OutOfRangeError(ValueError, OverflowError):
+    """A value that does not fit the dtype it must be stored in (NumPy raises
+    ``OverflowError`` there; this is one too)."""
+
+
+@contextmanager
+def value_errors(what: str) -> Iterator[None]:
+    """Turn NumPy's errors for a value its dtype cannot hold (``OverflowError``; the bare
+    ``RuntimeError`` of a datetime too long for a string) into :class:`OutOfRangeError`
+    naming ``what``.
+
+    >>> import numpy as np
+    >>> with value_errors("full"):
+    ...     np.full(2, 1000, np.int8)
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: full: Python integer 1000 out of bounds for int8
+    """
+    try:
+        yield
+    except OverflowError as error:
+        if isinstance(error, OutOfRangeError):
+            raise
+        raise OutOfRangeError(f"{what}: {error}") from None
+    except RuntimeError as error:
+        if type(error) is not RuntimeError:  # RecursionError, NotImplementedError: not ours
+            raise
+        raise OutOfRangeError(f"{what}: {error}") from None

@@ -25,6 +25,7 @@ from typing import Any, Final
 import numpy as np
 
 from .errors import LayoutError
+from .memory import check_listing, check_views
 from .strides import is_row_major, row_major_strides
 
 __all__ = ["Layout", "as_int", "normalize_axes", "normalize_axis", "row_major_strides"]
@@ -55,6 +56,7 @@ def as_int(value: Any, what: str) -> int:
 def _as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
     if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
         return (int(values),)
+    check_listing(values, what)  # a range(10**12) as a shape fails before it is listed
     try:
         items = tuple(values)
     except TypeError:
@@ -75,8 +77,21 @@ def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
 
 
 def normalize_axes(axes: Any, ndim: int, what: str = "axis") -> tuple[int, ...]:
-    """``normalize_axis`` for an int or a sequence; repeated axes are a ``LayoutError``."""
-    items = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    """``normalize_axis`` for an int or a sequence; repeated axes are a ``LayoutError``,
+    anything else than ints a ``TypeError`` naming ``what``.
+
+    >>> normalize_axes(1.0, 2, "reverse axis")
+    Traceback (most recent call last):
+    TypeError: reverse axis must be an int or a sequence of ints, not 1.0
+    """
+    if isinstance(axes, (int, np.integer)):
+        items: tuple[Any, ...] = (axes,)
+    else:
+        check_listing(axes, what)
+        try:
+            items = tuple(axes)
+        except TypeError:
+            raise TypeError(f"{what} must be an int or a sequence of ints, not {axes!r}") from None
     result = tuple(normalize_axis(a, ndim, what) for a in items)
     if len(set(result)) != len(result):
         raise LayoutError(f"repeated {what} in {tuple(items)}")
@@ -274,14 +289,14 @@ class Layout:
                 raise LayoutError(f"cannot broadcast shape {self.shape} to {target}")
         return Layout.create(target, strides, self.offset)
 
-    def diagonal(self, axes: Sequence[int]) -> Layout:
+    def diagonal(self, axes: Sequence[int], what: str = "axis") -> Layout:
         """Merge equal-length ``axes`` into one diagonal axis (a stride sum) placed where the
-        first of them (in axis order) was.
+        first of them (in axis order) was; ``what`` names ``axes`` in errors.
 
         >>> Layout.create((2, 3, 2)).diagonal((0, 2))
         (2,3):(7,2)+0
         """
-        picked = sorted(normalize_axes(axes, self.ndim))
+        picked = sorted(normalize_axes(axes, self.ndim, what))
         if not picked:
             raise LayoutError("diagonal needs at least one axis")
         lengths = {self.shape[a] for a in picked}
@@ -379,8 +394,9 @@ class Layout:
             self.offset,
         )
 
-    def squeeze(self, axes: Any = None) -> Layout:
-        """Remove length-1 axes (all of them, or the named ones, which must have length 1).
+    def squeeze(self, axes: Any = None, what: str = "axis") -> Layout:
+        """Remove length-1 axes (all of them, or the named ones, which must have length 1);
+        ``what`` names ``axes`` in errors.
 
         >>> Layout.create((1, 2, 1)).squeeze()
         (2,):(1,)+0
@@ -388,7 +404,7 @@ class Layout:
         if axes is None:
             drop = {a for a, n in enumerate(self.shape) if n == 1}
         else:
-            drop = set(normalize_axes(axes, self.ndim))
+            drop = set(normalize_axes(axes, self.ndim, what))
             bad = [a for a in sorted(drop) if self.shape[a] != 1]
             if bad:
                 raise LayoutError(f"cannot squeeze axis {bad[0]} of length {self.shape[bad[0]]}")
@@ -405,6 +421,7 @@ class Layout:
         """
         ax = normalize_axis(axis, self.ndim)
         lengths = _as_int_tuple(sizes, "split size")
+        check_views(len(lengths), "split")
         if any(n < 0 for n in lengths) or sum(lengths) != self.shape[ax]:
             raise LayoutError(
                 f"split sizes {lengths} must be >= 0 and sum to {self.shape[ax]} (axis {ax})"
@@ -471,6 +488,7 @@ class Layout:
         >>> Layout.create((1, 3), (0, 1)).same_view(Layout.create((3,)))
         True
         """
+        _check_layout(other, "same_view")
         return self.squeezed_key() == other.squeezed_key()
 
     def overlaps(self, other: Layout) -> bool:
@@ -480,6 +498,7 @@ class Layout:
         >>> evens.overlaps(odds), evens.overlaps(Layout.create((1,), (1,), 4))
         (False, True)
         """
+        _check_layout(other, "overlaps")
         if self.size == 0 or other.size == 0:
             return False
         lo1, hi1 = self.extent
@@ -487,6 +506,19 @@ class Layout:
         if hi1 <= lo2 or hi2 <= lo1:
             return False
         return bool(np.shares_memory(_probe(self), _probe(other), max_work=_EXACT))
+
+
+def _check_layout(other: Any, method: str) -> None:
+    """The other operand of a two-layout question must be a Layout (``TypeError``).
+
+    >>> Layout.create((2,)).overlaps(5)
+    Traceback (most recent call last):
+    TypeError: Layout.overlaps: the other operand must be a Layout, not int
+    """
+    if not isinstance(other, Layout):
+        raise TypeError(
+            f"Layout.{method}: the other operand must be a Layout, not {type(other).__name__}"
+        )
 
 
 def infer_shape(shape: Any, size: int) -> tuple[int, ...]:

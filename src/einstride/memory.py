@@ -5,15 +5,19 @@ the allocator or swapping the machine to a halt.
 
 The limit is one allocation's bytes: the machine's physical memory unless
 :func:`set_memory_limit` chose another (``einsum``'s ``memory_limit=`` overrides it per call).
+The guard bounds every allocation a function makes, its temporaries included, and is asked
+before the first of them (and before any scan whose length the arguments choose); the error
+is :class:`~einstride.errors.MemoryLimitError` (a ``ValueError``).  An item of zero bytes
+counts as one, so element counts are bounded too.
 
 >>> import numpy as np
 >>> check_array((10**6, 10**6), np.float64, "zeros")
 Traceback (most recent call last):
-ValueError: zeros of shape (1000000, 1000000) (float64) would allocate 8,000,000,000,000 bytes, ...
+einstride.errors.MemoryLimitError: zeros of shape (1000000, 1000000) (float64) would allocate ...
 >>> previous = set_memory_limit(1000)
 >>> check_allocation(1001, "a buffer")
 Traceback (most recent call last):
-ValueError: a buffer would allocate 1,001 bytes, more than the memory limit of 1,000 bytes ...
+einstride.errors.MemoryLimitError: a buffer would allocate 1,001 bytes, more than the memory ...
 >>> set_memory_limit(previous)
 1000
 """
@@ -28,11 +32,17 @@ from typing import Any
 
 import numpy as np
 
+from .errors import MemoryLimitError
+
 __all__ = [
     "LIMIT",
+    "MemoryLimitError",
     "array_bytes",
     "check_allocation",
     "check_array",
+    "check_array_like",
+    "check_listing",
+    "check_views",
     "memory_limit",
     "physical_memory",
     "set_memory_limit",
@@ -81,11 +91,13 @@ def set_memory_limit(nbytes: int | None) -> int | None:
     return previous
 
 
+
 def check_allocation(
-    nbytes: int, what: str, error: type[ValueError] = ValueError, limit: int | None = None
+    nbytes: int, what: str, error: type[ValueError] = MemoryLimitError, limit: int | None = None
 ) -> None:
-    """Raise ``error`` (a ``ValueError`` subclass: each caller keeps its own error type) when
-    allocating ``nbytes`` for ``what`` would exceed ``limit`` (default :func:`memory_limit`).
+    """Raise ``error`` (default :class:`~einstride.errors.MemoryLimitError`; a caller may pass
+    a subclass of its own family) when allocating ``nbytes`` for ``what`` would exceed
+    ``limit`` (default :func:`memory_limit`).
 
     >>> check_allocation(8, "eight bytes")
     """
@@ -98,19 +110,185 @@ def check_allocation(
 
 
 def array_bytes(shape: Iterable[int], dtype: Any) -> int:
-    """Bytes of a new array of ``shape`` and ``dtype`` (exact: Python ints never overflow).
+    """What a new array of ``shape`` and ``dtype`` costs, in bytes (exact: Python ints never
+    overflow).  An item of zero bytes (``V0``) counts as one: NumPy still visits every element,
+    so its element count has to be bounded like its bytes.
 
-    >>> array_bytes((3, 4), np.float32)
-    48
+    >>> array_bytes((3, 4), np.float32), array_bytes((10, 10), "V0")
+    (48, 100)
     """
     count: int = math.prod(int(n) for n in shape)
-    return count * int(np.dtype(dtype).itemsize)
+    return count * max(int(np.dtype(dtype).itemsize), 1)
 
 
 def check_array(
-    shape: Iterable[int], dtype: Any, what: str, error: type[ValueError] = ValueError
+    shape: Iterable[int], dtype: Any, what: str, error: type[ValueError] = MemoryLimitError
 ) -> None:
-    """:func:`check_allocation` for a new array of ``shape`` and ``dtype``."""
+    """:func:`check_allocation` for a new array (or a scan, or a temporary) of ``shape`` and
+    ``dtype``.
+
+    >>> check_array((10**7, 10**7), "V0", "tile")
+    Traceback (most recent call last):
+    einstride.errors.MemoryLimitError: tile of shape (10000000, 10000000) (|V0) would allocate ...
+    """
     dims = tuple(int(n) for n in shape)
     kind = np.dtype(dtype)
     check_allocation(array_bytes(dims, kind), f"{what} of shape {dims} ({kind})", error)
+
+
+def check_array_like(data: Any, dtype: Any, what: str) -> None:
+    """Size what ``np.asarray(data, dtype)`` would build **before** NumPy builds it: nested
+    lists and tuples, ``range`` objects and other sequences, and arrays inside them (a
+    broadcast view in a list is copied).  The estimate is the element count times the widest
+    item (8 bytes for a number, 4 per character of a string, ``dtype``'s item when given).
+    An ndarray (or anything with ``shape`` and ``dtype``) costs nothing: it exists already.
+
+    >>> check_array_like([[1, 2], [3, 4]], None, "tensor")
+    >>> check_array_like(range(10**15), None, "tensor")
+    Traceback (most recent call last):
+    einstride.errors.MemoryLimitError: tensor of a range would allocate 48,000,000,000,000,000 ...
+    """
+    if _is_array(data) or isinstance(data, _NUMBERS):
+        return
+    item = _fixed_item(dtype)
+    bound = memory_limit()
+    walk = _Walk(bound // max(item or 1, 1) + 1)
+    count = walk.count(data, 0)
+    nbytes = count * max(item if item is not None else walk.widest, 1) + walk.boxed * _BOXED
+    check_allocation(nbytes, f"{what} of a {type(data).__name__}", limit=bound)
+
+
+def check_listing(values: Any, what: str) -> None:
+    """Size ``tuple(values)`` before it is made: a sequence that is not already a list or
+    tuple (a ``range``, an ndarray, possibly a broadcast one) becomes one boxed Python object
+    per item.
+
+    >>> check_listing(range(3), "shape")
+    >>> check_listing(range(10**15), "shape")
+    Traceback (most recent call last):
+    einstride.errors.MemoryLimitError: shape (a range of 1000000000000000 items) would allocate ...
+    """
+    if isinstance(values, (list, tuple)):
+        return
+    try:
+        count = len(values)
+    except Exception:  # not sized: an iterator, or not a sequence at all (callers decide)
+        return
+    check_allocation(count * _BOXED, f"{what} (a {type(values).__name__} of {count} items)")
+
+
+# What one returned view costs in Python objects (Tensor, Layout, tuples, maybe an ndarray).
+_VIEW_BYTES = 512
+
+
+def check_views(count: int, what: str) -> None:
+    """A list of ``count`` views must fit the memory limit like any other allocation (any
+    count divides an empty axis; a broadcast axis can be 10^12 long).
+
+    >>> check_views(2**62, "split")
+    Traceback (most recent call last):
+    einstride.errors.MemoryLimitError: split into 4611686018427387904 views would allocate ...
+    """
+    check_allocation(count * _VIEW_BYTES, f"{what} into {count} views")
+
+
+_NUMBERS = (int, float, complex, np.generic)
+# NumPy reads at most this many nested levels (its rank limit); deeper items are objects.
+_MAX_DEPTH = 64
+# NumPy reads a sequence other than a list or tuple (a ``range``, say) by first making a list
+# of its items as Python objects: a pointer and a boxed number per element, before the result.
+_BOXED = 40
+
+
+def _is_array(x: Any) -> bool:
+    """An array object whose memory exists already (ndarray, Tensor, Dask, torch, ...)."""
+    return isinstance(x, np.ndarray) or (hasattr(x, "shape") and hasattr(x, "dtype"))
+
+
+def _fixed_item(dtype: Any) -> int | None:
+    """The item size ``dtype`` forces on a conversion; ``None`` without one (or a flexible
+    string dtype, whose width the data decides)."""
+    if dtype is None:
+        return None
+    try:
+        kind = np.dtype(dtype)
+    except (TypeError, ValueError):
+        return None  # NumPy rejects it before allocating anything
+    return None if kind.kind in "SU" and kind.itemsize == 0 else int(kind.itemsize)
+
+
+class _Walk:
+    """Counts the elements NumPy would make from nested sequences.  A container met twice
+    (``[row] * 10**6``) is counted from memory, so the walk costs no more than the objects
+    that exist; it gives up as soon as the count passes ``stop`` (the request is refused)."""
+
+    def __init__(self, stop: int) -> None:
+        self.stop = stop
+        self.widest = 0
+        self.boxed = 0
+        self.seen: dict[int, int] = {}
+
+    def count(self, item: Any, depth: int) -> int:
+        if isinstance(item, (list, tuple)) and depth < _MAX_DEPTH:
+            known = self.seen.get(id(item))
+            if known is None:
+                known = self.seen[id(item)] = self._children(item, depth)
+            return known
+        elements, width, sample = _leaf(item)
+        if isinstance(item, range) or sample is not None:
+            self.boxed += elements
+        if sample is not None and depth < _MAX_DEPTH:
+            return elements * self.count(sample, depth + 1)  # a sequence: its first item
+        self.widest = max(self.widest, width)
+        return elements
+
+    def _children(self, items: list[Any] | tuple[Any, ...], depth: int) -> int:
+        kinds = set(map(type, items))
+        if kinds <= _PLAIN:  # the common case, at C speed
+            self.widest = max(self.widest, 16 if complex in kinds else 8)
+            return len(items)
+        total = 0
+        for child in items:
+            total += self.count(child, depth + 1)
+            if total > self.stop:
+                break
+        return total
+
+
+_PLAIN = frozenset({int, float, complex, bool})
+
+
+def _leaf(item: Any) -> tuple[int, int, Any]:
+    """(elements, item bytes, first item or None) of one object inside an array-like."""
+    if _is_array(item):
+        return _array_elements(item), _array_item(item), None
+    if isinstance(item, str):
+        return 1, 4 * len(item), None
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return 1, len(item), None
+    if isinstance(item, complex):
+        return 1, 16, None
+    if isinstance(item, range):
+        return len(item), 8, None
+    if isinstance(item, (dict, set, frozenset)) or not hasattr(item, "__getitem__"):
+        return 1, 8, None
+    try:
+        length = len(item)
+        first = item[0] if length else None
+    except Exception:  # not a sequence NumPy can read: one object
+        return 1, 8, None
+    return (length, 8, first) if length else (0, 8, None)
+
+
+def _array_elements(x: Any) -> int:
+    try:
+        return math.prod(int(n) for n in x.shape)
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
+def _array_item(x: Any) -> int:
+    try:
+        return int(np.dtype(x.dtype).itemsize)
+    except (TypeError, ValueError):
+        return 8

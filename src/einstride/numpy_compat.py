@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .engine import einsum
+from .engine.call import check_conversion
 from .errors import EinsumError
 
 __all__ = ["tensordot", "tensordot_equation"]
@@ -148,6 +149,7 @@ def _operand(x: Any, name: str) -> Any:
     """Arrays, Tensors and Dask arrays as they are; anything else through ``np.asarray``."""
     if hasattr(x, "shape") and hasattr(x, "ndim") and not isinstance(x, np.generic):
         return x
+    check_conversion(x, f"tensordot: {name}")
     try:
         return np.asarray(x)
     except (TypeError, ValueError) as exc:

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LayoutError
+from .errors import LayoutError, value_errors
 from .layout import Layout
-from .memory import check_array
+from .memory import check_array, check_array_like
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
 
@@ -179,6 +179,7 @@ class Tensor:
         return operator.index(self.numpy())
 
     def __contains__(self, value: Any) -> bool:
+        check_array(self.shape, np.bool_, "Tensor.__contains__ (a comparison)")  # a broadcast?
         return bool(value in self.numpy())
 
     def __int__(self) -> int:
@@ -199,10 +200,22 @@ class Tensor:
         return self._array
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
+        """NumPy 2's protocol: ``copy=False`` with a dtype change is a ``ValueError`` (a copy
+        would be needed), ``copy=True`` always copies, ``None`` copies only to convert."""
         arr = self.numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
-            return arr.astype(dtype)
-        return arr.copy() if copy else arr
+            if copy is False:
+                raise ValueError(
+                    f"Tensor.__array__: converting {arr.dtype} to {np.dtype(dtype)} needs a copy, "
+                    "but copy=False was given"
+                )
+            check_array(arr.shape, dtype, "Tensor.__array__ (a copy)")
+            with value_errors("Tensor.__array__"):
+                return arr.astype(dtype)
+        if copy:
+            check_array(arr.shape, arr.dtype, "Tensor.__array__ (a copy)")
+            return arr.copy()
+        return arr
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
@@ -238,12 +251,13 @@ class Tensor:
         from .ops.shape import reshape  # the ops build on Tensor: import at call time
 
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
+            shape = shape[0]  # one sequence, or something es.reshape names in its TypeError
         result: Tensor = reshape(self, shape)
         return result
 
     def squeeze(self, axis: Any = None) -> Tensor:
-        return Tensor._wrap(self._storage, self._layout.squeeze(axis))
+        """Length-1 axes removed (all, or the named ones); see ``es.squeeze``."""
+        return Tensor._wrap(self._storage, self._layout.squeeze(axis, "squeeze axis"))
 
     def expand_dims(self, axis: Any) -> Tensor:
         """Length-1 axes inserted at ``axis`` (a view); see ``es.expand_dims``."""
@@ -256,7 +270,8 @@ class Tensor:
         return Tensor._wrap(self._storage, self._layout.broadcast_to(shape))
 
     def diagonal(self, axes: Any = (0, 1)) -> Tensor:
-        return Tensor._wrap(self._storage, self._layout.diagonal(axes))
+        """The equal-length ``axes`` merged into one diagonal axis (a view)."""
+        return Tensor._wrap(self._storage, self._layout.diagonal(axes, "diagonal axes"))
 
     def copy(self) -> Tensor:
         """A dense copy in new storage."""
@@ -473,14 +488,22 @@ def _materialize(storage: Array, layout: Layout) -> Array:
 
 
 def tensor(data: Any, dtype: Any = None) -> Tensor:
-    """Copy any array-like into new dense storage.
+    """Copy any array-like into new dense storage.  The copy is sized before it is made (a
+    broadcast view, or a ``range``, may be huge); a value that ``dtype`` cannot hold is an
+    :class:`~einstride.errors.OutOfRangeError`.
 
     >>> tensor([[1, 2], [3, 4]]).layout
     (2,2):(2,1)+0
+    >>> tensor([1000], dtype=np.int8)
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: tensor: Python integer 1000 out of bounds for int8
     """
     if isinstance(data, (np.ndarray, Tensor)):  # maybe a broadcast view: size the copy first
         check_array(data.shape, data.dtype if dtype is None else dtype, "tensor (a copy)")
-    arr = np.array(data, dtype=dtype, order="C", copy=True)
+    else:
+        check_array_like(data, dtype, "tensor")
+    with value_errors("tensor"):
+        arr = np.array(data, dtype=dtype, order="C", copy=True)
     return Tensor(arr.reshape(-1), arr.shape)
 
 
@@ -497,7 +520,7 @@ def as_tensor(x: Any) -> Tensor:
     """
     if isinstance(x, Tensor):
         return x
-    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    arr = as_array(x)
     item = arr.dtype.itemsize
     strides = _element_strides(arr)
     if strides is None:
@@ -532,10 +555,15 @@ def _element_strides(arr: Array) -> tuple[int, ...] | None:
 
 
 def as_array(x: Any) -> Array:
-    """The ndarray behind a Tensor (a view), or ``np.asarray`` of anything else."""
+    """The ndarray behind a Tensor (a view), or ``np.asarray`` of anything else once its size
+    was checked (``memory.check_array_like``: a ``range(10**12)`` fails before NumPy reads it).
+    """
     if isinstance(x, Tensor):
         return x.numpy()
-    return x if isinstance(x, np.ndarray) else np.asarray(x)
+    if isinstance(x, np.ndarray):
+        return x
+    check_array_like(x, None, "the conversion to an array")
+    return np.asarray(x)
 
 
 def any_tensor(*xs: Any) -> bool:

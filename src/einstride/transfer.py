@@ -39,10 +39,10 @@ from typing import Any, Final
 
 import numpy as np
 
-from .errors import LayoutError
+from .errors import LayoutError, value_errors
 from .footprint import Footprint
 from .layout import Layout, normalize_axes
-from .memory import check_array
+from .memory import check_array, check_listing
 from .tensors import Tensor, as_array, wrap_like
 
 __all__ = [
@@ -92,6 +92,8 @@ def check_destination(dst: Any, op: str) -> None:
     arr = as_array(dst)
     if not arr.flags.writeable:
         raise LayoutError(f"{op}: the destination ({_describe(dst)}) is read-only")
+    if arr.dtype.itemsize == 0:  # no bytes, yet every element is visited: bound the count
+        check_array(arr.shape, arr.dtype, f"{op} (writing the destination)")
     if Footprint.of(arr).has_repeated_locations:
         raise LayoutError(
             f"{op}: the destination ({_describe(dst)}) has repeated locations and cannot "
@@ -102,6 +104,7 @@ def check_destination(dst: Any, op: str) -> None:
 def check_no_overlap(dst: Any, sources: Iterable[Any], op: str) -> None:
     """Reject any source that shares memory with ``dst`` (the rule for einsum ``out=``,
     ``concat``/``stack`` ``out=``)."""
+    check_listing(sources, f"{op} sources")  # a range(10**9) of sources: refused, not walked
     for index, src in enumerate(sources):
         if tensors_overlap(dst, src):
             raise LayoutError(f"{op}: the destination overlaps input {index}")
@@ -193,6 +196,19 @@ def _describe(x: Any) -> str:
     return f"shape {arr.shape}, byte strides {arr.strides}"
 
 
+def _cast_copy(target: Array, source: Array, op: str) -> None:
+    """``np.copyto`` with unsafe casting; a value ``target``'s dtype cannot hold (a Python int
+    beyond int64 in an object source, a datetime too long for a string) is checked first, on a
+    scratch copy where the cast would fail half-way, so ``target`` is untouched on error."""
+    if source.dtype.hasobject or (source.dtype.kind in "mM" and target.dtype.kind in "SU"):
+        check_array(source.shape, target.dtype, f"{op} (a converted copy)")
+        with value_errors(op):
+            converted = source.astype(target.dtype, casting="unsafe")
+        np.copyto(target, converted, casting="unsafe")
+        return
+    np.copyto(target, source, casting="unsafe")
+
+
 def _flat(arr: Array) -> Array:
     """The 1-D view of a dense array (its elements in row-major order).
 
@@ -229,7 +245,8 @@ def copy_to(src: Any, dst: Any) -> None:
     >>> storage.tolist()
     [7, 1, 0, 7, 2, 3]
     """
-    source, target = as_array(src), _destination(dst, "copy_to")
+    target = _destination(dst, "copy_to")  # its type first: nothing converted for a bad one
+    source = as_array(src)
     shaped = _fit_source(source, target.shape)
     if shaped is None:
         raise LayoutError(
@@ -252,7 +269,8 @@ def try_copy_to(src: Any, dst: Any) -> bool:
     >>> try_copy_to(np.ones(3), dst), try_copy_to(np.ones(2), dst), dst.tolist()
     (False, True, [1.0, 1.0])
     """
-    source, target = as_array(src), _destination(dst, "try_copy_to")
+    target = _destination(dst, "try_copy_to")
+    source = as_array(src)
     shaped = _fit_source(source, target.shape)
     if shaped is None or target.size < source.size:
         return False
@@ -278,11 +296,11 @@ def _copy_checked(source: Array, target: Array, op: str) -> None:
     shape."""
     check_destination(target, op)
     if not tensors_overlap(source, target):
-        np.copyto(target, source, casting="unsafe")
+        _cast_copy(target, source, op)
         return
     if Footprint.of(source).same_view(Footprint.of(target)):
         if source.dtype != target.dtype:  # the same bytes read as another type: convert
-            np.copyto(target, source, casting="unsafe")
+            _cast_copy(target, source, op)
         return
     if not _both_dense(source, target):
         raise LayoutError(
@@ -306,7 +324,8 @@ def flatten_to(src: Any, dst: Any) -> None:
     >>> storage.tolist()
     [2, 1, 3, 3, 4, 5, 5, 7]
     """
-    source, target = as_array(src), _flat_destination(dst, "flatten_to")
+    target = _flat_destination(dst, "flatten_to")
+    source = as_array(src)
     if target.shape[0] < source.size:
         raise LayoutError(
             f"flatten_to: the destination has {target.shape[0]} elements, fewer than the "
@@ -321,7 +340,8 @@ def try_flatten_to(src: Any, dst: Any) -> bool:
     >>> try_flatten_to(np.ones((2, 2)), np.zeros(3))
     False
     """
-    source, target = as_array(src), _flat_destination(dst, "try_flatten_to")
+    target = _flat_destination(dst, "try_flatten_to")
+    source = as_array(src)
     if target.shape[0] < source.size:
         return False
     _flatten_checked(source, target[: source.size], "try_flatten_to")
@@ -338,7 +358,9 @@ def _flat_destination(dst: Any, op: str) -> Array:
 def _flatten_checked(source: Array, head: Array, op: str) -> None:
     check_destination(head, op)
     if not tensors_overlap(source, head):
-        np.copyto(head, source.reshape(-1), casting="unsafe")
+        # ``head`` (1-D) reshapes to any shape as a view; ``source.reshape(-1)`` would copy
+        # a strided source whole.
+        _cast_copy(head.reshape(source.shape), source, op)
         return
     if not Footprint.of(source).is_dense:
         raise LayoutError(
@@ -415,8 +437,17 @@ def resize(t: Any, new_shape: Any) -> Any:
     check_array(shape, source.dtype, "resize")
     result = np.zeros(shape, dtype=source.dtype)
     count = min(source.size, result.size)
-    result.reshape(-1)[:count] = source.reshape(-1)[:count]
+    result.reshape(-1)[:count] = _first(source, count)
     return wrap_like(result, isinstance(t, Tensor))
+
+
+def _first(source: Array, count: int) -> Array:
+    """The first ``count`` elements of ``source`` in row-major order, reading only those
+    (``reshape(-1)`` would copy a strided or broadcast source whole)."""
+    if source.flags.c_contiguous:
+        return source.reshape(-1)[:count]
+    flat: Array = source.flat[:count]
+    return flat
 
 
 def resize_to(src: Any, dst: Any) -> None:
@@ -428,7 +459,8 @@ def resize_to(src: Any, dst: Any) -> None:
     >>> storage.tolist()
     [9, 9, 3, 9, 0, 6]
     """
-    source, target = as_array(src), _destination(dst, "resize_to")
+    target = _destination(dst, "resize_to")
+    source = as_array(src)
     check_destination(target, "resize_to")
     count = min(source.size, target.size)
     if tensors_overlap(source, target):
@@ -442,7 +474,8 @@ def resize_to(src: Any, dst: Any) -> None:
         flat[count:] = np.zeros((), target.dtype)
         return
     filled = np.zeros(target.size, target.dtype)
-    filled[:count] = source.reshape(-1)[:count]
+    with value_errors("resize_to"):
+        filled[:count] = _first(source, count)
     np.copyto(target, filled.reshape(target.shape))
 
 
@@ -465,7 +498,7 @@ def reverse(t: Any, axis: Any, out: Any = None) -> Any:
     [5, 4, 3, 2, 1, 0]
     """
     source = as_array(t)
-    axes = normalize_axes(axis, source.ndim)
+    axes = normalize_axes(axis, source.ndim, "reverse axis")
     flipped = np.flip(source, axes) if axes else source
     if out is None:
         check_array(source.shape, source.dtype, "reverse")  # the input may be a broadcast
@@ -477,7 +510,7 @@ def reverse(t: Any, axis: Any, out: Any = None) -> Any:
         _reverse_in_place(source, target, axes)
     else:
         check_destination(target, "reverse")
-        np.copyto(target, flipped, casting="unsafe")
+        _cast_copy(target, flipped, "reverse")
     return out
 
 

@@ -287,6 +287,7 @@ CALLS: dict[str, Call] = {
 
 NOT_FUNCTIONS = {
     "EinsumError", "LayoutError", "EinsumTypeError", "EinsumPathError",  # error types
+    "MemoryLimitError", "OutOfRangeError",
     "__version__",  # a string
     # plain immutable records: built by the functions above, holding no arrays of the caller
     "EinsumSpec", "Equation", "Plan", "QRResult", "SVDResult",

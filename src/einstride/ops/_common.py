@@ -1,5 +1,6 @@
 """Shared plumbing of the ops: the result-kind rule, views through the Layout algebra, and
-argument checks that turn bad input into ``ValueError``.
+argument checks that turn a bad shape, axis, size or count into ``LayoutError`` (a
+``ValueError``) and a value of the wrong type into ``TypeError``.
 
 Result kind: NumPy in, NumPy out; any Tensor in, Tensor out (``tensor.any_tensor``).
 """
@@ -11,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LayoutError
 from ..layout import Layout, as_int
+from ..memory import check_listing
 from ..tensors import Tensor, as_tensor
 
 __all__ = [
@@ -30,11 +33,17 @@ Array = np.ndarray[Any, Any]
 
 
 def int_tuple(values: Any, what: str) -> tuple[int, ...]:
-    """An int or a sequence of ints as a tuple (``TypeError`` for anything else)."""
+    """An int or a sequence of ints as a tuple (``TypeError`` for anything else).
+
+    >>> int_tuple(None, "reshape shape")
+    Traceback (most recent call last):
+    TypeError: reshape shape must be an int or a sequence of ints, got None
+    """
     if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
         return (int(values),)
     if isinstance(values, np.ndarray) and values.ndim > 1:
-        raise ValueError(f"{what} must be an int or a 1-D sequence, got shape {values.shape}")
+        raise LayoutError(f"{what} must be an int or a 1-D sequence, got shape {values.shape}")
+    check_listing(values, what)
     try:
         items = list(values)
     except TypeError:
@@ -43,17 +52,17 @@ def int_tuple(values: Any, what: str) -> tuple[int, ...]:
 
 
 def as_count(value: Any, what: str) -> int:
-    """A non-negative integer argument; negative is a ``ValueError``."""
+    """A non-negative integer argument; negative is a ``LayoutError``."""
     n = as_int(value, what)
     if n < 0:
-        raise ValueError(f"{what} must be >= 0, got {n}")
+        raise LayoutError(f"{what} must be >= 0, got {n}")
     return n
 
 
 def require_rank(arr: Any, minimum: int, op: str, what: str = "input") -> None:
     """Reject an ``arr`` (anything with ``ndim``) of rank below ``minimum``."""
     if arr.ndim < minimum:
-        raise ValueError(f"{op}: {what} must have rank >= {minimum}, got shape {arr.shape}")
+        raise LayoutError(f"{op}: {what} must have rank >= {minimum}, got shape {arr.shape}")
 
 
 def dense(arr: Any) -> Array:

@@ -11,13 +11,17 @@ input's kind (NumPy in, NumPy out) and always produce a dense row-major result.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ..errors import LayoutError, value_errors
 from ..layout import Layout
-from ..memory import check_array
+from ..memory import check_allocation, check_array, check_array_like
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import as_count, finish
 
@@ -39,7 +43,7 @@ def _shape(shape: Any, dtype: Any, op: str) -> tuple[int, ...]:
 
     >>> _shape((10**8, 10**8), float, "zeros")
     Traceback (most recent call last):
-    ValueError: zeros of shape (100000000, 100000000) (float64) would allocate ...
+    einstride.errors.MemoryLimitError: zeros of shape (100000000, 100000000) (float64) would ...
     """
     dims = Layout.create(shape).shape
     check_array(dims, dtype, op)
@@ -65,13 +69,17 @@ def ones(shape: Any, dtype: Any = float) -> Tensor:
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
-    """A new Tensor filled with ``fill_value`` (dtype inferred from it unless given).
+    """A new Tensor filled with ``fill_value`` (dtype inferred from it unless given); a value
+    the dtype cannot hold is an ``OutOfRangeError``.
 
     >>> full(2, 1.5).numpy().tolist()
     [1.5, 1.5]
     """
+    check_array_like(fill_value, dtype, "full fill_value")
     kind = np.asarray(fill_value).dtype if dtype is None else dtype
-    return as_tensor(np.full(_shape(shape, kind, "full"), fill_value, dtype))
+    dims = _shape(shape, kind, "full")
+    with value_errors("full"):
+        return as_tensor(np.full(dims, fill_value, dtype))
 
 
 def zeros_like(t: Any, dtype: Any = None) -> Any:
@@ -107,49 +115,151 @@ def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
     arr = as_array(t)
     kind = arr.dtype if dtype is None else dtype
     check_array(arr.shape, kind, "full_like")
-    return finish(np.full(arr.shape, fill_value, kind), any_tensor(t))
+    check_array_like(fill_value, kind, "full_like fill_value")
+    with value_errors("full_like"):
+        return finish(np.full(arr.shape, fill_value, kind), any_tensor(t))
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Tensor:
-    """Evenly spaced values in ``[start, stop)`` as ``numpy.arange``; a zero step is a
-    ``ValueError``.
+    """Evenly spaced values in ``[start, stop)`` as ``numpy.arange`` (numbers, ``Decimal``,
+    ``Fraction``, datetimes and timedeltas); a zero step is a ``ValueError``, bounds that are
+    not scalars a ``TypeError``.  The length is worked out, and sized, before NumPy runs.
 
     >>> arange(3).numpy().tolist()
     [0, 1, 2]
+    >>> arange(np.datetime64("2020-01-01"), np.datetime64("2020-01-03")).numpy().tolist()
+    [datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
     """
-    if step is not None and step == 0:
+    if step is not None and _is_zero(step):
         raise ValueError("arange: step must not be zero")
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
-    _check_arange_size(start, stop, step, dtype)
-    values = np.arange(start, stop, step, dtype=dtype)
+    first, last, stride = _bound(start, "start"), _bound(stop, "stop"), _bound(step, "step")
+    _check_arange_size(first, last, stride, dtype)
+    values = np.arange(first, last, stride, dtype=dtype)
     return as_tensor(values)
 
 
+def _is_zero(step: Any) -> bool:
+    try:
+        return bool(step == 0) or (isinstance(step, dt.timedelta) and not step)
+    except (TypeError, ValueError):
+        return False  # not a scalar: _bound says so
+
+
+def _bound(value: Any, name: str) -> Any:
+    """A scalar bound of ``arange`` (a 0-d array or a Tensor is read as its value); a bound
+    with elements of its own would make NumPy's length arithmetic allocate."""
+    if isinstance(value, (np.ndarray, Tensor)):
+        if value.ndim:
+            raise TypeError(f"arange: {name} must be a scalar, got an array of shape {value.shape}")
+        return as_array(value)[()]
+    if isinstance(value, (list, tuple, range)):
+        raise TypeError(f"arange: {name} must be a scalar, not a {type(value).__name__}")
+    return value
+
+
+# What one element of an object result (Decimal, Fraction) costs besides its pointer.
+_BOXED_ITEM = 128
+
+
 def _check_arange_size(start: Any, stop: Any, step: Any, dtype: Any) -> None:
-    """Size ``arange``'s result first; arguments that are not real numbers are left to NumPy.
+    """Size ``arange``'s result (its length as NumPy computes it) before NumPy allocates it.
 
     >>> _check_arange_size(0, 1e18, 1, None)
     Traceback (most recent call last):
-    ValueError: arange of shape (1000000000000000000,) (float64) would allocate ...
+    einstride.errors.MemoryLimitError: arange of shape (1000000000000000000,) (float64) would ...
     """
     try:
-        count = max(0, math.ceil((stop - start) / step))
-        kind = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
-    except (TypeError, ValueError, OverflowError, ZeroDivisionError):
-        return
-    check_array((count,), kind, "arange")
+        kind = np.dtype(dtype) if dtype is not None else np.result_type(start, stop, step)
+    except (TypeError, ValueError):
+        times = (dt.date, dt.timedelta, np.datetime64, np.timedelta64)
+        dated = any(isinstance(v, times) for v in (start, stop, step))
+        kind = np.dtype(np.int64 if dated else object)  # datetimes become datetime64 items
+    count = _arange_length(*(_plain(v, kind) for v in (start, stop, step)))
+    if count is None:
+        return  # NaN or infinite: NumPy refuses it before allocating
+    if kind.hasobject:
+        check_allocation(count * (8 + _BOXED_ITEM), f"arange of {count} Python objects")
+    else:
+        check_array((count,), kind, "arange")
+
+
+def _plain(value: Any, kind: np.dtype[Any]) -> Any:
+    """A bound in Python's exact arithmetic (NumPy ints would wrap around); a string read as
+    a datetime when the dtype is one."""
+    if isinstance(value, (np.integer, np.bool_)) and not isinstance(value, np.timedelta64):
+        return int(value)
+    if isinstance(value, (np.floating, np.complexfloating)):
+        return complex(value) if np.iscomplexobj(value) else float(value)
+    if isinstance(value, str) and kind.kind in "mM":
+        with value_errors("arange"):
+            return np.asarray(value, kind)[()]
+    return value
+
+
+def _arange_length(start: Any, stop: Any, step: Any) -> int | None:
+    """``ceil((stop - start) / step)`` (at least 0) in the bounds' own arithmetic: exact for
+    ints, ``Decimal`` and ``Fraction``; datetime spans count in their unit (a Python datetime
+    in microseconds, as NumPy converts it); complex bounds take the shorter of the real and
+    imaginary lengths, as NumPy does.  ``None`` when not finite."""
+    try:
+        span = stop - start
+        if isinstance(span, int) and isinstance(step, int):
+            return max(0, -(-span // step))
+        ratio = span / step
+        if isinstance(ratio, (dt.timedelta, np.timedelta64)):  # a datetime span, a plain step
+            ratio = (span / _unit_of(span)) / step
+        if isinstance(ratio, complex):
+            lengths = [float(ratio.real), float(ratio.imag)]
+        else:
+            lengths = [float(ratio)]
+    except (TypeError, ValueError, ArithmeticError) as error:
+        raise TypeError(
+            f"arange: cannot work out the length from start {start!r}, stop {stop!r} and step "
+            f"{step!r} ({error})"
+        ) from None
+    if not all(math.isfinite(x) for x in lengths):
+        return None
+    if isinstance(ratio, (Fraction, Decimal)):
+        return max(0, math.ceil(ratio))
+    return max(0, min(math.ceil(x) for x in lengths))
+
+
+def _unit_of(span: Any) -> Any:
+    """One unit of a timedelta: NumPy's own unit, or a microsecond for Python's."""
+    if isinstance(span, np.timedelta64):
+        unit, _ = np.datetime_data(span.dtype)
+        one: Any = np.timedelta64(1, unit)  # type: ignore[call-overload]
+        return one
+    return dt.timedelta(microseconds=1)
 
 
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
 ) -> Tensor:
-    """``num`` evenly spaced values from ``start`` to ``stop`` as ``numpy.linspace``.
+    """``num`` evenly spaced values from ``start`` to ``stop`` as ``numpy.linspace``; array
+    endpoints give ``(num,) + broadcast shape``.  NumPy computes in float64 (complex128 for
+    complex endpoints) before casting to ``dtype``: those temporaries are sized too.
 
     >>> linspace(0, 1, 5).numpy().tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
     """
     count = as_count(num, "linspace num")
-    check_array((count,), np.float64 if dtype is None else dtype, "linspace")
-    return as_tensor(np.linspace(start, stop, count, endpoint=endpoint, dtype=dtype))
+    low, high = as_array(start), as_array(stop)
+    try:
+        shape = (count, *np.broadcast_shapes(low.shape, high.shape))
+    except ValueError:
+        raise LayoutError(
+            f"linspace: start of shape {low.shape} and stop of shape {high.shape} do not "
+            "broadcast"
+        ) from None
+    work = np.result_type(low, high, np.float64)
+    check_array(shape, work, "linspace (its working values)")
+    if dtype is not None:
+        check_array(shape, dtype, "linspace")
+    first: Any = start if isinstance(start, (int, float, complex)) else low  # Python scalars
+    last: Any = stop if isinstance(stop, (int, float, complex)) else high  # stay weak
+    with value_errors("linspace"):
+        return as_tensor(np.linspace(first, last, count, endpoint=endpoint, dtype=dtype))

@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LayoutError, value_errors
 from ..layout import normalize_axis
-from ..memory import check_array
+from ..memory import check_array, check_array_like
 from ..tensors import any_tensor, as_array
 from ._common import Array, as_count, as_int, dense, finish, require_rank
 
@@ -39,7 +40,8 @@ def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
     ``batch_dims = b`` the first ``b`` axes of ``t`` and ``indices`` are batch axes (equal
     lengths, ``b <= axis``); each batch gathers with its own indices.  A negative
     ``batch_dims`` counts from ``indices``' rank.  A negative or out-of-range index is a
-    ``ValueError`` (NumPy's ``take`` would wrap).  A new dense tensor.
+    ``LayoutError`` (NumPy's ``take`` would wrap).  A new dense tensor; only the elements
+    picked are read (a broadcast ``t`` is never copied whole).
 
     >>> params = np.arange(6).reshape(2, 3)
     >>> gather(params, [[2, 0], [1, 1]], axis=1, batch_dims=1).tolist()
@@ -51,16 +53,18 @@ def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
     ax = normalize_axis(axis, arr.ndim)
     b = _batch_dims(batch_dims, idx.ndim, ax)
     if arr.shape[:b] != idx.shape[:b]:
-        raise ValueError(
+        raise LayoutError(
             f"gather: the {b} batch axes differ: t has shape {arr.shape}, "
             f"indices have shape {idx.shape}"
         )
-    _check_index_range(idx, arr.shape[ax], ax)
     shape = arr.shape[:ax] + idx.shape[b:] + arr.shape[ax + 1 :]
     check_array(shape, arr.dtype, "gather")
+    check_array(idx.shape, np.intp, "gather (reading the indices)")  # they may be a broadcast
+    _check_index_range(idx, arr.shape[ax], ax)
     if 0 in shape:  # nothing to take (and a broadcast batch may be huge): skip the index work
         return finish(np.empty(shape, arr.dtype), any_tensor(t, indices))
-    return finish(_batched_take(arr, idx.astype(np.intp), ax, b), any_tensor(t, indices))
+    picked = _batched_take(arr, idx.astype(np.intp, copy=False), ax, b)
+    return finish(picked, any_tensor(t, indices))
 
 
 def _batch_dims(batch_dims: Any, index_rank: int, axis: int) -> int:
@@ -68,11 +72,11 @@ def _batch_dims(batch_dims: Any, index_rank: int, axis: int) -> int:
     if b < 0:
         b += index_rank
     if not 0 <= b <= index_rank:
-        raise ValueError(
+        raise LayoutError(
             f"gather: batch_dims {batch_dims} is out of range for indices of rank {index_rank}"
         )
     if b > axis:
-        raise ValueError(f"gather: batch_dims {b} must be <= axis {axis}")
+        raise LayoutError(f"gather: batch_dims {b} must be <= axis {axis}")
     return b
 
 
@@ -82,27 +86,29 @@ def _check_index_range(idx: Array, length: int, axis: int) -> None:
     low, high = idx.min(), idx.max()
     if low < 0 or high >= length:
         bad = low if low < 0 else high
-        raise ValueError(
+        raise LayoutError(
             f"gather: index {bad} is out of range [0, {length}) for axis {axis} "
             "(negative indices do not wrap)"
         )
 
 
 def _batched_take(arr: Array, idx: Array, axis: int, b: int) -> Array:
+    """``arr[batch..., middle..., idx[batch..., k...], rest...]`` by advanced indexing, which
+    reads only the picked elements (``np.take`` and a reshape would copy all of ``arr``)."""
     if b == 0:
-        return dense(np.take(arr, idx, axis=axis))  # np.take gives a scalar for rank 0
-    batch = arr.shape[:b]
-    count = int(np.prod(batch))
-    flat = arr.reshape((count,) + arr.shape[b:])
-    flat_idx = idx.reshape((count,) + idx.shape[b:])
-    moved = np.moveaxis(flat, axis - b + 1, 1)  # (count, n, middle..., rest...)
-    rows = np.arange(count).reshape((count,) + (1,) * (flat_idx.ndim - 1))
-    picked = moved[rows, flat_idx]  # (count, index dims..., middle..., rest...)
-    k, middle = flat_idx.ndim - 1, axis - b
-    order = [0, *range(1 + k, 1 + k + middle), *range(1, 1 + k)]
-    order += list(range(1 + k + middle, picked.ndim))
-    result = np.transpose(picked, order)
-    return dense(result).reshape(batch + result.shape[1:])
+        return dense(arr[(slice(None),) * axis + (idx,)])
+    # One index array per batch axis, broadcasting against ``idx`` (whose leading axes are
+    # the batch): advanced indices separated by slices put their broadcast shape first.
+    batch = tuple(
+        np.arange(n).reshape((n,) + (1,) * (idx.ndim - k - 1)) for k, n in enumerate(idx.shape[:b])
+    )
+    keys: tuple[Any, ...] = (*batch, *(slice(None),) * (axis - b), idx)
+    picked = arr[keys]
+    if axis > b:  # (batch, k..., middle...) -> (batch, middle..., k...)
+        k, middle = idx.ndim - b, axis - b
+        order = [*range(b), *range(b + k, b + k + middle), *range(b, b + k)]
+        picked = np.transpose(picked, order + list(range(b + k + middle, picked.ndim)))
+    return dense(picked)
 
 
 def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
@@ -121,27 +127,33 @@ def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
     require_rank(arr, 1, "boolean_mask", "t")
     ax = normalize_axis(axis, arr.ndim)
     if arr.shape[ax : ax + m.ndim] != m.shape:
-        raise ValueError(
+        raise LayoutError(
             f"boolean_mask: mask shape {m.shape} does not match t.shape[{ax}:{ax + m.ndim}] "
             f"of t with shape {arr.shape}"
         )
-    positions = np.nonzero(m)  # row-major order; indexing with them needs no reshape copy
+    check_array(m.shape, np.bool_, "boolean_mask (reading the mask)")  # it may be a broadcast
+    count = int(np.count_nonzero(m))
+    check_array((count, m.ndim), np.intp, "boolean_mask (the true positions)")
     rest = arr.shape[ax + m.ndim :]
-    check_array(arr.shape[:ax] + (positions[0].size,) + rest, arr.dtype, "boolean_mask")
+    check_array(arr.shape[:ax] + (count,) + rest, arr.dtype, "boolean_mask")
+    positions = np.nonzero(m)  # row-major order; indexing with them needs no reshape copy
     picked = arr[(slice(None),) * ax + positions]
     return finish(dense(picked), any_tensor(t, mask))
 
 
 def nonzero_indices(t: Any) -> Any:
     """The int64 ``[num_nonzero, rank]`` coordinates of the non-zero entries in row-major
-    order (NaN counts as non-zero); rank 0 is an error.
+    order (NaN counts as non-zero); rank 0 is an error.  The scan over ``t`` is bounded
+    like a copy of it before it starts (``t`` may be a 10^12-element broadcast).
 
     >>> nonzero_indices(np.array([[0, 3], [np.nan, 0]])).tolist()
     [[0, 1], [1, 0]]
     """
     arr = as_array(t)
     require_rank(arr, 1, "nonzero_indices")
-    check_array((int(np.count_nonzero(arr)), arr.ndim), np.int64, "nonzero_indices")
+    check_array(arr.shape, np.bool_, "nonzero_indices (reading the input)")
+    count = int(np.count_nonzero(arr))
+    check_array((count, arr.ndim), np.int64, "nonzero_indices")
     coords = np.argwhere(arr).astype(np.int64, copy=False)
     return finish(dense(coords), any_tensor(t))
 
@@ -173,7 +185,9 @@ def one_hot(
 ) -> Any:
     """One-hot encoding: a new axis of length ``depth`` at ``axis`` (in ``[-(r+1), r]`` for
     indices of rank ``r``) holding ``on_value`` at the index and ``off_value`` elsewhere.  An
-    index ``< 0`` or ``>= depth`` gives an all-``off_value`` row.  A new dense tensor.
+    index ``< 0`` or ``>= depth`` gives an all-``off_value`` row.  ``on_value`` and
+    ``off_value`` are scalars that ``dtype`` must hold (else an ``OutOfRangeError``).  A new
+    dense tensor.
 
     >>> one_hot(np.array([1, -1]), 3, axis=0, dtype=np.int8).tolist()
     [[0, 0], [1, 0], [0, 0]]
@@ -182,14 +196,24 @@ def one_hot(
     n = as_count(depth, "one_hot depth")
     ax = normalize_axis(axis, idx.ndim + 1)
     check_array(idx.shape + (n,), dtype, "one_hot")
-    hot = idx[..., np.newaxis] == np.arange(n)
-    try:
-        on, off = np.asarray(on_value, dtype), np.asarray(off_value, dtype)
-    except OverflowError as error:
-        raise ValueError(f"one_hot: on/off values do not fit dtype {np.dtype(dtype)}") from error
-    values = np.where(hot, on, off)
-    result = dense(np.moveaxis(values.astype(dtype, copy=False), -1, ax))
-    return finish(result, any_tensor(indices))
+    on, off = _scalar(on_value, dtype, "on_value"), _scalar(off_value, dtype, "off_value")
+    values = np.full(idx.shape + (n,), off)
+    if values.size:  # then idx has no more elements than the result: its copies are bounded
+        flat = idx.reshape(-1)
+        rows = np.flatnonzero((flat >= 0) & (flat < n))
+        values.reshape(-1, n)[rows, flat[rows]] = on
+    return finish(dense(np.moveaxis(values, -1, ax)), any_tensor(indices))
+
+
+def _scalar(value: Any, dtype: Any, what: str) -> Array:
+    """``value`` as a 0-d array of ``dtype``: a shape is a ``LayoutError``, a value the dtype
+    cannot hold an ``OutOfRangeError``."""
+    check_array_like(value, dtype, f"one_hot {what}")
+    with value_errors(f"one_hot: on/off values do not fit dtype {np.dtype(dtype)}"):
+        scalar = np.asarray(value, dtype)
+    if scalar.ndim:
+        raise LayoutError(f"one_hot: {what} must be a scalar, got shape {scalar.shape}")
+    return scalar
 
 
 def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
@@ -197,8 +221,9 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
 
     Modes (case-insensitive): ``"constant"`` fills with ``value``; ``"reflect"`` mirrors
     without repeating the edge (each pad ``< length``); ``"symmetric"`` mirrors repeating
-    the edge (each pad ``<= length``).  Larger mirror pads are a ``ValueError`` (NumPy keeps
-    reflecting); a pad of 0 is always allowed.  A new dense tensor.
+    the edge (each pad ``<= length``).  Larger mirror pads are a ``LayoutError`` (NumPy keeps
+    reflecting); a pad of 0 is always allowed.  A ``value`` the dtype cannot hold is an
+    ``OutOfRangeError``.  A new dense tensor.
 
     >>> pad(np.array([1, 2, 3]), [(2, 1)], mode="reflect").tolist()
     [3, 2, 1, 2, 3, 2]
@@ -211,26 +236,28 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     if kind != "constant":
         _check_mirror_pads(pairs, arr.shape, kind)
     check_array(tuple(n + a + b for n, (a, b) in zip(arr.shape, pairs)), arr.dtype, "pad")
-    if arr.ndim == 0:
-        result = np.array(arr, copy=True)
-    elif kind == "constant":
-        result = np.pad(arr, pairs, mode="constant", constant_values=value)
-    elif kind == "reflect":
-        result = np.pad(arr, pairs, mode="reflect")
-    else:
-        result = np.pad(arr, pairs, mode="symmetric")
+    check_array_like(value, None, "pad value")
+    with value_errors("pad value"):
+        if arr.ndim == 0:
+            result = np.array(arr, copy=True)
+        elif kind == "constant":
+            result = np.pad(arr, pairs, mode="constant", constant_values=value)
+        elif kind == "reflect":
+            result = np.pad(arr, pairs, mode="reflect")
+        else:
+            result = np.pad(arr, pairs, mode="symmetric")
     return finish(dense(result), any_tensor(t))
 
 
 def _paddings(paddings: Any, rank: int) -> list[tuple[int, int]]:
-    raw = np.asarray(paddings)
+    raw = as_array(paddings)
     if raw.size == 0 and rank == 0:
         return []
     if raw.shape != (rank, 2):
-        raise ValueError(f"pad: paddings must have shape ({rank}, 2), got {raw.shape}")
+        raise LayoutError(f"pad: paddings must have shape ({rank}, 2), got {raw.shape}")
     pairs = [(as_int(p[0], "padding"), as_int(p[1], "padding")) for p in raw.tolist()]
     if any(n < 0 for pair in pairs for n in pair):
-        raise ValueError(f"pad: paddings {pairs} must be >= 0")
+        raise LayoutError(f"pad: paddings {pairs} must be >= 0")
     return pairs
 
 
@@ -239,6 +266,6 @@ def _check_mirror_pads(pairs: list[tuple[int, int]], shape: tuple[int, ...], mod
     for axis, (pair, length) in enumerate(zip(pairs, shape)):
         if max(pair) > 0 and max(pair) > length - limit:
             bound = "less than" if mode == "reflect" else "at most"
-            raise ValueError(
+            raise LayoutError(
                 f"pad: {mode} padding {pair} on axis {axis} must be {bound} the length {length}"
             )

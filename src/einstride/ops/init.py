@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LayoutError
 from ..memory import check_array
 from ..tensors import Tensor, as_tensor
 from ._common import dense
@@ -58,7 +59,7 @@ def fans(shape: Any) -> tuple[int, int]:
     """``(fan_in, fan_out)`` of a weight shape of rank ``>= 2`` (rank below 2 is an error)."""
     dims = sample_shape(shape)
     if len(dims) < 2:
-        raise ValueError(f"fans need a shape of rank >= 2, got {dims}")
+        raise LayoutError(f"fans need a shape of rank >= 2, got {dims}")
     field = math.prod(dims[:-2])
     return dims[-2] * field, dims[-1] * field
 
@@ -151,7 +152,7 @@ def orthogonal(shape: Any, gain: Any = 1.0, *, seed: Any = None, dtype: Any = np
     """
     kind, dims = float_dtype(dtype), sample_shape(shape)
     if len(dims) < 2:
-        raise ValueError(f"orthogonal needs a shape of rank >= 2, got {dims}")
+        raise LayoutError(f"orthogonal needs a shape of rank >= 2, got {dims}")
     scale = float(gain)
     if not math.isfinite(scale):
         raise ValueError(f"orthogonal: gain must be finite, got {scale}")

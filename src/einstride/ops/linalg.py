@@ -45,10 +45,17 @@ class SVDResult(NamedTuple):
     v: Any
 
 
-def _matrices(t: Any, op: str) -> Array:
+def _matrices(t: Any, op: str, full_matrices: bool) -> Array:
+    """The input, after sizing every array LAPACK and the results need: the input's copy and,
+    with ``full_matrices``, the square ``[..., M, M]`` and ``[..., N, N]`` factors (all at
+    complex128 width, the widest they can have)."""
     arr = as_array(t)
     require_rank(arr, 2, op)
     check_array(arr.shape, np.complex128, op)  # LAPACK copies (a broadcast batch too)
+    if full_matrices:
+        *batch, m, n = arr.shape
+        for side in (m, n):
+            check_array((*batch, side, side), np.complex128, f"{op} (full_matrices)")
     return arr.astype(np.float32) if arr.dtype in _NARROW else arr
 
 
@@ -61,9 +68,16 @@ def qr(t: Any, full_matrices: bool = False) -> QRResult:
     >>> q.shape, r.shape
     ((4, 3, 3), (4, 3, 2))
     """
-    arr = _matrices(t, "qr")
-    q, r = np.linalg.qr(arr, mode="complete" if full_matrices else "reduced")
+    arr = _matrices(t, "qr", bool(full_matrices))
     kind = any_tensor(t)
+    if arr.size == 0:  # LAPACK would still size its work by the (maybe huge) other length
+        *batch, m, n = arr.shape
+        k = m if full_matrices else min(m, n)
+        real = np.linalg.qr(np.eye(1, dtype=arr.dtype)).Q.dtype
+        q = np.zeros((*batch, m, k), real)
+        q[...] = np.eye(m, k, dtype=real)  # orthonormal columns (k == m or no columns at all)
+        return QRResult(finish(q, kind), finish(np.zeros((*batch, k, n), real), kind))
+    q, r = np.linalg.qr(arr, mode="complete" if full_matrices else "reduced")
     return QRResult(finish(dense(q), kind), finish(dense(r), kind))
 
 
@@ -75,8 +89,10 @@ def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResu
     >>> svd(np.diag([1.0, 3.0]), compute_uv=False).s.tolist()
     [3.0, 1.0]
     """
-    arr = _matrices(t, "svd")
+    arr = _matrices(t, "svd", bool(full_matrices) and bool(compute_uv))
     kind = any_tensor(t)
+    if arr.size == 0:
+        return _empty_svd(arr, compute_uv, full_matrices, kind)
     if not compute_uv:
         s = np.linalg.svd(arr, compute_uv=False)
         return SVDResult(finish(dense(s), kind), None, None)
@@ -87,3 +103,20 @@ def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResu
         finish(dense(u), kind),
         finish(v, kind),
     )
+
+
+def _empty_svd(arr: Array, compute_uv: bool, full_matrices: bool, kind: bool) -> SVDResult:
+    """The SVD of matrices with no elements, by shape alone (no LAPACK call: its workspace
+    would follow a length that may be huge)."""
+    *batch, m, n = arr.shape
+    u_probe, s_probe, _ = np.linalg.svd(np.eye(1, dtype=arr.dtype))
+    s = finish(np.zeros((*batch, min(m, n)), s_probe.dtype), kind)
+    if not compute_uv:
+        return SVDResult(s, None, None)
+    ku, kv = (m, n) if full_matrices else (min(m, n), min(m, n))
+    u = np.zeros((*batch, m, ku), u_probe.dtype)
+    v = np.zeros((*batch, n, kv), u_probe.dtype)
+    if full_matrices:  # the square factors are identities (any orthonormal basis would do)
+        u[...] = np.eye(m, dtype=u.dtype)
+        v[...] = np.eye(n, dtype=v.dtype)
+    return SVDResult(s, finish(u, kind), finish(v, kind))

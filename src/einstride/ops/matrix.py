@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LayoutError
 from ..layout import Layout
 from ..memory import check_array
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
@@ -75,7 +76,7 @@ def set_diag(t: Any, d: Any) -> Any:
     require_rank(arr, 2, "set_diag")
     expected = arr.shape[:-2] + (min(arr.shape[-2:]),)
     if values.shape != expected:
-        raise ValueError(
+        raise LayoutError(
             f"set_diag: the diagonal has shape {values.shape}; t of shape {arr.shape} "
             f"needs {expected}"
         )
@@ -97,6 +98,9 @@ def band_part(t: Any, lower: int, upper: int) -> Any:
     require_rank(arr, 2, "band_part")
     low, up = as_int(lower, "lower"), as_int(upper, "upper")
     check_array(arr.shape, arr.dtype, "band_part")
+    if arr.size == 0:  # no mask to build (a row or column count may still be huge)
+        return finish(np.empty(arr.shape, arr.dtype), any_tensor(t))
+    check_array(arr.shape[-2:], np.intp, "band_part (its row - column mask)")
     rows = np.arange(arr.shape[-2])[:, np.newaxis]
     cols = np.arange(arr.shape[-1])[np.newaxis, :]
     keep = ((rows - cols <= low) | (low < 0)) & ((cols - rows <= up) | (up < 0))
@@ -115,7 +119,7 @@ def eye(rows: int, cols: int | None = None, batch_shape: Any = (), dtype: Any = 
     n = m if cols is None else as_count(cols, "eye cols")
     batch = int_tuple(batch_shape, "batch length")
     if any(b < 0 for b in batch):
-        raise ValueError(f"eye: batch_shape {batch} has a negative length")
+        raise LayoutError(f"eye: batch_shape {batch} has a negative length")
     check_array(batch + (m, n), dtype, "eye")
     result = np.zeros(batch + (m, n), dtype)
     _diagonal_of(result)[...] = 1
@@ -130,4 +134,6 @@ def trace(t: Any) -> Any:
     array(4)
     """
     diagonal = as_array(diag_part(t))
+    total = np.zeros(0, diagonal.dtype).sum().dtype  # NumPy's sum dtype (bool -> int64, ...)
+    check_array(diagonal.shape[:-1], total, "trace")  # a broadcast batch may be huge
     return finish(np.asarray(diagonal.sum(axis=-1)), any_tensor(t))

@@ -19,6 +19,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from ..errors import LayoutError, OutOfRangeError
 from ..layout import Layout
 from ..memory import check_array
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
@@ -72,7 +73,8 @@ def random_uniform(
     shape: Any, low: Any = 0.0, high: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
 ) -> Tensor:
     """Uniform samples in ``[low, high)`` (all ``low`` when they are equal); ``low > high``
-    is a ``ValueError``.  Values that would round up to ``high`` in ``dtype`` are kept below.
+    is a ``ValueError``, a width ``high - low`` beyond float64 an ``OutOfRangeError``.  Values
+    that would round up to ``high`` in ``dtype`` are kept below.
 
     >>> u = random_uniform(1000, -1, 1, seed=0).numpy()
     >>> bool(u.min() >= -1 and u.max() < 1)
@@ -81,6 +83,10 @@ def random_uniform(
     lo, hi = _finite(low, "low"), _finite(high, "high")
     if lo > hi:
         raise ValueError(f"random_uniform: low {lo} is greater than high {hi}")
+    if not math.isfinite(hi - lo):
+        raise OutOfRangeError(
+            f"random_uniform: the width high - low = {hi} - {lo} overflows float64"
+        )
     kind, dims = float_dtype(dtype), draw_shape(shape, "random_uniform")
     draws = generator(seed).uniform(lo, hi, dims).astype(kind)
     if hi > lo:
@@ -140,27 +146,66 @@ def truncated_normal(
 def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
     """``num_samples`` class indices per row of ``[batch, classes]`` unnormalized
     log-probabilities: int64 ``[batch, num_samples]``, in the logits' kind (NumPy or
-    Tensor).  A ``-inf`` logit is never drawn; NaN, ``+inf``, no classes, or a row with no
-    finite logit is a ``ValueError``.
+    Tensor).  A ``-inf`` logit is never drawn; NaN, ``+inf`` or a row with no finite logit is
+    a ``ValueError``, a shape other than ``[batch, classes >= 1]`` a ``LayoutError``.
 
     >>> categorical(np.array([[-np.inf, 0.0], [0.0, -np.inf]]), 3, seed=0).tolist()
     [[1, 1, 1], [0, 0, 0]]
     """
     values = as_array(logits)
-    real = values.dtype.kind in "iuf" or values.dtype == np.dtype(ml_dtypes.bfloat16)
-    if values.ndim != 2 or not real or values.shape[1] == 0:
+    if not (values.dtype.kind in "iuf" or values.dtype == np.dtype(ml_dtypes.bfloat16)):
         raise ValueError(
-            f"categorical: logits must be real [batch, classes] with classes >= 1, got shape "
-            f"{values.shape} and dtype {values.dtype}"
+            f"categorical: logits must be real [batch, classes], got dtype {values.dtype}"
+        )
+    if values.ndim != 2 or values.shape[1] == 0:
+        raise LayoutError(
+            f"categorical: logits must be [batch, classes] with classes >= 1, got shape "
+            f"{values.shape}"
         )
     count = as_count(num_samples, "num_samples")
-    check_array((values.shape[0], count), np.float64, "categorical")
+    batch, classes = values.shape
+    check_array((batch, count), np.float64, "categorical")
+    check_array(values.shape, np.float64, "categorical (the probabilities)")  # logits may be
+    if batch > _LOOP_ROWS:  # a broadcast; the sorted search needs keys for edges and draws
+        check_array((batch * (classes + count),), np.int64, "categorical (the search keys)")
     cdf = _row_cdfs(values.astype(np.float64))
-    uniforms = generator(seed).random((values.shape[0], count))
-    picks = np.empty((values.shape[0], count), np.int64)
-    for row, (edges, draws) in enumerate(zip(cdf, uniforms)):
-        picks[row] = np.searchsorted(edges, draws, side="right")
+    uniforms = generator(seed).random((batch, count))
+    if batch > _LOOP_ROWS:
+        picks = sorted_search(cdf, uniforms)
+    else:
+        picks = np.empty((batch, count), np.int64)
+        for row, (edges, draws) in enumerate(zip(cdf, uniforms)):
+            picks[row] = np.searchsorted(edges, draws, side="right")
     return finish(picks, any_tensor(logits))
+
+
+# Up to this many rows, one ``searchsorted`` per row is fastest; beyond, a Python loop per row
+# would take long, and ``sorted_search`` does all rows at once.
+_LOOP_ROWS = 4096
+
+
+def sorted_search(edges: Array, draws: Array) -> Array:
+    """Row by row ``searchsorted(edges[r], draws[r], side="right")`` without a Python loop:
+    one stable sort of (row, value, edge-before-draw) keys, then a running count of edges.
+    Exact (no arithmetic on the values).
+
+    >>> sorted_search(np.array([[0.5, 1.0], [0.2, 1.0]]), np.array([[0.5, 0.1], [0.9, 0.2]]))
+    array([[1, 0],
+           [1, 1]])
+    """
+    batch, classes = edges.shape
+    count = draws.shape[1]
+    numbers = np.arange(batch)
+    rows = np.concatenate([np.repeat(numbers, classes), np.repeat(numbers, count)])
+    values = np.concatenate([edges.reshape(-1), draws.reshape(-1)])
+    is_draw = np.repeat(np.array([False, True]), [batch * classes, batch * count])
+    order = np.lexsort((is_draw, values, rows))  # at equal values an edge sorts first
+    edges_so_far = np.cumsum(~is_draw[order])
+    at_draw = is_draw[order]
+    picks = np.empty(batch * count, np.int64)
+    slots = order[at_draw] - batch * classes
+    picks[slots] = edges_so_far[at_draw] - rows[order[at_draw]] * classes
+    return picks.reshape(batch, count)
 
 
 def _row_cdfs(logits: Array) -> Array:

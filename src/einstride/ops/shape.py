@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import LayoutError
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
-from ..memory import check_allocation, check_array
+from ..memory import check_array, check_listing, check_views
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ..transfer import check_out
 from ._common import Array, finish, int_tuple, map_view, map_views
@@ -46,13 +47,14 @@ def unstack(t: Any, axis: int = 0) -> list[Any]:
     >>> [row.tolist() for row in unstack(np.arange(6).reshape(2, 3), axis=-1)]
     [[0, 3], [1, 4], [2, 5]]
     """
-    if np.ndim(t) == 0:
-        raise ValueError("unstack: the input has rank 0; there is no axis to unstack")
+    t = _operand(t)
+    if t.ndim == 0:
+        raise LayoutError("unstack: the input has rank 0; there is no axis to unstack")
 
     def parts(layout: Layout) -> list[Layout]:
         ax = normalize_axis(axis, layout.ndim)
         lead = (slice(None),) * ax
-        _check_view_count(layout.shape[ax], "unstack")  # a broadcast axis may be huge
+        check_views(layout.shape[ax], "unstack")  # a broadcast axis may be huge
         return [layout.index((*lead, i)) for i in range(layout.shape[ax])]
 
     return map_views(t, parts)
@@ -67,10 +69,11 @@ def split(t: Any, count_or_sizes: Any, axis: int = 0) -> list[Any]:
     [[0, 1], [2, 3], [4, 5]]
     >>> split(np.arange(5), 2)
     Traceback (most recent call last):
-    ValueError: split: 2 does not divide the length 5 of axis 0
+    einstride.errors.LayoutError: split: 2 does not divide the length 5 of axis 0
     """
-    if np.ndim(t) == 0:
-        raise ValueError("split: the input has rank 0; there is no axis to split")
+    t = _operand(t)
+    if t.ndim == 0:
+        raise LayoutError("split: the input has rank 0; there is no axis to split")
 
     def parts(layout: Layout) -> tuple[Layout, ...]:
         ax = normalize_axis(axis, layout.ndim)
@@ -84,31 +87,18 @@ def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]
     if isinstance(count_or_sizes, (int, np.integer)) and not isinstance(count_or_sizes, bool):
         count = int(count_or_sizes)
         if count <= 0:
-            raise ValueError(f"split: the count must be > 0, got {count}")
+            raise LayoutError(f"split: the count must be > 0, got {count}")
         if length % count:
-            raise ValueError(f"split: {count} does not divide the length {length} of axis {axis}")
-        _check_view_count(count, "split")  # any count divides an empty axis
+            raise LayoutError(f"split: {count} does not divide the length {length} of axis {axis}")
+        check_views(count, "split")  # any count divides an empty axis
         return (length // count,) * count
     sizes = int_tuple(count_or_sizes, "split size")
+    check_views(len(sizes), "split")
     if any(n < 0 for n in sizes):
-        raise ValueError(f"split: sizes {sizes} must be >= 0 (a -1 is not inferred)")
+        raise LayoutError(f"split: sizes {sizes} must be >= 0 (a -1 is not inferred)")
     if sum(sizes) != length:
-        raise ValueError(f"split: sizes {sizes} sum to {sum(sizes)}, not {length} (axis {axis})")
+        raise LayoutError(f"split: sizes {sizes} sum to {sum(sizes)}, not {length} (axis {axis})")
     return sizes
-
-
-# What one returned view costs in Python objects (Tensor, Layout, tuples, maybe an ndarray).
-_VIEW_BYTES = 512
-
-
-def _check_view_count(count: int, op: str) -> None:
-    """A list of ``count`` views must fit the memory limit like any other allocation.
-
-    >>> _check_view_count(2**62, "split")
-    Traceback (most recent call last):
-    ValueError: split into 4611686018427387904 views would allocate ...
-    """
-    check_allocation(count * _VIEW_BYTES, f"{op} into {count} views")
 
 
 def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
@@ -123,7 +113,7 @@ def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     shape = arrays[0].shape
     for i, a in enumerate(arrays):
         if a.shape != shape:
-            raise ValueError(f"stack: input {i} has shape {a.shape}, input 0 has shape {shape}")
+            raise LayoutError(f"stack: input {i} has shape {a.shape}, input 0 has shape {shape}")
     ax = normalize_axis(axis, len(shape) + 1)
     result_shape = shape[:ax] + (len(arrays),) + shape[ax:]
     dst = _destination(out, result_shape, np.result_type(*arrays), arrays, "stack")
@@ -143,11 +133,11 @@ def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     arrays = [as_array(x) for x in items]
     first = arrays[0].shape
     if any(a.ndim == 0 for a in arrays):
-        raise ValueError("concat: rank-0 inputs cannot be concatenated")
+        raise LayoutError("concat: rank-0 inputs cannot be concatenated")
     ax = normalize_axis(axis, len(first))
     for i, a in enumerate(arrays):
         if a.ndim != len(first) or a.shape[:ax] + a.shape[ax + 1 :] != first[:ax] + first[ax + 1 :]:
-            raise ValueError(
+            raise LayoutError(
                 f"concat: input {i} has shape {a.shape}, which does not match input 0's "
                 f"{first} outside axis {ax}"
             )
@@ -164,9 +154,10 @@ def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
 def _collect(tensors: Iterable[Any], op: str) -> list[Any]:
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}: pass a sequence of tensors, not a single Tensor")
+    check_listing(tensors, f"{op} tensors")
     items = list(tensors)
     if not items:
-        raise ValueError(f"{op}: the list of tensors is empty")
+        raise LayoutError(f"{op}: the list of tensors is empty")
     return items
 
 
@@ -190,10 +181,13 @@ def tile(t: Any, multiples: Any) -> Any:
     arr = as_array(t)
     reps = int_tuple(multiples, "multiple")
     if len(reps) != arr.ndim:
-        raise ValueError(f"tile: {len(reps)} multiples {reps} for an input of rank {arr.ndim}")
+        raise LayoutError(f"tile: {len(reps)} multiples {reps} for an input of rank {arr.ndim}")
     if any(m < 0 for m in reps):
-        raise ValueError(f"tile: multiples {reps} must be >= 0")
-    check_array(tuple(n * m for n, m in zip(arr.shape, reps)), arr.dtype, "tile")
+        raise LayoutError(f"tile: multiples {reps} must be >= 0")
+    shape = tuple(n * m for n, m in zip(arr.shape, reps))
+    check_array(shape, arr.dtype, "tile")
+    if 0 in shape:  # np.tile would still copy a (maybe broadcast) input
+        return finish(np.empty(shape, arr.dtype), any_tensor(t))
     return finish(np.tile(arr, reps), any_tensor(t))
 
 
@@ -208,6 +202,8 @@ def reshape(t: Any, shape: Any) -> Any:
     False
     """
     src = as_tensor(t)
+    if not isinstance(shape, (int, np.integer)):
+        shape = int_tuple(shape, "reshape shape")
     layout = src.layout.reshape(shape)
     if layout is not None:
         view = src.view(layout)
@@ -225,7 +221,13 @@ def flatten(t: Any) -> Any:
     >>> flatten(np.float32(3)).shape
     (1,)
     """
-    return reshape(t, (-1,) if np.ndim(t) else (1,))
+    t = _operand(t)
+    return reshape(t, (-1,) if t.ndim else (1,))
+
+
+def _operand(t: Any) -> Any:
+    """A Tensor as it is, anything else as an ndarray (its conversion sized first)."""
+    return t if isinstance(t, Tensor) else as_array(t)
 
 
 def expand_dims(t: Any, axis: Any) -> Any:
@@ -235,7 +237,7 @@ def expand_dims(t: Any, axis: Any) -> Any:
     >>> expand_dims(np.zeros((2, 3)), (0, -1)).shape
     (1, 2, 3, 1)
     """
-    wanted = int_tuple(axis, "axis")
+    wanted = int_tuple(axis, "expand_dims axis")
 
     def expanded(layout: Layout) -> Layout:
         for ax in sorted(normalize_axes(wanted, layout.ndim + len(wanted))):
@@ -255,7 +257,7 @@ def squeeze(t: Any, axis: Any = None) -> Any:
     Traceback (most recent call last):
     einstride.errors.LayoutError: cannot squeeze axis 1 of length 2
     """
-    axes = None if axis is None else int_tuple(axis, "axis")
+    axes = None if axis is None else int_tuple(axis, "squeeze axis")
     return map_view(t, lambda layout: layout.squeeze(axes))
 
 
@@ -268,8 +270,9 @@ def transpose(t: Any, perm: Any = None) -> Any:
     """
 
     def permuted(layout: Layout) -> Layout:
-        order = tuple(reversed(range(layout.ndim))) if perm is None else int_tuple(perm, "axis")
-        return layout.permute(order)
+        if perm is None:
+            return layout.permute(tuple(reversed(range(layout.ndim))))
+        return layout.permute(int_tuple(perm, "transpose axis"))
 
     return map_view(t, permuted)
 

@@ -29,21 +29,49 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ...errors import EinsumError, EinsumTypeError
+from ...memory import check_listing
 
 __all__ = [
     "ELLIPSIS",
+    "MAX_LABEL",
     "EinsumSpec",
     "Equation",
     "bind",
     "parse_equation",
     "parse_sublists",
     "parse_subscripts",
+    "shorten_equation",
 ]
 
 ELLIPSIS: Final = -1
 """The marker of ``...`` inside :attr:`Equation.terms` and :attr:`Equation.output`."""
 
 _SPECIAL = frozenset(",.->")
+
+MAX_LABEL: Final = 2**63 - 1
+"""The largest int label of the sublist form."""
+
+# Messages quote at most this many characters of an equation (or a term, or a shape).
+_SHOWN = 80
+
+
+def shorten_equation(text: str, position: int | None = None, width: int = _SHOWN) -> str:
+    """``text`` itself when it has at most ``width`` characters, else the ``width`` characters
+    around ``position`` (from the start when ``None``) with ``…`` where text was cut, so an
+    error about a 10^5-character equation stays one short line.  Any message quoting user
+    text can use it.
+
+    >>> shorten_equation("ij,jk->ik")
+    'ij,jk->ik'
+    >>> shorten_equation("a" * 50 + "-" + "b" * 50, 50, width=10)
+    '…aaaaa-bbbb…'
+    """
+    if len(text) <= width:
+        return text
+    centre = 0 if position is None else min(max(position, 0), len(text))
+    start = max(0, min(centre - width // 2, len(text) - width))
+    end = start + width
+    return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
 @dataclass(frozen=True)
@@ -82,9 +110,10 @@ class Equation:
         pos = (self.output_positions if term is None else self.positions[term])[item]
         return f"sublist index {pos}" if self.sublist else f"position {pos}"
 
-    def fail(self, message: str) -> EinsumError:
-        """An :class:`EinsumError` whose message starts with this equation."""
-        return EinsumError(f"einsum {self.text!r}: {message}")
+    def fail(self, message: str, position: int | None = None) -> EinsumError:
+        """An :class:`EinsumError` whose message starts with this equation (shortened around
+        ``position`` when long)."""
+        return _fail_text(self.text, message, position)
 
 
 @dataclass(frozen=True)
@@ -173,13 +202,13 @@ def parse_subscripts(subscripts: str) -> Equation:
         return Equation(subscripts, tuple(terms), output, False, names, tuple(positions), out_pos)
     for pos, ch in output_part:
         if ch == ",":
-            raise fail(f"the output cannot have ',' (position {pos})")
+            raise fail(f"the output cannot have ',' (position {pos})", pos)
     output, out_pos = _parse_term(output_part, ids, fail, output=True)
     return Equation(subscripts, tuple(terms), output, True, names, tuple(positions), out_pos)
 
 
-def _fail_text(text: str, message: str) -> EinsumError:
-    return EinsumError(f"einsum {text!r}: {message}")
+def _fail_text(text: str, message: str, position: int | None = None) -> EinsumError:
+    return EinsumError(f"einsum {shorten_equation(text, position)!r}: {message}")
 
 
 def _split_arrow(
@@ -192,14 +221,14 @@ def _split_arrow(
         pos, ch = chars[k]
         if ch == "-":
             if k + 1 >= len(chars) or chars[k + 1][1] != ">":
-                raise fail(f"'-' (position {pos}) is not followed by '>'")
+                raise fail(f"'-' (position {pos}) is not followed by '>'", pos)
             if arrow is not None:
-                raise fail(f"a second '->' (position {pos}); at most one is allowed")
+                raise fail(f"a second '->' (position {pos}); at most one is allowed", pos)
             arrow = k
             k += 2
             continue
         if ch == ">":
-            raise fail(f"'>' (position {pos}) is not preceded by '-'")
+            raise fail(f"'>' (position {pos}) is not preceded by '-'", pos)
         k += 1
     if arrow is None:
         return chars, None
@@ -227,16 +256,16 @@ def _parse_term(
         pos, ch = chars[k]
         if ch == ".":
             if [c for _, c in chars[k : k + 3]] != [".", ".", "."]:
-                raise fail(f"'.' (position {pos}) is not part of an ellipsis '...'")
+                raise fail(f"'.' (position {pos}) is not part of an ellipsis '...'", pos)
             if ELLIPSIS in labels:
-                raise fail(f"a second '...' in one term (position {pos})")
+                raise fail(f"a second '...' in one term (position {pos})", pos)
             labels.append(ELLIPSIS)
             where.append(pos)
             k += 3
             continue
         if ch not in ids:
             if output:
-                raise fail(f"output label {ch!r} (position {pos}) appears in no input")
+                raise fail(f"output label {ch!r} (position {pos}) appears in no input", pos)
             ids[ch] = len(ids)
         labels.append(ids[ch])
         where.append(pos)
@@ -286,6 +315,7 @@ def parse_sublists(
             labels.append(ELLIPSIS if item is Ellipsis else ids[item])
         terms.append(tuple(labels))
     names = tuple(str(k) for k in ids)
+    values = tuple(ids)
     positions = tuple(tuple(range(len(t))) for t in terms)
     for k, written in enumerate(terms):
         if written.count(ELLIPSIS) > 1:
@@ -296,7 +326,7 @@ def parse_sublists(
             for label in written:
                 counts[label] = counts.get(label, 0) + 1
         single = sorted((lab for lab, n in counts.items() if n == 1 and lab != ELLIPSIS),
-                        key=lambda lab: int(names[lab]))
+                        key=lambda lab: values[lab])
         implicit = ((ELLIPSIS,) if ELLIPSIS in counts else ()) + tuple(single)
         return Equation(text, tuple(terms), implicit, False, names, positions,
                         (-1,) * len(implicit), sublist=True)
@@ -313,7 +343,9 @@ def _sublist_output(raw: list[Any], ids: dict[int, int], text: str) -> tuple[int
                 raise _fail_text(text, f"a second '...' in the output sublist (index {k})")
             out.append(ELLIPSIS)
         elif item not in ids:
-            raise _fail_text(text, f"output label {item} (sublist index {k}) appears in no input")
+            raise _fail_text(
+                text, f"output label {item} (sublist index {k}) appears in no input", len(text)
+            )
         else:
             out.append(ids[item])
     return tuple(out)
@@ -322,21 +354,37 @@ def _sublist_output(raw: list[Any], ids: dict[int, int], text: str) -> tuple[int
 def _sublist_items(sublist: Any, index: int | None) -> list[Any]:
     what = "the output sublist" if index is None else f"the sublist of operand {index}"
     if isinstance(sublist, (str, bytes)) or not hasattr(sublist, "__iter__"):
-        raise EinsumTypeError(f"einsum: {what} must be a list of ints and '...', got "
-                              f"{sublist!r}")
+        raise EinsumTypeError(
+            f"einsum: {what} must be a list of ints and '...', got {_shown(sublist)}"
+        )
     items: list[Any] = []
     for k, item in enumerate(sublist):
         if item is Ellipsis:
             items.append(Ellipsis)
             continue
         if isinstance(item, bool) or not hasattr(item, "__index__"):
-            raise EinsumTypeError(f"einsum: {what} has {item!r} at index {k}; labels must be "
-                                  "non-negative ints or ... (Ellipsis)")
+            raise EinsumTypeError(f"einsum: {what} has {_shown(item)} at index {k}; labels "
+                                  "must be non-negative ints or ... (Ellipsis)")
         label = operator.index(item)
         if label < 0:
             raise EinsumError(f"einsum: {what} has the negative label {label} at index {k}")
+        if label > MAX_LABEL:
+            raise EinsumError(
+                f"einsum: {what} has the label {_shown(label)} at index {k}; labels are ints "
+                f"in [0, {MAX_LABEL}]"
+            )
         items.append(label)
     return items
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a message, shortened; an int too long to print says its size."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"<an int of {value.bit_length()} bits>"
+    try:
+        return shorten_equation(repr(value))
+    except Exception:  # a repr that fails or refuses: name the type instead
+        return f"a {type(value).__name__}"
 
 
 def _render_sublist(items: Sequence[Any]) -> str:
@@ -413,20 +461,34 @@ def _ellipsis_rank(equation: Equation, i: int, shape: tuple[int, ...]) -> int | 
     if ELLIPSIS not in term:
         if len(shape) != named:
             raise equation.fail(
-                f"operand {i} has {len(shape)} dimension(s) (shape {shape}) but its term "
-                f"{_term_text(equation, i)!r} names {named} label(s)"
+                f"operand {i} has {len(shape)} dimension(s) (shape {_shape_text(shape)}) but its "
+                f"term {_term_text(equation, i)!r} names {named} label(s)",
+                _term_start(equation, i),
             )
         return None
     if len(shape) < named:
         raise equation.fail(
-            f"operand {i} has {len(shape)} dimension(s) (shape {shape}) but its term "
-            f"{_term_text(equation, i)!r} names {named} label(s) besides '...'"
+            f"operand {i} has {len(shape)} dimension(s) (shape {_shape_text(shape)}) but its "
+            f"term {_term_text(equation, i)!r} names {named} label(s) besides '...'",
+            _term_start(equation, i),
         )
     return len(shape) - named
 
 
 def _term_text(equation: Equation, i: int) -> str:
-    return "".join("..." if lab == ELLIPSIS else equation.names[lab] for lab in equation.terms[i])
+    text = "".join("..." if lab == ELLIPSIS else equation.names[lab] for lab in equation.terms[i])
+    return shorten_equation(text)
+
+
+def _term_start(equation: Equation, i: int) -> int | None:
+    """Where term ``i`` starts in the equation's text (None in the sublist form)."""
+    if equation.sublist or not equation.positions[i]:
+        return None
+    return equation.positions[i][0]
+
+
+def _shape_text(shape: tuple[Any, ...]) -> str:
+    return shorten_equation(str(shape))
 
 
 def _expand_term(term: tuple[int, ...], rank: int | None, base: int, n_ell: int
@@ -456,9 +518,11 @@ def _check_named_sizes(equation: Equation, i: int, labels: tuple[int, ...],
             hint = ""
             if 1 in (known, n):
                 hint = " (named labels never broadcast; write '...' to broadcast a dimension)"
+            pos = None if equation.sublist else equation.positions[i][item]
             raise equation.fail(
                 f"operand {i} label {equation.names[label]!r} ({equation.where(i, item)}) has "
-                f"size {n}, but operand {first[label]} gave it size {known}{hint}"
+                f"size {n}, but operand {first[label]} gave it size {known}{hint}",
+                pos,
             )
 
 
@@ -487,19 +551,46 @@ def _bind_output(equation: Equation, n_ell: int, base: int, sizes: list[int | No
     if n_ell > 0:
         shape = tuple(sizes[base:])
         raise equation.fail(
-            f"the inputs' '...' covers {n_ell} dimension(s) of broadcast shape {shape}, but the "
-            "explicit output has no '...' to hold them"
+            f"the inputs' '...' covers {n_ell} dimension(s) of broadcast shape "
+            f"{_shape_text(shape)}, but the explicit output has no '...' to hold them",
+            None if equation.sublist else len(equation.text),
         )
     return out
 
 
 def parse_equation(subscripts: str, *shapes: Sequence[int]) -> EinsumSpec:
-    """Parse ``subscripts`` (cached) and bind it to the operand ``shapes``.
+    """Parse ``subscripts`` (cached) and bind it to the operand ``shapes``: sequences of ints
+    ``>= 0`` (anything else in a shape is a ``TypeError``, a negative length an
+    :class:`EinsumError`).
 
     >>> spec = parse_equation("ii->i", (3, 3))
     >>> spec.inputs, spec.output, spec.sizes
     (((0, 0),), (0,), (3,))
     >>> parse_equation("a...,a...->a...", (2, 1, 4), (2, 3, 1)).stretched
     ((1,), (2,))
+    >>> parse_equation("ij", (-2, 3))
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum 'ij': shape 0 (-2, 3) has a negative length
     """
-    return bind(parse_subscripts(subscripts), [tuple(s) for s in shapes])
+    equation = parse_subscripts(subscripts)
+    return bind(equation, [_checked_shape(equation, s, i) for i, s in enumerate(shapes)])
+
+
+def _checked_shape(equation: Equation, shape: Any, i: int) -> tuple[int, ...]:
+    """A shape for :func:`parse_equation`: a sequence of ints ``>= 0`` (``bool`` is not one)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(
+            f"parse_equation: shape {i} must be a sequence of ints, not {_shown(shape)}"
+        )
+    check_listing(shape, f"parse_equation shape {i}")
+    dims = tuple(shape)
+    for n in dims:
+        if isinstance(n, bool) or not hasattr(n, "__index__"):
+            raise TypeError(
+                f"parse_equation: shape {i} {_shown(dims)} has {_shown(n)}; lengths are ints"
+            )
+    lengths = tuple(operator.index(n) for n in dims)
+    if any(n < 0 for n in lengths):
+        raise equation.fail(f"shape {i} {_shape_text(lengths)} has a negative length")
+    return lengths

@@ -1,0 +1,203 @@
+"""The documented error type of each failure class (docs/reliability.md), one row per case:
+a shape, axis, size or count an op rejects is a ``LayoutError`` wherever it is rejected (the
+same bad split from ``es.split`` and ``Layout.split``); the memory guard is a
+``MemoryLimitError``; a value its dtype cannot hold is an ``OutOfRangeError`` (also NumPy's
+``OverflowError``); a value of the wrong type is a ``TypeError`` whose message names the
+argument; messages about long equations stay short.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import einstride as es
+from einstride import memory
+
+M = np.arange(6.0).reshape(2, 3)
+
+LAYOUT_ERRORS: list[tuple[str, Callable[[], Any]]] = [
+    ("split count", lambda: es.split(np.ones(5), 2)),
+    ("split sizes", lambda: es.split(np.ones(5), [2, 2])),
+    ("split negative", lambda: es.split(np.ones(5), [6, -1])),
+    ("split count 0", lambda: es.split(np.ones(5), 0)),
+    ("split rank 0", lambda: es.split(np.float64(1), 1)),
+    ("unstack rank 0", lambda: es.unstack(np.float64(1))),
+    ("stack shapes", lambda: es.stack([np.ones(2), np.ones(3)])),
+    ("stack empty", lambda: es.stack([])),
+    ("concat shapes", lambda: es.concat([np.ones((2, 2)), np.ones((2, 3))])),
+    ("concat rank 0", lambda: es.concat([np.float64(1)])),
+    ("tile count", lambda: es.tile(M, [2])),
+    ("tile negative", lambda: es.tile(M, [2, -1])),
+    ("reshape count", lambda: es.reshape(M, (4, 2))),
+    ("axis out of range", lambda: es.transpose(M, (0, 2))),
+    ("squeeze length", lambda: es.squeeze(M, 0)),
+    ("gather index", lambda: es.gather(M, [3], axis=1)),
+    ("gather negative index", lambda: es.gather(M, [-1])),
+    ("gather batch", lambda: es.gather(M, [[0]], axis=1, batch_dims=1)),
+    ("gather batch_dims", lambda: es.gather(M, [0], axis=0, batch_dims=1)),
+    ("boolean_mask shape", lambda: es.boolean_mask(M, [True])),
+    ("pad paddings shape", lambda: es.pad(M, [(1, 1)])),
+    ("pad negative", lambda: es.pad(M, [(1, 1), (-1, 0)])),
+    ("pad reflect", lambda: es.pad(M, [(0, 0), (3, 0)], mode="reflect")),
+    ("one_hot depth", lambda: es.one_hot([0], -1)),
+    ("one_hot on_value shape", lambda: es.one_hot([0], 2, on_value=[1, 2])),
+    ("diag rank", lambda: es.diag(np.float64(1))),
+    ("set_diag shape", lambda: es.set_diag(M, [1.0])),
+    ("eye negative", lambda: es.eye(-1)),
+    ("eye batch", lambda: es.eye(2, batch_shape=(-1,))),
+    ("qr rank", lambda: es.qr(np.ones(3))),
+    ("fans rank", lambda: es.fans((3,))),
+    ("orthogonal rank", lambda: es.orthogonal((3,))),
+    ("categorical shape", lambda: es.categorical(np.zeros(3), 1)),
+    ("linspace num", lambda: es.linspace(0, 1, -1)),
+    ("linspace ends", lambda: es.linspace(np.zeros(2), np.zeros(3), 4)),
+    ("zeros negative", lambda: es.zeros((2, -1))),
+    ("int_tuple 2-D", lambda: es.expand_dims(M, np.zeros((2, 2), int))),
+    ("copy_to shapes", lambda: es.copy_to(np.ones(3), np.zeros(2))),
+    ("reverse out shape", lambda: es.reverse(M, 0, out=np.zeros(3))),
+]
+
+
+@pytest.mark.parametrize("call", [c for _, c in LAYOUT_ERRORS], ids=[n for n, _ in LAYOUT_ERRORS])
+def test_shape_axis_and_size_errors_are_layout_errors(call):
+    with pytest.raises(es.LayoutError):
+        call()
+
+
+def test_the_same_bad_split_is_the_same_type_everywhere():
+    layout = es.Layout.create((5,))
+    for sizes in ([2, 2], [6, -1]):
+        with pytest.raises(es.LayoutError):
+            layout.split(0, sizes)
+        with pytest.raises(es.LayoutError):
+            es.split(np.ones(5), sizes)
+        with pytest.raises(es.LayoutError):
+            es.split(es.tensor(np.ones(5)), sizes)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: es.zeros(2**20), lambda: es.tile(np.ones(1), [2**20]), lambda: es.tensor(range(2**20)),
+    lambda: es.add(np.ones((2**10, 1)), np.ones(2**10)), lambda: es.split(np.zeros((0, 1)), 2**20),
+    lambda: es.arange(2**20), lambda: es.nonzero_indices(np.broadcast_to(1.0, (2**20,))),
+    lambda: es.gather(np.broadcast_to(1.0, (2**20, 2)), np.zeros(2**20, int)),
+    lambda: es.Layout.create(range(2**20)),
+], ids=["zeros", "tile", "tensor", "add", "split", "arange", "nonzero", "gather", "layout"])
+def test_the_memory_guard_is_a_memory_limit_error(call):
+    previous = memory.set_memory_limit(2**20)
+    try:
+        with pytest.raises(es.MemoryLimitError, match=r"would allocate .* memory limit"):
+            call()
+    finally:
+        memory.set_memory_limit(previous)
+    assert issubclass(es.MemoryLimitError, ValueError) and "MemoryLimitError" in es.__all__
+
+
+@pytest.mark.parametrize("call", [
+    lambda: es.pad(np.zeros(2, np.int8), [(1, 1)], value=1000),
+    lambda: es.full(2, 1000, dtype=np.int8),
+    lambda: es.full_like(np.zeros(2, np.int8), 1000),
+    lambda: es.tensor([1000], dtype=np.int8),
+    lambda: es.one_hot([0], 2, on_value=300, dtype=np.int8),
+    lambda: es.copy_to(2**70, np.zeros(2, np.int64)),
+    lambda: es.copy_to([2**70], np.zeros(1, np.int64)),
+    lambda: es.try_copy_to(2**70, np.zeros(2, np.int64)),
+    lambda: es.try_flatten_to([2**70], np.zeros(2, np.int64)),
+    lambda: es.resize_to([2**70], np.zeros(2, np.int64)),
+    lambda: es.random_uniform(3, -1e308, 1e308, seed=0),
+    lambda: es.copy_to(np.array(["2020-01-01"], "M8[D]"), np.zeros(1, "U3")),
+    lambda: es.copy_to(np.array(["2020-01-01"], "M8[D]"), np.zeros(1, "S3")),
+    lambda: es.add(np.int8([1]), 1000),
+    lambda: es.multiply(np.uint8([1]), -1),
+], ids=["pad", "full", "full_like", "tensor", "one_hot", "copy_to", "copy_to list",
+        "try_copy_to", "try_flatten_to", "resize_to", "random_uniform", "datetime->U",
+        "datetime->S", "add", "multiply"])
+def test_a_value_the_dtype_cannot_hold_is_out_of_range(call):
+    with pytest.raises(es.OutOfRangeError):
+        call()
+
+
+def test_out_of_range_leaves_the_destination_untouched():
+    dst = np.arange(3, dtype=np.int64)
+    with pytest.raises(es.OutOfRangeError):
+        es.copy_to([1, 2, 2**70], dst)
+    assert dst.tolist() == [0, 1, 2]
+    text = np.array(["abc"], "U3")
+    with pytest.raises(es.OutOfRangeError):
+        es.copy_to(np.array(["2020-01-01"], "M8[D]"), text)
+    assert text.tolist() == ["abc"]
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda: es.tensor([1.0]).reshape(None), "reshape shape"),
+    (lambda: es.reshape(np.ones(2), None), "reshape shape"),
+    (lambda: es.tensor(np.eye(2)).diagonal(None), "diagonal axes"),
+    (lambda: es.tensor([[1.0]]).squeeze(1.0), "squeeze axis"),
+    (lambda: es.squeeze(np.ones((1, 1)), 1.0), "squeeze axis"),
+    (lambda: es.reverse(np.ones(2), 1.0), "reverse axis"),
+    (lambda: es.reverse(np.ones(2), None), "reverse axis"),
+    (lambda: es.transpose(np.ones(2), 1.5), "transpose axis"),
+    (lambda: es.expand_dims(np.ones(2), None), "expand_dims axis"),
+    (lambda: es.Layout.create((2,)).overlaps(5), "Layout.overlaps"),
+    (lambda: es.Layout.create((2,)).same_view("x"), "Layout.same_view"),
+    (lambda: es.parse_equation("ij", (2.5, "x")), "shape 0"),
+    (lambda: es.parse_equation("i", 3), "shape 0"),
+    (lambda: es.arange(np.ones(2)), "arange: stop"),
+    (lambda: es.arange(dt.date(2020, 1, 1), 5), "arange"),
+], ids=["Tensor.reshape", "reshape", "diagonal", "Tensor.squeeze", "squeeze", "reverse",
+        "reverse None", "transpose", "expand_dims", "overlaps", "same_view", "parse_equation",
+        "parse_equation int", "arange array", "arange mixed"])
+def test_a_wrong_type_is_a_type_error_naming_the_argument(call, words):
+    with pytest.raises(TypeError, match=words):
+        call()
+
+
+def test_parse_equation_validates_its_shapes():
+    with pytest.raises(es.EinsumError, match="negative length"):
+        es.parse_equation("ij", (-2, 3))
+    with pytest.raises(TypeError):
+        es.parse_equation("ij", (True, 3))
+    assert es.parse_equation("ij", (np.int64(2), 3)).sizes == (2, 3)
+
+
+def test_asarray_copy_false_with_a_dtype_change_is_refused():
+    t = es.tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match="copy=False"):
+        np.asarray(t, dtype=np.float32, copy=False)
+    assert np.asarray(t, copy=False) is t.numpy()  # no change needed: the view itself
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    copied = np.array(t, copy=True)
+    assert copied.tolist() == [1.0, 2.0] and not np.shares_memory(copied, t.numpy())
+
+
+def test_huge_sublist_labels_are_einsum_errors():
+    for call in (lambda: es.einsum(np.ones(2), [10**5000]),
+                 lambda: es.einsum(np.ones(2), [0], [10**5000]),
+                 lambda: es.einsum(np.ones(2), [2**63])):
+        with pytest.raises(es.EinsumError, match="labels are ints") as info:
+            call()
+        assert len(str(info.value)) < 300
+    assert es.einsum(np.ones(2), [2**63 - 1]).tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("equation", ["ab" * 50000 + "->zz", "a" * 100000 + ">",
+                                      "a" * 100000 + ",b"])
+def test_messages_about_long_equations_are_short(equation):
+    with pytest.raises(es.EinsumError) as info:
+        es.parse_equation(equation, (2,) * 100000, (2, 3))
+    message = str(info.value)
+    assert len(message) < 400 and "…" in message, message[:500]
+
+
+def test_shorten_equation_keeps_the_position_in_view():
+    from einstride.engine.spec.equation import shorten_equation
+
+    text = "a" * 1000 + "!" + "b" * 1000
+    short = shorten_equation(text, 1000)
+    assert "!" in short and len(short) <= 82 and short.startswith("…") and short.endswith("…")
+    assert shorten_equation(text).startswith("aaa") and shorten_equation("ij") == "ij"
+    assert shorten_equation(text, 10**9).endswith("bbb")
