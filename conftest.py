@@ -1,5 +1,5 @@
-"""Without the optional einstride[dask] extra, skip the Dask backend's doctests (its tests
-skip themselves with pytest.importorskip)."""
+"""Without the optional einstride[dask] or einstride[compat] extras, skip the Dask backend's
+and the einops backend's doctests (their tests skip themselves with pytest.importorskip)."""
 
 import importlib.util
 
@@ -12,4 +12,8 @@ def _installed(module: str) -> bool:
 
 
 collect_ignore = [] if _installed("dask") else [
-    "src/einstride/einsum/dask_backend.py", "src/einstride/einsum/dask_sources.py"]
+    "src/einstride/engine/backends/dask",
+    "src/einstride/dask.py",
+]
+if not _installed("einops"):  # the optional einstride[compat] extra
+    collect_ignore.append("src/einstride/einops_backend.py")

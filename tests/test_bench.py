@@ -1,4 +1,7 @@
-"""The benchmark harness, run on tiny cases with opt_einsum standing in for einstride."""
+"""The benchmark harness, run on tiny cases with opt_einsum standing in for einstride.
+
+The harness (benchmarks/einstride_bench) is not part of the wheel; pyproject's pytest
+``pythonpath`` puts benchmarks/ on sys.path so that ``einstride_bench`` imports here."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from einstride.bench import (
+from einstride_bench import (
     Budget,
     Case,
     Engine,
@@ -27,12 +30,12 @@ from einstride.bench import (
     stand_in,
     write_report,
 )
-from einstride.bench import command as bench_command
-from einstride.bench.check import mismatch, oracle
-from einstride.bench.contenders import NUMPY, naive_size
-from einstride.bench.machine import thread_limit
-from einstride.bench.results import CaseResult, Entry, geometric_mean
-from einstride.bench.timing import interleave
+from einstride_bench import command as bench_command
+from einstride_bench.check import mismatch, oracle
+from einstride_bench.contenders import NUMPY, naive_size
+from einstride_bench.machine import thread_limit
+from einstride_bench.results import CaseResult, Entry, geometric_mean
+from einstride_bench.timing import interleave
 
 TINY = Budget(seconds=0.03, min_sample=1e-4, turn=1e-3, min_turns=1, max_rounds=20)
 CASES = [

@@ -6,6 +6,8 @@
 (2,2):(3,1)+0
 """
 
+import sys
+
 from .elementwise import (
     abs,
     add,
@@ -34,22 +36,32 @@ from .elementwise import (
     tanh,
 )
 from .engine import (
+    EinsumSpec,
+    Equation,
+    Expression,
+    Plan,
     clear_plan_cache,
     contract_expression,
     einsum,
     einsum_path,
     einsum_vjp,
-    EinsumSpec,
-    Equation,
     explain,
-    Expression,
     parse_equation,
-    Plan,
     plan_cache_info,
 )
-from .errors import EinsumError, LayoutError, MemoryLimitError, OutOfRangeError
+from .errors import (
+    EinsumError,
+    EinsumPathError,
+    EinsumTypeError,
+    LayoutError,
+    MemoryLimitError,
+    OutOfRangeError,
+)
 from .layout import Layout
+from .numpy_compat import tensordot
 from .ops import (
+    QRResult,
+    SVDResult,
     arange,
     band_part,
     boolean_mask,
@@ -80,7 +92,6 @@ from .ops import (
     orthogonal,
     pad,
     qr,
-    QRResult,
     random_normal,
     random_uniform,
     reshape,
@@ -89,7 +100,6 @@ from .ops import (
     squeeze,
     stack,
     svd,
-    SVDResult,
     tile,
     to_full_precision,
     to_reduced_precision,
@@ -117,9 +127,14 @@ from .transfer import (
 
 __version__ = "0.1.0"
 
+if "einops" in sys.modules:  # einops came first: give it its backend for Tensors now
+    from . import einops_backend  # noqa: F401
+
 __all__ = [
     "EinsumError",
+    "EinsumPathError",
     "EinsumSpec",
+    "EinsumTypeError",
     "Equation",
     "Expression",
     "Layout",
@@ -211,6 +226,7 @@ __all__ = [
     "tan",
     "tanh",
     "tensor",
+    "tensordot",
     "tensors_overlap",
     "tile",
     "to_full_precision",

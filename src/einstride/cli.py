@@ -1,10 +1,11 @@
-"""The ``einstride`` command: ``demo``, ``explain`` and ``bench`` subcommands.
+"""The ``einstride`` command: ``demo`` and ``explain`` subcommands.
 
 Each subcommand lives next to the code it shows; this module only dispatches, and turns
 output failures into exit codes: a reader that closed the pipe (``einstride explain ... |
 head -1``) ends the command quietly with 141, as a command killed by ``SIGPIPE``; any other
 failure to write (a full disk) is one line on stderr and exit code 1.  A bad command line is
-one line on stderr and exit code 2.
+one line on stderr and exit code 2.  The benchmark is a development tool outside the wheel:
+``make bench`` in a source checkout.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ EXIT_PIPE_CLOSED = 128 + 13  # as a process killed by SIGPIPE
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("einstride.demo", "main", "a short tour of the strided core and einsum"),
     "explain": ("einstride.engine.cli", "explain_main", "print the plan of an einsum"),
-    "bench": ("einstride.bench", "main", "benchmark einsum against its peers"),
 }
 
 

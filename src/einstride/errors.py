@@ -1,6 +1,9 @@
-"""The error types of einstride; every one is a ``ValueError`` subclass.
+"""The error types of einstride: two families, both ``ValueError`` subclasses, the memory
+guard's error, and the subclasses that are also the exception NumPy raises for the same input.
 
-* :class:`EinsumError` -- a malformed equation, operands that do not fit it, a bad path.
+* :class:`EinsumError` -- a malformed equation, operands that do not fit it, a bad path
+  (:class:`EinsumTypeError` and :class:`EinsumPathError` where NumPy raises ``TypeError`` or
+  ``RuntimeError``).
 * :class:`LayoutError` -- an invalid shape, stride, offset, axis, size or view, or a data
   movement the overlap rules forbid.
 * :class:`MemoryLimitError` -- one allocation (a result or a temporary) would exceed the memory
@@ -20,7 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["EinsumError", "LayoutError", "MemoryLimitError", "OutOfRangeError", "value_errors"]
+__all__ = [
+    "EinsumError",
+    "EinsumPathError",
+    "EinsumTypeError",
+    "LayoutError",
+    "MemoryLimitError",
+    "OutOfRangeError",
+    "value_errors",
+]
 
 
 class LayoutError(ValueError):
@@ -30,6 +41,25 @@ class LayoutError(ValueError):
 
 class EinsumError(ValueError):
     """A malformed einsum equation, or operands that do not fit it."""
+
+
+class EinsumTypeError(EinsumError, TypeError):
+    """An einsum argument of the wrong kind where NumPy raises ``TypeError`` (a sublist that
+    is not a list, a label that is not an int): both ``except EinsumError`` and
+    ``except TypeError`` catch it.
+
+    >>> import numpy as np, einstride as es
+    >>> try:
+    ...     es.einsum(np.ones(2), ["a"], [0])
+    ... except TypeError as exc:
+    ...     isinstance(exc, es.EinsumError)
+    True
+    """
+
+
+class EinsumPathError(EinsumError, RuntimeError):
+    """An explicit contraction path that does not contract every operand to one, where NumPy
+    raises ``RuntimeError``; it is an :class:`EinsumError` too."""
 
 
 class MemoryLimitError(ValueError):
@@ -60,6 +90,6 @@ def value_errors(what: str) -> Iterator[None]:
             raise
         raise OutOfRangeError(f"{what}: {error}") from None
     except RuntimeError as error:
-        if type(error) is not RuntimeError:  # RecursionError, NotImplementedError: not ours
+        if type(error) is not RuntimeError:  # RecursionError, EinsumPathError: not ours
             raise
         raise OutOfRangeError(f"{what}: {error}") from None

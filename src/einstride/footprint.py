@@ -13,57 +13,40 @@ True
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from .layout import Layout
+from .strides import ByteView
 from .tensors import as_array
 
 __all__ = ["Footprint"]
 
 
-@dataclass(frozen=True, slots=True)
-class Footprint:
-    """The byte address of logical element 0, the shape, the signed byte strides and the item
-    size of a view.  ``address`` means nothing for a view without elements."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Footprint(ByteView):
+    """A view's :class:`~einstride.strides.ByteView` with its ``address`` (the byte address of
+    logical element 0; it means nothing for a view without elements), and the overlap facts
+    read from it.  ``size``, ``is_dense`` and ``same_view`` are the view's.
+
+    >>> import numpy as np
+    >>> Footprint.of(np.zeros((2, 3)).T).is_dense, Footprint.of(np.zeros((0, 3))).is_dense
+    (False, True)
+    >>> a = np.arange(6)
+    >>> Footprint.of(a[None, :]).same_view(Footprint.of(a)), Footprint.of(a[1:]).same_view(
+    ...     Footprint.of(a[:-1]))
+    (True, False)
+    """
 
     address: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    itemsize: int
 
     @classmethod
     def of(cls, x: Any) -> Footprint:
         """The footprint of a Tensor (its ndarray view) or of an array."""
         arr = as_array(x)
         address: int = arr.__array_interface__["data"][0]
-        return cls(address, tuple(arr.shape), tuple(arr.strides), arr.dtype.itemsize)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    def _mapped(self) -> tuple[tuple[int, int], ...]:
-        """(length, stride) of the axes that move: length-1 strides are free."""
-        return tuple((n, s) for n, s in zip(self.shape, self.strides) if n != 1)
-
-    @property
-    def is_dense(self) -> bool:
-        """Row-major contiguous without gaps (length-1 axes ignored; empty views are dense).
-
-        >>> import numpy as np
-        >>> Footprint.of(np.zeros((2, 3)).T).is_dense, Footprint.of(np.zeros((0, 3))).is_dense
-        (False, True)
-        """
-        if self.size == 0:
-            return True
-        expected = self.itemsize
-        for n, s in reversed(self._mapped()):
-            if s != expected:
-                return False
-            expected *= n
-        return True
+        return cls(shape=tuple(arr.shape), strides=tuple(arr.strides),
+                   itemsize=arr.dtype.itemsize, address=address)
 
     @property
     def has_repeated_locations(self) -> bool:
@@ -83,25 +66,6 @@ class Footprint:
             return False
         widened = Layout((*self.shape, self.itemsize), (*(abs(s) for s in self.strides), 1), 0)
         return widened.has_repeated_locations
-
-    def same_view(self, other: Footprint) -> bool:
-        """The same logical-index -> memory mapping: same item size, same shape and strides once
-        length-1 axes are dropped, same address (two views without elements: same squeezed shape).
-
-        >>> import numpy as np
-        >>> a = np.arange(6)
-        >>> Footprint.of(a[None, :]).same_view(Footprint.of(a)), Footprint.of(a[1:]).same_view(
-        ...     Footprint.of(a[:-1]))
-        (True, False)
-        """
-        if self.size == 0 or other.size == 0:
-            squeeze = [n for n in self.shape if n != 1], [n for n in other.shape if n != 1]
-            return self.size == other.size == 0 and squeeze[0] == squeeze[1]
-        return (
-            self.itemsize == other.itemsize
-            and self.address == other.address
-            and self._mapped() == other._mapped()
-        )
 
     def changes_under_reversal(self, axes: tuple[int, ...]) -> bool:
         """Whether reversing ``axes`` moves any value: not when each of them has length <= 1 or

@@ -26,6 +26,7 @@ import numpy as np
 
 from .errors import LayoutError
 from .memory import check_listing, check_views
+from .strides import is_row_major, row_major_strides
 
 __all__ = ["Layout", "as_int", "normalize_axes", "normalize_axis", "row_major_strides"]
 
@@ -61,24 +62,6 @@ def _as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
     return tuple(as_int(v, what) for v in items)
-
-
-def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major (C order) element strides of ``shape``; all zero when it has no elements.
-
-    >>> row_major_strides((2, 3, 4))
-    (12, 4, 1)
-    >>> row_major_strides((2, 0, 4))
-    (0, 0, 0)
-    """
-    if any(n == 0 for n in shape):
-        return (0,) * len(shape)
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
 
 
 def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
@@ -240,16 +223,7 @@ class Layout:
         >>> Layout.create((2, 3)).is_dense, Layout.create((3, 2), (1, 3)).is_dense
         (True, False)
         """
-        if self.size == 0:
-            return True
-        expected = 1
-        for n, s in zip(reversed(self.shape), reversed(self.strides)):
-            if n == 1:
-                continue
-            if s != expected:
-                return False
-            expected *= n
-        return True
+        return is_row_major(self.shape, self.strides)
 
     @property
     def has_repeated_locations(self) -> bool:

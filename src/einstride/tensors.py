@@ -277,6 +277,151 @@ class Tensor:
         """A dense copy in new storage."""
         return tensor(self.numpy())
 
+    # -- NumPy-like methods: reductions, casts, matmul (each result a new Tensor) ---------
+
+    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``sum`` over the viewed array; float16 and bfloat16 accumulate in float32
+        and are rounded once (as ``es.einsum``).  A full reduction is a rank-0 Tensor.
+
+        >>> t = Tensor(np.arange(6.0), shape=(2, 3))
+        >>> t.sum(axis=1).tolist(), t.sum().item(), t.sum(axis=(0, -1), keepdims=True).shape
+        ([3.0, 12.0], 15.0, (1, 1))
+        """
+        return _reduced(self, "sum", axis, dtype, keepdims)
+
+    def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``mean`` (integers give float64); 16-bit floats accumulate in float32.
+
+        >>> Tensor(np.arange(6), shape=(2, 3)).mean(axis=0).tolist()
+        [1.5, 2.5, 3.5]
+        """
+        return _reduced(self, "mean", axis, dtype, keepdims)
+
+    def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``prod``; 16-bit floats accumulate in float32.
+
+        >>> Tensor(np.arange(1, 7), shape=(2, 3)).prod(axis=1).tolist()
+        [6, 120]
+        """
+        return _reduced(self, "prod", axis, dtype, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``max`` (an empty reduction is a ``ValueError``, as NumPy's).
+
+        >>> Tensor(np.array([3, 1, 4, 1, 5, 9])).max().item()
+        9
+        """
+        return _reduced(self, "max", axis, None, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``min``.
+
+        >>> Tensor(np.array([3, 1, 4, 1, 5, 9]), shape=(2, 3)).min(axis=-1).tolist()
+        [1, 1]
+        """
+        return _reduced(self, "min", axis, None, keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``any`` (a bool Tensor).
+
+        >>> Tensor(np.array([0, 0, 2, 0]), shape=(2, 2)).any(axis=1).tolist()
+        [False, True]
+        """
+        return _reduced(self, "any", axis, None, keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        """NumPy's ``all`` (a bool Tensor).
+
+        >>> Tensor(np.array([1, 1, 2, 0]), shape=(2, 2)).all(axis=1).tolist()
+        [True, False]
+        """
+        return _reduced(self, "all", axis, None, keepdims)
+
+    def astype(self, dtype: Any, copy: bool = True) -> Tensor:
+        """The values cast to ``dtype`` (NumPy's unsafe ``astype`` casting) in new dense
+        storage; ``self`` when the dtype is already ``dtype`` and ``copy=False``.
+
+        >>> t = Tensor(np.array([1.7, -2.2]))
+        >>> t.astype(np.int32).tolist(), t.astype(t.dtype, copy=False) is t
+        ([1, -2], True)
+        """
+        target = np.dtype(dtype)
+        if target == self.dtype and not copy:
+            return self
+        return tensor(self.numpy(), dtype=target)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        """NumPy's ``matmul`` (batch dimensions broadcast, 1-D operands promoted), computed
+        by ``es.einsum`` (one planned BLAS contraction).
+
+        >>> a = Tensor(np.arange(6.0), shape=(2, 3))
+        >>> (a @ a.T).tolist(), (a @ np.ones(3)).tolist()
+        ([[5.0, 14.0], [14.0, 50.0]], [3.0, 12.0])
+        """
+        return _matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        """``other @ self`` for an ndarray or list ``other`` (a Tensor result).
+
+        >>> (np.ones(2) @ Tensor(np.arange(6.0), shape=(2, 3))).tolist()
+        [3.0, 5.0, 7.0]
+        """
+        return _matmul(other, self)
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists (NumPy's ``tolist``)."""
+        return self.numpy().tolist()
+
+    def item(self, *index: Any) -> Any:
+        """One element as a Python scalar (NumPy's ``item``).
+
+        >>> Tensor(np.arange(6), shape=(2, 3)).item(1, 2)
+        5
+        """
+        return self.numpy().item(*index)
+
+
+# Floats narrower than float32 accumulate in float32 (the rule of es.einsum).
+_ACCUMULATE_WIDER = ("sum", "mean", "prod")
+
+
+def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool) -> Tensor:
+    """``numpy.<name>`` over ``t``'s view, as a new Tensor (rank 0 for a full reduction)."""
+    from .engine.spec.dtypes import compute_dtype
+    from .layout import normalize_axes
+
+    axes = None if axis is None else normalize_axes(axis, t.ndim)
+    arr = t.numpy()
+    kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
+    wider = compute_dtype(arr.dtype) if name in _ACCUMULATE_WIDER else arr.dtype
+    if dtype is not None:
+        kwargs["dtype"] = np.dtype(dtype)
+    elif wider != arr.dtype:
+        kwargs["dtype"] = wider
+    result = np.asarray(getattr(np, name)(arr, **kwargs))
+    if dtype is None and wider != arr.dtype:
+        result = result.astype(arr.dtype)  # rounded once
+    return as_tensor(result)
+
+
+def _matmul(a: Any, b: Any) -> Tensor:
+    """``a @ b`` with NumPy's rules, as the einsum of the operands' ranks."""
+    from .engine import einsum
+
+    ranks = [x.ndim if isinstance(x, (Tensor, np.ndarray)) else np.ndim(x) for x in (a, b)]
+    if 0 in ranks:
+        raise ValueError(
+            f"matmul: operand {ranks.index(0)} has rank 0 (use * to multiply by a scalar)"
+        )
+    equation = {
+        (True, True): "j,j->",
+        (True, False): "j,...jk->...k",
+        (False, True): "...ij,j->...i",
+        (False, False): "...ij,...jk->...ik",
+    }[(ranks[0] == 1, ranks[1] == 1)]
+    result: Tensor = einsum(equation, a, b)
+    return result
+
 
 def _check_storage(storage: Any) -> Array:
     if not isinstance(storage, np.ndarray):

@@ -116,21 +116,22 @@ def check_out(
     dtype: np.dtype[Any],
     op: str,
     shape: tuple[int, ...] | None = None,
+    casting: str = "same_kind",
 ) -> Array:
     """The ndarray view of an ``out=`` that must not overlap its inputs (einsum, ``stack``,
     ``concat``), after every check and before anything is written.
 
     ``out`` must be a Tensor or an ndarray (``TypeError``), of ``shape`` when one is given
-    (``LayoutError``), able to take ``dtype`` values by a ``same_kind`` cast (``TypeError``,
-    as NumPy's ufuncs), writeable with distinct locations, and share no memory with any
-    source (``LayoutError``).
+    (``LayoutError``), able to take ``dtype`` values by a ``casting`` cast (default
+    ``same_kind``; ``TypeError``, as NumPy's ufuncs), writeable with distinct locations, and
+    share no memory with any source (``LayoutError``).
     """
     if not isinstance(out, (Tensor, np.ndarray)):
         raise TypeError(f"{op}: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}")
     dst = as_array(out)
     if shape is not None and dst.shape != shape:
         raise LayoutError(f"{op}: out has shape {dst.shape}, the result has shape {shape}")
-    if not np.can_cast(dtype, dst.dtype, "same_kind"):
+    if not np.can_cast(dtype, dst.dtype, casting):  # type: ignore[arg-type]
         raise TypeError(f"{op}: out has dtype {dst.dtype}, which cannot hold {dtype} values")
     check_destination(dst, op)
     check_no_overlap(dst, sources, op)

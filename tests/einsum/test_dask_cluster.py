@@ -42,8 +42,24 @@ def test_contraction_larger_than_the_workers_memory_completes(client, tmp_path):
     da.to_npy_stack(str(tmp_path), result, axis=0)   # every block written by the workers
 
     assert set(client.scheduler_info()["workers"]) == workers   # none killed or restarted
-    # the peak resident memory of each worker process (a lambda: workers cannot import tests)
-    peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+    def own_peak_rss() -> int:
+        """The worker's own peak resident bytes.  Linux's ``ru_maxrss`` carries the parent's
+        peak over fork and exec (a worker spawned by a pytest process that once held NumPy's
+        large test arrays starts at that peak), so read the process's own high-water mark
+        (VmHWM) where /proc has it."""
+        try:
+            with open("/proc/self/status") as status:
+                for line in status:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    # the peak resident memory of each worker process (a nested function is sent by value:
+    # workers cannot import tests)
+    peaks = client.run(own_peak_rss)
     assert len(peaks) == 2 and max(peaks.values()) < WORKER_MEMORY, peaks
     edges = np.cumsum((0, *result.chunks[0]))
     for block in range(0, len(edges) - 1, 9):

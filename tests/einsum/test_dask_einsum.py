@@ -182,6 +182,22 @@ def test_explain_shows_the_plan_chunks_and_tasks():
     assert dask_backend.explain("ij,jk->ik", a, b, memory_limit=8000) == text
 
 
+def test_building_the_graph_materializes_none_of_its_blockwise_layers():
+    """Planning counts no tasks: counting materializes a layer, which made a 10^4-chunk
+    matmul take minutes to build (Dask's own matmul builds the same graph lazily).  The
+    report counts them when asked."""
+    from dask.blockwise import Blockwise
+
+    big = da.ones((2000, 2000), chunks=100)
+    built = dask_backend.plan_dask("ij,jk->ik", [big, big], memory_limit="64MiB")
+    layers = built.result.__dask_graph__().layers
+    ours = [layer for name, layer in layers.items() if "einstride" in name]
+    blockwise = [layer for layer in ours if isinstance(layer, Blockwise)]
+    assert blockwise and not any(layer.is_materialized() for layer in blockwise)
+    assert built.result.numblocks == big.numblocks   # the budget keeps the user's chunks
+    assert "tasks:" in built.explain()
+
+
 class _TaskMemory(Callback):
     """Per task: the bytes of the results it reads plus the bytes of its own result."""
 

@@ -19,9 +19,9 @@ from einstride.engine.backends.dask.plan import (
     split_every,
     step_bytes,
 )
-from einstride.engine.spec.equation import parse_equation
 from einstride.engine.backends.numpy.fold import contiguous_strides
 from einstride.engine.backends.numpy.plan import build_plan
+from einstride.engine.spec.equation import parse_equation
 
 
 def _plan(equation: str, operands: list[np.ndarray], optimize: object = "auto") -> DaskPlan:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import ml_dtypes
 import numpy as np
@@ -12,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.engine.backends.numpy import pairs, plan
-from einstride.engine.backends.numpy.cache import clear_plan_cache
+from einstride.engine.backends.numpy.options import default_options, set_default_options
 
 OPTIMIZE = st.sampled_from([False, True, "auto", "greedy", "optimal", "dp", "branch-2"])
 
@@ -125,24 +125,25 @@ def test_half_precision_types_accumulate_exactly_in_float32(data, dtype, optimiz
 
 
 @contextlib.contextmanager
-def _costs(copy: float, partial: float, call: float, fuse: bool = False):
-    """Re-weigh the planner's cost model (and forget cached plans made under the old one);
-    ``fuse=False`` keeps tiny problems on the step-by-step path."""
-    saved = (pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS, plan._LOOP_NS)
-    pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS = copy, partial, call
-    plan._LOOP_NS = saved[3] if fuse else float("inf")
-    clear_plan_cache()
+def _options(**changes: float):
+    """Plan with the default options but ``changes`` while inside (the options are part of
+    every plan's cache key: plans made under others are not reused)."""
+    before = set_default_options(dataclasses.replace(default_options(), **changes))
     try:
         yield
     finally:
-        (pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS,
-         plan._LOOP_NS) = saved
-        clear_plan_cache()
+        set_default_options(before)
+
+
+def _costs(copy: float, partial: float, call: float):
+    """Re-weigh the planner's cost model, and keep tiny problems on the step-by-step path."""
+    return _options(copy_ns_per_byte=copy, partial_ns_per_byte=partial, call_ns=call,
+                    loop_ns=float("inf"))
 
 
 def _stepwise():
     """The default cost model, but never one fused loop: tests the step-by-step planner."""
-    return _costs(pairs.COPY_NS_PER_BYTE, pairs.PARTIAL_NS_PER_BYTE, pairs.CALL_NS)
+    return _options(loop_ns=float("inf"))
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -166,6 +167,28 @@ def test_loops_replace_a_large_copy_when_cheaper():
 
 
 def _report(equation: str, *ops: np.ndarray) -> str:
+    return es.explain(equation, *ops)
+
+
+def test_the_cost_model_is_a_planner_option():
+    """The same operands planned under two cost models: copying wins when copies are free,
+    looping when copies cost the most (and the default options are left as they were)."""
     from einstride.engine.backends.numpy.cache import entry_for as _entry_for
+    from einstride.engine.backends.numpy.options import PlannerOptions
     from einstride.engine.backends.numpy.report import format_plan
-    return format_plan(_entry_for(equation, list(ops), None, None, "auto").plan)
+
+    a, b = np.ones((64, 32, 16, 64)), np.ones((64, 64))
+    before = default_options()
+
+    def report(**costs: float) -> str:
+        options = PlannerOptions(loop_ns=float("inf"), **costs)
+        return format_plan(_entry_for("cdba,ca->db", [a, b], None, None, "auto",
+                                      options=options).plan)
+
+    copied = report(copy_ns_per_byte=0.0, partial_ns_per_byte=1e9, call_ns=1e9)
+    looped = report(copy_ns_per_byte=1e9, partial_ns_per_byte=0.0, call_ns=0.0)
+    assert "step 1: copy" in copied and "looped" not in copied
+    assert "copy" not in looped and "looped" in looped
+    with _costs(0.0, 1e9, 1e9):
+        assert "step 1: copy" in _report("cdba,ca->db", a, b)
+    assert default_options() is before

@@ -100,7 +100,12 @@ def test_subscripts_of_the_wrong_type() -> None:
     with pytest.raises(TypeError):
         es.einsum("i->", np.ones(2), dtype="not a dtype")
     with pytest.raises(TypeError):
+        es.einsum("i->", np.ones(2), memory_limit=1.5)
+    # a string is a size ("64MiB"), the same on every backend; a malformed one is a value error
+    with pytest.raises(EinsumError, match="not a size in bytes"):
         es.einsum("i->", np.ones(2), memory_limit="lots")
+    with pytest.raises(EinsumError, match="must be >= 0 bytes"):
+        es.einsum("i->", np.ones(2), memory_limit=-1)
 
 
 def test_out_of_the_wrong_shape() -> None:
@@ -143,15 +148,18 @@ def test_memory_guard_fails_fast_naming_the_step_and_size() -> None:
     assert "(100000, 100000, 100000)" in message
 
 
-def test_memory_limit_names_the_intermediate_step() -> None:
+def test_an_intermediate_over_the_memory_limit_is_sliced_a_result_over_it_raises() -> None:
     a, b, c = np.ones((100, 2)), np.ones((2, 100)), np.ones((100, 3))
-    with pytest.raises(EinsumError) as info:
-        es.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)], memory_limit=50_000)
+    path = [(0, 1), (0, 1)]   # an 80,000-byte intermediate ik
+    for limit in (50_000, 100_000):
+        np.testing.assert_allclose(
+            es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=limit), a @ b @ c)
+    report = es.explain("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=50_000)
+    assert "sliced over" in report and "would peak at 82,400 B" in report
+    with pytest.raises(EinsumError) as info:   # the result alone takes 2,400 bytes
+        es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=2_000)
     message = str(info.value)
-    assert "step" in message and "80,000 bytes" in message and "50,000" in message
-    np.testing.assert_allclose(
-        es.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)], memory_limit=100_000),
-        a @ b @ c)
+    assert "output would allocate 2,400 bytes" in message and "limit of 2,000 bytes" in message
 
 
 def test_expression_checks_its_operands() -> None:

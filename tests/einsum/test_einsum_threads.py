@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.engine.backends.numpy import threads
 from einstride.engine.api import explain
-from einstride.engine.backends.numpy.cache import entry_for
+from einstride.engine.backends.numpy import threads
+from einstride.engine.backends.numpy.cache import entry_for, hot_entry, plan_cache_info
+from einstride.engine.backends.numpy.options import PlannerOptions
 from einstride.engine.backends.numpy.steps import BatchStep, ReduceStep
 
 
@@ -23,14 +24,23 @@ def _restore_threads() -> Iterator[None]:
 
 
 def _run(threads_n: int, equation: str, ops: list[np.ndarray], **kwargs: object) -> np.ndarray:
-    threads.set_num_threads(threads_n)   # clears the plan cache: planned afresh
+    threads.set_num_threads(threads_n)   # the default options: planned for this count
     return np.asarray(es.einsum(equation, *ops, **kwargs))
 
 
-def _splits(equation: str, ops: list[np.ndarray]) -> list[int]:
+def _splits(equation: str, ops: list[np.ndarray], options: PlannerOptions | None = None
+            ) -> list[int]:
     """The thread count of every reduce/batch step of the plan for these operands."""
-    plan = entry_for(equation, ops, None, None, "auto").plan
+    plan = entry_for(equation, ops, None, None, "auto", options=options).plan
     return [s.threads for s in plan.steps if isinstance(s, (ReduceStep, BatchStep))]
+
+
+def _planned(options: PlannerOptions, equation: str, ops: list[np.ndarray],
+             dtype: object = None) -> tuple[np.ndarray, list[int]]:
+    """The result of the plan made with ``options``, and its steps' thread counts."""
+    entry = entry_for(equation, ops, None, dtype, "auto", options=options)
+    splits = [s.threads for s in entry.plan.steps if isinstance(s, (ReduceStep, BatchStep))]
+    return np.asarray(entry.run(ops, None)), splits
 
 
 # (equation, shapes, axes transposed in operand 0 or None): reductions, diagonal sums,
@@ -67,15 +77,12 @@ def test_split_steps_are_bit_identical_to_one_thread(
     equation, shapes, perm = case
     ops = _operands(shapes, perm, dtype, seed)
     kwargs: dict[str, object] = {"dtype": np.float64} if cast else {}
-    saved = threads.SPLIT_MIN_BYTES
-    threads.SPLIT_MIN_BYTES = 0     # split however small, so small cases exercise it
-    try:
-        one = _run(1, equation, ops, **kwargs)
-        assert max(_splits(equation, ops), default=1) == 1
-        two = _run(2, equation, ops, **kwargs)
-        split = _splits(equation, ops)
-    finally:
-        threads.SPLIT_MIN_BYTES = saved
+    # split however small, so small cases exercise it
+    one, unsplit = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops,
+                            kwargs.get("dtype"))
+    assert max(unsplit, default=1) == 1
+    two, split = _planned(PlannerOptions(threads=2, split_min_bytes=0), equation, ops,
+                          kwargs.get("dtype"))
     assert one.dtype == two.dtype and one.shape == two.shape
     assert np.array_equal(one, two), equation
     expected = np.einsum(equation, *ops, **kwargs)  # type: ignore[arg-type]
@@ -84,13 +91,13 @@ def test_split_steps_are_bit_identical_to_one_thread(
         assert 2 in split, (equation, split)
 
 
-def test_split_into_out_and_at_real_size(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_split_into_out_and_at_real_size() -> None:
     rng = np.random.default_rng(1)
     d = rng.standard_normal((256, 128, 128))   # a strided diagonal: 2 MiB of cache lines
     one = _run(1, "bii->b", [d])
-    monkeypatch.setattr(threads, "SPLIT_MIN_BYTES", 1 << 20)
-    assert np.array_equal(_run(2, "bii->b", [d]), one) and _splits("bii->b", [d]) == [2]
-    monkeypatch.undo()
+    two, split = _planned(PlannerOptions(threads=2, split_min_bytes=1 << 20), "bii->b", [d])
+    assert np.array_equal(two, one) and split == [2]
+    assert _splits("bii->b", [d], PlannerOptions(threads=2)) == [1]   # under the default 4 MiB
     a = rng.standard_normal((128, 128, 64))    # 8 MiB: over the default threshold
     assert _run(2, "ijk->i", [a]) is not None and _splits("ijk->i", [a]) == [2]
     out = np.full(128, np.nan)
@@ -128,11 +135,15 @@ def test_small_or_inner_axis_steps_are_never_split(
 
 def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "1")
+    threads.set_num_threads(None)   # the environment is read when the defaults are made
     assert threads.num_threads() == 1
     assert "split" not in explain("ijk->i", (128, 128, 64))   # 1 disables splitting
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "3")
+    threads.set_num_threads(None)
     assert threads.num_threads() == 3
+    assert "split over 3 threads along i" in explain("ijk->i", (128, 128, 64))
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "lots")
+    threads.set_num_threads(None)
     assert 1 <= threads.num_threads() <= 2
     threads.set_num_threads(2)
     assert threads.num_threads() == 2
@@ -167,3 +178,77 @@ def test_a_chunk_the_pool_has_not_started_runs_on_the_caller() -> None:
         release.set()
     blocker.result(timeout=30)
     assert ran == [threading.get_ident()] * 2
+
+
+def test_options_are_part_of_the_plan_key_so_nothing_is_cleared() -> None:
+    a = np.random.default_rng(3).standard_normal((128, 128, 64))
+    two = entry_for("ijk->i", [a], None, None, "auto", options=PlannerOptions(threads=2))
+    assert two is entry_for("ijk->i", [a], None, None, "auto", options=PlannerOptions(threads=2))
+    one = entry_for("ijk->i", [a], None, None, "auto", options=PlannerOptions(threads=1))
+    assert one is not two and _threads_of(one.plan) == [1] and _threads_of(two.plan) == [2]
+    threads.set_num_threads(2)
+    default = entry_for("ijk->i", [a], None, None, "auto")
+    assert default is two                      # the default options are the same value
+    before = plan_cache_info().currsize
+    threads.set_num_threads(1)                 # no longer clears the plan cache
+    assert plan_cache_info().currsize == before
+    assert entry_for("ijk->i", [a], None, None, "auto") is one
+    threads.set_num_threads(2)
+    assert entry_for("ijk->i", [a], None, None, "auto") is two
+
+
+def _threads_of(plan: object) -> list[int]:
+    return [s.threads for s in plan.steps  # type: ignore[attr-defined]
+            if isinstance(s, (ReduceStep, BatchStep))]
+
+
+def test_the_hot_path_plans_with_the_default_options() -> None:
+    a = np.random.default_rng(4).standard_normal((128, 128, 64))
+    facts = (a.shape, a.strides, a.dtype)
+    threads.set_num_threads(1)
+    one = es.einsum("ijk->i", a)             # the hot path: cached for 1 thread
+    assert _threads_of(hot_entry("ijk->i", facts, "auto").plan) == [1]
+    threads.set_num_threads(2)
+    assert np.array_equal(es.einsum("ijk->i", a), one)   # planned again, for 2
+    assert _threads_of(hot_entry("ijk->i", facts, "auto").plan) == [2]
+    assert hot_entry("ijk->i", facts, "auto", PlannerOptions(threads=1)).plan is not \
+        hot_entry("ijk->i", facts, "auto").plan
+
+
+def test_planner_options_are_validated_values() -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    two = PlannerOptions(threads=2)
+    # interned: equal options are one object, whichever way they were made
+    assert two is PlannerOptions(threads=2) and two == PlannerOptions(threads=2)
+    assert dataclasses.replace(PlannerOptions(threads=3), threads=2) is two
+    assert copy.copy(two) is two and copy.deepcopy(two) is two
+    assert pickle.loads(pickle.dumps(two)) is two
+    assert hash(PlannerOptions(call_ns=1.0)) == hash(PlannerOptions(call_ns=1.0))
+    assert two != PlannerOptions(threads=3) and two != PlannerOptions(threads=2, call_ns=1.0)
+    for bad in ({"threads": 0}, {"threads": True}, {"split_min_bytes": -1},
+                {"copy_ns_per_byte": -0.5}, {"loop_ns": float("nan")}, {"fuse_max_combos": 1.5}):
+        with pytest.raises(ValueError, match="PlannerOptions"):
+            PlannerOptions(**bad)  # type: ignore[arg-type]
+    assert PlannerOptions(loop_ns=float("inf")).loop_ns == float("inf")   # never fuse
+
+
+def test_threads_module_is_a_leaf() -> None:
+    """threads.py imports no other einstride module but the options (never the cache)."""
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(threads))
+    ours = [node.module for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.level > 0]
+    assert ours == ["options"]
+
+
+def test_a_plan_for_more_threads_than_the_default_runs_them() -> None:
+    threads.set_num_threads(2)
+    a = np.random.default_rng(5).standard_normal((30, 20, 10))
+    one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), "ijk->i", [a])
+    three, split = _planned(PlannerOptions(threads=3, split_min_bytes=0), "ijk->i", [a])
+    assert split == [3] and np.array_equal(one, three)

@@ -15,7 +15,12 @@ import numpy as np
 from fuzzing import seconds
 
 import einstride as es
-from einstride.engine.backends.numpy.cache import cached_entry, clear_plan_cache, hot_entry, plan_cache_info
+from einstride.engine.backends.numpy.cache import (
+    clear_plan_cache,
+    general_cache,
+    hot_cache,
+    plan_cache_info,
+)
 
 THREADS = 8
 DURATION = seconds(3.0, 60.0)
@@ -114,7 +119,7 @@ def test_threads_hammering_einsum_and_one_expression():
     calls = sum(c["einsum"] for c in counts)
     info = plan_cache_info()
     assert info.hits + info.misses == calls  # each einsum call was answered once
-    for cache in (hot_entry, cached_entry):  # the fast path's LRU and the general one
+    for cache in (hot_cache, general_cache):  # the fast path's LRU and the general one
         assert cache.cache_info().currsize <= cache.cache_info().maxsize == info.maxsize
     assert info.misses > info.maxsize, "the workload should have made the cache evict"
     assert expression._entry.cache_info().currsize <= 64

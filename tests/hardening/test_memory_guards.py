@@ -28,9 +28,11 @@ DEFAULT_LIMIT_CASES = [
     ("einsum i->iii on 10^5", "es.einsum('i->iii', np.ones(10**5))", "EinsumError"),
     ("einsum outer product of two 10^6 vectors",
      "es.einsum('i,j->ij', np.ones(10**6), np.ones(10**6))", "EinsumError"),
+    # an intermediate of 8 * 10^18 bytes: slicing it within any machine's memory would take
+    # more than 2^16 slices
     ("einsum intermediate blown up by a bad explicit path",
-     "es.einsum('ij,jk,kl->il', np.ones((10**6, 1)), np.ones((1, 10**6)), np.ones((10**6, 1)),"
-     " optimize=[(0, 1), (0, 1)])", "EinsumError"),
+     "es.einsum('ij,jk,kl->il', *[np.broadcast_to(np.ones(1), s) for s in"
+     " [(10**9, 1), (1, 10**9), (10**9, 1)]], optimize=[(0, 1), (0, 1)])", "EinsumError"),
     ("einsum over broadcast operands", f"es.einsum('ij,ij->ij', {HUGE}, {HUGE})", "EinsumError"),
     ("contract_expression over broadcast operands",
      f"es.contract_expression('ij,ij->ij', (10**7, 10**7), (10**7, 10**7))({HUGE}, {HUGE})",

@@ -276,13 +276,18 @@ CALLS: dict[str, Call] = {
     "clear_plan_cache": lambda inp: es.clear_plan_cache,  # no inputs: must simply not fail
     "plan_cache_info": lambda inp: es.plan_cache_info,
     "explain": lambda inp: partial(es.explain, "ij,jk->ik", inp.keep([M, N]), inp.keep([N, M])),
+    "tensordot": lambda inp: each(
+        partial(es.tensordot, inp.array((M, N)), inp.array((N, M)), 1),
+        partial(es.tensordot, inp.array((M, N)), inp.array((M, N)), inp.keep([[0, 1], [0, 1]])),
+        partial(es.tensordot, inp.array((M, N)), inp.array((N,)), inp.keep([-1, 0]))),
     "einsum_vjp": lambda inp: partial(
         es.einsum_vjp, "ij,jk->ik", inp.keep([inp.array((M, N)), inp.array((N, M))]),
         inp.array((M, M))),
 }
 
 NOT_FUNCTIONS = {
-    "EinsumError", "LayoutError", "MemoryLimitError", "OutOfRangeError",  # error types
+    "EinsumError", "LayoutError", "EinsumTypeError", "EinsumPathError",  # error types
+    "MemoryLimitError", "OutOfRangeError",
     "__version__",  # a string
     # plain immutable records: built by the functions above, holding no arrays of the caller
     "EinsumSpec", "Equation", "Plan", "QRResult", "SVDResult",

@@ -1,7 +1,9 @@
-"""The public einsum functions ``einsum`` and ``einsum_path`` (``contract_expression`` is
-in :mod:`.expression`).
+"""The public einsum functions ``einsum``, ``einsum_path`` and ``explain``
+(``contract_expression`` is in :mod:`.expression`, ``einsum_vjp`` in :mod:`.grad`).
 
-NumPy arrays in -> NumPy arrays out; any :class:`~einstride.Tensor` in -> Tensor out.
+Each call is normalized once (:func:`.call.make_call`) and handed to the backend that claims
+its operands (:mod:`.registry`): NumPy arrays in -> NumPy arrays out; any
+:class:`~einstride.Tensor` in -> Tensor out; Dask arrays in -> a lazy Dask array out.
 
 >>> import numpy as np
 >>> a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
@@ -21,94 +23,52 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
-from ..tensors import Tensor, as_array, wrap_like
-from ..transfer import check_out as transfer_check_out
-from .backends.numpy.cache import (
-    Entry,
-    array_facts,
+from ..errors import EinsumError
+from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
+from .backends.numpy.limited import explain_within, run_limited, shape_facts
+from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
+from .backends.numpy.report import format_plan
+from .call import (
+    checked_memory_limit,
     checked_shape,
     dtype_of,
-    entry_for,
-    hot_entry,
-    plan_from_shapes,
+    make_call,
+    shape_and_dtype,
     split_sublists,
 )
-from .dask_dispatch import has_dask_operand
-from .backends.numpy.plan import check_memory
-from .backends.numpy.report import format_plan
+from .registry import backend_for
 
-__all__ = ["as_arrays", "check_out", "einsum", "einsum_path", "explain", "run_entry"]
-
-Array = np.ndarray[Any, Any]
-
-
-# -- operands --------------------------------------------------------------------------------
-
-
-def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
-    """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``)."""
-    arrays: list[Array] = []
-    tensor_in = False
-    for i, x in enumerate(raw):
-        if type(x) is np.ndarray:
-            arrays.append(x)
-            continue
-        if isinstance(x, Tensor):
-            tensor_in = True
-            arrays.append(x.numpy())
-            continue
-        try:
-            arrays.append(np.asarray(x))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to "
-                            f"an array: {exc}") from None
-    return arrays, tensor_in
-
-
-# -- running ---------------------------------------------------------------------------------
-
-
-def _limit(memory_limit: Any) -> int:
-    if memory_limit is None:
-        return _memory.LIMIT
-    if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
-        raise TypeError(f"einsum: memory_limit must be an int (bytes), not {memory_limit!r}")
-    return int(memory_limit)
-
-
-def check_out(out: Any, arrays: Sequence[Array], result: np.dtype[Any]) -> Array:
-    """``out=`` must be an array that can take the result and shares no memory with any
-    operand (checked before anything is written)."""
-    return transfer_check_out(out, arrays, result, "einsum out=")
-
-
-def run_entry(entry: Entry, arrays: Sequence[Array], out: Any, out_arr: Array | None,
-              memory_limit: Any, tensor_in: bool) -> Any:
-    """Check the memory limit, run, and return ``out``, a Tensor or NumPy's result."""
-    limit = _limit(memory_limit)
-    if entry.largest > limit:
-        check_memory(entry.plan, limit)
-    value = entry.run(arrays, out_arr)
-    if out is not None:
-        return out
-    if tensor_in:
-        return wrap_like(np.asarray(value), True)
-    return value
-
+__all__ = ["einsum", "einsum_path", "explain"]
 
 _PLAIN_OPTIMIZE = frozenset({str, bool})
 _ndarray = np.ndarray
 
 
-def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
-           optimize: Any = "auto", memory_limit: Any = None) -> Any:
+_NO_SUBSCRIPTS: Any = object()
+
+
+def einsum(
+    subscripts: Any = _NO_SUBSCRIPTS,
+    *operands: Any,
+    out: Any = None,
+    dtype: Any = None,
+    order: Any = "K",
+    casting: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> Any:
     """Evaluate an Einstein-summation equation (see docs/einsum.md).
 
     ``einsum("ij,jk->ik", a, b)`` or the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
     ``out=``: an array of the result's shape (any strides) that shares no memory with the
     operands.  ``dtype=``: the result dtype (operands are cast).  ``optimize``: the path
-    finder for three and more operands.  ``memory_limit``: bytes one allocation may take
-    (default: the machine's memory); a plan that needs more raises :class:`EinsumError`.
+    finder for three and more operands.  ``memory_limit``: bytes (or a size string such as
+    ``"64MiB"``) the call may hold at its peak, result included (default:
+    ``einstride.memory.memory_limit()``); a plan that needs more runs in slices, and one that
+    cannot fit raises :class:`EinsumError` before allocating.  On Dask operands it is the
+    per-task budget.  ``order=`` (``'C'``, ``'F'``, ``'A'``, ``'K'``) and ``casting=`` are
+    NumPy's: the result's layout, and the rule for the ``dtype=`` and ``out=`` casts (by
+    default, einstride casts operands to ``dtype=`` unsafely and ``out=`` by ``same_kind``).
 
     >>> import numpy as np
     >>> einsum("i->", np.ones(3000, np.float16))    # float16 accumulates in float32
@@ -118,85 +78,101 @@ def einsum(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
       ...
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
-    if out is dtype is memory_limit is None and type(subscripts) is str and (
-            type(optimize) in _PLAIN_OPTIMIZE):
+    if (
+        out is dtype is memory_limit is casting is None
+        and order == "K"
+        and type(subscripts) is str
+        and type(optimize) in _PLAIN_OPTIMIZE
+    ):
         # the hot path: plain arrays, a cached plan; no parsing, no path search, no checks
         # beyond the memory guard (the cache key holds every fact the plan depends on)
         facts: tuple[Any, ...] | None
-        if len(operands) == 2:  # inlined _array_facts: the 2-operand case is the hot one
+        if len(operands) == 2:  # inlined array_facts: the 2-operand case is the hot one
             a, b = operands
-            facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype) if (
-                type(a) is _ndarray and type(b) is _ndarray) else None
+            facts = (
+                (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+                if type(a) is _ndarray and type(b) is _ndarray
+                else None
+            )
         elif len(operands) == 1:
             a = operands[0]
             facts = (a.shape, a.strides, a.dtype) if type(a) is _ndarray else None
         else:
             facts = array_facts(operands)
         if facts is not None:
-            entry = hot_entry(subscripts, facts, optimize)
-            if entry.largest > _memory.LIMIT:
-                check_memory(entry.plan, _memory.LIMIT)
+            entry = hot_cache(subscripts, facts, optimize, _DEFAULT_OPTIONS.options)
+            if entry.peak > _memory.LIMIT:
+                return run_limited(subscripts, operands, None, None, optimize, _memory.LIMIT)
             return entry.run(operands, None)
-    if has_dask_operand((subscripts, *operands)):
-        from .backends.dask.backend import einsum_dask
-        return einsum_dask(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
-                           memory_limit=memory_limit)
-    if isinstance(subscripts, str):
-        eq_key: Any = subscripts
-        raw: Sequence[Any] = operands
-    else:
-        eq_key, raw = split_sublists((subscripts, *operands))
-    arrays, tensor_in = as_arrays(raw)
-    out_arr = None
-    if out is not None:
-        tensor_in = tensor_in or isinstance(out, Tensor)
-        out_arr = as_array(out)
-    entry = entry_for(eq_key, arrays, out_arr, dtype, optimize)
-    if out is not None:
-        check_out(out, arrays, entry.plan.result_dtype)
-    return run_entry(entry, arrays, out, out_arr, memory_limit, tensor_in)
-
-
-# -- einsum_path -----------------------------------------------------------------------------
-
-
-def _shape_or_array(x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    """A tuple of ints is a shape (float64); anything else is an operand."""
-    if isinstance(x, tuple) and all(isinstance(d, (int, np.integer)) and not isinstance(d, bool)
-                                    for d in x):
-        return checked_shape(x, "shape"), np.dtype(np.float64)
-    if has_dask_operand([x]):
-        return tuple(int(d) for d in x.shape), np.dtype(x.dtype)
-    arr = as_array(x) if isinstance(x, (Tensor, np.ndarray)) else as_arrays([x])[0][0]
-    return arr.shape, arr.dtype
+    if subscripts is _NO_SUBSCRIPTS:
+        raise EinsumError("einsum: needs the subscripts and at least one operand")
+    call = make_call(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
+                     memory_limit=memory_limit, order=order, casting=casting)
+    return backend_for(call.operands).einsum(call)
 
 
 def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tuple[list[Any], str]:
     """NumPy-compatible: ``(["einsum_path", (i, j), ...], report)`` for operands or shapes
-    (a tuple of ints is taken as a shape); the report is the plan report.
+    (a tuple of ints is taken as a shape); the report is the plan report.  Operands of any
+    array type give their shapes and dtypes; nothing is computed.
 
     >>> path, report = einsum_path("ij,jk,kl->il", (2, 3), (3, 4), (4, 5), optimize="greedy")
     >>> path
     ['einsum_path', (1, 2), (0, 1)]
     """
     if isinstance(subscripts, str):
-        eq_key: Any = subscripts
+        key: Any = subscripts
         raw: Sequence[Any] = operands
     else:
-        eq_key, raw = split_sublists((subscripts, *operands))
-    plan = plan_from_shapes(eq_key, [_shape_or_array(x) for x in raw], None, optimize)
+        key, raw = split_sublists((subscripts, *operands))
+    shaped = [shape_and_dtype(x, f"operand {i}") for i, x in enumerate(raw)]
+    plan = plan_from_shapes(key, shaped, None, optimize)
     return ["einsum_path", *plan.path], format_plan(plan)
 
 
-def explain(subscripts: Any, *shapes: Sequence[int], dtype: Any = None,
-            optimize: Any = "auto") -> str:
-    """The plan report for C-contiguous operands of the given shapes and ``dtype``
-    (default float64): what ``einstride explain`` prints."""
-    dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
-    shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
-    eq_key: Any = subscripts
-    if not isinstance(subscripts, str):
-        raise TypeError("explain takes the string form of the equation")
-    return format_plan(plan_from_shapes(eq_key, shaped, None, optimize))
+def explain(
+    subscripts: Any,
+    *operands: Any,
+    dtype: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> str:
+    """The plan report of an einsum: what ``einstride explain`` prints.
+
+    Give shapes (tuples of ints: C-contiguous operands of ``dtype``, default float64) or the
+    operands themselves (their own layouts decide views and copies; Dask operands get the
+    Dask report).  Nothing is computed.  Over ``memory_limit`` (as for ``einsum``) the
+    report shows what einsum would run instead: the sliced plan, or the error it would raise.
+
+    >>> print(explain("ij,jk->ik", (2, 3), (3, 4)).splitlines()[0])
+    einsum 'ij,jk->ik'  (labels: ij,jk->ik)
+    >>> import numpy as np
+    >>> "copy" in explain("ij,jk->ik", np.ones((3, 2)).T, np.ones((3, 4)))   # a view: no copy
+    False
+    """
+    shapes = [_as_shape(x) for x in operands]
+    if all(s is not None for s in shapes):
+        if not isinstance(subscripts, str):
+            raise TypeError("explain takes the string form of the equation with shapes")
+        limit = checked_memory_limit(memory_limit)
+        dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
+        shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
+        plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
+        return explain_within(plan, subscripts, shape_facts(shaped), None,
+                              None if dtype is None else dt, optimize,
+                              _memory.LIMIT if limit is None else limit)
+    if any(s is not None for s in shapes):
+        raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
+    call = make_call(
+        subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit
+    )
+    return backend_for(call.operands).explain(call)
 
 
+def _as_shape(x: Any) -> Sequence[Any] | None:
+    """``x`` when it is a shape (a tuple or list of ints), else None (an operand)."""
+    if isinstance(x, (tuple, list)) and all(
+        hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_)) for d in x
+    ):
+        return x
+    return None

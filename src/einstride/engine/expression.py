@@ -14,25 +14,29 @@ import numpy as np
 
 from .. import memory as _memory
 from ..errors import EinsumError
-from ..tensors import Tensor, as_array
-from .api import as_arrays, check_out, run_entry
-from .backends.numpy.cache import (
-    Entry,
-    array_facts,
+from ..tensors import Tensor
+from .backends.numpy.backend import as_arrays, out_array, run_entry
+from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan_from_shapes
+from .backends.numpy.limited import explain_within, limited_plan, run_limited, shape_facts
+from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
+from .backends.numpy.options import PlannerOptions
+from .backends.numpy.steps import Plan
+from .call import (
+    EinsumCall,
+    EquationKey,
+    check_conversion,
+    checked_memory_limit,
     checked_shape,
     dtype_of,
-    facts_of,
-    make_entry,
-    plan_from_shapes,
+    equation_of,
+    split_sublists,
 )
-from .dask_dispatch import has_dask_operand
-from .spec.equation import bind, parse_subscripts
-from .spec.paths import find_path
-from .backends.numpy.plan import check_memory
-from .backends.numpy.report import format_plan
-from .backends.numpy.steps import Plan
+from .registry import DEFAULT, backend_for
+from .spec.equation import bind
+from .spec.walk import plan_path
 
 __all__ = ["Expression", "contract_expression"]
+
 
 class Expression:
     """A reusable contraction for fixed shapes: parsing and the path search happen once;
@@ -46,23 +50,43 @@ class Expression:
            [3., 3., 3., 3.]])
     >>> print(expr.explain().splitlines()[0])
     einsum 'ij,jk->ik'  (labels: ij,jk->ik)
+
+    With ``memory_limit`` (bytes or a string such as ``"64MiB"``), the path is searched
+    within it when the expression is made, and every call keeps its peak within it (sliced
+    if need be; a call's own ``memory_limit=`` overrides it).
     """
 
-    def __init__(self, subscripts: str, shapes: Sequence[Sequence[int]], dtype: Any = None,
-                 optimize: Any = "auto") -> None:
-        self.subscripts = subscripts
+    def __init__(self, key: EquationKey, shapes: Sequence[Sequence[int]], dtype: Any = None,
+                 optimize: Any = "auto", memory_limit: Any = None) -> None:
+        self.key = key
         self.shapes = tuple(checked_shape(s, f"shape {i}") for i, s in enumerate(shapes))
         self.dtype = None if dtype is None else dtype_of(dtype)
-        self.spec = bind(parse_subscripts(subscripts), self.shapes)
-        sizes = self.spec.sizes
-        terms = [tuple(dict.fromkeys(t)) for t in self.spec.inputs]
-        self.path = list(find_path(terms, tuple(dict.fromkeys(self.spec.output)), sizes, optimize))
+        self.memory_limit = checked_memory_limit(memory_limit)
+        self.spec = bind(equation_of(key), self.shapes)
+        self.subscripts = self.spec.text
+        self.path = list(plan_path(self.spec, optimize))
+        if self.memory_limit is not None:
+            self.path = list(limited_plan(self.key, self._facts(), None, self.dtype,
+                                          optimize, self.memory_limit).plan.path)
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
 
-    def _build(self, facts: tuple[Any, ...], out_facts: Any) -> Entry:
+    def _facts(self) -> tuple[Any, ...]:
+        """The plan-cache facts of C-contiguous operands (of ``dtype``, default float64)."""
+        dt = self.dtype if self.dtype is not None else np.dtype(np.float64)
+        return shape_facts([(s, dt) for s in self.shapes])
+
+    def _limit(self, memory_limit: Any) -> int:
+        """The limit of one call: its own, else the expression's, else the default."""
+        limit = checked_memory_limit(memory_limit)
+        if limit is not None:
+            return limit
+        return _memory.LIMIT if self.memory_limit is None else self.memory_limit
+
+    def _build(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions
+               ) -> Entry:
         self._check_operands(facts[0::3], len(facts) // 3)
-        return make_entry(self.subscripts, facts, out_facts, self.dtype, self.path)
+        return make_entry(self.key, facts, out_facts, self.dtype, self.path, options)
 
     def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
         if count != len(self.shapes):
@@ -77,40 +101,37 @@ class Expression:
         if out is None and memory_limit is None:
             facts = array_facts(operands)
             if facts is not None:
-                entry = self._entry(facts, None)
-                if entry.largest > _memory.LIMIT:
-                    check_memory(entry.plan, _memory.LIMIT)
+                entry = self._entry(facts, None, _DEFAULT_OPTIONS.options)
+                limit = _memory.LIMIT if self.memory_limit is None else self.memory_limit
+                if entry.peak > limit:
+                    return run_limited(self.key, operands, None, self.dtype, self.path, limit)
                 return entry.run(operands, None)
-        if len(operands) != len(self.shapes):
-            raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
-                              f"{len(self.shapes)} operand(s), got {len(operands)}")
-        if has_dask_operand(operands):
-            from .backends.dask.backend import expression_call
-            return expression_call(self, operands, out, memory_limit)
+        self._check_operands([_shape(x, i) for i, x in enumerate(operands)], len(operands))
+        call = EinsumCall(key=self.key, operands=operands, out=out, dtype=self.dtype,
+                          optimize=self.path, memory_limit=self._limit(memory_limit))
+        backend = backend_for(operands)
+        if backend.__name__ != DEFAULT:
+            return backend.einsum(call)
         arrays, tensor_in = as_arrays(operands)
-        for i, (arr, shape) in enumerate(zip(arrays, self.shapes)):
-            if arr.shape != shape:
-                raise EinsumError(f"einsum {self.subscripts!r}: operand {i} has shape "
-                                  f"{arr.shape}, but the expression was made for {shape}")
         out_arr = None
         if out is not None:
+            out_arr = out_array(out)
             tensor_in = tensor_in or isinstance(out, Tensor)
-            out_arr = as_array(out)
         out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
-        entry = self._entry(facts_of(arrays), out_facts)
-        if out is not None:
-            check_out(out, arrays, entry.plan.result_dtype)
-        return run_entry(entry, arrays, out, out_arr, memory_limit, tensor_in)
+        entry = self._entry(facts_of(arrays), out_facts, _DEFAULT_OPTIONS.options)
+        return run_entry(entry, arrays, call, out_arr, tensor_in)
 
     def plan(self) -> Plan:
         """The plan for C-contiguous operands (of ``dtype``, default float64)."""
         dt = self.dtype if self.dtype is not None else np.dtype(np.float64)
-        return plan_from_shapes(self.subscripts, [(s, dt) for s in self.shapes], self.dtype,
+        return plan_from_shapes(self.key, [(s, dt) for s in self.shapes], self.dtype,
                                  self.path)
 
     def explain(self) -> str:
-        """The plan report (for C-contiguous operands)."""
-        return format_plan(self.plan())
+        """The plan report (for C-contiguous operands), within the expression's memory limit
+        (the sliced plan when the plan's peak is over it)."""
+        return explain_within(self.plan(), self.key, self._facts(), None, self.dtype,
+                              self.path, self._limit(None))
 
     def __str__(self) -> str:
         return self.explain()
@@ -120,14 +141,45 @@ class Expression:
         return f"<Expression {self.subscripts!r} for shapes {shapes}>"
 
 
-def contract_expression(subscripts: str, *shapes: Sequence[int], dtype: Any = None,
-                        optimize: Any = "auto") -> Expression:
-    """A reusable :class:`Expression` for operands of the given shapes.
+def contract_expression(subscripts: Any, *shapes: Any, dtype: Any = None,
+                        optimize: Any = "auto", memory_limit: Any = None,
+                        out: Any = None) -> Expression:
+    """A reusable :class:`Expression` for operands of the given shapes: the string form
+    ``contract_expression("ij,jk->ik", (2, 3), (3, 4))`` or opt_einsum's interleaved form
+    ``contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])``.
 
     ``dtype`` is the result dtype, as ``einsum``'s ``dtype=`` (``None``: ``np.result_type`` of
     the operands of each call); ``explain()`` reports the plan for C-contiguous operands of
-    that dtype (float64 when ``None``).
+    that dtype (float64 when ``None``).  ``memory_limit`` bounds the peak of every call, as
+    ``einsum``'s does (the path is searched within it once, here).  ``out=`` belongs to each
+    call, not here (:class:`EinsumError`, a ``ValueError``, as opt_einsum).
+
+    >>> contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])
+    <Expression '[0,1],[1,2]->[0,2]' for shapes (2, 3), (3, 4)>
+    >>> expr = contract_expression("ab,cbe,ae->ac", (64, 64), (64, 64, 64), (64, 64),
+    ...                            memory_limit="512KiB")
+    >>> print(expr.explain().splitlines()[3])
+      sliced over: a: 5 chunks of 13 (the last 12)
     """
-    if not isinstance(subscripts, str):
-        raise TypeError("contract_expression takes the string form of the equation")
-    return Expression(subscripts, shapes, dtype, optimize)
+    if out is not None:
+        raise EinsumError("contract_expression: out= is given to each call of the expression, "
+                          "not when it is made")
+    if isinstance(subscripts, str):
+        return Expression(subscripts, shapes, dtype, optimize, memory_limit)
+    key, shaped = split_sublists((subscripts, *shapes))
+    return Expression(key, shaped, dtype, optimize, memory_limit)
+
+
+def _shape(x: Any, i: int) -> tuple[Any, ...]:
+    """Operand ``i``'s shape without converting it (``np.shape`` for lists and scalars)."""
+    shape = getattr(x, "shape", None)
+    if isinstance(shape, tuple):
+        return shape
+    if isinstance(x, range):
+        return (len(x),)
+    check_conversion(x, f"einsum: operand {i}")
+    try:
+        return tuple(np.shape(x))
+    except ValueError as exc:
+        raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an "
+                        f"array: {exc}") from None

@@ -37,8 +37,9 @@ import numpy as np
 from ..errors import EinsumError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
+from .backends.numpy.backend import as_arrays
+from .spec.dtypes import check_numeric
 from .spec.equation import EinsumSpec, bind, parse_sublists, parse_subscripts
-from .backends.numpy.plan import _check_numeric
 
 __all__ = ["einsum_vjp"]
 
@@ -111,11 +112,11 @@ def einsum_vjp(
     """
     if isinstance(operands, (str, bytes)) or not isinstance(operands, Sequence):
         raise TypeError("einsum_vjp: operands must be a sequence of arrays")
-    arrays = [as_array(x) for x in operands]
-    cot = as_array(cotangent)
+    arrays, _ = as_arrays(operands)
+    (cot,), _ = as_arrays([cotangent])
     for k, x in enumerate(arrays):  # an operand may never reach an einsum below: check here
-        _check_numeric(x.dtype, f"operand {k} has dtype")
-    _check_numeric(cot.dtype, "the cotangent has dtype")
+        check_numeric(x.dtype, f"operand {k} has dtype")
+    check_numeric(cot.dtype, "the cotangent has dtype")
     shapes = tuple(a.shape for a in arrays)
     spec, inputs, fills = _backward_equations(_equation_key(subscripts, len(arrays)), shapes)
     output = spec.output

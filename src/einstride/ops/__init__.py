@@ -34,10 +34,10 @@ from .init import (
     orthogonal,
 )
 from .linalg import (
-    qr,
     QRResult,
-    svd,
     SVDResult,
+    qr,
+    svd,
 )
 from .matrix import (
     band_part,

@@ -47,7 +47,7 @@ def diag_part(t: Any) -> Any:
 def _diagonal_of(result: Array) -> Array:
     """The writeable diagonal view of a freshly allocated dense ``result``."""
     dense = as_tensor(result)
-    return Tensor._wrap(dense.storage, _diagonal_layout(dense.layout)).numpy()
+    return dense.view(_diagonal_layout(dense.layout)).numpy()
 
 
 def diag(d: Any) -> Any:

@@ -206,7 +206,7 @@ def reshape(t: Any, shape: Any) -> Any:
         shape = int_tuple(shape, "reshape shape")
     layout = src.layout.reshape(shape)
     if layout is not None:
-        view = Tensor._wrap(src.storage, layout)
+        view = src.view(layout)
         return view if isinstance(t, Tensor) else view.numpy()
     target = infer_shape(shape, src.size)
     check_array(target, src.dtype, "reshape (a copy)")

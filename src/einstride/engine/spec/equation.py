@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ...errors import EinsumError
+from ...errors import EinsumError, EinsumTypeError
 from ...memory import check_listing
 
 __all__ = [
@@ -349,7 +349,7 @@ def _sublist_output(raw: list[Any], ids: dict[int, int], text: str) -> tuple[int
 def _sublist_items(sublist: Any, index: int | None) -> list[Any]:
     what = "the output sublist" if index is None else f"the sublist of operand {index}"
     if isinstance(sublist, (str, bytes)) or not hasattr(sublist, "__iter__"):
-        raise EinsumError(
+        raise EinsumTypeError(
             f"einsum: {what} must be a list of ints and '...', got {_shown(sublist)}"
         )
     items: list[Any] = []
@@ -358,8 +358,8 @@ def _sublist_items(sublist: Any, index: int | None) -> list[Any]:
             items.append(Ellipsis)
             continue
         if isinstance(item, bool) or not hasattr(item, "__index__"):
-            raise EinsumError(f"einsum: {what} has {_shown(item)} at index {k}; labels must be "
-                              "non-negative ints or ... (Ellipsis)")
+            raise EinsumTypeError(f"einsum: {what} has {_shown(item)} at index {k}; labels "
+                                  "must be non-negative ints or ... (Ellipsis)")
         label = operator.index(item)
         if label < 0:
             raise EinsumError(f"einsum: {what} has the negative label {label} at index {k}")

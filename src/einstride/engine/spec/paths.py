@@ -20,11 +20,26 @@ from typing import Any
 import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
-from ...errors import EinsumError
+from ...errors import EinsumError, EinsumPathError
 
 __all__ = ["OPTIMIZE_NAMES", "find_path", "optimize_key"]
 
-OPTIMIZE_NAMES = tuple(sorted(oe_paths._PATH_OPTIONS))
+def _finder_names() -> tuple[str, ...]:
+    """opt_einsum's documented path finder names that this opt_einsum provides."""
+    names = ("auto", "auto-hq", "branch-1", "branch-2", "branch-all", "dp",
+             "dynamic-programming", "eager", "greedy", "opportunistic", "optimal",
+             "random-greedy", "random-greedy-128")
+    found = []
+    for name in names:
+        try:
+            oe_paths.get_path_fn(name)
+        except (KeyError, ValueError, NotImplementedError):
+            continue
+        found.append(name)
+    return tuple(found)
+
+
+OPTIMIZE_NAMES = _finder_names()
 """The path finder names ``optimize`` accepts (besides False, True and path lists)."""
 
 
@@ -37,16 +52,42 @@ def optimize_key(optimize: Any) -> Any:
     """
     if optimize is None:
         return "auto"
+    limited = _limited(optimize)
+    if limited is not None:
+        return ("limited", *limited)
     if isinstance(optimize, bool):
         return optimize
     if isinstance(optimize, str):
         return optimize
     if isinstance(optimize, (list, tuple)):
         try:
-            return ("path", *(_entry(e) for e in optimize if not isinstance(e, str)))
+            return ("path", *(_entry(e) for e in optimize if not _is_path_head(e)))
         except (TypeError, ValueError):
             return None
     return None
+
+
+def _limited(optimize: Any) -> tuple[str, int] | None:
+    """NumPy's ``(path finder name, memory limit)`` form: the limit is the most elements an
+    intermediate may have; None for every other form.
+
+    >>> _limited(("greedy", 100)), _limited(["einsum_path", (0, 1)])
+    (('greedy', 100), None)
+    """
+    if not isinstance(optimize, (list, tuple)) or len(optimize) != 2:
+        return None
+    name, limit = optimize
+    if not isinstance(name, str) or name == "einsum_path" or isinstance(limit, (tuple, list)):
+        return None
+    if isinstance(limit, bool) or not hasattr(limit, "__index__"):
+        raise EinsumError(f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
+                          "(the most elements an intermediate may have)")
+    return name, int(limit)
+
+
+def _is_path_head(entry: Any) -> bool:
+    """NumPy's paths may start with the string ``"einsum_path"``; no other string is allowed."""
+    return isinstance(entry, str) and entry == "einsum_path"
 
 
 def _entry(entry: Any) -> tuple[int, ...]:
@@ -60,29 +101,37 @@ def find_path(
     output: Sequence[int],
     sizes: Sequence[int],
     optimize: Any = "auto",
+    memory_limit: int | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """The contraction path for ``inputs`` (distinct label ids per operand) -> ``output``.
 
     ``optimize``: False (left to right), True (greedy, as NumPy), a path finder name (see
     :data:`OPTIMIZE_NAMES`), an explicit path (NumPy's format, with or without the leading
     ``"einsum_path"``) or any opt_einsum ``PathOptimizer`` / path function.
+    ``memory_limit``: the most elements an intermediate may have, passed to the path finder
+    (opt_einsum's meaning: a finder that cannot keep to it ends the path with one entry of
+    every operand left).
     """
     n = len(inputs)
+    limited = _limited(optimize)
+    if limited is not None:  # NumPy's (name, limit): the tighter limit wins
+        optimize, cap = limited
+        memory_limit = cap if memory_limit is None else min(cap, memory_limit)
     if isinstance(optimize, (list, tuple)):
         return _checked_path(optimize, n)
+    if optimize is False:
+        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2)) if n > 1 else ((0,),)
+    finder = _finder(optimize)  # a bad value is an error whatever the operand count
     if n <= 1:
         return ((0,),) if n == 1 else ()
     if n == 2:
         return ((0, 1),)
-    if optimize is False:
-        return ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2))
-    finder = _finder(optimize)
     symbol = opt_einsum.get_symbol
     oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
     oe_output = frozenset(symbol(label) for label in output)
     used = {label for term in inputs for label in term}
     size_dict = {symbol(label): max(sizes[label], 1) for label in used}
-    path = finder(oe_inputs, oe_output, size_dict, None)
+    path = finder(oe_inputs, oe_output, size_dict, memory_limit)
     return _checked_path(list(path), n)
 
 
@@ -90,7 +139,7 @@ def _finder(optimize: Any) -> Any:
     if optimize is True or optimize is None:
         optimize = "greedy" if optimize is True else "auto"
     if isinstance(optimize, str):
-        if optimize not in oe_paths._PATH_OPTIONS:
+        if optimize not in OPTIMIZE_NAMES:
             raise EinsumError(
                 f"einsum: unknown optimize={optimize!r}; use False, True, one of "
                 f"{', '.join(OPTIMIZE_NAMES)}, a path list or an opt_einsum PathOptimizer"
@@ -106,7 +155,7 @@ def _finder(optimize: Any) -> Any:
 
 def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
     """Validate a NumPy-format path over ``n`` operands: it must end with one operand."""
-    entries = [e for e in path if not (isinstance(e, str) and e == "einsum_path")]
+    entries = [e for e in path if not _is_path_head(e)]
     live = n
     checked = []
     for k, entry in enumerate(entries):
@@ -126,7 +175,7 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
         live -= len(positions) - 1
         checked.append(positions)
     if live != 1 and n > 0:
-        raise EinsumError(
+        raise EinsumPathError(
             f"einsum: the path {checked} leaves {live} operands; it must contract all {n} to one"
         )
     return tuple(checked)

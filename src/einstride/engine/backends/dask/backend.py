@@ -27,7 +27,6 @@ import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -36,24 +35,26 @@ import numpy as np
 from dask.utils import parse_bytes
 
 from ....errors import EinsumError
-from ....tensors import Tensor
-from ...api import einsum as _einsum
-from ..numpy.cache import dtype_of
+from ...call import EinsumCall, checked_memory_limit, make_call
+from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
+from ...spec.equation import bind
+from ...spec.walk import path_flops, plan_path
+from ..numpy.backend import as_arrays
+from ..numpy.backend import einsum as numpy_einsum
 from .plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
-from .report import chunks_text, format_dask_plan
+from .report import DaskEinsum, StepTasks, chunks_text
 from .sources import MemmapBlocks, from_npy, lazy_array, npy_source
-from ...spec.equation import Equation, bind, parse_sublists, parse_subscripts
-from ..numpy.fold import contiguous_strides
-from ..numpy.plan import build_plan
 
 __all__ = [
     "CONFIG_KEY",
     "DaskEinsum",
     "StepTasks",
+    "einsum",
     "einsum_dask",
     "explain",
-    "expression_call",
+    "explain_call",
     "from_npy",
+    "plan_call",
     "plan_dask",
     "task_memory_budget",
 ]
@@ -83,11 +84,7 @@ def task_memory_budget(memory_limit: Any = None) -> int:
         if memory_limit is None:
             return 4 * int(parse_bytes(dask.config.get("array.chunk-size")))
     if isinstance(memory_limit, str):
-        try:
-            return _positive(int(parse_bytes(memory_limit)), memory_limit)
-        except ValueError:
-            raise EinsumError(f"einsum: memory_limit={memory_limit!r} is not a size in bytes "
-                              "(an int or a string like '64MiB')") from None
+        memory_limit = checked_memory_limit(memory_limit)
     if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
         raise TypeError(f"einsum: memory_limit must be an int (bytes), not {memory_limit!r}")
     return _positive(int(memory_limit), memory_limit)
@@ -100,8 +97,8 @@ def _positive(value: int, given: Any) -> int:
 
 
 def _operands(raw: Sequence[Any]) -> list[Any]:
-    """Dask operands as they are; the others as ndarrays (memmaps kept), as the NumPy path
-    converts them."""
+    """Dask operands and ndarrays (memmaps included) as they are; the others converted as
+    the NumPy backend converts them."""
     arrays: list[Any] = []
     for i, x in enumerate(raw):
         if isinstance(x, da.Array) and any(math.isnan(n) for n in x.shape):
@@ -110,14 +107,10 @@ def _operands(raw: Sequence[Any]) -> list[Any]:
         if isinstance(x, (da.Array, np.ndarray)):
             arrays.append(x)
             continue
-        if isinstance(x, Tensor):
-            arrays.append(x.numpy())
-            continue
         try:
-            arrays.append(np.asarray(x))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to "
-                            f"an array: {exc}") from None
+            arrays.append(as_arrays([x])[0][0])
+        except TypeError as exc:
+            raise TypeError(str(exc).replace("operand 0", f"operand {i}")) from None
     return arrays
 
 
@@ -225,7 +218,7 @@ def _block_einsum(*blocks: Any, terms: Sequence[Sequence[int]], labels: Sequence
     args: list[Any] = []
     for block, term in zip(blocks, terms):
         args += [_unwrap(block), list(term)]
-    value = np.asarray(_einsum(*args, list(labels), dtype=kernel_dtype))
+    value = np.asarray(numpy_einsum(make_call(*args, list(labels), dtype=kernel_dtype)))
     return value.reshape(value.shape + (1,) * extra) if extra else value
 
 
@@ -236,7 +229,8 @@ def _block_expand(block: Any, *, axes_of: Sequence[Sequence[int]], term: Sequenc
     blocks, zeros elsewhere."""
     if any(len({block_id[ax] for ax in axes}) > 1 for axes in axes_of):
         return np.zeros(block_info[None]["chunk-shape"], kernel_dtype)
-    return np.asarray(_einsum(block, list(term), list(labels), dtype=kernel_dtype))
+    return np.asarray(numpy_einsum(make_call(block, list(term), list(labels),
+                                         dtype=kernel_dtype)))
 
 
 def _keep(block: Any, axis: Any = None, keepdims: Any = None, computing_meta: bool = False
@@ -263,48 +257,13 @@ def _add_partials(blocks: Any, axis: Any = None, keepdims: bool = False,
 # -- the graph --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StepTasks:
-    """The tasks one step added: blockwise einsums (or expansions, casts) and tree sums."""
-
-    blockwise: int
-    sums: int
-    split_every: int
-
-
-@dataclass(frozen=True)
-class DaskEinsum:
-    """A planned einsum on Dask arrays: the plan, the chunk size of every label, the per-task
-    memory budget, the lazy ``result`` and the tasks each step added."""
-
-    plan: DaskPlan
-    naive_flops: int
-    flops: int
-    budget: int
-    budget_source: str
-    chunks: dict[int, int]
-    targets: dict[int, tuple[int, ...]]
-    inputs: tuple[str, ...]
-    steps: tuple[StepTasks, ...]
-    result: Array
-
-    @property
-    def tasks(self) -> int:
-        """Tasks in the graph (before Dask fuses blockwise chains)."""
-        return len(self.result.__dask_graph__())
-
-    def explain(self) -> str:
-        """The report: plan, chunking, memory per task and number of tasks."""
-        return format_dask_plan(self)
-
-
 def _layers(x: Array) -> set[str]:
     return set(x.__dask_graph__().layers)
 
 
-def _count(x: Array, known: set[str]) -> int:
-    graph = x.__dask_graph__()
-    return sum(len(graph.layers[name]) for name in set(graph.layers) - known)
+def _new_layers(x: Array, known: set[str]) -> tuple[str, ...]:
+    """The names of the layers of ``x``'s graph not in ``known`` (nothing materialized)."""
+    return tuple(sorted(_layers(x) - known))
 
 
 def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
@@ -313,10 +272,10 @@ def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
     known = set().union(*(_layers(x) for x in srcs))
     if step.kind == "cast":
         x = srcs[0].astype(step.dtype)
-        return x, StepTasks(_count(x, known), 0, 0)
+        return x, StepTasks(_new_layers(x, known), (), 0)
     if step.kind == "expand":
         x = _expand(step, srcs[0], targets)
-        return x, StepTasks(_count(x, known), 0, 0)
+        return x, StepTasks(_new_layers(x, known), (), 0)
     sizes = plan.spec.sizes
     partial = partial_chunks(step, targets)
     index = step.labels + partial
@@ -328,14 +287,15 @@ def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
         meta=np.empty((0,) * len(index), step.dtype), adjust_chunks=dict.fromkeys(partial, 1),
         token=f"einstride-{step.kind}", terms=step.inputs, labels=step.labels,
         extra=len(partial), kernel_dtype=step.kernel_dtype)
-    products = _count(y, known)
+    products = _new_layers(y, known)
     out_bytes = math.prod(min(chunks[lab], sizes[lab]) for lab in step.labels) \
         * step.dtype.itemsize
     split = split_every(out_bytes, budget)
     x = y
     for axis in reversed(range(len(step.labels), len(index))):
         x = _sum_axis(x, axis, split, step.dtype)
-    return x, StepTasks(products, _count(x, known) - products, split if partial else 0)
+    sums = _new_layers(x, known | set(products))
+    return x, StepTasks(products, sums, split if partial else 0)
 
 
 def _sum_axis(x: Array, axis: int, split: int, dtype: np.dtype[Any]) -> Array:
@@ -373,20 +333,26 @@ def _budget_source(memory_limit: Any) -> str:
     return "default: 4 x Dask's array.chunk-size"
 
 
-def plan_dask(equation: Equation | str, operands: Sequence[Any], *, dtype: Any = None,
+def plan_dask(subscripts: Any, operands: Sequence[Any], *, dtype: Any = None,
               optimize: Any = "auto", memory_limit: Any = None) -> DaskEinsum:
-    """Plan and build the lazy graph of an einsum over Dask (and NumPy) operands."""
-    if isinstance(equation, str):
-        equation = parse_subscripts(equation)
-    arrays = _operands(operands)
-    dtype_key = None if dtype is None else dtype_of(dtype)
+    """Plan and build the lazy graph of an einsum (string form) over Dask (and NumPy)
+    operands."""
+    return plan_call(make_call(subscripts, *operands, dtype=dtype, optimize=optimize,
+                               memory_limit=memory_limit))
+
+
+def plan_call(call: EinsumCall) -> DaskEinsum:
+    """:func:`plan_dask` for a normalized call."""
+    arrays = _operands(call.operands)
     shapes = [tuple(int(n) for n in x.shape) for x in arrays]
     dtypes = [np.dtype(x.dtype) for x in arrays]
-    spec = bind(equation, shapes)
-    strides = [contiguous_strides(s, d.itemsize) for s, d in zip(shapes, dtypes)]
-    np_plan = build_plan(spec, dtypes, strides, dtype=dtype_key, optimize=optimize)
-    plan = plan_steps(spec, np_plan.path, dtypes, np_plan.result_dtype, np_plan.compute_dtype)
-    budget = task_memory_budget(memory_limit)
+    spec = bind(call.equation(), shapes)
+    for i, d in enumerate(dtypes):
+        check_numeric(d, f"operand {i} has dtype")
+    rt = result_dtype(dtypes, call.dtype)
+    path = plan_path(spec, call.optimize)
+    plan = plan_steps(spec, path, dtypes, rt, compute_dtype(rt))
+    budget = task_memory_budget(call.memory_limit)
     squeezed = [_squeeze(x, st) for x, st in zip(arrays, spec.stretched)]
     chunks = choose_chunks(plan, _initial_chunks(plan, squeezed), budget)
     targets = _targets(plan, squeezed, chunks)
@@ -400,60 +366,43 @@ def plan_dask(equation: Equation | str, operands: Sequence[Any], *, dtype: Any =
         regs[step.dst], counted = _run_step(step, [regs[r] for r in step.srcs], plan, chunks,
                                             targets, budget)
         tasks.append(counted)
-    return DaskEinsum(plan, np_plan.naive_flops, np_plan.flops, budget,
-                      _budget_source(memory_limit), chunks, targets, tuple(notes), tuple(tasks),
-                      regs[plan.result])
+    return DaskEinsum(plan, path_flops(spec, path, naive=True), path_flops(spec, path), budget,
+                      _budget_source(call.memory_limit), chunks, targets, tuple(notes),
+                      tuple(tasks), regs[plan.result])
 
 
-def einsum_dask(subscripts: Any, *operands: Any, out: Any = None, dtype: Any = None,
-                optimize: Any = "auto", memory_limit: Any = None) -> Array:
-    """``einstride.einsum`` (string or sublist form) when an operand is a Dask array: a lazy
-    ``dask.array.Array``.
+def einsum(call: EinsumCall) -> Array:
+    """``einstride.einsum`` when an operand is a Dask array: a lazy ``dask.array.Array``.
 
-    ``memory_limit`` is the per-task memory budget here (bytes, or a string like
-    ``"64MiB"``; default: :func:`task_memory_budget`).  ``out=`` is not supported: the
-    result is lazy; write it with ``dask.array.store``.
+    ``memory_limit`` is the per-task memory budget here (default: :func:`task_memory_budget`).
+    ``out=`` is not supported: the result is lazy; write it with ``dask.array.store``.
+    """
+    if call.out is not None:
+        raise TypeError("einsum: out= is not supported with Dask operands (the result is a "
+                        "lazy dask array); write it with dask.array.store(result, target)")
+    return plan_call(call).result
+
+
+def explain_call(call: EinsumCall) -> str:
+    """The report of ``call`` on Dask (the registry's ``explain``)."""
+    return plan_call(call).explain()
+
+
+def einsum_dask(subscripts: Any, *operands: Any, dtype: Any = None, optimize: Any = "auto",
+                memory_limit: Any = None) -> Array:
+    """:func:`einsum` from ``einstride.einsum``'s arguments (string or sublist form).
 
     >>> import dask.array as da
     >>> einsum_dask(da.ones((2, 3)), [0, 1], [1]).compute()
     array([2., 2., 2.])
     """
-    if isinstance(subscripts, str):
-        equation, raw = parse_subscripts(subscripts), list(operands)
-    else:
-        equation, raw = _sublists((subscripts, *operands))
-    if out is not None:
-        raise TypeError("einsum: out= is not supported with Dask operands (the result is a "
-                        "lazy dask array); write it with dask.array.store(result, target)")
-    return plan_dask(equation, raw, dtype=dtype, optimize=optimize,
-                     memory_limit=memory_limit).result
+    return einsum(make_call(subscripts, *operands, dtype=dtype, optimize=optimize,
+                            memory_limit=memory_limit))
 
 
-def _sublists(args: Sequence[Any]) -> tuple[Equation, list[Any]]:
-    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (equation, operands)."""
-    operands, subs = list(args[0::2]), args[1::2]
-    out = None
-    if len(args) % 2 == 1:
-        out, operands = args[-1], operands[:-1]
-    return parse_sublists(subs, out), operands
-
-
-def expression_call(expr: Any, operands: Sequence[Any], out: Any, memory_limit: Any) -> Array:
-    """``Expression.__call__`` with Dask operands: the expression's path, lazily."""
-    for i, (x, declared) in enumerate(zip(operands, expr.shapes)):
-        shape = tuple(int(n) for n in np.shape(x))
-        if shape != declared:
-            raise EinsumError(f"einsum {expr.subscripts!r}: operand {i} has shape {shape}, but "
-                              f"the expression was made for {declared}")
-    return einsum_dask(expr.subscripts, *operands, out=out, dtype=expr.dtype,
-                       optimize=expr.path, memory_limit=memory_limit)
-
-
-def explain(subscripts: Equation | str, *operands: Any, dtype: Any = None,
-            optimize: Any = "auto", memory_limit: Any = None) -> str:
+def explain(subscripts: Any, *operands: Any, dtype: Any = None, optimize: Any = "auto",
+            memory_limit: Any = None) -> str:
     """The report of ``einstride.einsum(subscripts, *operands)`` on Dask: the steps, the
     chunk size of every label, the memory bound per task and the number of tasks."""
-    return plan_dask(subscripts, operands, dtype=dtype, optimize=optimize,
-                     memory_limit=memory_limit).explain()
-
-
+    return explain_call(make_call(subscripts, *operands, dtype=dtype, optimize=optimize,
+                                  memory_limit=memory_limit))

@@ -37,6 +37,7 @@ import numpy as np
 
 from ....errors import EinsumError
 from ...spec.equation import EinsumSpec
+from ...spec.walk import walk_path
 
 __all__ = [
     "MAX_SPLIT_EVERY",
@@ -135,14 +136,6 @@ class _Builder:
             return live
         return self.add("diagonal", [live], tuple(dict.fromkeys(labels)), self.dtypes[i])
 
-    def keep(self, *groups: Sequence[tuple[int, tuple[int, ...], np.dtype[Any]]]
-             ) -> frozenset[int]:
-        needed = set(self.distinct)
-        for group in groups:
-            for _, labels, _ in group:
-                needed.update(labels)
-        return frozenset(needed)
-
     def unary(self, live: tuple[int, tuple[int, ...], np.dtype[Any]], keep: frozenset[int],
               final: bool) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
         labels = live[1]
@@ -169,20 +162,8 @@ def plan_steps(spec: EinsumSpec, path: Sequence[Sequence[int]],
     """The steps for ``spec`` along ``path`` (NumPy's format, as einstride's planner found)."""
     b = _Builder(spec, dtypes, np.dtype(result), np.dtype(compute))
     live = [b.prepare(i) for i in range(len(spec.inputs))]
-    for k, entry in enumerate(path):
-        picked = [live[i] for i in entry]
-        for i in sorted(entry, reverse=True):
-            del live[i]
-        final = k == len(path) - 1
-        if len(picked) == 1:
-            live.append(b.unary(picked[0], b.keep(live), final))
-            continue
-        acc = picked[0]
-        for j in range(1, len(picked)):
-            acc = b.pair(acc, picked[j], b.keep(live, picked[j + 1:]),
-                         final and j == len(picked) - 1)
-        live.append(acc)
-    last = live[-1]
+    last = walk_path(live, path, b.distinct, unary=b.unary, pair=b.pair,
+                     labels_of=lambda item: item[1])
     if last[2] != b.rt:
         last = b.add("cast", [last], last[1], b.rt)
     if spec.output != last[1]:

@@ -1,4 +1,5 @@
-"""The report of an einsum on Dask arrays: what :func:`.dask_backend.explain` prints.
+"""A planned einsum on Dask arrays (:class:`DaskEinsum`) and its report: what
+:func:`einstride.dask.explain` prints.
 
 For each operand how it enters the graph and in which chunks, the chunk size of every
 label, and per step the blocks, the bound on one task's memory, how summed labels are added
@@ -8,14 +9,58 @@ up and how many tasks the step adds.  Imports no Dask.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
-from .plan import DaskStep, partial_chunks, step_bytes
+from .plan import DaskPlan, DaskStep, partial_chunks, step_bytes
 
-if TYPE_CHECKING:
-    from .backend import DaskEinsum, StepTasks
+__all__ = ["DaskEinsum", "StepTasks", "chunks_text", "format_dask_plan", "format_size"]
 
-__all__ = ["chunks_text", "format_dask_plan", "format_size"]
+Array = Any  # dask.array.Array (this module imports no Dask)
+
+
+@dataclass(frozen=True)
+class StepTasks:
+    """The graph layers one step added: blockwise einsums (or expansions, casts) and tree
+    sums.  Only their names are kept: counting a layer's tasks materializes it, which for a
+    graph of millions of tasks costs far more than building it lazily, so the report counts
+    them and planning does not."""
+
+    blockwise_layers: tuple[str, ...]
+    sum_layers: tuple[str, ...]
+    split_every: int
+
+
+@dataclass(frozen=True)
+class DaskEinsum:
+    """A planned einsum on Dask arrays: the plan, the chunk size of every label, the per-task
+    memory budget, the lazy ``result`` and the tasks each step added."""
+
+    plan: DaskPlan
+    naive_flops: int
+    flops: int
+    budget: int
+    budget_source: str
+    chunks: dict[int, int]
+    targets: dict[int, tuple[int, ...]]
+    inputs: tuple[str, ...]
+    steps: tuple[StepTasks, ...]
+    result: Array
+
+    @property
+    def tasks(self) -> int:
+        """Tasks in the graph (before Dask fuses blockwise chains; materializes the graph)."""
+        return len(self.result.__dask_graph__())
+
+    def layer_tasks(self, names: Sequence[str]) -> int:
+        """Tasks in the named layers of the graph (materializes them)."""
+        layers = self.result.__dask_graph__().layers
+        return sum(len(layers[name]) for name in names)
+
+    def explain(self) -> str:
+        """The report: plan, chunking, memory per task and number of tasks."""
+        return format_dask_plan(self)
+
 
 
 def format_size(n: int) -> str:
@@ -75,7 +120,9 @@ def format_dask_plan(built: DaskEinsum) -> str:
         names[step.dst] = f"step {k + 1}"
     if not plan.steps:
         lines.append("  (no steps: the result is operand 0)")
-    inputs = built.tasks - sum(t.blockwise + t.sums for t in built.steps)
+    inputs = built.tasks - sum(
+        built.layer_tasks(t.blockwise_layers + t.sum_layers) for t in built.steps
+    )
     lines.append(f"  tasks: {built.tasks:,} in the graph ({inputs:,} to load or rechunk the "
                  "operands), before Dask fuses blockwise chains")
     return "\n".join(lines)
@@ -109,8 +156,8 @@ def _step_lines(number: int, step: DaskStep, tasks: StepTasks, built: DaskEinsum
         lines.append(f"      summed {label(step.summed)}: {where}")
     what = {"cast": "cast(s)", "expand": "expansion(s) (zeros off the diagonal blocks)"}.get(
         step.kind, "einstride einsum(s), one per block")
-    lines.append(f"      tasks: {tasks.blockwise:,} {what}" + (
-        f" + {tasks.sums:,} sums" if tasks.sums else ""))
+    blockwise, sums = built.layer_tasks(tasks.blockwise_layers), built.layer_tasks(tasks.sum_layers)
+    lines.append(f"      tasks: {blockwise:,} {what}" + (f" + {sums:,} sums" if sums else ""))
     return lines
 
 

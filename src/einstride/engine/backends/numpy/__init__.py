@@ -1,1 +1,14 @@
-"""TODO"""
+"""The NumPy backend (the default): plans over strided views, run through BLAS and NumPy's
+sum-of-products loop.
+
+* :mod:`.fold` and :mod:`.pairs`: layout facts (folding label groups, BLAS-ready views) and
+  the choice of views or copies for one product;
+* :mod:`.plan` turns a spec and the operands' layouts into an immutable :class:`.steps.Plan`;
+* :mod:`.execute` compiles a plan into one callable; :mod:`.report` prints it;
+* :mod:`.cache` keeps plans and programs; :mod:`.threads` splits large memory-bound steps;
+* :mod:`.backend` is the entry the registry calls (``einsum(call)``, ``explain(call)``).
+"""
+
+from .backend import einsum, explain
+
+__all__ = ["einsum", "explain"]

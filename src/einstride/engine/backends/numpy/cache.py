@@ -1,6 +1,8 @@
 """The plan cache: plans and their compiled programs, keyed by every fact a plan depends on
-(the equation, the operands' shapes, strides and dtypes, ``out=``'s, ``dtype=`` and the path
-option), in thread-safe bounded LRUs (``functools.lru_cache``, implemented in C).
+(the equation, the operands' shapes, strides and dtypes, ``out=``'s, ``dtype=``, the path
+option and the :class:`~.options.PlannerOptions`), in thread-safe bounded LRUs
+(``functools.lru_cache``, implemented in C).  A call that names no options is planned with
+the default ones (``DEFAULT.options``), read when the call is made.
 
 >>> import numpy as np
 >>> a = np.ones((2, 3))
@@ -14,75 +16,41 @@ array([2., 2., 2.])
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ....errors import EinsumError
-from ....memory import physical_memory
-from ...spec.equation import Equation, bind, parse_sublists, parse_subscripts
+from ...call import dtype_of, equation_of
+from ...spec.dtypes import check_numeric
+from ...spec.equation import bind, parse_subscripts
+from ...spec.paths import optimize_key
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
-from ...spec.paths import optimize_key
-from .plan import _check_numeric, build_plan
+from .options import DEFAULT, PlannerOptions
+from .peak import plan_peak
+from .plan import build_plan
 from .steps import Plan
 
-__all__ = ["DEFAULT_LIMIT", "CacheInfo", "Entry", "array_facts", "cached_entry",
-           "checked_shape", "clear_plan_cache", "dtype_of", "entry_for", "facts_of",
-           "hot_entry", "make_entry", "physical_memory", "plan_cache_info", "plan_from_shapes",
-           "split_sublists"]
+__all__ = ["CLEAR_HOOKS", "CacheInfo", "Entry", "array_facts", "cached_entry", "clear_plan_cache",
+           "entry_for", "facts_of", "general_cache", "hot_cache", "hot_entry", "make_entry",
+           "plan_cache_info",
+           "plan_from_shapes"]
 
 Array = np.ndarray[Any, Any]
 CACHE_SIZE = 512
 
 
-DEFAULT_LIMIT = physical_memory()  # the machine's; einstride.memory.LIMIT is the one in force
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
-    """A cached plan, its compiled program and its largest single allocation."""
+    """A cached plan, its compiled program, its largest single allocation and its peak."""
 
     plan: Plan
     run: Program
     largest: int
-
-
-# -- the equation key: hashable, and enough to re-parse -------------------------------------
-
-
-def _equation(eq_key: Any) -> Equation:
-    if isinstance(eq_key, str):
-        return parse_subscripts(eq_key)
-    _, terms, output = eq_key
-    return parse_sublists(terms, output)
-
-
-def split_sublists(args: Sequence[Any]) -> tuple[Any, list[Any]]:
-    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (hashable equation key, operands).
-
-    >>> split_sublists([None])
-    Traceback (most recent call last):
-      ...
-    einstride.errors.EinsumError: einsum: the sublist form needs an operand and its sublist, ...
-    """
-    if len(args) < 2:
-        raise EinsumError(f"einsum: the sublist form needs an operand and its sublist, got "
-                          f"{len(args)} argument(s) (the string form takes the equation first)")
-    operands = list(args[0::2])
-    subs = args[1::2]
-    out = None
-    if len(args) % 2 == 1:
-        out = args[-1]
-        operands = operands[:-1]
-    eq = parse_sublists(subs, out)   # validates now: the key below must be hashable
-    terms = tuple(tuple(Ellipsis if lab == -1 else int(eq.names[lab]) for lab in t)
-                  for t in eq.terms)
-    out_key = None if out is None else tuple(
-        Ellipsis if lab == -1 else int(eq.names[lab]) for lab in eq.output)
-    return ("sublists", terms, out_key), operands
+    peak: int
 
 
 # -- facts -----------------------------------------------------------------------------------
@@ -114,53 +82,27 @@ def array_facts(operands: Sequence[Any]) -> tuple[Any, ...] | None:
     return tuple(facts)
 
 
-def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
-    """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
-
-    >>> checked_shape((2, -1), "shape 0")
-    Traceback (most recent call last):
-      ...
-    einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
-    """
-    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-        raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
-    dims = tuple(shape)
-    for n in dims:
-        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
-            raise TypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
-    checked = tuple(int(n) for n in dims)
-    if any(not 0 <= n < 2**63 for n in checked):
-        raise EinsumError(f"einsum: {what} {checked} has a length outside [0, 2**63)")
-    return checked
-
-
-def dtype_of(dtype: Any) -> np.dtype[Any]:
-    try:
-        found: np.dtype[Any] = np.dtype(dtype)
-    except TypeError as exc:
-        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
-    return found
-
-
 # -- entries ---------------------------------------------------------------------------------
 
 
 def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-               optimize: Any) -> Entry:
-    """Parse, bind, plan and compile (no cache)."""
+               optimize: Any, options: PlannerOptions | None = None) -> Entry:
+    """Parse, bind, plan (with ``options``, default: the default options) and compile (no
+    cache)."""
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
-    spec = bind(_equation(eq_key), shapes)
+    spec = bind(equation_of(eq_key), shapes)
     out = None
     if out_facts is not None:
         out = _check_out_facts(spec.text, spec.output_shape, out_facts)
-    plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize)
-    return Entry(plan, compile_plan(plan), plan.largest_bytes)
+    plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize,
+                      options=DEFAULT.options if options is None else options)
+    return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
 
 def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
                      ) -> tuple[tuple[int, ...], np.dtype[Any]]:
     out_shape, out_strides, out_dtype = out_facts
-    _check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
+    check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
     if out_shape != shape:
         raise EinsumError(f"einsum {text!r}: out= has shape {out_shape}, but the result has "
                           f"shape {shape}")
@@ -168,54 +110,78 @@ def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def cached_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-                 opt_key: Any) -> Entry:
-    """:func:`make_entry` through the general LRU (``opt_key`` from ``optimize_key``)."""
+def general_cache(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
+                  opt_key: Any, options: PlannerOptions) -> Entry:
+    """The general LRU: :func:`make_entry` (``opt_key`` from ``optimize_key``)."""
     optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
-    return make_entry(eq_key, facts, out_facts, dtype, optimize)
+    return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def hot_entry(subscripts: str, facts: tuple[Any, ...], optimize: Any) -> Entry:
-    """The hot path's own LRU (fewer key parts than :func:`cached_entry`, same plans)."""
-    return cached_entry(subscripts, facts, None, None, optimize)
+def hot_cache(subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions
+              ) -> Entry:
+    """The hot path's own LRU (fewer key parts than :func:`general_cache`, same plans): call
+    it with ``DEFAULT.options`` unless the call names its own."""
+    return general_cache(subscripts, facts, None, None, optimize, options)
+
+
+def cached_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
+                 opt_key: Any, options: PlannerOptions | None = None) -> Entry:
+    """:func:`make_entry` through the general LRU, with ``options`` (default: the default
+    options, read now)."""
+    return general_cache(eq_key, facts, out_facts, dtype, opt_key,
+                         DEFAULT.options if options is None else options)
+
+
+def hot_entry(subscripts: str, facts: tuple[Any, ...], optimize: Any,
+              options: PlannerOptions | None = None) -> Entry:
+    """:func:`hot_cache` with ``options`` (default: the default options, read now)."""
+    return hot_cache(subscripts, facts, optimize, DEFAULT.options if options is None else options)
 
 
 def entry_for(eq_key: Any, arrays: Sequence[Array], out: Array | None, dtype: Any,
-              optimize: Any) -> Entry:
-    """The cached entry for these operands (optimizer objects are planned afresh: they may
-    keep state between calls)."""
+              optimize: Any, options: PlannerOptions | None = None) -> Entry:
+    """The cached entry for these operands, planned with ``options`` (default: the default
+    options); optimizer objects are planned afresh: they may keep state between calls."""
     facts = facts_of(arrays)
     out_facts = None if out is None else (out.shape, out.strides, out.dtype)
     dtype_key = None if dtype is None else dtype_of(dtype)
     opt_key = optimize_key(optimize)
+    chosen = DEFAULT.options if options is None else options
     try:
         hash((eq_key, facts, out_facts, dtype_key, opt_key))
     except TypeError:
         opt_key = None
     if opt_key is None:
-        return make_entry(eq_key, facts, out_facts, dtype_key, optimize)
-    return cached_entry(eq_key, facts, out_facts, dtype_key, opt_key)
+        return make_entry(eq_key, facts, out_facts, dtype_key, optimize, chosen)
+    return general_cache(eq_key, facts, out_facts, dtype_key, opt_key, chosen)
 
 
 def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
-                     dtype: Any, optimize: Any) -> Plan:
+                     dtype: Any, optimize: Any, options: PlannerOptions | None = None) -> Plan:
     """The plan for C-contiguous operands of these shapes and dtypes (for reports)."""
     facts: list[Any] = []
     for shape, dt in shapes_dtypes:
         facts += (shape, contiguous_strides(shape, dt.itemsize), dt)
     return make_entry(eq_key, tuple(facts), None, None if dtype is None else dtype_of(dtype),
-                      optimize).plan
+                      optimize, options).plan
 
 
 # -- housekeeping ----------------------------------------------------------------------------
 
 
+CLEAR_HOOKS: list[Callable[[], None]] = []
+"""More caches of plans (made by modules that build on this one, such as the limited plans):
+:func:`clear_plan_cache` clears them too."""
+
+
 def clear_plan_cache() -> None:
     """Forget every cached plan (and parsed equation)."""
-    hot_entry.cache_clear()
-    cached_entry.cache_clear()
+    hot_cache.cache_clear()
+    general_cache.cache_clear()
     parse_subscripts.cache_clear()
+    for clear in CLEAR_HOOKS:
+        clear()
 
 
 class CacheInfo(NamedTuple):
@@ -234,6 +200,6 @@ def plan_cache_info() -> CacheInfo:
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
     (512, True)
     """
-    hot, general = hot_entry.cache_info(), cached_entry.cache_info()
+    hot, general = hot_cache.cache_info(), general_cache.cache_info()
     return CacheInfo(hot.hits + general.hits, general.misses, CACHE_SIZE,
                      hot.currsize + general.currsize)

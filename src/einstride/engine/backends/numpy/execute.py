@@ -1,4 +1,4 @@
-"""Run a :class:`~einstride.engine.backends.numpy.steps.Plan`: it follows the plan's steps and nothing else.
+"""Run a :class:`~.steps.Plan`: it follows the plan's steps and nothing else.
 
 :func:`compile_plan` turns a plan into one Python callable, made once and cached with the
 plan: a closure per step, specialised on what the plan already knows (which transposes and
@@ -19,23 +19,21 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .delivery import Delivery, DeliveryPlan, OutputCreation
+from .pairs import Fold
 from .steps import (
-    KERNEL_LOOP,
-    KERNEL_UFUNC,
-    WRITE_INTO,
-    WRITE_NEW,
-    WRITE_RETURN,
-    WRITE_TEMP,
     BatchStep,
     ContractStep,
     CopyStep,
     FusedStep,
+    Kernel,
     OutputPlan,
     Plan,
     ReduceStep,
@@ -49,6 +47,10 @@ __all__ = ["Program", "compile_plan", "sum_of_products"]
 Array = np.ndarray[Any, Any]
 StepFn = Callable[[list[Any], Any], None]
 Program = Callable[[Sequence[Array], "Array | None"], Any]
+KernelFn = Callable[..., Any]
+"""``kernel(inputs, out=None)``: the step's result in its register's axis order, written
+into ``out`` when given (and returned), else into a new array.  ``inputs`` is what the step
+reads: one array, a pair, or the operands of a fused loop."""
 
 
 def _find_sum_of_products() -> Callable[..., Any]:
@@ -70,6 +72,7 @@ outer products)."""
 _matmul = np.matmul
 _multiply = np.multiply
 _copyto = np.copyto
+_empty = np.empty
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -117,7 +120,7 @@ def _compile_simple(plan: Plan) -> Program | None:
     """One closure for the commonest plans: a view, or one step over the operands whose
     result is the einsum result."""
     output = plan.output
-    if output.create != "none":
+    if output.create is not OutputCreation.NONE:
         return None
     final_perm = output.final_perm
     identity = final_perm == tuple(range(len(final_perm)))
@@ -128,48 +131,68 @@ def _compile_simple(plan: Plan) -> Program | None:
         return lambda ops, out: ops[0].transpose(final_perm)
     if len(plan.steps) != 1:
         return None
-    step = plan.steps[0]
-    if isinstance(step, ViewStep) and step.src == 0 and not scalar:
-        if len(step.diagonals) == 1 and not step.squeeze:
-            (d1, d2), = step.diagonals
+    return _simple_step(plan.steps[0], final_perm, identity, scalar)
+
+
+def _simple_step(step: Step, final_perm: tuple[int, ...], identity: bool, scalar: bool
+                 ) -> Program | None:
+    """The closure of a plan of one step over the operands, when it has one."""
+    returns = not isinstance(step, ViewStep) and step.delivery.mode is Delivery.RETURN
+    match step:
+        case ViewStep():
+            return _simple_view(step, final_perm, identity, scalar)
+        case ContractStep() if returns and (step.left.register, step.right.register) == (0, 1):
+            if _matmul_only(step):   # no Python frame between the call and BLAS
+                if identity:
+                    return lambda ops, out: _matmul(ops[0], ops[1])
+                return lambda ops, out: _matmul(ops[0], ops[1]).transpose(final_perm)
+            product = _contract_kernel(step)   # the operands are its pair
+            if scalar:
+                return lambda ops, out: product(ops)[()]
             if identity:
-                return lambda ops, out: ops[0].diagonal(0, d1, d2)
-            return lambda ops, out: ops[0].diagonal(0, d1, d2).transpose(final_perm)
-        view = _view_fn(step)
+                return lambda ops, out: product(ops)
+            return lambda ops, out: product(ops).transpose(final_perm)
+        case ReduceStep() if returns and step.src == 0:
+            reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
+            if identity:
+                return lambda ops, out: reduce(ops[0])
+            return lambda ops, out: reduce(ops[0]).transpose(final_perm)
+        case FusedStep() if returns:
+            if _fused_plain(step):
+                equation = _fused_equation(step)
+                return lambda ops, out: sum_of_products(equation, *ops)
+            call = _fused_call(step)
+            return lambda ops, out: call(ops)
+        case ReduceStep() | CopyStep() | ContractStep() | BatchStep() | FusedStep():
+            return None  # the general path runs it
+        case _:
+            assert_never(step)
 
-        def viewed(ops: Sequence[Array], out: Any) -> Any:
-            regs: list[Any] = [ops[0], None]
-            view(regs, None)
-            return regs[1].transpose(final_perm)
 
-        return viewed
-    if isinstance(step, ContractStep) and step.write == WRITE_RETURN and (
-            step.left, step.right) == (0, 1):
-        product = _direct_product(step)
-        if scalar:
-            return lambda ops, out: product(ops[0], ops[1])[()]
+def _simple_view(step: ViewStep, final_perm: tuple[int, ...], identity: bool, scalar: bool
+                 ) -> Program | None:
+    if step.src != 0 or scalar:
+        return None
+    if len(step.diagonals) == 1 and not step.squeeze:
+        (d1, d2), = step.diagonals
         if identity:
-            return lambda ops, out: product(ops[0], ops[1])
-        return lambda ops, out: product(ops[0], ops[1]).transpose(final_perm)
-    if isinstance(step, ReduceStep) and step.write == WRITE_RETURN and step.src == 0:
-        reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
-        if identity:
-            return lambda ops, out: reduce(ops[0])
-        return lambda ops, out: reduce(ops[0]).transpose(final_perm)
-    if isinstance(step, FusedStep) and step.write == WRITE_RETURN:
-        if _fused_plain(step):
-            equation = _fused_equation(step)
-            return lambda ops, out: sum_of_products(equation, *ops)
-        call = _fused_call(step)
-        return lambda ops, out: call(ops)
-    return None
+            return lambda ops, out: ops[0].diagonal(0, d1, d2)
+        return lambda ops, out: ops[0].diagonal(0, d1, d2).transpose(final_perm)
+    view = _view_fn(step)
+
+    def viewed(ops: Sequence[Array], out: Any) -> Any:
+        regs: list[Any] = [ops[0], None]
+        view(regs, None)
+        return regs[1].transpose(final_perm)
+
+    return viewed
 
 
 def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]]:
     """Creates (or takes ``out=``) the result array and its write view: when output labels
     repeat, the writeable strided diagonal view that ``numpy.einsum`` gives (``"iij->ij"``),
     with ``as_strided`` as the fallback beyond 52 labels."""
-    create, shape, dtype = output.create, output.shape, output.dtype
+    shape, dtype = output.shape, output.dtype
     groups = output.expand if output.expands else None
     ushape = tuple(shape[axes[0]] for axes in output.expand)
     equation = None
@@ -177,28 +200,107 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
         letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
         equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[:len(groups)]
 
-    def write_view(full: Array) -> Array:
+    def write_view(full: Array) -> tuple[Array, Array]:
         if groups is None:
-            return full
+            return full, full
         if equation is not None:
-            view: Array = sum_of_products(equation, full)
-            return view
+            return full, sum_of_products(equation, full)
         strides = tuple(sum(full.strides[ax] for ax in axes) for axes in groups)
-        return as_strided(full, ushape, strides, writeable=True)
+        return full, as_strided(full, ushape, strides, writeable=True)
 
-    def make(out: Array | None) -> tuple[Any, Any]:
-        if create == "none":
-            return None, None
-        if create == "out":
-            assert out is not None
-            if groups is not None:
-                out.fill(0)
-            full = out
-        else:
-            full = np.zeros(shape, dtype) if create == "zeros" else np.empty(shape, dtype)
-        return full, write_view(full)
+    match output.create:
+        case OutputCreation.NONE:
+            return lambda out: (None, None)
+        case OutputCreation.OUT:
+            def take(out: Array | None) -> tuple[Any, Any]:
+                assert out is not None
+                if groups is not None:
+                    out.fill(0)
+                return write_view(out)
 
-    return make
+            return take
+        case OutputCreation.ZEROS:
+            return lambda out: write_view(np.zeros(shape, dtype))
+        case OutputCreation.EMPTY:
+            return lambda out: write_view(_empty(shape, dtype))
+        case _:
+            assert_never(output.create)
+
+
+# -- the write combinator -----------------------------------------------------------------
+
+
+def _delivered(kernel: KernelFn, take: Callable[[list[Any]], Any], dst: int,
+               delivery: DeliveryPlan,
+               new_buffer: tuple[tuple[int, ...], np.dtype[Any]] | None = None) -> StepFn:
+    """The step that runs ``kernel`` over its inputs (``take(regs)``) and delivers the
+    result: the one place ``NEW``/``RETURN``/``INTO``/``TEMP`` are carried out, for every
+    kernel.  ``new_buffer`` (shape, dtype): for ``NEW``, the C-ordered register buffer is
+    allocated here and the kernel fills it (a kernel that may return another memory order)."""
+    perm = delivery.dest_perm
+    match delivery.mode:
+        case Delivery.NEW if new_buffer is not None:
+            shape, dtype = new_buffer
+
+            def fill(regs: list[Any], dest: Any) -> None:
+                buf = _empty(shape, dtype)
+                kernel(take(regs), buf)
+                regs[dst] = buf
+
+            return fill
+        case Delivery.NEW | Delivery.RETURN:
+            def keep(regs: list[Any], dest: Any) -> None:
+                regs[dst] = kernel(take(regs))
+
+            return keep
+        case Delivery.INTO:
+            def into(regs: list[Any], dest: Any) -> None:
+                kernel(take(regs), dest.transpose(perm))
+
+            return into
+        case Delivery.TEMP:
+            def temp(regs: list[Any], dest: Any) -> None:
+                _copyto(dest.transpose(perm), kernel(take(regs)), casting="unsafe")
+
+            return temp
+        case _:
+            assert_never(delivery.mode)
+
+
+def _compile_step(step: Step) -> StepFn:
+    match step:
+        case ViewStep():
+            return _view_fn(step)
+        case FusedStep():
+            return _delivered(_fused_call(step), _operands(step.operands), step.dst,
+                              step.delivery)
+        case ReduceStep():
+            return _delivered(_reduce_kernel(step), operator.itemgetter(step.src), step.dst,
+                              step.delivery, (step.shape, step.dtype))
+        case CopyStep():
+            return _delivered(_copy_kernel(step), operator.itemgetter(step.src), step.dst,
+                              step.delivery)
+        case ContractStep():
+            return _delivered(_contract_kernel(step), _pair_of(step), step.dst, step.delivery)
+        case BatchStep():
+            return _delivered(_batch_kernel(step), _pair_of(step), step.dst, step.delivery,
+                              (step.shape, step.dtype))
+        case _:
+            assert_never(step)
+
+
+def _pair_of(step: ContractStep | BatchStep) -> Callable[[list[Any]], Any]:
+    return operator.itemgetter(step.left.register, step.right.register)
+
+
+def _operands(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
+    """``regs -> [regs[r] for r in reads]`` (a slice when they are the first registers)."""
+    if reads == tuple(range(len(reads))):
+        return operator.itemgetter(slice(0, len(reads)))
+    return lambda regs: [regs[r] for r in reads]
+
+
+# -- kernels --------------------------------------------------------------------------------
 
 
 def _fused_equation(step: FusedStep) -> str:
@@ -216,8 +318,8 @@ def _fused_plain(step: FusedStep) -> bool:
     return not step.cast and not pure_view
 
 
-def _fused_call(step: FusedStep) -> Callable[..., Any]:
-    """``call(operands, out=None)``: one sum-of-products loop over every operand."""
+def _fused_call(step: FusedStep) -> KernelFn:
+    """One sum-of-products loop over every operand."""
     equation, dtype = _fused_equation(step), step.dtype
     kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
 
@@ -228,36 +330,6 @@ def _fused_call(step: FusedStep) -> Callable[..., Any]:
         return value if value.dtype == dtype else value.astype(dtype)
 
     return call
-
-
-def _fused_fn(step: FusedStep) -> StepFn:
-    regs_in, dst, write, dest_perm = step.operands, step.dst, step.write, step.dest_perm
-    call = _fused_call(step)
-
-    def run(regs: list[Any], dest: Any) -> None:
-        ops = [regs[r] for r in regs_in]
-        if write == WRITE_INTO:
-            call(ops, dest.transpose(dest_perm))
-        elif write == WRITE_TEMP:
-            _copyto(dest.transpose(dest_perm), call(ops), casting="unsafe")
-        else:
-            regs[dst] = call(ops)
-
-    return run
-
-
-def _compile_step(step: Step) -> StepFn:
-    if isinstance(step, FusedStep):
-        return _fused_fn(step)
-    if isinstance(step, ViewStep):
-        return _view_fn(step)
-    if isinstance(step, ReduceStep):
-        return _reduce_fn(step)
-    if isinstance(step, CopyStep):
-        return _copy_fn(step)
-    if isinstance(step, ContractStep):
-        return _contract_fn(step)
-    return _batch_fn(step)
 
 
 def _view_fn(step: ViewStep) -> StepFn:
@@ -309,12 +381,12 @@ def _split(kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, th
 def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
     """``reduce(x, out=None)`` with the step's kernel (the result in ``kept`` order)."""
     reduce = _plain_reduce(step)
-    if step.threads < 2:
+    if step.split is None:
         return reduce
     n = len(step.axes) + len(step.kept)
     kept_axes = [ax for ax in range(n) if ax not in step.axes]
-    out_axis = step.kept.index(step.split)
-    split_run = _split(reduce, [kept_axes[out_axis]], out_axis, step.threads)
+    out_axis = step.kept.index(step.split.label)
+    split_run = _split(reduce, [kept_axes[out_axis]], out_axis, step.split.threads)
     dtype = step.dtype
 
     def split_reduce(x: Array, out: Array | None = None) -> Array:
@@ -329,7 +401,7 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
 def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     in_labels, out_labels = _reduce_labels(step)
     dtype, axes = step.dtype, step.axes
-    if step.kernel == KERNEL_UFUNC:
+    if step.kernel is Kernel.UFUNC:
         ufunc = np.logical_or if dtype == np.bool_ else np.add
 
         def reduce_ufunc(x: Array, out: Array | None = None) -> Array:
@@ -348,45 +420,46 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     return reduce
 
 
-def _reduce_fn(step: ReduceStep) -> StepFn:
-    src, dst, dtype, shape = step.src, step.dst, step.dtype, step.shape
-    write, dest_perm = step.write, step.dest_perm
-    buf_perm = tuple(step.labels.index(lab) for lab in step.kept)
+def _reduce_kernel(step: ReduceStep) -> KernelFn:
+    """The reduction with its output in register (``labels``) order: the kept axes come out
+    in source order, so a buffer in another order is written through a transposed view."""
     direct = _direct_reduce(step)
+    buf_perm = tuple(step.labels.index(lab) for lab in step.kept)
+    if buf_perm == tuple(range(len(buf_perm))):
+        return direct
 
-    def run(regs: list[Any], dest: Any) -> None:
-        x = regs[src]
-        if write == WRITE_NEW:
-            buf = np.empty(shape, dtype)
-            direct(x, buf.transpose(buf_perm))
-            regs[dst] = buf
-        elif write == WRITE_INTO:
-            direct(x, dest.transpose(dest_perm))
-        elif write == WRITE_TEMP:
-            _copyto(dest.transpose(dest_perm), direct(x), casting="unsafe")
-        else:
-            regs[dst] = direct(x)
+    def reduce(x: Array, out: Array | None = None) -> Array:
+        if out is None:
+            return direct(x).transpose(_inverse(buf_perm))
+        direct(x, out.transpose(buf_perm))
+        return out
 
-    return run
+    return reduce
 
 
-def _copy_fn(step: CopyStep) -> StepFn:
-    src, dst, perm, dtype = step.src, step.dst, step.perm, step.dtype
-    into, dest_perm = step.write == WRITE_INTO, step.dest_perm
-
-    def run(regs: list[Any], dest: Any) -> None:
-        x = regs[src].transpose(perm)
-        if into:
-            _copyto(dest.transpose(dest_perm), x, casting="unsafe")
-        else:
-            regs[dst] = x.astype(dtype, order="C")
-
-    return run
+def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
+    inverse = [0] * len(perm)
+    for k, p in enumerate(perm):
+        inverse[p] = k
+    return tuple(inverse)
 
 
-def _operand_view(in_shape: tuple[int, ...], perm: tuple[int, ...], shape: tuple[int, ...]
-                  ) -> Callable[[Array], Array] | None:
-    """transpose + reshape into the matmul view; None when the register already is it."""
+def _copy_kernel(step: CopyStep) -> KernelFn:
+    perm, dtype = step.perm, step.dtype
+
+    def copy(x: Array, out: Array | None = None) -> Array:
+        x = x.transpose(perm)
+        if out is None:
+            return x.astype(dtype, order="C")
+        _copyto(out, x, casting="unsafe")
+        return out
+
+    return copy
+
+
+def _operand_view(in_shape: tuple[int, ...], fold: Fold) -> Callable[[Array], Array] | None:
+    """transpose + reshape into the kernel's view; None when the register already is it."""
+    perm, shape = fold.perm, fold.shape
     identity = perm == tuple(range(len(perm)))
     if identity and in_shape == shape:
         return None
@@ -410,114 +483,111 @@ def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
     return view
 
 
-def _direct_product(step: ContractStep) -> Callable[[Array, Array], Array]:
-    """``matmul`` of two registers into a new array, viewed in the step's label order."""
-    view_a = _operand_view(step.left_in, step.left_perm, step.left_shape)
-    view_b = _operand_view(step.right_in, step.right_perm, step.right_shape)
-    out_shape, shape, dtype = step.out_shape, step.shape, step.dtype
+def _matmul_only(step: ContractStep) -> bool:
+    """The step is ``numpy.matmul`` of its registers as they are."""
+    geo = step.geometry
+    return (_operand_view(step.left.shape, geo.left) is None
+            and _operand_view(step.right.shape, geo.right) is None
+            and len(geo.out_shape) <= 2 and geo.out_shape == step.shape)
+
+
+def _contract_kernel(step: ContractStep) -> KernelFn:
+    """``contract((a, b), out=None)``: matmul of the folded views, unfolded to the step's
+    shape (into ``out`` through a reshape that the planner checked is a view)."""
+    geo = step.geometry
+    view_a = _operand_view(step.left.shape, geo.left)
+    view_b = _operand_view(step.right.shape, geo.right)
+    out_shape, shape, dtype = geo.out_shape, step.shape, step.dtype
     batched = len(out_shape) > 2
     unfold = out_shape != shape
 
-    if view_a is None and view_b is None and not batched and not unfold:
-        return _matmul
-
-    def product(a: Array, b: Array) -> Array:
+    def contract(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
         if view_a is not None:
             a = view_a(a)
         if view_b is not None:
             b = view_b(b)
+        if out is not None:
+            _matmul(a, b, out=_reshape_view(out, out_shape))
+            return out
         if batched:
-            c = np.empty(out_shape, dtype)
+            c = _empty(out_shape, dtype)
             _matmul(a, b, out=c)
         else:
             c = _matmul(a, b)
         return c.reshape(shape) if unfold else c
 
-    return product
+    return contract
 
 
-def _contract_fn(step: ContractStep) -> StepFn:
-    left, right, dst = step.left, step.right, step.dst
-    view_a = _operand_view(step.left_in, step.left_perm, step.left_shape)
-    view_b = _operand_view(step.right_in, step.right_perm, step.right_shape)
-    out_shape, write, dest_perm = step.out_shape, step.write, step.dest_perm
-    product = _direct_product(step)
-
-    def run(regs: list[Any], dest: Any) -> None:
-        if write == WRITE_INTO:
-            a, b = regs[left], regs[right]
-            if view_a is not None:
-                a = view_a(a)
-            if view_b is not None:
-                b = view_b(b)
-            _matmul(a, b, out=_reshape_view(dest.transpose(dest_perm), out_shape))
-            return
-        c = product(regs[left], regs[right])
-        if write == WRITE_TEMP:
-            _copyto(dest.transpose(dest_perm), c, casting="unsafe")
-        else:
-            regs[dst] = c
-
-    return run
+def _same(x: Array) -> Array:
+    return x
 
 
-def _batch_fn(step: BatchStep) -> StepFn:
-    left, right, dst, dtype, shape = step.left, step.right, step.dst, step.dtype, step.shape
-    write, dest_perm = step.write, step.dest_perm
-    if step.kernel == KERNEL_LOOP:
-        ids = {lab: k for k, lab in enumerate(dict.fromkeys(step.left_labels + step.right_labels))}
-        la = [ids[x] for x in step.left_labels]
-        lb = [ids[x] for x in step.right_labels]
-        lo = [ids[x] for x in step.labels]
-
-        def kernel(a: Array, b: Array, out: Array) -> None:
-            sum_of_products(a, la, b, lb, lo, out=out, dtype=dtype, casting="unsafe")
-    else:
-        view_a = _operand_view(step.left_in, step.left_perm, step.left_shape) or (lambda x: x)
-        view_b = _operand_view(step.right_in, step.right_perm, step.right_shape) or (lambda x: x)
-
-        def kernel(a: Array, b: Array, out: Array) -> None:
-            _multiply(view_a(a), view_b(b), out=out, dtype=dtype, casting="unsafe")
-
-    work: Callable[[Array, Array, Array], None] = (
-        _split_batch(step, kernel) if step.threads > 1 else kernel)
-
-    def run(regs: list[Any], dest: Any) -> None:
-        a, b = regs[left], regs[right]
-        if write == WRITE_INTO:
-            work(a, b, dest.transpose(dest_perm))
-            return
-        c = np.empty(shape, dtype)
-        work(a, b, c)
-        if write == WRITE_TEMP:
-            _copyto(dest.transpose(dest_perm), c, casting="unsafe")
-        else:
-            regs[dst] = c
-
-    return run
+def _batch_kernel(step: BatchStep) -> KernelFn:
+    """``batch((a, b), out=None)``: the product, split over threads when planned."""
+    kernel = _loop_kernel(step) if step.kernel is Kernel.LOOP else _multiply_kernel(step)
+    return kernel if step.split is None else _split_batch(step, kernel)
 
 
-def _split_batch(step: BatchStep, kernel: Callable[[Array, Array, Array], None]
-                 ) -> Callable[[Array, Array, Array], None]:
+def _loop_kernel(step: BatchStep) -> KernelFn:
+    """NumPy's sum-of-products loop over the registers' own labels (an outer product)."""
+    shape, dtype = step.shape, step.dtype
+    left, right = step.left.labels, step.right.labels
+    ids = {lab: k for k, lab in enumerate(dict.fromkeys(left + right))}
+    la, lb = [ids[x] for x in left], [ids[x] for x in right]
+    lo = [ids[x] for x in step.labels]
+
+    def loop(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if out is None:
+            out = _empty(shape, dtype)
+        sum_of_products(a, la, b, lb, lo, out=out, dtype=dtype, casting="unsafe")
+        return out
+
+    return loop
+
+
+def _multiply_kernel(step: BatchStep) -> KernelFn:
+    """``numpy.multiply`` over the broadcast views of the step's geometry."""
+    shape, dtype = step.shape, step.dtype
+    view_a = _operand_view(step.left.shape, step.geometry.left) or _same
+    view_b = _operand_view(step.right.shape, step.geometry.right) or _same
+
+    def multiply(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if out is None:
+            out = _empty(shape, dtype)
+        _multiply(view_a(a), view_b(b), out=out, dtype=dtype, casting="unsafe")
+        return out
+
+    return multiply
+
+
+def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
     """The batch kernel in chunks along ``step.split`` (see :func:`_split`)."""
-    label, out_axis = step.split, step.labels.index(step.split)
-    if step.kernel == KERNEL_LOOP:
+    assert step.split is not None
+    label, threads, shape, dtype = step.split.label, step.split.threads, step.shape, step.dtype
+    out_axis = step.labels.index(label)
+    if step.kernel is Kernel.LOOP:
         in_axes = [labels.index(label) if label in labels else -1
-                   for labels in (step.left_labels, step.right_labels)]
-        split_loop: Callable[[Array, Array, Array], None] = _split(
-            kernel, in_axes, out_axis, step.threads)
-        return split_loop
-    view_a = _operand_view(step.left_in, step.left_perm, step.left_shape) or (lambda x: x)
-    view_b = _operand_view(step.right_in, step.right_perm, step.right_shape) or (lambda x: x)
-    dtype = step.dtype
+                   for labels in (step.left.labels, step.right.labels)]
+        chunked = _split(lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads)
+        views: tuple[Callable[[Array], Array], ...] = (_same, _same)
+    else:
+        # the viewed operands line up with the output's axes (size 1 where they broadcast)
+        chunked = _split(lambda a, b, out: _multiply(a, b, out=out, dtype=dtype,
+                                                     casting="unsafe"),
+                         [out_axis, out_axis], out_axis, threads)
+        views = (_operand_view(step.left.shape, step.geometry.left) or _same,
+                 _operand_view(step.right.shape, step.geometry.right) or _same)
+    view_a, view_b = views
 
-    def multiply(a: Array, b: Array, out: Array) -> None:
-        _multiply(a, b, out=out, dtype=dtype, casting="unsafe")
+    def split(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if out is None:
+            out = _empty(shape, dtype)
+        chunked(view_a(a), view_b(b), out)
+        return out
 
-    # the viewed operands line up with the output's axes (size 1 where they broadcast)
-    split_views = _split(multiply, [out_axis, out_axis], out_axis, step.threads)
-
-    def split_multiply(a: Array, b: Array, out: Array) -> None:
-        split_views(view_a(a), view_b(b), out)
-
-    return split_multiply
+    return split

@@ -7,7 +7,7 @@ dimension: ``stride[l_k] == stride[l_k+1] * size[l_k+1]`` along the ordering.  F
 group jointly across several terms (TBLIS style) means one ordering works for all of them,
 so ``transpose + reshape`` is a view in every one of them.
 
->>> t = Term((0, 1, 2), (2, 3, 4), (96, 32, 8), np.dtype(float))   # C order
+>>> t = Term.row_major((0, 1, 2), (2, 3, 4), np.dtype(float))      # C order
 >>> fold_group((1, 2), [t])               # j, k fold (in that order)
 (1, 2)
 >>> fold_group((2, 1), [t])               # any given order: the strides decide
@@ -25,48 +25,58 @@ from typing import Any
 
 import numpy as np
 
+from ....strides import ByteView
+from ....strides import row_major_strides as contiguous_strides  # the one row-major rule
+
 __all__ = ["BLAS_TYPES", "Term", "blas_ready", "contiguous_strides", "fold_group", "fold_stride"]
 
 BLAS_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 """The dtypes ``numpy.matmul`` hands to BLAS; other dtypes use NumPy's own loops."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Term:
-    """An operand during planning: distinct ``labels`` per axis, ``shape``, byte ``strides``."""
+    """An operand during planning: one distinct label per axis of a byte ``view`` (its item
+    size is ``dtype``'s)."""
 
     labels: tuple[int, ...]
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
+    view: ByteView
     dtype: np.dtype[Any]
 
+    @classmethod
+    def of(cls, labels: Sequence[int], shape: Sequence[int], strides: Sequence[int],
+           dtype: np.dtype[Any]) -> Term:
+        view = ByteView(shape=tuple(shape), strides=tuple(strides), itemsize=dtype.itemsize)
+        return cls(labels=tuple(labels), view=view, dtype=dtype)
+
+    @classmethod
+    def row_major(cls, labels: Sequence[int], shape: Sequence[int], dtype: np.dtype[Any]
+                  ) -> Term:
+        """A new C-ordered array of ``shape``, its axes labelled ``labels``."""
+        view = ByteView.row_major(shape, dtype.itemsize)
+        return cls(labels=tuple(labels), view=view, dtype=dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.view.shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self.view.strides
+
     def stride(self, label: int) -> int:
-        return self.strides[self.labels.index(label)]
+        return self.view.strides[self.labels.index(label)]
 
     def size_of(self, label: int) -> int:
-        return self.shape[self.labels.index(label)]
+        return self.view.shape[self.labels.index(label)]
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=object))
+        return self.view.size
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-
-def contiguous_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
-    """Row-major byte strides, as NumPy gives a new array (a zero-size one included).
-
-    >>> contiguous_strides((2, 3, 4), 8)
-    (96, 32, 8)
-    """
-    strides = []
-    step = itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
+        return self.view.nbytes
 
 
 def _chains(order: Sequence[int], term: Term) -> bool:

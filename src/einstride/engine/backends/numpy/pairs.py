@@ -12,13 +12,14 @@ When a group does not fold, three remedies compete on an estimated cost (:func:`
   BLAS calls; for contracted labels also a partial result summed afterwards).
 
 >>> import numpy as np
->>> c_order = Term((0, 1, 2), (4, 5, 6), (240, 48, 8), np.dtype(float))     # 'ijk'
->>> other = Term((1, 2, 3), (5, 6, 3), (144, 24, 8), np.dtype(float))       # 'jkl'
+>>> c_order = Term.row_major((0, 1, 2), (4, 5, 6), np.dtype(float))         # 'ijk'
+>>> other = Term.of((1, 2, 3), (5, 6, 3), (144, 24, 8), np.dtype(float))    # 'jkl'
 >>> g = classify(c_order.labels, other.labels, frozenset({0, 3}))
 >>> g.contracted, g.left_free, g.right_free
 ((1, 2), (0,), (3,))
->>> pick = choose(c_order, other, g, [Out("new", None, 0.0)], np.dtype(float), (4, 5, 6, 3),
-...               (0,), (3,), str)
+>>> pick = choose(c_order, other, g, [Out(mode=Delivery.NEW)], ct=np.dtype(float),
+...               sizes=(4, 5, 6, 3), pref_m=(0,), pref_n=(3,), names=str,
+...               options=PlannerOptions())
 >>> pick.k, pick.copy_a, pick.copy_b, pick.loop_k
 ((1, 2), False, False, ())
 """
@@ -32,20 +33,19 @@ from typing import Any
 
 import numpy as np
 
+from .delivery import Delivery
 from .fold import BLAS_TYPES, Term, blas_ready, fold_group, fold_stride
+from .options import PlannerOptions
 
-__all__ = ["Choice", "Geometry", "Groups", "Out", "choose", "classify", "matmul_geometry",
-           "split_group"]
+__all__ = ["Choice", "Fold", "Geometry", "Groups", "Out", "choose", "classify",
+           "matmul_geometry", "split_group"]
 
-# The cost model, in estimated nanoseconds: only relative sizes matter.
-COPY_NS_PER_BYTE = 0.25      # copying an operand or a result (read + write)
-PARTIAL_NS_PER_BYTE = 0.5    # a partial result written, then read back by a reduce
-CALL_NS = 500.0              # one more BLAS call in matmul's batch loop
+# BLAS time per FLOP, in the estimated nanoseconds of PlannerOptions' cost model
 _NS_PER_FLOP = {np.dtype(np.float32): 0.011, np.dtype(np.float64): 0.025,
                 np.dtype(np.complex64): 0.045, np.dtype(np.complex128): 0.1}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Groups:
     """Every label of a pair, classified once."""
 
@@ -56,34 +56,41 @@ class Groups:
     left_only: tuple[int, ...]
     right_only: tuple[int, ...]
 
+    def swapped(self) -> Groups:
+        """The groups of the pair taken the other way round (``b``, ``a``)."""
+        return Groups(batch=self.batch, contracted=self.contracted, left_free=self.right_free,
+                      right_free=self.left_free, left_only=self.right_only,
+                      right_only=self.left_only)
+
 
 def classify(la: tuple[int, ...], lb: tuple[int, ...], keep: frozenset[int]) -> Groups:
     """batch (both, kept), contracted (both, not kept), left-/right-free (one, kept),
     left-/right-only (one, not kept)."""
     sb, sa = set(lb), set(la)
     return Groups(
-        tuple(x for x in la if x in sb and x in keep),
-        tuple(x for x in la if x in sb and x not in keep),
-        tuple(x for x in la if x not in sb and x in keep),
-        tuple(x for x in lb if x not in sa and x in keep),
-        tuple(x for x in la if x not in sb and x not in keep),
-        tuple(x for x in lb if x not in sa and x not in keep),
+        batch=tuple(x for x in la if x in sb and x in keep),
+        contracted=tuple(x for x in la if x in sb and x not in keep),
+        left_free=tuple(x for x in la if x not in sb and x in keep),
+        right_free=tuple(x for x in lb if x not in sa and x in keep),
+        left_only=tuple(x for x in la if x not in sb and x not in keep),
+        right_only=tuple(x for x in lb if x not in sa and x not in keep),
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Out:
-    """One way to deliver the product: ``mode`` is ``new`` (an intermediate), ``return``
-    (a new array that is the result), ``into`` (a fixed destination ``term``: ``out=`` or
-    the zeroed array of a diagonal expansion), ``into-own`` (the plan's C-ordered output,
-    ``term``) or ``temp`` (a temporary copied into the destination, at ``cost``)."""
+    """One way the last product may deliver, at an extra ``cost``: ``mode`` ``NEW`` (an
+    intermediate), ``RETURN`` (a new array that is the result), ``INTO`` the destination
+    ``term`` (``out=``, the zeroed array of a diagonal expansion, or -- ``own`` -- the
+    C-ordered output the plan would allocate) or ``TEMP`` (a temporary copied into it)."""
 
-    mode: str
-    term: Term | None
-    cost: float
+    mode: Delivery
+    term: Term | None = None
+    cost: float = 0.0
+    own: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Choice:
     """Folded orders, looped labels, copies and the output way of one product."""
 
@@ -110,15 +117,22 @@ class Choice:
         return self.loop_n + self.loop_k + self.k + self.n
 
 
-@dataclass(frozen=True)
-class Geometry:
-    """The matmul views: operand ``perm``s and ``shape``s, the product's shape and the labels
-    of the result register (batch + looped + M + N)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fold:
+    """How a kernel views an operand register: transposed by ``perm``, then reshaped to
+    ``shape`` (the planner checked that this is a view)."""
 
-    left_perm: tuple[int, ...]
-    left_shape: tuple[int, ...]
-    right_perm: tuple[int, ...]
-    right_shape: tuple[int, ...]
+    perm: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Geometry:
+    """The kernel's views of both operands, the shape it computes (``out_shape``) and the
+    labels of the result register (for matmul: batch + looped + M + N)."""
+
+    left: Fold
+    right: Fold
     out_shape: tuple[int, ...]
     labels: tuple[int, ...]
 
@@ -133,12 +147,12 @@ def matmul_geometry(pick: Choice, bt: tuple[int, ...], la: tuple[int, ...],
     mm, kk, nn = (math.prod(dims(grp)) for grp in (pick.m, pick.k, pick.n))
     lm, lk, ln = pick.loop_m, pick.loop_k, pick.loop_n
     return Geometry(
-        tuple(la.index(x) for x in bt + pick.left_order),
-        dims(bt + lm) + (1,) * len(ln) + dims(lk) + (mm, kk),
-        tuple(lb.index(x) for x in bt + pick.right_order),
-        dims(bt) + (1,) * len(lm) + dims(ln + lk) + (kk, nn),
-        dims(bt + lm + ln + lk) + (mm, nn),
-        bt + lm + ln + lk + pick.m + pick.n,
+        left=Fold(perm=tuple(la.index(x) for x in bt + pick.left_order),
+                  shape=dims(bt + lm) + (1,) * len(ln) + dims(lk) + (mm, kk)),
+        right=Fold(perm=tuple(lb.index(x) for x in bt + pick.right_order),
+                   shape=dims(bt) + (1,) * len(lm) + dims(ln + lk) + (kk, nn)),
+        out_shape=dims(bt + lm + ln + lk) + (mm, nn),
+        labels=bt + lm + ln + lk + pick.m + pick.n,
     )
 
 
@@ -173,24 +187,26 @@ def split_group(group: Sequence[int], terms: Sequence[Term]
     return folded, tuple(x for x in big if x not in best[1])
 
 
-def choose(a: Term, b: Term, g: Groups, outs: Sequence[Out], ct: np.dtype[Any],
+def choose(a: Term, b: Term, g: Groups, outs: Sequence[Out], *, ct: np.dtype[Any],
            sizes: Sequence[int], pref_m: tuple[int, ...], pref_n: tuple[int, ...],
-           names: Callable[[Sequence[int]], str]) -> Choice:
-    """The cheapest layout for ``a @ b`` (operands without left-/right-only labels)."""
-    options: list[tuple[tuple[float, int, int], Choice]] = []
+           names: Callable[[Sequence[int]], str], options: PlannerOptions) -> Choice:
+    """The cheapest layout for ``a @ b`` (operands without left-/right-only labels), under
+    the cost model of ``options``."""
+    found: list[tuple[tuple[float, int, int], Choice]] = []
     for rank, out in enumerate(outs):
         for copy_a in (True,) if a.dtype != ct else (False, True):
             for copy_b in (True,) if b.dtype != ct else (False, True):
-                option = _option(a, b, g, out, rank, copy_a, copy_b, ct, sizes, pref_m, pref_n)
+                option = _option(a, b, g, out, rank, copy_a, copy_b, ct, sizes, pref_m, pref_n,
+                                 options)
                 if option is not None:
-                    options.append(((option.cost, copy_a + copy_b, rank), option))
-    _, best = min(options, key=lambda item: item[0])
+                    found.append(((option.cost, copy_a + copy_b, rank), option))
+    _, best = min(found, key=lambda item: item[0])
     return _with_reasons(best, a, b, g, ct, names)
 
 
 def _option(a: Term, b: Term, g: Groups, out: Out, rank: int, copy_a: bool, copy_b: bool,
             ct: np.dtype[Any], sizes: Sequence[int], pref_m: tuple[int, ...],
-            pref_n: tuple[int, ...]) -> Choice | None:
+            pref_n: tuple[int, ...], costs: PlannerOptions) -> Choice | None:
     """One combination of copies and output way: its folds, loops and estimated cost."""
     fa, fb = ([] if copy_a else [a]), ([] if copy_b else [b])
     k, loop_k = split_group(g.contracted, fa + fb)
@@ -207,12 +223,13 @@ def _option(a: Term, b: Term, g: Groups, out: Out, rank: int, copy_a: bool, copy
     out_bytes = ct.itemsize * math.prod(sizes[x] for x in g.batch + m + n + loops)
     copied = (a.nbytes if copy_a and a.dtype == ct else 0) + (
         b.nbytes if copy_b and b.dtype == ct else 0)
-    cost = (COPY_NS_PER_BYTE * copied
-            + (PARTIAL_NS_PER_BYTE * out_bytes if loop_k else out.cost)
-            + CALL_NS * (calls - batch_calls)
+    cost = (costs.copy_ns_per_byte * copied
+            + (costs.partial_ns_per_byte * out_bytes if loop_k else out.cost)
+            + costs.call_ns * (calls - batch_calls)
             + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls))
-    chosen_out = Out("new", None, 0.0) if loop_k else out
-    return Choice(m, k, n, loop_m, loop_k, loop_n, copy_a, copy_b, chosen_out, cost=cost)
+    chosen_out = Out(mode=Delivery.NEW) if loop_k else out
+    return Choice(m=m, k=k, n=n, loop_m=loop_m, loop_k=loop_k, loop_n=loop_n, copy_a=copy_a,
+                  copy_b=copy_b, out=chosen_out, cost=cost)
 
 
 def _gemm_ns(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[Term],

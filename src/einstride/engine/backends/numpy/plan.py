@@ -21,7 +21,7 @@ a strided diagonal view when output labels repeat) whenever the strides allow.
 >>> a, b = np.ones((8, 64, 32)), np.ones((8, 32, 16))
 >>> plan = build_plan(parse_equation("bij,bjk->bik", a.shape, b.shape),
 ...                   (a.dtype, b.dtype), (a.strides, b.strides))
->>> [step.kind for step in plan.steps], plan.steps[0].left_note
+>>> [step.kind for step in plan.steps], plan.steps[0].left.note
 (['contract'], 'viewed')
 >>> plan.allocated_bytes == 8 * 64 * 16 * 8
 True
@@ -32,88 +32,37 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, assert_never
 
-import ml_dtypes
 import numpy as np
 
 from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
+from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec
+from ...spec.walk import plan_path, walk_path
+from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, contiguous_strides
-from .pairs import (
-    COPY_NS_PER_BYTE,
-    Choice,
-    Groups,
-    Out,
-    choose,
-    classify,
-    matmul_geometry,
-)
-from ...spec.paths import find_path
+from .options import PlannerOptions, default_options
+from .pairs import Choice, Fold, Geometry, Groups, Out, choose, classify, matmul_geometry
 from .steps import (
-    KERNEL_LOOP,
-    KERNEL_MULTIPLY,
-    KERNEL_UFUNC,
-    WRITE_INTO,
-    WRITE_NEW,
-    WRITE_RETURN,
-    WRITE_TEMP,
-    Alloc,
     BatchStep,
     ContractStep,
     CopyStep,
     FusedStep,
+    Kernel,
+    OperandView,
     OutputPlan,
     Plan,
     ReduceStep,
+    Split,
     Step,
     ViewStep,
 )
-from .threads import split_threads
 
-__all__ = ["build_plan", "check_memory", "check_ranks", "compute_dtype", "result_dtype"]
+__all__ = ["build_plan", "check_memory", "check_ranks"]
 
-_SMALL_FLOATS = frozenset(
-    np.dtype(getattr(ml_dtypes, name))
-    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
-                 "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3",
-                 "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
-    if hasattr(ml_dtypes, name)
-) | {np.dtype(np.float16)}
-
-
-def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:
-    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes.
-
-    >>> result_dtype([np.dtype("int32"), np.dtype("float32")])
-    dtype('float64')
-    """
-    try:
-        found = np.dtype(dtype) if dtype is not None else np.result_type(*dtypes)
-    except TypeError as exc:
-        raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
-    except ValueError:  # np.result_type() of nothing
-        raise EinsumError("einsum: at least one operand is required") from None
-    _check_numeric(found, "the result dtype")
-    return found
-
-
-def _check_numeric(dtype: np.dtype[Any], what: str) -> None:
-    if dtype.kind not in "biufc" and dtype not in _SMALL_FLOATS:
-        raise TypeError(f"einsum: {what} {dtype} is not numeric (bool, int, float, complex)")
-
-
-def compute_dtype(result: np.dtype[Any]) -> np.dtype[Any]:
-    """The dtype products and sums run in: float32 for 16-bit and smaller floats.
-
-    >>> compute_dtype(np.dtype("float16")), compute_dtype(np.dtype("int8"))
-    (dtype('float32'), dtype('int8'))
-    """
-    return np.dtype(np.float32) if result in _SMALL_FLOATS else result
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Target:
     """The final destination as the last step sees it: distinct labels (``U``) and, when
     fixed, the write view's term (``out=``, or the zeroed array of a diagonal expansion)."""
@@ -131,19 +80,33 @@ def build_plan(
     out: tuple[tuple[int, ...], np.dtype[Any]] | None = None,
     dtype: Any = None,
     optimize: Any = "auto",
+    options: PlannerOptions | None = None,
 ) -> Plan:
     """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
-    byte strides and dtype when given)."""
+    byte strides and dtype when given), with ``options`` (default: :func:`default_options`)."""
     for i, d in enumerate(dtypes):
-        _check_numeric(np.dtype(d), f"operand {i} has dtype")
+        check_numeric(np.dtype(d), f"operand {i} has dtype")
     rt = result_dtype(dtypes, dtype)
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
-    plan = _Planner(spec, dts, rt, out).run(layouts, optimize)
+    opts = default_options() if options is None else options
+    plan = _Planner(spec, dts, rt, out, opts).run(layouts, optimize)
     check_ranks(plan)
-    if _worth_fusing(plan):
-        return _Planner(spec, dts, rt, out).fused(layouts, plan.path)
+    if _worth_fusing(plan, opts):
+        return _Planner(spec, dts, rt, out, opts).fused(layouts, plan.path)
     return plan
+
+
+def _shapes(step: Step) -> tuple[tuple[int, ...], ...]:
+    """Every shape of an array the step makes or views."""
+    match step:
+        case ViewStep() | ReduceStep() | CopyStep() | FusedStep():
+            return (step.shape,)
+        case ContractStep() | BatchStep():
+            geo = step.geometry
+            return (step.shape, geo.left.shape, geo.right.shape, geo.out_shape)
+        case _:
+            assert_never(step)
 
 
 def check_ranks(plan: Plan) -> None:
@@ -151,9 +114,7 @@ def check_ranks(plan: Plan) -> None:
     have more dimensions than NumPy supports."""
     found = [("output", plan.output.shape)]
     for k, step in enumerate(plan.steps):
-        for attr in ("shape", "left_shape", "right_shape", "out_shape"):
-            if hasattr(step, attr):
-                found.append((f"step {k + 1} ({step.kind})", getattr(step, attr)))
+        found += [(f"step {k + 1} ({step.kind})", shape) for shape in _shapes(step)]
     for name, shape in found:
         if len(shape) > MAX_NDARRAY_RANK:
             raise EinsumError(
@@ -162,44 +123,38 @@ def check_ranks(plan: Plan) -> None:
             )
 
 
-# A rough cost model (nanoseconds) for choosing one fused loop over a multi-step plan.
-_STEP_NS, _FLOP_NS, _BYTE_NS = 1500.0, 0.2, 0.25
-_LOOP_BASE_NS, _LOOP_NS = 500.0, 0.5
-# Fusing is for tiny problems only: past this many index combinations the single loop is
-# itself the hazard (a plan whose intermediates would exceed memory must fail fast, not run
-# a loop over 10^12 combinations).
-_FUSE_MAX_COMBOS = 1 << 20
-
-
-def _worth_fusing(plan: Plan) -> bool:
-    """Several steps for a problem so small that one sum-of-products loop is cheaper."""
+def _worth_fusing(plan: Plan, options: PlannerOptions) -> bool:
+    """Several steps for a problem so small that one sum-of-products loop is cheaper (a rough
+    cost model, in the options' estimated nanoseconds)."""
     spec = plan.spec
     if len(plan.steps) < 2 or len(spec.sizes) > 52 or len(spec.inputs) > 32:
         return False
     if any(d.kind not in "biufc" for d in (*plan.dtypes, plan.compute_dtype)):
         return False
     combos = math.prod(spec.sizes)
-    if combos > _FUSE_MAX_COMBOS:
+    if combos > options.fuse_max_combos:
         return False
-    fused = _LOOP_BASE_NS + _LOOP_NS * combos * len(spec.inputs)
-    planned = (_STEP_NS * len(plan.steps) + _FLOP_NS * plan.flops
-               + _BYTE_NS * plan.allocated_bytes)
+    fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
+    planned = (options.step_ns * len(plan.steps) + options.flop_ns * plan.flops
+               + options.byte_ns * plan.allocated_bytes)
     return fused < planned
 
 
 class _Planner:
     def __init__(self, spec: EinsumSpec, dtypes: tuple[np.dtype[Any], ...], rt: np.dtype[Any],
-                 out: tuple[tuple[int, ...], np.dtype[Any]] | None) -> None:
+                 out: tuple[tuple[int, ...], np.dtype[Any]] | None, options: PlannerOptions
+                 ) -> None:
         self.spec = spec
         self.sizes = spec.sizes
         self.dtypes = dtypes
         self.rt = rt
         self.ct = compute_dtype(rt)
         self.out = out
+        self.options = options
         self.steps: list[Step] = []
         self.n_regs = len(spec.inputs)
         self.flops = 0
-        self.create = "none"
+        self.create = OutputCreation.NONE
         self.result = -1
         self.final_perm: tuple[int, ...] = ()
         self.distinct = tuple(dict.fromkeys(spec.output))
@@ -211,31 +166,94 @@ class _Planner:
     # -- the destination ----------------------------------------------------------------
 
     def _target(self) -> _Target:
-        out_shape = self.spec.output_shape
         if self.out is not None:
-            self.create = "out"
+            self.create = OutputCreation.OUT
             out_strides, out_dtype = self.out
-            return _Target(self.distinct, self._write_term(out_strides, out_dtype), out_dtype)
+            return _Target(labels=self.distinct, term=self._write_term(out_strides, out_dtype),
+                           dtype=out_dtype)
         if len(self.distinct) != len(self.spec.output):
-            self.create = "zeros"
-            strides = contiguous_strides(out_shape, self.rt.itemsize)
-            return _Target(self.distinct, self._write_term(strides, self.rt), self.rt)
-        return _Target(self.distinct, None, self.rt)
+            self.create = OutputCreation.ZEROS
+            strides = contiguous_strides(self.spec.output_shape, self.rt.itemsize)
+            return _Target(labels=self.distinct, term=self._write_term(strides, self.rt),
+                           dtype=self.rt)
+        return _Target(labels=self.distinct, term=None, dtype=self.rt)
 
     def _write_term(self, strides: Sequence[int], dtype: np.dtype[Any]) -> Term:
         """The write view of the destination: one axis per distinct output label."""
         summed = tuple(sum(strides[ax] for ax in axes) for axes in self.expand)
         shape = tuple(self.sizes[u] for u in self.distinct)
-        return Term(self.distinct, shape, summed, dtype)
+        return Term.of(self.distinct, shape, summed, dtype)
 
-    def _own_output(self) -> Term:
-        """The plan allocates the output (C order) and the last step writes into it."""
-        self.create = "empty"
-        shape = self.spec.output_shape
-        return Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize), self.rt)
+    def _own_term(self) -> Term:
+        """The output the plan would allocate (C order) for the last step to write into."""
+        return Term.row_major(self.distinct, self.spec.output_shape, self.rt)
 
     def _dest_perm(self, labels: Sequence[int]) -> tuple[int, ...]:
         return tuple(self.distinct.index(lab) for lab in labels)
+
+    def _final_ways(self) -> list[Out]:
+        """The ways the last step may deliver, the first winning a tie."""
+        dest = self.target.term
+        if dest is not None:
+            temp = Out(mode=Delivery.TEMP,
+                       cost=self.options.copy_ns_per_byte * dest.size * self.ct.itemsize)
+            return ([Out(mode=Delivery.INTO, term=dest)] if dest.dtype == self.ct else []) + [temp]
+        if self.ct != self.rt:
+            return [Out(mode=Delivery.TEMP)]
+        return [Out(mode=Delivery.INTO, term=self._own_term(), own=True),
+                Out(mode=Delivery.RETURN)]
+
+    def _delivery(self, way: Out, labels: tuple[int, ...], shape: tuple[int, ...],
+                  what: str = "intermediate") -> DeliveryPlan:
+        """How a step whose register holds ``labels`` (``shape``) writes, the ``way`` chosen
+        for it: the one place a write mode becomes a plan (and the plan's own output is
+        asked for)."""
+        ct = self.ct
+        match way.mode:
+            case Delivery.NEW:
+                return DeliveryPlan(mode=Delivery.NEW, note="new buffer",
+                                    allocs=(Alloc(what=what, shape=shape, dtype=ct),))
+            case Delivery.RETURN:
+                # a new C-ordered buffer in the output's order already is the output
+                note = "new buffer" if labels == self.distinct else (
+                    "new buffer in matmul order; the result is a transposed view of it")
+                return DeliveryPlan(mode=Delivery.RETURN, note=note,
+                                    allocs=(Alloc(what="output", shape=shape, dtype=ct),))
+            case Delivery.INTO:
+                if way.own:
+                    self.create = OutputCreation.EMPTY
+                return DeliveryPlan(mode=Delivery.INTO, dest_perm=self._dest_perm(labels),
+                                    note="written straight into the output")
+            case Delivery.TEMP:
+                fixed = self.target.term
+                if fixed is None:
+                    self.create = OutputCreation.EMPTY
+                note = "the output's strides do not fold; computed into a temporary, then " \
+                    "copied" if fixed is not None and fixed.dtype == ct \
+                    else f"computed in {ct}, then cast into the output"
+                return DeliveryPlan(mode=Delivery.TEMP, dest_perm=self._dest_perm(labels),
+                                    allocs=(Alloc(what="temporary", shape=shape, dtype=ct),),
+                                    note=note)
+            case _:
+                assert_never(way.mode)
+
+    def _final_way(self, *, may_return: bool) -> Out:
+        """How a last step that is not a matmul delivers: the first way, or -- a reduce or
+        a fused loop (``may_return``) -- its own new array when that can be the result."""
+        ways = self._final_ways()
+        if may_return:
+            return next((w for w in ways if w.mode is Delivery.RETURN), ways[0])
+        return ways[0]
+
+    def _add(self, step: ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep,
+             labels: tuple[int, ...]) -> int:
+        """Append ``step``, whose register holds ``labels``; a step that returns its array
+        makes that register the result."""
+        self.steps.append(step)
+        if step.delivery.mode is Delivery.RETURN:
+            self.result = step.dst
+            self.final_perm = tuple(labels.index(u) for u in self.distinct)
+        return step.dst
 
     # -- driver ---------------------------------------------------------------------------
 
@@ -246,72 +264,47 @@ class _Planner:
     def run(self, strides: tuple[tuple[int, ...], ...], optimize: Any) -> Plan:
         shapes = self.spec.shapes()
         live = [self._prepare(i, shapes[i], strides[i]) for i in range(len(shapes))]
-        n = len(live)
-        path = ((0,),) if n == 1 else find_path(
-            [t.labels for _, t in live], self.distinct, self.sizes, optimize)
-        for k, entry in enumerate(path):
-            picked = [live[i] for i in entry]
-            for i in sorted(entry, reverse=True):
-                del live[i]
-            live.append(self._contract_all(picked, live, final=k == len(path) - 1))
+        path = plan_path(self.spec, optimize)
+        walk_path(live, path, self.distinct, unary=self._unary_item, pair=self._pair,
+                  labels_of=lambda item: item[1].labels)
         return self._finish(strides, path)
+
+    def _unary_item(self, item: tuple[int, Term], keep: frozenset[int], final: bool
+                    ) -> tuple[int, Term]:
+        return self._unary(*item, keep, final)
 
     def fused(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
               ) -> Plan:
         """The whole einsum as one :class:`FusedStep` over the operands as they are."""
         shape = tuple(self.sizes[u] for u in self.distinct)
-        dest = self.target.term
-        allocs: tuple[Alloc, ...] = ()
-        if dest is None and self.ct == self.rt:
-            write, allocs = WRITE_RETURN, (Alloc("output", shape, self.ct),)
-        else:
-            dest = dest if dest is not None else self._own_output()
-            write = WRITE_INTO if dest.dtype == self.ct else WRITE_TEMP
-            if write == WRITE_TEMP:
-                allocs = (Alloc("temporary", shape, self.ct),)
-        dst = self.new_reg()
+        delivery = self._delivery(self._final_way(may_return=True), self.distinct, shape)
         n = len(self.spec.inputs)
         cast = any(d != self.ct for d in self.dtypes)
-        self.steps.append(FusedStep(tuple(range(n)), dst, self.spec.inputs, self.distinct,
-                                    shape, self.ct, write, self._dest_perm(self.distinct),
-                                    allocs, cast))
-        if write == WRITE_RETURN:
-            self.result, self.final_perm = dst, tuple(range(len(shape)))
+        self._add(FusedStep(operands=tuple(range(n)), dst=self.new_reg(),
+                            labels=self.spec.inputs, out_labels=self.distinct, shape=shape,
+                            dtype=self.ct, delivery=delivery, cast=cast), self.distinct)
         all_labels = {lab for term in self.spec.inputs for lab in term}
         self.flops = _flop_count(all_labels, bool(all_labels - set(self.distinct)), n,
                                  self.sizes)
         return self._finish(strides, path)
 
-    def _contract_all(self, picked: list[tuple[int, Term]], others: list[tuple[int, Term]],
-                      final: bool) -> tuple[int, Term]:
-        if len(picked) == 1:
-            return self._unary(*picked[0], self._keep(others, []), final)
-        acc = picked[0]
-        for j in range(1, len(picked)):
-            last = final and j == len(picked) - 1
-            acc = self._pair(acc, picked[j], self._keep(others, picked[j + 1:]), last)
-        return acc
-
-    def _keep(self, *groups: list[tuple[int, Term]]) -> frozenset[int]:
-        needed = set(self.distinct)
-        for group in groups:
-            for _, term in group:
-                needed.update(term.labels)
-        return frozenset(needed)
-
     def _finish(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
                 ) -> Plan:
         allocs: tuple[Alloc, ...] = ()
-        if self.create in ("zeros", "empty"):
-            allocs = (Alloc("output", self.spec.output_shape, self.rt),)
-        output = OutputPlan(self.spec.output, self.spec.output_shape, self.rt, self.create,
-                            self.expand, self.result, self.final_perm, allocs)
+        if self.create in (OutputCreation.ZEROS, OutputCreation.EMPTY):
+            allocs = (Alloc(what="output", shape=self.spec.output_shape, dtype=self.rt),)
+        output = OutputPlan(labels=self.spec.output, shape=self.spec.output_shape,
+                            dtype=self.rt, create=self.create, expand=self.expand,
+                            result=self.result, final_perm=self.final_perm, allocs=allocs)
         all_labels = {lab for term in self.spec.inputs for lab in term}
         naive = _flop_count(all_labels, bool(all_labels - set(self.distinct)),
                             len(self.spec.inputs), self.sizes)
-        return Plan(self.spec, self.dtypes, strides, None if self.out is None else self.out[0],
-                    self.rt, self.ct, path, tuple(self.steps), output, naive, self.flops,
-                    self.n_regs, _frees(self.steps, len(self.spec.inputs), self.result))
+        return Plan(spec=self.spec, dtypes=self.dtypes, strides=strides,
+                    out_strides=None if self.out is None else self.out[0],
+                    result_dtype=self.rt, compute_dtype=self.ct, path=path,
+                    steps=tuple(self.steps), output=output, naive_flops=naive,
+                    flops=self.flops, n_registers=self.n_regs,
+                    frees=_frees(self.steps, len(self.spec.inputs), self.result))
 
     # -- per operand ----------------------------------------------------------------------
 
@@ -333,54 +326,57 @@ class _Planner:
             labels.append(label)
             dims.append(size)
             steps.append(stride)
-        term = Term(tuple(labels), tuple(dims), tuple(steps), self.dtypes[i])
+        term = Term.of(labels, dims, steps, self.dtypes[i])
         reg = i
         if squeeze or diagonals:
             reg = self.new_reg()
-            self.steps.append(ViewStep(i, reg, i, squeeze, tuple(diagonals),
-                                       self.spec.inputs[i], term.labels, term.shape))
+            self.steps.append(ViewStep(src=i, dst=reg, operand=i, squeeze=squeeze,
+                                       diagonals=tuple(diagonals), labels_in=self.spec.inputs[i],
+                                       labels=term.labels, shape=term.shape))
         if not np.can_cast(term.dtype, self.ct, "same_kind"):
             return self._copy(reg, term, term.labels, f"cast {term.dtype} -> {self.ct}")
         return reg, term
 
     def _new_term(self, labels: Sequence[int], dtype: np.dtype[Any]) -> Term:
-        shape = tuple(self.sizes[lab] for lab in labels)
-        return Term(tuple(labels), shape, contiguous_strides(shape, dtype.itemsize), dtype)
+        return Term.row_major(labels, tuple(self.sizes[lab] for lab in labels), dtype)
 
-    def _reduce(self, reg: int, term: Term, keep: frozenset[int]) -> tuple[int, Term]:
-        """Sum the labels of ``term`` not in ``keep`` into a new buffer whose axes follow the
-        source's memory order (so the summing loop reads and writes in step)."""
+    def _reduce(self, reg: int, term: Term, keep: frozenset[int], final: bool = False
+                ) -> tuple[int, Term]:
+        """Sum the labels of ``term`` not in ``keep``: into a new buffer whose axes follow the
+        source's memory order (so the summing loop reads and writes in step), or -- the last
+        step -- the way the result is delivered."""
         axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
         kept = tuple(lab for lab in term.labels if lab in keep)
-        order = sorted(kept, key=lambda lab: -abs(term.stride(lab)))
-        new = self._new_term(order, self.ct)
-        dst = self.new_reg()
+        labels = kept if final else tuple(sorted(kept, key=lambda lab: -abs(term.stride(lab))))
+        shape = tuple(self.sizes[lab] for lab in labels)
+        way = self._final_way(may_return=True) if final else Out(mode=Delivery.NEW)
+        delivery = self._delivery(way, labels, shape)
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
-        split, threads = self._reduce_split(term, kept)
-        self.steps.append(ReduceStep(
-            reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, new.labels, new.shape,
-            self.ct, WRITE_NEW, allocs=(Alloc("intermediate", new.shape, self.ct),),
-            kernel=_reduce_kernel(term), split=split, threads=threads))
-        return dst, new
+        dst = self._add(ReduceStep(
+            src=reg, dst=self.new_reg(), axes=axes, summed=tuple(term.labels[ax] for ax in axes),
+            kept=kept, labels=labels, shape=shape, dtype=self.ct, delivery=delivery,
+            kernel=_reduce_kernel(term), split=self._reduce_split(term, kept)), labels)
+        return dst, self._new_term(labels, self.ct)
 
-    def _reduce_split(self, term: Term, kept: tuple[int, ...]) -> tuple[int, int]:
-        """(label, threads) to split a reduction of ``term`` over: its outermost label in
-        memory when it is kept (each chunk streams its own part of the source); (-1, 1)
-        when the step is too small or that label is summed."""
+    def _reduce_split(self, term: Term, kept: tuple[int, ...]) -> Split | None:
+        """How to split a reduction of ``term``: along its outermost label in memory when it
+        is kept (each chunk streams its own part of the source); None when the step is too
+        small or that label is summed."""
         label = _outermost(term)
         if label not in kept:   # a chunk along an inner axis runs NumPy's loop far slower
-            return -1, 1
+            return None
         moved = _bytes_moved(term) + math.prod(self.sizes[lab] for lab in kept) * \
             self.ct.itemsize
-        threads = split_threads(moved, self.sizes[label])
-        return (label, threads) if threads > 1 else (-1, 1)
+        threads = self.options.split_threads(moved, self.sizes[label])
+        return Split(label=label, threads=threads) if threads > 1 else None
 
     def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
         new = self._new_term(order, self.ct)
         perm = tuple(term.labels.index(lab) for lab in order)
-        dst = self.new_reg()
-        self.steps.append(CopyStep(reg, dst, perm, new.labels, new.shape, self.ct, WRITE_NEW,
-                                   reason, allocs=(Alloc("copy", new.shape, self.ct),)))
+        delivery = self._delivery(Out(mode=Delivery.NEW), new.labels, new.shape, "copy")
+        dst = self._add(CopyStep(src=reg, dst=self.new_reg(), perm=perm, labels=new.labels,
+                                 shape=new.shape, dtype=self.ct, reason=reason,
+                                 delivery=delivery), new.labels)
         return dst, new
 
     # -- one operand ----------------------------------------------------------------------
@@ -388,46 +384,21 @@ class _Planner:
     def _unary(self, reg: int, term: Term, keep: frozenset[int], final: bool
                ) -> tuple[int, Term]:
         kept = tuple(lab for lab in term.labels if lab in keep)
-        if not final:
-            return (reg, term) if kept == term.labels else self._reduce(reg, term, keep)
         if kept != term.labels:
-            return self._final_reduce(reg, term, keep, kept)
-        dest = self.target.term
-        if dest is None and term.dtype == self.rt:
+            return self._reduce(reg, term, keep, final)
+        if not final:
+            return reg, term
+        if self.target.term is None and term.dtype == self.rt:
             self.result, self.final_perm = reg, tuple(term.labels.index(u) for u in self.distinct)
             return reg, term
-        if dest is None:
-            dest = self._own_output()
-        perm = tuple(range(len(term.labels)))
-        dst = self.new_reg()
-        self.steps.append(CopyStep(reg, dst, perm, term.labels, term.shape, dest.dtype,
-                                   WRITE_INTO, "written into the output",
-                                   self._dest_perm(term.labels)))
+        # a copy casts as it writes: straight into the destination, whatever its dtype
+        way = Out(mode=Delivery.INTO, own=self.target.term is None)
+        delivery = self._delivery(way, term.labels, term.shape)
+        dst = self._add(CopyStep(src=reg, dst=self.new_reg(), perm=tuple(range(len(term.labels))),
+                                 labels=term.labels, shape=term.shape,
+                                 dtype=self.target.dtype, reason="written into the output",
+                                 delivery=delivery), term.labels)
         return dst, term
-
-    def _final_reduce(self, reg: int, term: Term, keep: frozenset[int], kept: tuple[int, ...]
-                      ) -> tuple[int, Term]:
-        axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
-        shape = tuple(self.sizes[lab] for lab in kept)
-        dest = self.target.term
-        allocs: tuple[Alloc, ...]
-        if dest is None and self.ct == self.rt:
-            write, allocs = WRITE_RETURN, (Alloc("output", shape, self.ct),)
-        else:
-            dest = dest if dest is not None else self._own_output()
-            into = dest.dtype == self.ct
-            write = WRITE_INTO if into else WRITE_TEMP
-            allocs = () if into else (Alloc("temporary", shape, self.ct),)
-        dst = self.new_reg()
-        self.flops += _flop_count(term.labels, True, 1, self.sizes)
-        split, threads = self._reduce_split(term, kept)
-        self.steps.append(ReduceStep(
-            reg, dst, axes, tuple(term.labels[ax] for ax in axes), kept, kept, shape, self.ct,
-            write, self._dest_perm(kept), allocs=allocs, kernel=_reduce_kernel(term),
-            split=split, threads=threads))
-        if write == WRITE_RETURN:
-            self.result, self.final_perm = dst, tuple(kept.index(u) for u in self.distinct)
-        return dst, self._new_term(kept, self.ct)
 
     # -- two operands ---------------------------------------------------------------------
 
@@ -460,65 +431,53 @@ class _Planner:
         rf = self._preferred(g.right_free, final, b.labels)
         labels = bt + lf + rf
         size = self.sizes
-        left_perm = tuple(a.labels.index(x) for x in bt + lf + g.contracted)
-        right_perm = tuple(b.labels.index(x) for x in bt + g.contracted + rf)
-        left_shape = tuple(size[x] for x in bt + lf) + (1,) * len(rf)
-        right_shape = tuple(size[x] for x in bt) + (1,) * len(lf) + tuple(size[x] for x in rf)
         shape = tuple(size[x] for x in labels)
-        write, dest_perm, allocs, note = self._product_write(labels, shape, final)
-        kernel = KERNEL_LOOP if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52 \
-            else KERNEL_MULTIPLY
-        dst = self.new_reg()
-        # split along the outermost label of what the step writes (chunks write whole rows)
-        written = self._new_term(labels, self.ct) if write != WRITE_INTO else (
-            self.target.term if self.target.term is not None else self._own_output())
-        label = _outermost(written)
-        moved = _bytes_moved(a) + _bytes_moved(b) + math.prod(shape) * self.ct.itemsize
-        threads = split_threads(moved, size[label]) if label >= 0 else 1
-        self.steps.append(BatchStep(
-            ra, rb, dst, kernel, a.labels, b.labels, a.shape, b.shape, bt, lf, rf, left_perm,
-            left_shape, right_perm, right_shape, labels, shape, self.ct, write, dest_perm,
-            g.left_only, g.right_only, allocs, note, label if threads > 1 else -1, threads))
+        geometry = Geometry(
+            left=Fold(perm=tuple(a.labels.index(x) for x in bt + lf + g.contracted),
+                      shape=tuple(size[x] for x in bt + lf) + (1,) * len(rf)),
+            right=Fold(perm=tuple(b.labels.index(x) for x in bt + g.contracted + rf),
+                       shape=tuple(size[x] for x in bt) + (1,) * len(lf)
+                       + tuple(size[x] for x in rf)),
+            out_shape=shape, labels=labels)
+        delivery = self._delivery(
+            self._final_way(may_return=False) if final else Out(mode=Delivery.NEW),
+            labels, shape)
+        kernel = Kernel.LOOP if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52 \
+            else Kernel.MULTIPLY
+        groups = Groups(batch=bt, contracted=g.contracted, left_free=lf, right_free=rf,
+                        left_only=g.left_only, right_only=g.right_only)
+        dst = self._add(BatchStep(
+            dst=self.new_reg(), kernel=kernel,
+            left=OperandView(register=ra, labels=a.labels, shape=a.shape),
+            right=OperandView(register=rb, labels=b.labels, shape=b.shape),
+            geometry=geometry, groups=groups, shape=shape, dtype=self.ct, delivery=delivery,
+            split=self._batch_split(a, b, labels, delivery)), labels)
         return dst, self._new_term(labels, self.ct)
 
-    def _product_write(self, labels: tuple[int, ...], shape: tuple[int, ...], final: bool
-                       ) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
-        """How a broadcast product delivers: a new buffer, or into the destination."""
-        if not final:
-            return WRITE_NEW, (), (Alloc("intermediate", shape, self.ct),), "new buffer"
-        dest = self.target.term if self.target.term is not None else self._own_output()
-        if dest.dtype == self.ct:
-            return WRITE_INTO, self._dest_perm(labels), (), "written into the output"
-        return (WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),),
-                f"computed in {self.ct}, then cast into the output")
-
-    def _out_options(self, final: bool) -> list[Out]:
-        """The ways the last product may deliver (the first wins a tie)."""
-        if not final:
-            return [Out("new", None, 0.0)]
-        dest = self.target.term
-        if dest is not None:
-            temp = Out("temp", None, COPY_NS_PER_BYTE * dest.size * self.ct.itemsize)
-            return ([Out("into", dest, 0.0)] if dest.dtype == self.ct else []) + [temp]
-        if self.ct != self.rt:
-            return [Out("temp", None, 0.0)]
-        shape = self.spec.output_shape
-        own = Term(self.distinct, shape, contiguous_strides(shape, self.rt.itemsize), self.rt)
-        return [Out("into-own", own, 0.0), Out("return", None, 0.0)]
+    def _batch_split(self, a: Term, b: Term, labels: tuple[int, ...], delivery: DeliveryPlan
+                     ) -> Split | None:
+        """Split along the outermost label of what the step writes (chunks write whole rows)."""
+        written = self._new_term(labels, self.ct) if delivery.mode is not Delivery.INTO else (
+            self.target.term if self.target.term is not None else self._own_term())
+        label = _outermost(written)
+        if label < 0:
+            return None
+        moved = _bytes_moved(a) + _bytes_moved(b) + math.prod(
+            self.sizes[x] for x in labels) * self.ct.itemsize
+        threads = self.options.split_threads(moved, self.sizes[label])
+        return Split(label=label, threads=threads) if threads > 1 else None
 
     def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int],
                 final: bool) -> tuple[int, Term]:
-        outs = self._out_options(final)
-        pick = self._choose(a, b, g, outs, final)
-        free = [out for out in outs if out.term is None]
+        ways = self._final_ways() if final else [Out(mode=Delivery.NEW)]
+        pick = self._choose(a, b, g, ways, final)
+        free = [way for way in ways if way.term is None]
         if free and self.ct in BLAS_TYPES:
             # the product may also run as b @ a (its result viewed transposed); BLAS is
             # measurably faster one way round for some shapes and strides
-            swapped = Groups(g.batch, g.contracted, g.right_free, g.left_free, g.right_only,
-                             g.left_only)
-            alt = self._choose(b, a, swapped, free, final)
+            alt = self._choose(b, a, g.swapped(), free, final)
             if alt.cost < 0.97 * pick.cost:
-                (ra, a), (rb, b), g, pick = (rb, b), (ra, a), swapped, alt
+                (ra, a), (rb, b), g, pick = (rb, b), (ra, a), g.swapped(), alt
         bt = self._preferred(g.batch, final, a.labels)
         note_a = note_b = "viewed"
         if pick.copy_a:
@@ -529,48 +488,30 @@ class _Planner:
             note_b = f"copied in the previous step ({pick.reason_b})"
         geo = matmul_geometry(pick, bt, a.labels, b.labels, self.sizes)
         shape = tuple(self.sizes[x] for x in geo.labels)
-        write, dest_perm, allocs, out_note = self._matmul_write(
-            pick.out, geo.labels, shape, bool(pick.loop_k))
-        dst = self.new_reg()
-        self.steps.append(ContractStep(
-            ra, rb, dst, a.shape, b.shape, bt, pick.k + pick.loop_k, pick.m + pick.loop_m,
-            pick.n + pick.loop_n, geo.left_perm, geo.left_shape, geo.right_perm,
-            geo.right_shape, geo.out_shape, geo.labels, shape, self.ct, write, dest_perm,
-            note_a, note_b, out_note, g.left_only, g.right_only, allocs,
-            pick.loop_m + pick.loop_n + pick.loop_k))
-        if write == WRITE_RETURN:
-            self.result = dst
-            self.final_perm = tuple(geo.labels.index(u) for u in self.distinct)
+        way = pick.out
+        if way.own and geo.labels == self.distinct:
+            way = Out(mode=Delivery.RETURN)  # a new buffer in the output's order is the output
+        delivery = self._delivery(way, geo.labels, shape,
+                                  "partial products" if pick.loop_k else "intermediate")
+        groups = Groups(batch=bt, contracted=pick.k + pick.loop_k, left_free=pick.m + pick.loop_m,
+                        right_free=pick.n + pick.loop_n, left_only=g.left_only,
+                        right_only=g.right_only)
+        dst = self._add(ContractStep(
+            dst=self.new_reg(),
+            left=OperandView(register=ra, labels=a.labels, shape=a.shape, note=note_a),
+            right=OperandView(register=rb, labels=b.labels, shape=b.shape, note=note_b),
+            geometry=geo, groups=groups, looped=pick.loop_m + pick.loop_n + pick.loop_k,
+            shape=shape, dtype=self.ct, delivery=delivery), geo.labels)
         result = self._new_term(geo.labels, self.ct)
         if pick.loop_k:  # the partial products over the looped contracted labels are summed now
             return self._unary(dst, result, keep, final)
         return dst, result
 
-    def _choose(self, a: Term, b: Term, g: Groups, outs: list[Out], final: bool) -> Choice:
-        return choose(a, b, g, outs, self.ct, self.sizes,
-                      self._preferred(g.left_free, final, a.labels),
-                      self._preferred(g.right_free, final, b.labels), self.spec.label_string)
-
-    def _matmul_write(self, out: Out, labels: tuple[int, ...], shape: tuple[int, ...],
-                      partial: bool) -> tuple[str, tuple[int, ...], tuple[Alloc, ...], str]:
-        if out.mode == "new":
-            what = "partial products" if partial else "intermediate"
-            return WRITE_NEW, (), (Alloc(what, shape, self.ct),), "new buffer"
-        if out.mode == "return" or (out.mode == "into-own" and labels == self.distinct):
-            # a new C-ordered buffer in the output's order already is the output
-            return WRITE_RETURN, (), (Alloc("output", shape, self.ct),), (
-                "new buffer in matmul order; the result is a transposed view of it"
-                if labels != self.distinct else "new buffer")
-        if out.mode == "into-own":
-            self._own_output()
-        if out.mode in ("into", "into-own"):
-            return WRITE_INTO, self._dest_perm(labels), (), "written straight into the output"
-        if self.target.term is None:
-            self._own_output()
-        reason = "the output's strides do not fold; computed into a temporary, then copied" \
-            if self.target.term is not None and self.target.term.dtype == self.ct \
-            else f"computed in {self.ct}, then cast into the output"
-        return WRITE_TEMP, self._dest_perm(labels), (Alloc("temporary", shape, self.ct),), reason
+    def _choose(self, a: Term, b: Term, g: Groups, ways: list[Out], final: bool) -> Choice:
+        return choose(a, b, g, ways, ct=self.ct, sizes=self.sizes,
+                      pref_m=self._preferred(g.left_free, final, a.labels),
+                      pref_n=self._preferred(g.right_free, final, b.labels),
+                      names=self.spec.label_string, options=self.options)
 
 
 def _bytes_moved(term: Term) -> int:
@@ -578,9 +519,9 @@ def _bytes_moved(term: Term) -> int:
     re-read the same ones), each costing a whole cache line when its smallest stride is at
     least one apart (a diagonal, a strided view).
 
-    >>> _bytes_moved(Term((0, 1), (4, 8), (64, 8), np.dtype(float)))      # dense: 32 x 8 B
+    >>> _bytes_moved(Term.of((0, 1), (4, 8), (64, 8), np.dtype(float)))   # dense: 32 x 8 B
     256
-    >>> _bytes_moved(Term((0,), (4,), (1032,), np.dtype(float)))          # a diagonal: 4 lines
+    >>> _bytes_moved(Term.of((0,), (4,), (1032,), np.dtype(float)))       # a diagonal: 4 lines
     256
     """
     count, step = 1, 0
@@ -596,7 +537,7 @@ def _bytes_moved(term: Term) -> int:
 def _outermost(term: Term) -> int:
     """The label of ``term``'s largest stride among axes longer than 1 (-1: none).
 
-    >>> _outermost(Term((5, 7), (3, 4), (8, 24), np.dtype(float)))    # Fortran order
+    >>> _outermost(Term.of((5, 7), (3, 4), (8, 24), np.dtype(float)))    # Fortran order
     7
     """
     found = [(abs(st), lab) for lab, dim, st in zip(term.labels, term.shape, term.strides)
@@ -604,15 +545,19 @@ def _outermost(term: Term) -> int:
     return max(found)[1] if found else -1
 
 
-def _reduce_kernel(term: Term) -> str:
+
+
+def _reduce_kernel(term: Term) -> Kernel:
     """NumPy's sum-of-products loop takes at most 52 axes; beyond, a ufunc reduction."""
-    return KERNEL_LOOP if len(term.labels) <= 52 else KERNEL_UFUNC
+    return Kernel.LOOP if len(term.labels) <= 52 else Kernel.UFUNC
 
 
 def _flop_count(labels: Any, inner: bool, terms: int, sizes: Sequence[int]) -> int:
     """opt_einsum's FLOP convention: size of all labels times max(1, terms - 1) (+1 if summed)."""
     size: int = math.prod(sizes[x] for x in set(labels))
     return size * (max(1, terms - 1) + (1 if inner else 0))
+
+
 
 
 def _frees(steps: Sequence[Step], n_inputs: int, result: int) -> tuple[tuple[int, ...], ...]:
@@ -629,11 +574,15 @@ def _frees(steps: Sequence[Step], n_inputs: int, result: int) -> tuple[tuple[int
 
 
 def _reads(step: Step) -> tuple[int, ...]:
-    if isinstance(step, (ContractStep, BatchStep)):
-        return (step.left, step.right)
-    if isinstance(step, FusedStep):
-        return step.operands
-    return (step.src,)
+    match step:
+        case ContractStep() | BatchStep():
+            return (step.left.register, step.right.register)
+        case FusedStep():
+            return step.operands
+        case ViewStep() | ReduceStep() | CopyStep():
+            return (step.src,)
+        case _:
+            assert_never(step)
 
 
 def check_memory(plan: Plan, limit: int) -> None:

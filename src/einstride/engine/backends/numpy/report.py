@@ -6,18 +6,16 @@ allocates (exactly what the executor allocates)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import assert_never
 
+from .delivery import Delivery, OutputCreation
+from .peak import plan_peak
 from .steps import (
-    KERNEL_LOOP,
-    KERNEL_MULTIPLY,
-    WRITE_INTO,
-    WRITE_NEW,
-    WRITE_RETURN,
-    WRITE_TEMP,
     BatchStep,
     ContractStep,
     CopyStep,
     FusedStep,
+    Kernel,
     Plan,
     ReduceStep,
     Step,
@@ -57,7 +55,7 @@ def format_plan(plan: Plan) -> str:
     lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
     for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
-    out_where = "written into out=" if plan.output.create == "out" else "new array"
+    out_where = "written into out=" if plan.output.create is OutputCreation.OUT else "new array"
     lines.append(f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
                  f"computed in {plan.compute_dtype}")
     speedup = plan.naive_flops / plan.flops if plan.flops else 1.0
@@ -68,14 +66,16 @@ def format_plan(plan: Plan) -> str:
         "none" if inter is None else
         f"{_bytes(inter[1].nbytes)} ({inter[1].what} {_shape(inter[1].shape)} "
         f"{inter[1].dtype}, {inter[0]})"))
-    lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}")
+    lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}   "
+                 f"peak: {_bytes(plan_peak(plan))} (alive at once)")
     lines.append(f"  path: {list(plan.path)}")
     if plan.output.allocs:
         a = plan.output.allocs[0]
-        fill = "zeroed: output labels repeat" if plan.output.create == "zeros" else "empty"
+        fill = "zeroed: output labels repeat" if plan.output.create is OutputCreation.ZEROS \
+            else "empty"
         lines.append(f"  output: {_shape(a.shape)} {a.dtype} allocated first ({fill}); "
                      f"{_bytes(a.nbytes)}")
-    elif plan.output.create == "out" and plan.output.expands:
+    elif plan.output.create is OutputCreation.OUT and plan.output.expands:
         lines.append("  output: out= is zeroed first (output labels repeat)")
     if plan.output.expands:
         lines.append(f"  diagonal-expand: the steps write through the strided diagonal view "
@@ -95,85 +95,104 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
     tail = f"      allocates {_bytes(allocated)}" + (
         "" if not step.allocs else " (" + ", ".join(
             f"{a.what} {_shape(a.shape)} {a.dtype}" for a in step.allocs) + ")")
-    if isinstance(step, ViewStep):
-        body = [f"{head}  {names.reg(step.src)}: {names.labels(step.labels_in)} -> "
-                f"{names.labels(step.labels)} {_shape(step.shape)}"]
-        if step.squeeze:
-            body.append(f"      view: size-1 '...' axes {list(step.squeeze)} broadcast (dropped)")
-        if step.diagonals:
-            body.append("      view: repeated labels become one axis whose stride is the sum")
-        return [*body, tail]
-    if isinstance(step, ReduceStep):
-        kernel = ("NumPy's strided sum-of-products loop" if step.kernel == KERNEL_LOOP
-                  else "numpy.add.reduce")
-        return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
-                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
-                f"({kernel}, over the view)",
-                f"      {_write_words(step.write)}", *_split_lines(step, names), tail]
-    if isinstance(step, CopyStep):
-        return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
-                f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
-    if isinstance(step, ContractStep):
-        return _contract_lines(head, step, names, tail)
-    if isinstance(step, FusedStep):
-        ins = ",".join(names.labels(t) for t in step.labels)
-        return [f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
-                f"{_shape(step.shape)} in {step.dtype}",
-                "      one pass of NumPy's sum-of-products loop over the operands as they are "
-                "(the problem is too small for several steps to pay off)",
-                f"      {_write_words(step.write)}", tail]
-    return _batch_lines(head, step, names, tail)
+    match step:
+        case ViewStep():
+            return [*_view_lines(head, step, names), tail]
+        case ReduceStep():
+            kernel = ("NumPy's strided sum-of-products loop" if step.kernel is Kernel.LOOP
+                      else "numpy.add.reduce")
+            return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
+                    f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
+                    f"({kernel}, over the view)",
+                    f"      {_write_words(step.delivery.mode)}", *_split_lines(step, names),
+                    tail]
+        case CopyStep():
+            return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
+                    f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
+        case ContractStep():
+            return _contract_lines(head, step, names, tail)
+        case FusedStep():
+            ins = ",".join(names.labels(t) for t in step.labels)
+            return [f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
+                    f"{_shape(step.shape)} in {step.dtype}",
+                    "      one pass of NumPy's sum-of-products loop over the operands as they "
+                    "are (the problem is too small for several steps to pay off)",
+                    f"      {_write_words(step.delivery.mode)}", tail]
+        case BatchStep():
+            return _batch_lines(head, step, names, tail)
+        case _:
+            assert_never(step)
 
 
-def _write_words(write: str) -> str:
-    return {
-        WRITE_NEW: "into a new buffer",
-        WRITE_RETURN: "into a new array: the result",
-        WRITE_INTO: "written straight into the output",
-        WRITE_TEMP: "into a temporary, then copied (cast) into the output",
-    }[write]
+def _view_lines(head: str, step: ViewStep, names: _Names) -> list[str]:
+    body = [f"{head}  {names.reg(step.src)}: {names.labels(step.labels_in)} -> "
+            f"{names.labels(step.labels)} {_shape(step.shape)}"]
+    if step.squeeze:
+        body.append(f"      view: size-1 '...' axes {list(step.squeeze)} broadcast (dropped)")
+    if step.diagonals:
+        body.append("      view: repeated labels become one axis whose stride is the sum")
+    return body
+
+
+def _write_words(mode: Delivery) -> str:
+    match mode:
+        case Delivery.NEW:
+            return "into a new buffer"
+        case Delivery.RETURN:
+            return "into a new array: the result"
+        case Delivery.INTO:
+            return "written straight into the output"
+        case Delivery.TEMP:
+            return "into a temporary, then copied (cast) into the output"
+        case _:
+            assert_never(mode)
 
 
 def _contract_lines(head: str, step: ContractStep, names: _Names, tail: str) -> list[str]:
-    n = names.labels
+    n, g, geo = names.labels, step.groups, step.geometry
     lines = [
-        f"{head}  {names.reg(step.left)} x {names.reg(step.right)} -> {n(step.labels)} "
-        f"{_shape(step.shape)}: one batched matmul (BLAS)",
-        f"      batch {n(step.batch)} | contracted {n(step.contracted)} | left-free "
-        f"{n(step.left_free)} | right-free {n(step.right_free)} | left-only "
-        f"{n(step.left_only)} | right-only {n(step.right_only)}",
+        f"{head}  {names.reg(step.left.register)} x {names.reg(step.right.register)} -> "
+        f"{n(step.labels)} {_shape(step.shape)}: one batched matmul (BLAS)",
+        f"      batch {n(g.batch)} | contracted {n(g.contracted)} | left-free "
+        f"{n(g.left_free)} | right-free {n(g.right_free)} | left-only "
+        f"{n(g.left_only)} | right-only {n(g.right_only)}",
         *([f"      looped {n(step.looped)}: do not fold, so matmul's batch loop runs over "
            "them" + (" (contracted ones are summed by the next step)"
-                     if set(step.looped) & set(step.contracted) else "")]
+                     if set(step.looped) & set(g.contracted) else "")]
           if step.looped else []),
-        f"      left  as {_shape(step.left_shape)}: {step.left_note}",
-        f"      right as {_shape(step.right_shape)}: {step.right_note}",
-        f"      out   as {_shape(step.out_shape)}: {step.out_note or _write_words(step.write)}",
+        f"      left  as {_shape(geo.left.shape)}: {step.left.note}",
+        f"      right as {_shape(geo.right.shape)}: {step.right.note}",
+        f"      out   as {_shape(geo.out_shape)}: {_out_words(step)}",
     ]
     return [*lines, tail]
 
 
+def _out_words(step: ContractStep | BatchStep) -> str:
+    return step.delivery.note or _write_words(step.delivery.mode)
+
+
 def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[str]:
-    n = names.labels
+    n, g, geo = names.labels, step.groups, step.geometry
     return [
-        f"{head}  {names.reg(step.left)} x {names.reg(step.right)} -> {n(step.labels)} "
-        f"{_shape(step.shape)}: no contracted labels, " + (
-            "one broadcast multiply" if step.kernel == KERNEL_MULTIPLY
+        f"{head}  {names.reg(step.left.register)} x {names.reg(step.right.register)} -> "
+        f"{n(step.labels)} {_shape(step.shape)}: no contracted labels, " + (
+            "one broadcast multiply" if step.kernel is Kernel.MULTIPLY
             else "NumPy's sum-of-products loop (an outer product)"),
-        f"      batch {n(step.batch)} | left-free {n(step.left_free)} | right-free "
-        f"{n(step.right_free)} | left-only {n(step.left_only)} | right-only "
-        f"{n(step.right_only)}",
+        f"      batch {n(g.batch)} | left-free {n(g.left_free)} | right-free "
+        f"{n(g.right_free)} | left-only {n(g.left_only)} | right-only "
+        f"{n(g.right_only)}",
         "      operands viewed" + (
-            f" as {_shape(step.left_shape)} and {_shape(step.right_shape)}"
-            if step.kernel == KERNEL_MULTIPLY else " as they are"),
-        f"      out: {step.out_note or _write_words(step.write)}",
+            f" as {_shape(geo.left.shape)} and {_shape(geo.right.shape)}"
+            if step.kernel is Kernel.MULTIPLY else " as they are"),
+        f"      out: {_out_words(step)}",
         *_split_lines(step, names),
         tail,
     ]
 
 
 def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
-    if step.threads < 2:
+    if step.split is None:
         return []
-    return [f"      split over {step.threads} threads along {names.labels((step.split,))} "
+    return [f"      split over {step.split.threads} threads along "
+            f"{names.labels((step.split.label,))} "
             "(memory-bound: each thread writes its own part of the output)"]

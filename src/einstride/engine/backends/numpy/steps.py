@@ -22,64 +22,106 @@ Step kinds (as :attr:`kind` and in the report):
   ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
   an outer product (that loop is faster than a ufunc over stride-0 operands).
 
-A large reduce or batch step may be *split*: ``threads`` > 1 chunks along the output label
-``split`` (free in every operand), run on threads (see :mod:`.threads`).
+A large reduce or batch step may be *split* (:class:`Split`): ``threads`` > 1 chunks along
+an output label free in every operand, run on threads (see :mod:`.threads`).  How every
+step but a view writes its result is its :class:`~.delivery.DeliveryPlan`.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...spec.equation import EinsumSpec
+from .delivery import Alloc, DeliveryPlan, OutputCreation
+from .pairs import Geometry, Groups
 
 __all__ = [
-    "WRITE_INTO",
-    "WRITE_NEW",
-    "WRITE_RETURN",
-    "WRITE_TEMP",
-    "Alloc",
     "BatchStep",
     "ContractStep",
     "CopyStep",
+    "FusedStep",
+    "Kernel",
+    "OperandView",
     "OutputPlan",
     "Plan",
     "ReduceStep",
+    "Split",
     "Step",
     "ViewStep",
 ]
 
-# The NumPy kernel of a reduce or batch step:
-KERNEL_LOOP = "loop"          # NumPy's strided sum-of-products loop (numpy.einsum's C core)
-KERNEL_MULTIPLY = "multiply"  # numpy.multiply over broadcast views
-KERNEL_UFUNC = "ufunc"        # numpy.add.reduce / logical_or.reduce (beyond the loop's 52 axes)
 
-# How a step delivers its result:
-WRITE_NEW = "new"        # into a C-ordered buffer the plan allocates (register `labels` order)
-WRITE_RETURN = "return"  # NumPy allocates (or it is a view); this is the einsum result
-WRITE_INTO = "into"      # straight into the destination view
-WRITE_TEMP = "temp"      # NumPy allocates a temporary, then it is copied into the destination
+class Kernel(enum.Enum):
+    """The NumPy kernel of a reduce or batch step."""
+
+    LOOP = "loop"
+    """NumPy's strided sum-of-products loop (``numpy.einsum``'s C core)."""
+    MULTIPLY = "multiply"
+    """``numpy.multiply`` over broadcast views."""
+    UFUNC = "ufunc"
+    """``numpy.add.reduce`` / ``logical_or.reduce`` (beyond the loop's 52 axes)."""
 
 
-@dataclass(frozen=True)
-class Alloc:
-    """One allocation: ``what`` it holds, its shape and dtype."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Split:
+    """A step run as ``threads`` chunks along the output label ``label`` (see
+    :mod:`.threads`)."""
 
-    what: str
+    label: int
+    threads: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OperandView:
+    """An operand of a pairwise step: its ``register``, the register's ``labels`` and
+    ``shape``, and how the kernel got it (``note``: viewed, or copied by an earlier step and
+    why).  How the kernel folds it is the step's :class:`~.pairs.Geometry`."""
+
+    register: int
+    labels: tuple[int, ...]
     shape: tuple[int, ...]
-    dtype: np.dtype[Any]
+    note: str = "viewed"
+
+
+class _Delivers:
+    """A step that writes through its :class:`~.delivery.DeliveryPlan`, which holds every
+    allocation it makes."""
+
+    __slots__ = ()
+    delivery: DeliveryPlan
 
     @property
-    def nbytes(self) -> int:
-        n = self.dtype.itemsize
-        for d in self.shape:
-            n *= d
-        return n
+    def allocs(self) -> tuple[Alloc, ...]:
+        return self.delivery.allocs
 
 
-@dataclass(frozen=True)
+class _Splits(_Delivers):
+    """A step the planner may split over threads."""
+
+    __slots__ = ()
+    split: Split | None
+
+    @property
+    def threads(self) -> int:
+        return 1 if self.split is None else self.split.threads
+
+
+class _Pairwise(_Delivers):
+    """A product of two registers: its register holds the ``labels`` of its geometry."""
+
+    __slots__ = ()
+    geometry: Geometry
+
+    @property
+    def labels(self) -> tuple[int, ...]:
+        return self.geometry.labels
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewStep:
     """Operand register ``src`` viewed: size-1 broadcast axes squeezed, then diagonals."""
 
@@ -91,19 +133,22 @@ class ViewStep:
     labels_in: tuple[int, ...]
     labels: tuple[int, ...]
     shape: tuple[int, ...]
-    allocs: tuple[Alloc, ...] = ()
 
     @property
     def kind(self) -> str:
         return "diagonal" if self.diagonals else "broadcast"
 
+    @property
+    def allocs(self) -> tuple[Alloc, ...]:
+        return ()
 
-@dataclass(frozen=True)
-class ReduceStep:
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReduceStep(_Splits):
     """Sum ``axes`` of register ``src`` (``logical_or`` for bool) in ``dtype``.
 
     The kept axes come out in ``src`` order (``kept``); the register holds them in
-    ``labels`` order (a C-ordered buffer when ``write`` is ``new``).
+    ``labels`` order (a C-ordered buffer when the delivery is ``NEW``).
     """
 
     src: int
@@ -114,20 +159,17 @@ class ReduceStep:
     labels: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    write: str
-    dest_perm: tuple[int, ...] = ()
-    allocs: tuple[Alloc, ...] = ()
-    kernel: str = KERNEL_LOOP
-    split: int = -1
-    threads: int = 1
+    delivery: DeliveryPlan
+    kernel: Kernel = Kernel.LOOP
+    split: Split | None = None
 
-    kind = "reduce"
+    kind: ClassVar[str] = "reduce"
 
 
-@dataclass(frozen=True)
-class CopyStep:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CopyStep(_Delivers):
     """Register ``src`` transposed by ``perm`` and copied (cast to ``dtype``): into a new
-    C-ordered buffer (``write`` = new) or into the destination (``write`` = into)."""
+    C-ordered buffer (``NEW``) or into the destination (``INTO``), for ``reason``."""
 
     src: int
     dst: int
@@ -135,96 +177,60 @@ class CopyStep:
     labels: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    write: str
     reason: str
-    dest_perm: tuple[int, ...] = ()
-    allocs: tuple[Alloc, ...] = ()
+    delivery: DeliveryPlan
 
-    kind = "copy"
-
+    kind: ClassVar[str] = "copy"
 
 
-
-@dataclass(frozen=True)
-class ContractStep:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContractStep(_Pairwise):
     """``matmul(left (B.., M, K), right (B.., K, N)) -> (B.., M, N)`` over folded views.
 
-    ``left_perm``/``left_shape`` turn the left register into its (batch..., M, K) view
-    (transpose, then a reshape that the planner checked is a view); likewise right.  The
-    batch dimensions are the batch labels, then the ``looped`` labels (free or contracted
-    labels that do not fold, moved into matmul's batch loop; an operand without one gets a
-    size-1 dimension).  The register holds ``labels`` = batch + looped + M + N, unfolded to
-    ``shape``; looped contracted labels are summed by the next step.
+    ``geometry.left`` turns the left register into its (batch..., M, K) view (transpose,
+    then a reshape that the planner checked is a view); likewise right.  The batch
+    dimensions are the batch labels, then the ``looped`` labels (free or contracted labels
+    that do not fold, moved into matmul's batch loop; an operand without one gets a size-1
+    dimension).  The register holds ``labels`` = batch + looped + M + N, unfolded to
+    ``shape``; looped contracted labels are summed by the next step.  ``groups`` are the
+    pair's labels in the product's order (contracted = K + looped K, ...).
     """
 
-    left: int
-    right: int
     dst: int
-    left_in: tuple[int, ...]
-    right_in: tuple[int, ...]
-    batch: tuple[int, ...]
-    contracted: tuple[int, ...]
-    left_free: tuple[int, ...]
-    right_free: tuple[int, ...]
-    left_perm: tuple[int, ...]
-    left_shape: tuple[int, ...]
-    right_perm: tuple[int, ...]
-    right_shape: tuple[int, ...]
-    out_shape: tuple[int, ...]
-    labels: tuple[int, ...]
+    left: OperandView
+    right: OperandView
+    geometry: Geometry
+    groups: Groups
+    looped: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    write: str
-    dest_perm: tuple[int, ...] = ()
-    left_note: str = "viewed"
-    right_note: str = "viewed"
-    out_note: str = ""
-    left_only: tuple[int, ...] = ()
-    right_only: tuple[int, ...] = ()
-    allocs: tuple[Alloc, ...] = ()
-    looped: tuple[int, ...] = ()
+    delivery: DeliveryPlan
 
-    kind = "contract"
+    kind: ClassVar[str] = "contract"
 
 
-@dataclass(frozen=True)
-class BatchStep:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchStep(_Pairwise, _Splits):
     """``left * right`` over batch + left-free + right-free labels: ``numpy.multiply`` on
-    broadcast views (``kernel`` multiply), or NumPy's sum-of-products loop over the
-    registers' own labels ``left_labels``/``right_labels`` (``kernel`` loop)."""
+    the broadcast views of ``geometry`` (``Kernel.MULTIPLY``), or NumPy's sum-of-products
+    loop over the registers' own labels (``Kernel.LOOP``)."""
 
-    left: int
-    right: int
     dst: int
-    kernel: str
-    left_labels: tuple[int, ...]
-    right_labels: tuple[int, ...]
-    left_in: tuple[int, ...]
-    right_in: tuple[int, ...]
-    batch: tuple[int, ...]
-    left_free: tuple[int, ...]
-    right_free: tuple[int, ...]
-    left_perm: tuple[int, ...]
-    left_shape: tuple[int, ...]
-    right_perm: tuple[int, ...]
-    right_shape: tuple[int, ...]
-    labels: tuple[int, ...]
+    kernel: Kernel
+    left: OperandView
+    right: OperandView
+    geometry: Geometry
+    groups: Groups
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    write: str
-    dest_perm: tuple[int, ...] = ()
-    left_only: tuple[int, ...] = ()
-    right_only: tuple[int, ...] = ()
-    allocs: tuple[Alloc, ...] = ()
-    out_note: str = ""
-    split: int = -1
-    threads: int = 1
+    delivery: DeliveryPlan
+    split: Split | None = None
 
-    kind = "batch"
+    kind: ClassVar[str] = "batch"
 
 
-@dataclass(frozen=True)
-class FusedStep:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusedStep(_Delivers):
     """A tiny einsum in ONE pass of NumPy's sum-of-products loop over the operands as they
     are (``labels[i]``: operand ``i``'s label per axis, repeats included), chosen only when
     the whole problem is so small that one loop beats the Python cost of several steps."""
@@ -235,31 +241,29 @@ class FusedStep:
     out_labels: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    write: str
-    dest_perm: tuple[int, ...] = ()
-    allocs: tuple[Alloc, ...] = ()
+    delivery: DeliveryPlan
     cast: bool = True
 
-    kind = "fused"
+    kind: ClassVar[str] = "fused"
 
 
 Step = ViewStep | ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OutputPlan:
     """Where the result lives.
 
-    ``create``: ``out`` (the caller's array), ``zeros``/``empty`` (allocated before the
-    steps run), or ``none`` (register ``result`` is the result, viewed through
-    ``final_perm``).  ``expand`` lists, per distinct output label, the output axes that carry
-    it; when a label repeats, the steps write through the strided diagonal view.
+    ``create``: how the output array comes to be (:class:`~.delivery.OutputCreation`);
+    with ``NONE``, register ``result`` is the result, viewed through ``final_perm``.
+    ``expand`` lists, per distinct output label, the output axes that carry it; when a
+    label repeats, the steps write through the strided diagonal view.
     """
 
     labels: tuple[int, ...]
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
-    create: str
+    create: OutputCreation
     expand: tuple[tuple[int, ...], ...]
     result: int
     final_perm: tuple[int, ...]
@@ -270,7 +274,7 @@ class OutputPlan:
         return len(self.expand) != len(self.labels)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """An immutable plan: the spec, the layouts it was made for, the path and the steps."""
 

@@ -8,8 +8,9 @@ of chunks; the executor only follows.  Each chunk reads slices of the same views
 writes its own slice of the output, and every output element is summed by the same loop
 in the same order as without threads, so results are bit-identical.
 
-The thread count is ``min(2, os.cpu_count())`` unless the environment variable
-``EINSTRIDE_NUM_THREADS`` or :func:`set_num_threads` says otherwise; ``1`` disables it.
+The thread count is a planner option (:class:`.options.PlannerOptions`): by default
+``min(2, os.cpu_count())`` unless the environment variable ``EINSTRIDE_NUM_THREADS`` or
+:func:`set_num_threads` says otherwise; ``1`` disables splitting.
 
 >>> previous = num_threads()
 >>> set_num_threads(1)
@@ -22,76 +23,52 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["SPLIT_MIN_BYTES", "num_threads", "run_chunks", "set_num_threads", "split_threads"]
+from .options import default_options, set_default_options, threads_from_env
 
-SPLIT_MIN_BYTES = 4 << 20
-"""A step is split only when it moves at least this many bytes through memory (below,
-the ~30-50 us of handing work to another thread eats the gain: measured on 2 cores, a
-2 MiB diagonal sum got slower, a 32 MiB reduction 25% faster)."""
+__all__ = ["num_threads", "run_chunks", "set_num_threads"]
 
-_ENV = "EINSTRIDE_NUM_THREADS"
-_override: int | None = None
 _pool: ThreadPoolExecutor | None = None
-
-
-def _from_env() -> int:
-    text = os.environ.get(_ENV, "").strip()
-    if text:
-        try:
-            return max(1, int(text))
-        except ValueError:
-            pass  # an unreadable setting means the default, not a failing einsum
-    return max(1, min(2, os.cpu_count() or 1))
+_pool_workers = 0
 
 
 def num_threads() -> int:
-    """The number of threads a large memory-bound step is split over (1: no splitting)."""
-    return _override if _override is not None else _from_env()
+    """The number of threads a large memory-bound step is split over by default (1: no
+    splitting)."""
+    return default_options().threads
 
 
 def set_num_threads(n: int | None) -> None:
     """Use ``n`` threads for large memory-bound steps (``1`` disables splitting; ``None``
-    goes back to ``EINSTRIDE_NUM_THREADS`` or the default).  Plans are made for a thread
-    count, so this clears the plan cache (expressions made before keep their plans)."""
-    global _override
+    goes back to ``EINSTRIDE_NUM_THREADS`` or the default, reading the environment again).
+    The thread count is part of the default planner options, so plans made before stay
+    cached for their own count (and expressions made before keep their plans)."""
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"set_num_threads: expected a positive int or None, got {n!r}")
-    _override = n
-    _reset_pool()
-    from .cache import clear_plan_cache  # cache imports the planner, which imports this
-
-    clear_plan_cache()
+    count = threads_from_env() if n is None else n
+    set_default_options(dataclasses.replace(default_options(), threads=count))
+    _reset_pool()   # the next split step starts a pool of its own size
 
 
-def split_threads(bytes_moved: int, size: int) -> int:
-    """How many chunks a step moving ``bytes_moved`` bytes, split along an axis of
-    ``size``, should run as (1: not split).
-
-    >>> split_threads(100, 64), split_threads(1 << 30, 1)
-    (1, 1)
-    """
-    if bytes_moved < SPLIT_MIN_BYTES or size < 2:
-        return 1
-    return min(num_threads(), size)
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=max(1, num_threads() - 1),
-                                   thread_name_prefix="einstride")
+def _executor(workers: int = 1) -> ThreadPoolExecutor:
+    """The pool, with at least ``workers`` threads (a plan made for more threads than any
+    before gets a bigger pool)."""
+    global _pool, _pool_workers
+    if _pool is None or _pool_workers < workers:
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="einstride")
+        _pool_workers = workers
     return _pool
 
 
 def _reset_pool() -> None:
     # dropped, not shut down: a concurrent einsum may still be submitting to it (its idle
-    # worker exits once the pool is garbage-collected)
-    global _pool
-    _pool = None
+    # workers exit once the pool is garbage-collected, after the work already handed over)
+    global _pool, _pool_workers
+    _pool, _pool_workers = None, 0
 
 
 if hasattr(os, "register_at_fork"):
@@ -110,7 +87,8 @@ def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     >>> sorted(done)
     [0, 1]
     """
-    futures: list[Future[object]] = [_executor().submit(c) for c in chunks[1:]]
+    pool = _executor(max(1, len(chunks) - 1))
+    futures: list[Future[object]] = [pool.submit(c) for c in chunks[1:]]
     try:
         chunks[0]()
     finally:

@@ -1,11 +1,12 @@
 """The performance benchmark: einstride's einsum against its peers (see docs/performance.md).
 
-``einstride bench`` (``make bench``) times the engine side by side with numpy.einsum,
-opt_einsum, and torch and pytblis when installed, on the cases of ``suite``, checks
-every result against NumPy, and writes a markdown report with a PNG chart. The pieces
+A development tool, not part of the einstride wheel: ``make bench`` (``benchmarks/run.py``,
+which puts ``benchmarks/`` on ``sys.path``) times the installed einstride side by side with
+numpy.einsum, opt_einsum, and torch and pytblis when installed, on the cases of ``suite``,
+checks every result against NumPy, and writes a markdown report with a PNG chart. The pieces
 are usable on their own: pass ``run_suite`` any ``Engine`` and any peers.
 
->>> from einstride.bench import Engine, default_cases, run_suite
+>>> from einstride_bench import Engine, default_cases, run_suite
 >>> len(default_cases()) >= 20
 True
 """

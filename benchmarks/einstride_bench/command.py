@@ -1,4 +1,4 @@
-"""``einstride bench``: run the suite, write the markdown report and the chart.
+"""``make bench`` (``benchmarks/run.py``): run the suite, write the markdown report and the chart.
 
 Exit codes: 0 when every case ran and the subject's results were all correct (targets
 may be missed: the report says so; ``--strict`` makes a miss exit 1 too), 1 when the
@@ -23,6 +23,7 @@ from .case import Case
 from .chart import draw
 from .contenders import Engine, default_peers, load_einstride, stand_in
 from .machine import thread_limit
+from .memory import memory_cases, render_memory, run_memory
 from .report import render
 from .results import SuiteResult
 from .runner import run_suite
@@ -40,7 +41,7 @@ def _positive(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="einstride bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="benchmarks/run.py", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, shorter timing")
     parser.add_argument(
         "--output",
@@ -76,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
         help="time opt_einsum in einstride's place (to try the harness)",
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="run the memory section instead (peak bytes; sliced against unsliced time), "
+        "written to docs/memory.md (build/bench-memory-quick.md with --quick)",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     return parser
 
@@ -107,7 +114,7 @@ def _engine(use_stand_in: bool) -> Engine | None:
     try:
         return load_einstride()
     except ImportError as exc:
-        print(f"einstride bench: {exc}; try --stand-in to exercise the harness", file=sys.stderr)
+        print(f"benchmarks/run.py: {exc}; try --stand-in to exercise the harness", file=sys.stderr)
         return None
 
 
@@ -116,9 +123,36 @@ def _budget(args: argparse.Namespace) -> Budget:
     return base if args.budget is None else dataclasses.replace(base, seconds=args.budget)
 
 
+def _memory_main(args: argparse.Namespace) -> int:
+    """``--memory``: the memory section alone (no case matching ``-k`` is no failure)."""
+    cases = [
+        c
+        for c in memory_cases()
+        if not args.case or any(t in c.name or t in c.equation for t in args.case)
+    ]
+    if args.list or not cases:
+        print("\n".join(f"memory: {c.name}: {c.equation}" for c in cases) or "no memory case")
+        return 0
+    engine = _engine(args.stand_in)
+    if engine is None:
+        return 2
+    with thread_limit(args.threads):
+        rows = run_memory(cases, engine, _budget(args), args.quick)
+    output = args.output or Path("build/bench-memory-quick.md" if args.quick else "docs/memory.md")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    mode = "quick" if args.quick else "full"
+    output.write_text("# einstride: memory\n\n" + render_memory(rows, mode), encoding="utf-8")
+    print(f"wrote {output}", file=sys.stderr)
+    if any(note.startswith(("error", "wrong")) for row in rows for note in row.notes.values()):
+        return 1
+    return 1 if args.strict and any(row.status == "MISS" for row in rows) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; see the module doc for the exit codes."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    if args.memory:
+        return _memory_main(args)
     cases = select(default_cases(), args.case)
     if args.list or not cases:
         print("\n".join(f"{c.name}: {c.equation}" for c in cases) or "no case matches")

@@ -5,9 +5,9 @@ against NumPy before any timing; a contender that is skipped, raises or is wrong
 reported with the reason and not timed. The others are timed interleaved.
 
 >>> import io, opt_einsum
->>> from einstride.bench.case import dense
->>> from einstride.bench.contenders import default_peers, stand_in
->>> from einstride.bench.timing import Budget
+>>> from einstride_bench.case import dense
+>>> from einstride_bench.contenders import default_peers, stand_in
+>>> from einstride_bench.timing import Budget
 >>> brief = Budget(seconds=0.02, min_sample=1e-4, turn=1e-3, min_turns=1, max_rounds=20)
 >>> case = Case("mm", "ij,jk->ik", dense(np.float64, [(3, 4), (4, 5)]))
 >>> suite = run_suite([case], stand_in(), default_peers(optional=False), brief, quick=True,

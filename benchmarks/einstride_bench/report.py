@@ -214,8 +214,8 @@ _READING = """## How to read this
   marks a case whose samples spread widely (interquartile range > 25% of the median).
 - **others busy**: cores that other processes kept busy while the case ran (from
   /proc/stat less this process's CPU time); on a 2-core machine anything near 1 makes
-  multi-threaded timings unreliable. `einstride bench --threads 1` limits every native
-  thread pool (BLAS, OpenMP, torch, pytblis) to one thread: steadier numbers on a
+  multi-threaded timings unreliable. `make bench BENCH_ARGS="--threads 1"` limits every
+  native thread pool (BLAS, OpenMP, torch, pytblis) to one thread: steadier numbers on a
   busy machine, at the price of not measuring parallel speed-ups.
 - **% matmul**: for GEMM-shaped cases, numpy.matmul's time on the same data / {engine}'s
   (100% = as fast as matmul); for other contractions, {engine}'s GFLOP/s as a share of

@@ -6,7 +6,7 @@ as torch tensors without a copy, building an expression) happens in ``prepare``,
 the timed call. The subject is loaded lazily, so the harness runs (and is tested) with
 any engine that has einstride's ``einsum`` and ``contract_expression`` signatures.
 
->>> from einstride.bench.case import dense
+>>> from einstride_bench.case import dense
 >>> engine = Engine("stand-in", opt_einsum.contract, opt_einsum.contract_expression)
 >>> case = Case("mm", "ij,jk->ik", dense(np.float64, [(2, 3), (3, 4)]))
 >>> ops = case.operands(quick=False)

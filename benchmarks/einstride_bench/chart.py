@@ -21,9 +21,9 @@ def relative_times(result: CaseResult) -> dict[str, float]:
     """Each timed column's best time divided by the fastest peer's (empty without peers).
 
     >>> import numpy as np
-    >>> from einstride.bench.case import Case, dense
-    >>> from einstride.bench.results import Entry
-    >>> from einstride.bench.timing import Timing
+    >>> from einstride_bench.case import Case, dense
+    >>> from einstride_bench.results import Entry
+    >>> from einstride_bench.timing import Timing
     >>> case = Case("mm", "ij,jk->ik", dense(np.float64, [(2, 2)] * 2))
     >>> entries = (Entry("s", "subject", Timing((3.0,), 1)), Entry("p", "peer", Timing((2.0,), 1)))
     >>> relative_times(CaseResult(case, "", "float64", 0.0, entries))

@@ -1,8 +1,8 @@
 """The measured results of a case and of the suite, and the targets judged on them.
 
 >>> import numpy as np
->>> from einstride.bench.case import dense
->>> from einstride.bench.timing import Timing
+>>> from einstride_bench.case import dense
+>>> from einstride_bench.timing import Timing
 >>> case = Case("mm", "ij,jk->ik", dense(np.float64, [(2, 2)] * 2))
 >>> entries = (Entry("subject", "subject", Timing((2.0,), 1)),
 ...            Entry("a", "peer", Timing((4.0,), 1)), Entry("b", "peer", Timing((1.0,), 1)))

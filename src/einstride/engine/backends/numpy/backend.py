@@ -1,0 +1,163 @@
+"""The NumPy backend, the default: operands converted to ndarrays (Tensors viewed), a cached
+plan run over views, and the result in the caller's kind (NumPy in, NumPy out; any Tensor
+in, Tensor out).
+
+>>> import numpy as np
+>>> from ...call import make_call
+>>> einsum(make_call("ij->j", np.ones((2, 3))))
+array([2., 2., 2.])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .... import memory as _memory
+from ....errors import EinsumError, EinsumTypeError
+from ....tensors import Tensor, wrap_like
+from ....transfer import check_out
+from ...call import EinsumCall, check_conversion
+from .cache import Entry, entry_for, facts_of
+from .limited import explain_within, run_limited
+
+__all__ = ["as_arrays", "einsum", "explain", "out_array", "run_entry"]
+
+Array = np.ndarray[Any, Any]
+
+
+def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
+    """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``), and
+    whether any was a Tensor."""
+    arrays: list[Array] = []
+    tensor_in = False
+    for i, x in enumerate(raw):
+        if type(x) is np.ndarray:
+            arrays.append(x)
+            continue
+        if isinstance(x, Tensor):
+            tensor_in = True
+            arrays.append(x.numpy())
+            continue
+        try:
+            check_conversion(x, f"einsum: operand {i}")
+            arrays.append(np.asarray(x))
+        except (TypeError, ValueError, OverflowError) as exc:
+            if isinstance(exc, EinsumError):
+                raise
+            raise TypeError(
+                f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
+            ) from None
+    return arrays, tensor_in
+
+
+def out_array(out: Any) -> Array:
+    """The ndarray of ``out=``: a Tensor or an ndarray, nothing converted."""
+    if isinstance(out, Tensor):
+        return out.numpy()
+    if isinstance(out, np.ndarray):
+        return out
+    raise TypeError(
+        f"einsum out=: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}"
+    )
+
+
+def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None,
+              tensor_in: bool) -> Any:
+    """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
+    it), and return ``out``, a Tensor or NumPy's result."""
+    if call.casting is not None:
+        _check_casting(call, arrays)
+    if call.out is not None:
+        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
+                  casting=call.casting or "same_kind")
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    if out_arr is not None and _errors_raise():
+        _run_then_copy(call, arrays, out_arr, limit)
+        return call.out
+    if entry.peak > limit:
+        value = run_limited(call.key, arrays, out_arr, call.dtype, call.optimize, limit)
+    else:
+        value = entry.run(arrays, out_arr)
+    if call.out is not None:
+        return call.out
+    if call.order != "K":
+        value = _in_order(value, call.order, arrays)
+    if tensor_in:
+        return wrap_like(np.asarray(value), True)
+    return value
+
+
+def _errors_raise() -> bool:
+    """Whether a floating-point error raises now (``np.errstate(... = "raise")``): then a
+    product written straight into ``out=`` could raise half-way."""
+    return "raise" in np.geterr().values()
+
+
+def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array, limit: int) -> None:
+    """Compute into new arrays, cast to ``out``'s dtype, and only then write ``out``: every
+    floating-point error is raised before ``out`` is touched."""
+    entry = entry_for(call.key, arrays, None, call.dtype, call.optimize)
+    if entry.peak > limit:
+        found = run_limited(call.key, arrays, None, call.dtype, call.optimize, limit)
+    else:
+        found = entry.run(arrays, None)
+    value = np.asarray(found)
+    if value.dtype != out.dtype:
+        value = value.astype(out.dtype, casting="unsafe")
+    np.copyto(out, value, casting="no")
+
+
+def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
+    """NumPy's ``casting=`` rule for the operands' cast to ``dtype=``."""
+    if call.dtype is None:
+        return
+    for i, a in enumerate(arrays):
+        if not np.can_cast(a.dtype, call.dtype, call.casting):  # type: ignore[arg-type]
+            raise EinsumTypeError(
+                f"einsum: operand {i} has dtype {a.dtype}, which cannot be cast to "
+                f"dtype={call.dtype} by the rule casting={call.casting!r}"
+            )
+
+
+def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
+    """The result in NumPy's ``order=`` layout (``A``: Fortran when every operand is Fortran
+    and not C contiguous)."""
+    if not isinstance(value, np.ndarray) or value.ndim < 2:
+        return value
+    if order == "A":
+        fortran = bool(arrays) and all(  # NumPy's PyArray_ISFORTRAN, for every operand
+            a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays
+        )
+        order = "F" if fortran else "C"
+    if order == "C":
+        return value if value.flags.c_contiguous else np.ascontiguousarray(value)
+    return value if value.flags.f_contiguous else np.asfortranarray(value)
+
+
+def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
+    arrays, tensor_in = as_arrays(call.operands)
+    out_arr = None
+    if call.out is not None:
+        out_arr = out_array(call.out)
+        tensor_in = tensor_in or isinstance(call.out, Tensor)
+    return entry_for(call.key, arrays, out_arr, call.dtype, call.optimize), arrays, out_arr, \
+        tensor_in
+
+
+def einsum(call: EinsumCall) -> Any:
+    """Run ``call`` on NumPy."""
+    entry, arrays, out_arr, tensor_in = _entry(call)
+    return run_entry(entry, arrays, call, out_arr, tensor_in)
+
+
+def explain(call: EinsumCall) -> str:
+    """The plan report of ``call`` for its operands' actual layouts, within its memory
+    limit."""
+    entry, arrays, out_arr, _ = _entry(call)
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
+    return explain_within(entry.plan, call.key, facts_of(arrays), out_facts, call.dtype,
+                          call.optimize, limit)

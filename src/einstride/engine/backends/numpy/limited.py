@@ -1,0 +1,343 @@
+"""einsum within a memory limit: ``memory_limit`` bounds the peak of the whole call.
+
+A call whose plan peaks within the limit runs its plan (the callers check that with one
+comparison against the cached entry's peak; nothing here runs then).  Otherwise, in order:
+
+1. a result (without ``out=``) larger than the limit raises :class:`EinsumError`;
+2. the path is searched again within the limit (opt_einsum's ``memory_limit``, for path
+   finder names; an explicit path or a path optimizer object is kept);
+3. the plan along the original path is sliced (:mod:`.sliced`): the labels and chunk widths
+   come from :func:`~...spec.slicing.find_slicing` over a model of the path, checked
+   against the real plans' peaks (and searched again with a lower target if they are over);
+4. the cheaper of 2 and 3 in FLOPs runs; when neither fits, :class:`EinsumError` names the
+   bytes needed and allowed.
+
+Everything is decided before anything is allocated, and cached per call signature.
+
+>>> import numpy as np
+>>> a, b, c = np.ones((64, 64)), np.ones((64, 64, 64)), np.ones((64, 64))
+>>> limited = limited_plan("ab,cbe,ae->ac", facts_of([a, b, c]), None, None, "auto", 2**19)
+>>> plan_peak(limited.base) > 2**19 >= limited.peak
+True
+>>> limited.sliced.slicing.describe(limited.base.spec.names)
+'a: 5 chunks of 13 (the last 12)'
+>>> np.array_equal(limited.run((a, b, c), None), np.einsum("ab,cbe,ae->ac", a, b, c))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ....errors import EinsumError
+from ...call import equation_of
+from ...spec.equation import bind
+from ...spec.paths import find_path, optimize_key
+from ...spec.slicing import MAX_SLICES, PathModel, find_slicing, make_slicing, path_model
+from ...spec.walk import prepared_labels
+from .cache import CLEAR_HOOKS, facts_of
+from .execute import Program, compile_plan
+from .fold import contiguous_strides
+from .peak import plan_peak
+from .plan import build_plan
+from .report import format_plan
+from .sliced import SlicedPlan, build_sliced, compile_sliced, format_sliced
+from .steps import CopyStep, Plan, ViewStep
+
+__all__ = ["Limited", "explain_within", "limited_plan", "run_limited", "shape_facts"]
+
+Array = np.ndarray[Any, Any]
+OutFacts = tuple[tuple[int, ...], np.dtype[Any]]
+ATTEMPTS = 6  # slicing searches, each with a lower target when the real peak was over
+CACHE_SIZE = 128
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limited:
+    """What runs within ``limit``: the call's unsliced ``base`` plan, the ``plan`` that runs
+    (``base``, or the plan of a path searched within the limit) or its ``sliced`` form."""
+
+    limit: int
+    base: Plan
+    plan: Plan
+    sliced: SlicedPlan | None
+    run: Program
+    peak: int
+
+
+def limited_plan(
+    eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any, optimize: Any, limit: int
+) -> Limited:
+    """The :class:`Limited` plan for these operand facts (``(shape, strides, dtype)`` per
+    operand, as the plan cache keys them), cached unless ``optimize`` is an object."""
+    opt_key = optimize_key(optimize)
+    try:
+        hash((eq_key, facts, out_facts, dtype, opt_key))
+    except TypeError:
+        opt_key = None
+    if opt_key is None:
+        return _decide(eq_key, facts, out_facts, dtype, optimize, limit)
+    return _cached(eq_key, facts, out_facts, dtype, opt_key, limit)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _cached(
+    eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any, opt_key: Any, limit: int
+) -> Limited:
+    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
+    return _decide(eq_key, facts, out_facts, dtype, optimize, limit)
+
+
+def run_limited(
+    eq_key: Any, arrays: Sequence[Array], out: Array | None, dtype: Any, optimize: Any, limit: int
+) -> Any:
+    """Run an einsum whose plan peaks over ``limit`` (see the module doc)."""
+    out_facts = None if out is None else (out.shape, out.strides, out.dtype)
+    return limited_plan(eq_key, facts_of(arrays), out_facts, dtype, optimize, limit).run(
+        arrays, out
+    )
+
+
+def shape_facts(shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]) -> tuple[Any, ...]:
+    """The facts of C-contiguous operands of these shapes and dtypes."""
+    facts: list[Any] = []
+    for shape, dt in shapes_dtypes:
+        facts += (shape, contiguous_strides(shape, dt.itemsize), dt)
+    return tuple(facts)
+
+
+def _decide(
+    eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any, optimize: Any, limit: int
+) -> Limited:
+    """Plan, then (over the limit) search a path, slice, or raise: see the module doc."""
+    spec = bind(equation_of(eq_key), facts[0::3])
+    out = None if out_facts is None else (tuple(out_facts[1]), np.dtype(out_facts[2]))
+    base = build_plan(spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize)
+    peak = plan_peak(base)
+    if peak <= limit:
+        return Limited(
+            limit=limit, base=base, plan=base, sliced=None, run=compile_plan(base), peak=peak
+        )
+    _check_result(base, out is None, limit)
+    repathed = _repath(base, out, optimize, limit)
+    # the plan of a slice may copy operands that the unsliced plan copies, or not: try both
+    models = dict.fromkeys(
+        path_model(spec, base.path, copied=copied)
+        for copied in (frozenset(), _copied_operands(base))
+    )
+    found = [sliced for model in models if (sliced := _slice(base, model, out, limit)) is not None]
+    sliced = min(found, key=lambda s: (s.slicing.cost, s.slicing.n_slices, s.peak), default=None)
+    if repathed is not None and (sliced is None or _flops(repathed) <= sliced.slicing.cost):
+        return Limited(
+            limit=limit,
+            base=base,
+            plan=repathed,
+            sliced=None,
+            run=compile_plan(repathed),
+            peak=plan_peak(repathed),
+        )
+    if sliced is None:
+        raise _cannot_fit(base, path_model(spec, base.path), out, limit, peak)
+    return Limited(
+        limit=limit,
+        base=base,
+        plan=base,
+        sliced=sliced,
+        run=compile_sliced(sliced),
+        peak=sliced.peak,
+    )
+
+
+def _result_bytes(plan: Plan) -> int:
+    return math.prod(plan.spec.output_shape) * plan.result_dtype.itemsize
+
+
+def _check_result(base: Plan, own: bool, limit: int) -> None:
+    """The result alone (when einsum allocates it) must fit."""
+    needed = _result_bytes(base) if own else 0
+    if needed > limit:
+        raise EinsumError(
+            f"einsum {base.spec.text!r}: output would allocate {needed:,} bytes for the output "
+            f"of shape {base.spec.output_shape} ({base.result_dtype}), more than the memory "
+            f"limit of {limit:,} bytes"
+        )
+
+
+def _flops(plan: Plan) -> int:
+    """FLOPs of ``plan``'s path in the slicer's convention (comparable with a slicing's)."""
+    return path_model(plan.spec, plan.path).flops(plan.spec.sizes)
+
+
+def _repath(base: Plan, out: OutFacts | None, optimize: Any, limit: int) -> Plan | None:
+    """A plan along a path searched within the limit that fits it, if the path was searched
+    (a finder name) and one does."""
+    spec = base.spec
+    if len(spec.inputs) < 3 or not (optimize is None or isinstance(optimize, (bool, str))):
+        return None
+    if optimize is False:
+        return None
+    spare = limit - (_result_bytes(base) if out is None else 0)
+    terms, output = prepared_labels(spec), tuple(dict.fromkeys(spec.output))
+    for share in (1, 2, 4):  # the peak holds several intermediates at once
+        elements = spare // (share * base.compute_dtype.itemsize)
+        if elements < 1:
+            return None
+        try:
+            path = find_path(terms, output, spec.sizes, optimize, memory_limit=elements)
+        except RuntimeError:  # opt_einsum's dp: no contraction within the limit
+            continue
+        if path == base.path:
+            continue
+        plan = build_plan(
+            spec, base.dtypes, base.strides, out=out, dtype=base.result_dtype, optimize=path
+        )
+        if plan_peak(plan) <= limit:
+            return plan
+    return None
+
+
+def _copied_operands(plan: Plan) -> frozenset[int]:
+    """Operands the plan copies (their copies are buffers a slice can make smaller)."""
+    origin = {i: i for i in range(len(plan.spec.inputs))}
+    found = set()
+    for step in plan.steps:
+        if isinstance(step, ViewStep) and step.src in origin:
+            origin[step.dst] = origin[step.src]
+        elif isinstance(step, CopyStep) and step.src in origin and step.allocs:
+            found.add(origin[step.src])
+    return frozenset(found)
+
+
+def _estimator(
+    model: PathModel, base: Plan, out: OutFacts | None
+) -> Callable[[tuple[int, ...]], int]:
+    """The slicer's peak model in bytes: the result, the accumulator and partial buffers
+    when a summed label is sliced, and the path's buffers."""
+    itemsize, output = base.compute_dtype.itemsize, base.spec.output
+    result = _result_bytes(base) if out is None else 0
+    buffers = 1 if (base.result_dtype if out is None else out[1]) == base.compute_dtype else 2
+    summed = [x for x in range(len(model.sizes)) if x not in model.output]
+
+    def peak(widths: tuple[int, ...]) -> int:
+        extra = 0
+        if any(widths[x] < model.sizes[x] for x in summed):
+            extra = buffers * itemsize * math.prod(widths[x] for x in output)
+        return result + extra + itemsize * model.buffer_elements(widths)
+
+    return peak
+
+
+def _slice(base: Plan, model: PathModel, out: OutFacts | None, limit: int) -> SlicedPlan | None:
+    """The cheapest slicing found whose real peak fits, or None."""
+    out_dtype = None if out is None else out[1]
+    estimate = _estimator(model, base, out)
+    target = limit
+    for _ in range(ATTEMPTS):
+        slicing = find_slicing(model, estimate, target)
+        if slicing is None:
+            return None
+        sliced = build_sliced(base, slicing, out_dtype) if slicing.labels else None
+        real = plan_peak(base) if sliced is None else sliced.peak
+        if sliced is not None and real <= limit:
+            return sliced
+        # the model missed real - estimate bytes (copies, temporaries): ask for that less
+        target = min(target - 1, limit - (real - estimate(slicing.widths)))
+        if target <= 0:
+            return None
+    return None
+
+
+def _cannot_fit(
+    base: Plan, model: PathModel, out: OutFacts | None, limit: int, peak: int
+) -> EinsumError:
+    """Why no plan fits: even the smallest slice is too large, or no slicing was found."""
+    ones = tuple(min(size, 1) if size > 1 else size for size in model.sizes)
+    smallest = build_sliced(base, make_slicing(model, ones), None if out is None else out[1])
+    text = base.spec.text
+    if smallest.peak > limit:
+        return EinsumError(
+            f"einsum {text!r}: even sliced to one index of every label, a slice would allocate "
+            f"{smallest.peak:,} bytes at its peak (the result {smallest.result_bytes:,}, "
+            f"accumulators {smallest.accumulator_bytes + smallest.partial_bytes:,}, the slice "
+            f"{smallest.slice_peak:,}), more than the memory limit of {limit:,} bytes"
+        )
+    return EinsumError(
+        f"einsum {text!r}: the plan would allocate {peak:,} bytes at its peak, more than the "
+        f"memory limit of {limit:,} bytes, and no slicing into at most {MAX_SLICES:,} slices "
+        "was found that fits it"
+    )
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+def _with_lines(report: str, lines: Sequence[str]) -> str:
+    """``lines`` inserted after the report's first line (the equation)."""
+    head, *rest = report.splitlines()
+    return "\n".join([head, *lines, *rest])
+
+
+def format_limited(limited: Limited) -> str:
+    """The report of a call over its limit: the memory decision, then the plan that runs."""
+    base, limit = limited.base, limited.limit
+    over = (
+        f"  memory limit: {limit:,} B; the plan along path {list(base.path)} would peak at "
+        f"{plan_peak(base):,} B"
+    )
+    if limited.sliced is None:
+        extra = _flops(limited.plan) / max(_flops(base), 1) - 1.0
+        return _with_lines(
+            format_plan(limited.plan),
+            [
+                over,
+                f"  so the path was searched within the limit: path {list(limited.plan.path)} "
+                f"peaks at {limited.peak:,} B (FLOPs {100 * extra:+.1f}%); its plan:",
+            ],
+        )
+    shapes = ", ".join(str(s) for s in base.spec.shapes())
+    head = format_plan(base).splitlines()[0]
+    return "\n".join(
+        [
+            head,
+            f"  operands: {shapes}; result {base.spec.output_shape} {base.result_dtype}",
+            over,
+            *format_sliced(limited.sliced),
+        ]
+    )
+
+
+def explain_within(
+    plan: Plan,
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    out_facts: Any,
+    dtype: Any,
+    optimize: Any,
+    limit: int,
+) -> str:
+    """The plan report of a call whose unsliced plan is ``plan``, within ``limit``: the plan
+    itself when it fits, else what einsum would run (or the error it would raise)."""
+    if plan_peak(plan) <= limit:
+        return format_plan(plan)
+    try:
+        limited = limited_plan(eq_key, facts, out_facts, dtype, optimize, limit)
+    except EinsumError as exc:
+        return _with_lines(
+            format_plan(plan),
+            [f"  memory limit: {limit:,} B; einsum would raise EinsumError: {exc}"],
+        )
+    return format_limited(limited)
+
+
+def clear_limited_cache() -> None:
+    """Forget every cached plan within a limit."""
+    _cached.cache_clear()
+
+
+CLEAR_HOOKS.append(clear_limited_cache)

@@ -1,0 +1,177 @@
+"""The planner's options: the thread count, when a step is split over threads, and the cost
+model's constants, as one frozen value that every plan is made for and that is part of
+every plan-cache key (so changing them never needs the cache cleared).
+
+The default options use ``min(2, os.cpu_count())`` threads unless the environment variable
+``EINSTRIDE_NUM_THREADS`` says otherwise (read when the defaults are made: at import, and
+again by ``set_num_threads(None)``); :func:`set_default_options` replaces them.
+
+>>> options = PlannerOptions(threads=2)
+>>> options.split_threads(64 << 20, 100), options.split_threads(1 << 10, 100)
+(2, 1)
+>>> options is PlannerOptions(threads=2)          # equal options are one object
+True
+>>> PlannerOptions(threads=0)
+Traceback (most recent call last):
+  ...
+einstride.errors.EinsumError: PlannerOptions: threads must be a positive int, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ....errors import EinsumError
+
+__all__ = [
+    "DEFAULT",
+    "PlannerOptions",
+    "default_options",
+    "set_default_options",
+    "threads_from_env",
+]
+
+_ENV = "EINSTRIDE_NUM_THREADS"
+_T = TypeVar("_T")
+_INTERNED: dict[tuple[Any, ...], Any] = {}
+_INTERN_LOCK = threading.Lock()
+
+
+class _Interned(type):
+    """Equal values are one object: every construction (``dataclasses.replace`` included)
+    hands back the first object made with those field values."""
+
+    def __call__(cls: type[_T], *args: Any, **kwargs: Any) -> _T:
+        made = super().__call__(*args, **kwargs)  # type: ignore[misc]
+        key = (cls, *(getattr(made, f.name) for f in dataclasses.fields(made)))
+        with _INTERN_LOCK:
+            found: _T = _INTERNED.setdefault(key, made)
+        return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannerOptions(metaclass=_Interned):
+    """Everything besides the operands that a plan depends on.  Costs are estimated
+    nanoseconds: only their relative sizes matter.
+
+    Equal options are one object (interned), so they hash by identity: the options are part
+    of every plan-cache key, and a value hash would cost the hot path a Python call.
+    """
+
+    threads: int = 1
+    """Chunks a large memory-bound step may be split into (1: never split)."""
+    split_min_bytes: int = 4 << 20
+    """A step is split only when it moves at least this many bytes through memory (below,
+    the ~30-50 us of handing work to another thread eats the gain: measured on 2 cores, a
+    2 MiB diagonal sum got slower, a 32 MiB reduction 25% faster)."""
+    copy_ns_per_byte: float = 0.25
+    """Copying an operand or a result (read + write)."""
+    partial_ns_per_byte: float = 0.5
+    """A partial result written, then read back by a reduce."""
+    call_ns: float = 500.0
+    """One more BLAS call in matmul's batch loop."""
+    step_ns: float = 1500.0
+    """The Python cost of one more step (fusing: one loop instead of several steps)."""
+    flop_ns: float = 0.2
+    """One planned multiply-add (fusing)."""
+    byte_ns: float = 0.25
+    """One planned byte allocated (fusing)."""
+    loop_base_ns: float = 500.0
+    """One call of NumPy's sum-of-products loop (fusing)."""
+    loop_ns: float = 0.5
+    """One index combination per operand in that loop (fusing; ``inf`` never fuses)."""
+    fuse_max_combos: int = 1 << 20
+    """Fusing is for tiny problems only: past this many index combinations the single loop is
+    itself the hazard (a plan whose intermediates would exceed memory must fail fast, not
+    run a loop over 10^12 combinations)."""
+
+    __hash__ = object.__hash__  # equal options are the same object (see _Interned)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            _check(f.name, getattr(self, f.name), f.type == "int")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copies and unpickled options are the interned object too
+        return (_rebuild, (dataclasses.asdict(self),))
+
+    def split_threads(self, bytes_moved: int, size: int) -> int:
+        """How many chunks a step moving ``bytes_moved`` bytes, split along an axis of
+        ``size``, runs as (1: not split)."""
+        if bytes_moved < self.split_min_bytes or size < 2:
+            return 1
+        return min(self.threads, size)
+
+
+def _check(name: str, value: object, integral: bool) -> None:
+    if integral:
+        low = 1 if name == "threads" else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise EinsumError(
+                f"PlannerOptions: {name} must be a "
+                f"{'positive' if low else 'non-negative'} int, got {value!r}"
+            )
+    elif (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or math.isnan(value)
+        or value < 0
+    ):
+        raise EinsumError(f"PlannerOptions: {name} must be a non-negative number, got {value!r}")
+
+
+def _rebuild(fields: dict[str, Any]) -> PlannerOptions:
+    return PlannerOptions(**fields)
+
+
+def threads_from_env() -> int:
+    """``EINSTRIDE_NUM_THREADS`` if it is a number (at least 1), else ``min(2, cpus)``."""
+    text = os.environ.get(_ENV, "").strip()
+    if text:
+        try:
+            return max(1, int(text))
+        except ValueError:
+            pass  # an unreadable setting means the default, not a failing einsum
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+class _Default:
+    """The options a call that names none is planned with: read as ``DEFAULT.options`` (one
+    attribute read on the hot path), replaced by :func:`set_default_options`."""
+
+    __slots__ = ("options",)
+
+    def __init__(self) -> None:
+        self.options = PlannerOptions(threads=threads_from_env())
+
+
+DEFAULT = _Default()
+
+
+def default_options() -> PlannerOptions:
+    """The options plans are made with when a call names none."""
+    return DEFAULT.options
+
+
+def set_default_options(options: PlannerOptions | None) -> PlannerOptions:
+    """Plan with ``options`` from now on (``None``: the built-in defaults, with the thread
+    count from the environment); returns the options in force before.  Cached plans stay
+    cached: the options are part of their key.
+
+    >>> before = set_default_options(PlannerOptions(threads=1, loop_ns=math.inf))
+    >>> default_options().loop_ns
+    inf
+    >>> _ = set_default_options(before)
+    """
+    if options is not None and not isinstance(options, PlannerOptions):
+        raise TypeError(
+            f"set_default_options: expected PlannerOptions or None, got {type(options).__name__}"
+        )
+    before = DEFAULT.options
+    DEFAULT.options = options if options is not None else PlannerOptions(threads=threads_from_env())
+    return before

@@ -1,0 +1,55 @@
+"""The peak of a plan: the most bytes its allocations hold at one time.
+
+A plan knows every buffer it allocates (:meth:`~.steps.Plan.allocations`) and, per step, the
+registers whose last reader that step is (:attr:`~.steps.Plan.frees`).  Walking the steps
+in order gives the bytes alive at each moment:
+
+* the output the plan allocates before the steps (``zeros``/``empty``) lives throughout;
+* a step's buffer (an intermediate, an operand copy, a result that is returned) lives from
+  its step until the step that reads it last has run (a returned result: to the end);
+* a *temporary* (computed in another dtype or layout, then copied into the destination)
+  lives during its own step only;
+* a user's ``out=`` and the operands are not allocations.
+
+That is what ``tracemalloc`` sees while the compiled plan runs, up to NumPy's own scratch
+space inside one ufunc or loop call (its iterator buffers: a few kilobytes) and the small
+Python objects of the call.
+
+>>> import numpy as np
+>>> from ...spec.equation import parse_equation
+>>> from .plan import build_plan
+>>> spec = parse_equation("ij,jk,kl->il", (10, 1000), (1000, 1000), (1000, 10))
+>>> plan = build_plan(spec, (np.dtype(float),) * 3, ((8000, 8), (8000, 8), (80, 8)),
+...                   optimize=[(0, 1), (0, 1)])
+>>> [(name, a.what, a.nbytes) for name, a in plan.allocations()]
+[('output', 'output', 800), ('step 1 (contract)', 'intermediate', 80000)]
+>>> plan_peak(plan)                  # both alive while the last step writes the output
+80800
+"""
+
+from __future__ import annotations
+
+from .steps import Plan
+
+__all__ = ["TEMPORARY", "plan_peak"]
+
+TEMPORARY = "temporary"
+"""What an allocation that lives during its own step only holds (``Alloc.what``)."""
+
+
+def plan_peak(plan: Plan) -> int:
+    """The most bytes ``plan``'s allocations hold at once while it runs (see the module doc)."""
+    live = sum(alloc.nbytes for alloc in plan.output.allocs)
+    peak = live
+    held: dict[int, int] = {}
+    frees = plan.frees if len(plan.frees) == len(plan.steps) else ((),) * len(plan.steps)
+    for step, freed in zip(plan.steps, frees):
+        temporary = sum(a.nbytes for a in step.allocs if a.what == TEMPORARY)
+        kept = sum(a.nbytes for a in step.allocs if a.what != TEMPORARY)
+        peak = max(peak, live + kept + temporary)
+        if kept:
+            held[step.dst] = held.get(step.dst, 0) + kept
+            live += kept
+        for reg in freed:
+            live -= held.pop(reg, 0)
+    return peak

@@ -1,0 +1,251 @@
+"""The front end: one einsum call, normalized once, for every public function and backend.
+
+``einsum``, ``contract_expression``, ``einsum_path``, ``explain`` and ``einsum_vjp`` accept
+the string form (``"ij,jk->ik", a, b``) and the sublist form (``a, [0, 1], b, [1, 2]``), and
+the keywords ``out=``, ``dtype=``, ``optimize=`` and ``memory_limit=``.  :func:`make_call`
+checks all of them once and returns an immutable :class:`EinsumCall`; a backend receives
+that and nothing else.
+
+>>> import numpy as np
+>>> call = make_call(np.ones((2, 3)), [0, 1], [1], memory_limit="1KiB")
+>>> call.key, call.memory_limit, len(call.operands)
+(('sublists', ((0, 1),), (1,)), 1024, 1)
+>>> call.equation().text
+'[0,1]->[1]'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+import numpy as np
+
+from ..errors import EinsumError
+from ..memory import check_allocation
+from .spec.equation import Equation, parse_sublists, parse_subscripts
+
+__all__ = [
+    "CASTINGS",
+    "ORDERS",
+    "Casting",
+    "EinsumCall",
+    "EquationKey",
+    "Order",
+    "check_conversion",
+    "checked_memory_limit",
+    "checked_shape",
+    "dtype_of",
+    "equation_of",
+    "make_call",
+    "shape_and_dtype",
+    "split_sublists",
+]
+
+EquationKey = Any
+"""Hashable and enough to re-parse: the equation string, or ``("sublists", terms, output)``."""
+
+Order = Literal["C", "F", "A", "K"]
+"""``order=``: the result's memory layout, as NumPy's (``K``: as the plan makes it)."""
+
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+"""``casting=``: NumPy's rule for the ``dtype=`` and ``out=`` casts."""
+
+ORDERS = ("C", "F", "A", "K")
+CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EinsumCall:
+    """One einsum call after the front end: the equation key, the operands as given (each
+    backend converts its own kind), and the checked keywords.  ``memory_limit`` is bytes, or
+    None for the backend's default."""
+
+    key: EquationKey
+    operands: tuple[Any, ...]
+    out: Any = None
+    dtype: np.dtype[Any] | None = None
+    optimize: Any = "auto"
+    memory_limit: int | None = None
+    order: Order = "K"
+    casting: Casting | None = None
+
+    def equation(self) -> Equation:
+        """The parsed equation (string equations come from a cache)."""
+        return equation_of(self.key)
+
+
+def make_call(
+    subscripts: Any,
+    *operands: Any,
+    out: Any = None,
+    dtype: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+    order: Any = "K",
+    casting: Any = None,
+) -> EinsumCall:
+    """Normalize ``einsum``'s arguments (either form) into an :class:`EinsumCall`."""
+    if isinstance(order, str):
+        order = order.upper()  # NumPy takes 'c', 'f', 'a', 'k' too
+    if order not in ORDERS:
+        raise EinsumError(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
+    if casting is not None and casting not in CASTINGS:
+        raise EinsumError(f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, "
+                          f"not {casting!r}")
+    if isinstance(subscripts, str):
+        key: EquationKey = subscripts
+        raw: Sequence[Any] = operands
+    else:
+        key, raw = split_sublists((subscripts, *operands))
+    return EinsumCall(
+        key=key,
+        operands=tuple(raw),
+        out=out,
+        dtype=None if dtype is None else dtype_of(dtype),
+        optimize=optimize,
+        memory_limit=checked_memory_limit(memory_limit),
+        order=cast(Order, order),
+        casting=cast("Casting | None", casting),
+    )
+
+
+def equation_of(key: EquationKey) -> Equation:
+    """Parse an equation key (see :data:`EquationKey`)."""
+    if isinstance(key, str):
+        return parse_subscripts(key)
+    _, terms, output = key
+    return parse_sublists(terms, output)
+
+
+def split_sublists(args: Sequence[Any]) -> tuple[EquationKey, list[Any]]:
+    """``op0, sub0, op1, sub1, ..., [out_sub]`` -> (hashable equation key, operands).
+
+    >>> split_sublists([None])
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: the sublist form needs an operand and its sublist, ...
+    """
+    if len(args) < 2:
+        raise EinsumError(
+            f"einsum: the sublist form needs an operand and its sublist, got {len(args)} "
+            "argument(s) (the string form takes the equation first)"
+        )
+    operands = list(args[0::2])
+    subs = args[1::2]
+    out = None
+    if len(args) % 2 == 1:
+        out = args[-1]
+        operands = operands[:-1]
+    eq = parse_sublists(subs, out)  # validates now: the key below must be hashable
+    terms = tuple(
+        tuple(Ellipsis if lab == -1 else int(eq.names[lab]) for lab in t) for t in eq.terms
+    )
+    out_key = None
+    if out is not None:
+        out_key = tuple(Ellipsis if lab == -1 else int(eq.names[lab]) for lab in eq.output)
+    return ("sublists", terms, out_key), operands
+
+
+def dtype_of(dtype: Any) -> np.dtype[Any]:
+    """``np.dtype(dtype)``, a ``TypeError`` naming ``dtype=`` when it is none."""
+    try:
+        found: np.dtype[Any] = np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+    return found
+
+
+def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
+
+    >>> checked_shape((2, -1), "shape 0")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
+    """
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
+    dims = tuple(shape)
+    for n in dims:
+        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
+            raise TypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
+    checked = tuple(int(n) for n in dims)
+    if any(not 0 <= n < 2**63 for n in checked):
+        raise EinsumError(f"einsum: {what} {checked} has a length outside [0, 2**63)")
+    return checked
+
+
+def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """``einsum_path``'s operands: a tuple of ints is a shape (float64); an array of any
+    kind gives its shape and dtype without being converted or computed."""
+    if isinstance(x, tuple) and all(
+        hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_)) for d in x
+    ):
+        return checked_shape(x, what), np.dtype(np.float64)
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        try:
+            return checked_shape(shape, what), np.dtype(dtype)
+        except (TypeError, EinsumError):
+            pass  # e.g. a lazy array of unknown (NaN) size, or a foreign dtype object
+    if isinstance(x, range):
+        return (len(x),), np.dtype(np.int_)
+    check_conversion(x, f"einsum: {what}")
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"einsum: {what} ({type(x).__name__}) is not an array: {exc}") from None
+    return arr.shape, arr.dtype
+
+
+def check_conversion(x: Any, what: str) -> None:
+    """Before ``np.asarray(x)`` of a sequence: its length alone (8 bytes an item at least)
+    must fit the memory limit, so ``range(10**12)`` fails at once instead of in the allocator.
+
+    >>> check_conversion(range(10**15), "einsum: operand 0")
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: operand 0 (range of 1,000,000,000,000,000 items) would ...
+    """
+    try:
+        n = len(x)
+    except (TypeError, OverflowError):
+        return
+    check_allocation(8 * n, f"{what} ({type(x).__name__} of {n:,} items)", EinsumError)
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmgtp]?)(i?)b?\s*", re.IGNORECASE)
+
+
+def checked_memory_limit(value: Any) -> int | None:
+    """``memory_limit=``: None (the default limit), bytes as an int ``>= 0``, or a size string
+    such as ``"64MiB"``, ``"2 GB"`` or ``"1000"``.
+
+    >>> checked_memory_limit("1.5KiB"), checked_memory_limit("2kB"), checked_memory_limit(7)
+    (1536, 2000, 7)
+    >>> checked_memory_limit(-1)
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: memory_limit=-1 must be >= 0 bytes
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        match = _SIZE.fullmatch(value)
+        if match is None:
+            raise EinsumError(
+                f"einsum: memory_limit={value!r} is not a size in bytes (an int or a string "
+                "like '64MiB')"
+            )
+        number, prefix, binary = match.groups()
+        power = "kmgtp".index(prefix.lower()) + 1 if prefix else 0
+        return int(float(number) * (1024 if binary else 1000) ** power)
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise TypeError(f"einsum: memory_limit must be an int (bytes), not {value!r}")
+    limit = int(value)
+    if limit < 0:
+        raise EinsumError(f"einsum: memory_limit={limit} must be >= 0 bytes")
+    return limit

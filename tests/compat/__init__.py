@@ -1,0 +1,1 @@
+"""Other projects' test suites run against einstride (see conftest.py)."""

@@ -1,0 +1,288 @@
+"""``memory_limit`` bounds the peak of a call (issue 13): plan peaks, slicing, the errors.
+
+Peaks are measured with tracemalloc, which sees NumPy's array allocations.  The stated
+slack (:func:`slack`): a measured peak may exceed a limit (or a reported peak) by what the
+limit does not cover -- NumPy's scratch space inside one loop call (its iterator buffers:
+at most 8,192 elements, its default buffer size, of each operand and of the output) and
+the small Python objects of a call (views, tuples, closures: ``PYTHON_SLACK``).
+"""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride import EinsumError, memory
+from einstride.engine.backends.numpy.cache import entry_for, facts_of
+from einstride.engine.backends.numpy.limited import limited_plan
+from einstride.engine.backends.numpy.peak import plan_peak
+
+PYTHON_SLACK = 16 * 1024
+NUMPY_BUFFER = 8192
+RNG = np.random.default_rng(13)
+
+
+def slack(ops: list[np.ndarray]) -> int:
+    """What a measured peak may exceed a limit or a reported peak by (see the module doc)."""
+    widest = max(max(x.dtype.itemsize for x in ops), 8)
+    return NUMPY_BUFFER * widest * (len(ops) + 1) + PYTHON_SLACK
+
+
+def traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
+    """``call()``'s result and the most bytes tracemalloc saw allocated during it."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        value = call()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return value, peak
+
+
+def operands(shapes: list[tuple[int, ...]], dtype: Any = np.float64) -> list[np.ndarray]:
+    return [RNG.standard_normal(s).astype(dtype) for s in shapes]
+
+
+# -- the peak of a plan ----------------------------------------------------------------------
+
+PLANS = [
+    ("ab,cbe,ae->ac", [(100, 60), (80, 60, 50), (100, 50)], "auto", np.float64),
+    ("abc,ade,bdf,cef->", [(24, 24, 24)] * 4, "auto", np.float64),
+    ("zab,zcbe,zae->zac", [(3, 50, 30), (3, 40, 30, 25), (3, 50, 25)], "auto", np.float64),
+    ("i,j,ij->", [(2000,), (2000,), (2000, 2000)], [(0, 1), (0, 1)], np.float64),
+    ("ikj,jkl->il", [(40, 60, 50), (50, 60, 30)], "auto", np.float64),  # an operand copy
+    ("i->ii", [(1000,)], "auto", np.float64),  # a zeroed output
+    ("ij,jk,kl->il", [(300, 200), (200, 300), (300, 100)], "auto", np.float16),  # temporaries
+]
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "optimize", "dtype"), PLANS, ids=[p[0] for p in PLANS]
+)
+def test_the_reported_peak_is_what_tracemalloc_sees(equation, shapes, optimize, dtype):
+    ops = operands(shapes, dtype)
+    entry = entry_for(equation, ops, None, None, optimize)
+    entry.run(ops, None)  # warm up (BLAS, NumPy's caches)
+    result, measured = traced_peak(lambda: entry.run(ops, None))
+    reported = plan_peak(entry.plan)
+    assert entry.peak == reported
+    assert abs(measured - reported) <= 0.05 * reported, (measured, reported)
+    assert f"peak: {reported:,} B" in es.explain(equation, *ops, optimize=optimize)
+    del result
+
+
+def test_out_is_not_an_allocation():
+    a, b = operands([(300, 200), (200, 400)])
+    assert entry_for("ij,jk->ik", [a, b], np.empty((300, 400)), None, "auto").peak == 0
+    assert entry_for("ij,jk->ik", [a, b], None, None, "auto").peak == 300 * 400 * 8
+
+
+# -- slicing under the limit -----------------------------------------------------------------
+
+SLICED = [
+    ("ab,cbe,ae->ac", [(200, 100), (150, 100, 120), (200, 120)], "auto"),
+    ("abc,ade,bdf,cef->", [(30, 30, 30)] * 4, "auto"),  # the tetrahedron
+    ("zab,zcbe,zae->zac", [(4, 100, 60), (4, 80, 60, 70), (4, 100, 70)], "auto"),  # batched
+    ("i,j,ij->", [(2000,), (2000,), (2000, 2000)], [(0, 1), (0, 1)]),  # outer, then reduce
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes", "optimize"), SLICED, ids=[c[0] for c in SLICED])
+def test_a_call_over_the_limit_is_sliced_within_it(equation, shapes, optimize):
+    ops = operands(shapes)
+    unsliced = entry_for(equation, ops, None, None, optimize)
+    limit = unsliced.peak // 8
+    # numpy.einsum along the same path (its own path finder keeps intermediates no larger
+    # than the operands, and takes 10 s on the tetrahedron)
+    expected = np.einsum(equation, *ops, optimize=["einsum_path", *unsliced.plan.path])
+
+    def call() -> Any:
+        return es.einsum(equation, *ops, optimize=optimize, memory_limit=limit)
+
+    call()  # plans (and warms up) outside the measurement
+    result, measured = traced_peak(call)
+    limited = limited_plan(equation, facts_of(ops), None, None, optimize, limit)
+    assert limited.sliced is not None and limited.sliced.slicing.n_slices > 1
+    assert measured <= limit + slack(ops), (measured, limit)
+    assert measured <= limited.peak + slack(ops) and limited.peak <= limit
+    np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-8)
+
+
+def test_ab_cbe_ae_slices_output_labels_without_extra_flops():
+    """cupy#4834's contraction: slicing ``a`` (an output label every step loops over)
+    costs no extra FLOPs."""
+    shapes = [(200, 100), (150, 100, 120), (200, 120)]
+    report = es.explain("ab,cbe,ae->ac", *shapes, memory_limit="2MiB")
+    assert "sliced over: a:" in report and "(overhead 0.0%)" in report
+
+
+def test_sliced_results_equal_the_unsliced_ones_for_every_kind_of_slice():
+    """Output labels only, summed labels into the result, summed labels in a float32
+    accumulator (float16 results), bool (logical or), out= (strided), Tensors."""
+    a, b, c = operands([(120, 40), (40, 120), (120, 30)])
+    path = [(0, 1), (0, 1)]  # an intermediate ik of 115 KB
+    unsliced = es.einsum("ij,jk,kl->il", a, b, c, optimize=path)
+    for limit in (40_000, 60_000):
+        np.testing.assert_allclose(
+            es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=limit), unsliced
+        )
+    out = np.zeros((30, 120)).T
+    assert es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=30_000, out=out) is out
+    np.testing.assert_allclose(out, unsliced)
+    tensor = es.einsum("ij,jk,kl->il", es.tensor(a), b, c, optimize=path, memory_limit=40_000)
+    assert isinstance(tensor, es.Tensor)
+    np.testing.assert_allclose(tensor.numpy(), unsliced)
+
+    halves = [x.astype(np.float16) for x in operands([(20, 20, 20)] * 4)]
+    wide = np.einsum("abc,ade,bdf,cef->", *[x.astype(np.float64) for x in halves])
+    got = es.einsum("abc,ade,bdf,cef->", *halves, memory_limit=20_000)
+    assert got.dtype == np.float16 and np.isclose(float(got), wide, rtol=1e-2, atol=1.0)
+    report = es.explain("abc,ade,bdf,cef->", *halves, memory_limit=20_000)
+    assert "in an accumulator of float32" in report
+
+    bools = [RNG.random(s) < 0.02 for s in [(200, 50), (50, 200), (200, 40)]]
+    np.testing.assert_array_equal(
+        es.einsum("ij,jk,kl->il", *bools, optimize=path, memory_limit=20_000),
+        np.einsum("ij,jk,kl->il", *bools),
+    )
+
+
+def test_a_repeated_output_label_is_sliced_on_its_diagonal():
+    a, b, c = operands([(60, 40), (40, 60), (60, 5)])
+    path = [(0, 1), (0, 1)]  # the zeroed output takes 144,000 bytes, the intermediate 28,800
+    assert entry_for("ij,jk,kl->iil", [a, b, c], None, None, path).peak > 160_000
+    got = es.einsum("ij,jk,kl->iil", a, b, c, optimize=path, memory_limit=160_000)
+    expected = np.zeros((60, 60, 5))
+    expected[np.arange(60), np.arange(60)] = a @ b @ c
+    np.testing.assert_allclose(got, expected)
+
+
+def test_the_path_search_respects_the_limit_first():
+    """opt_einsum's greedy path holds a 32 KiB intermediate; within 19,865 bytes the path
+    is searched again, and that plan fits without slicing."""
+    shapes = [(32, 128), (128, 128), (128, 2), (2, 64)]
+    ops = operands(shapes)
+    limited = limited_plan("ij,jk,kl,lm->im", facts_of(ops), None, None, "greedy", 19_865)
+    assert limited.sliced is None and limited.plan.path != limited.base.path
+    assert plan_peak(limited.base) > 19_865 >= limited.peak
+    got = es.einsum("ij,jk,kl,lm->im", *ops, optimize="greedy", memory_limit=19_865)
+    np.testing.assert_allclose(got, ops[0] @ ops[1] @ ops[2] @ ops[3])
+    report = es.explain("ij,jk,kl,lm->im", *shapes, optimize="greedy", memory_limit=19_865)
+    assert "the path was searched within the limit" in report
+
+
+def test_contract_expression_takes_a_memory_limit():
+    shapes = [(200, 100), (150, 100, 120), (200, 120)]
+    ops = operands(shapes)
+    expr = es.contract_expression("ab,cbe,ae->ac", *shapes, memory_limit="2MiB")
+    assert expr.memory_limit == 2 * 2**20
+    expected = np.einsum("ab,cbe,ae->ac", *ops)
+    expr(*ops)
+    result, measured = traced_peak(lambda: expr(*ops))
+    assert measured <= 2 * 2**20 + slack(ops)
+    np.testing.assert_allclose(result, expected)
+    np.testing.assert_allclose(expr(*ops, memory_limit="1MiB"), expected)  # a call's own
+    assert "sliced over:" in expr.explain() and "peak per slice" in expr.explain()
+    with pytest.raises(EinsumError, match="output would allocate 240,000 bytes"):
+        es.contract_expression("ab,cbe,ae->ac", *shapes, memory_limit=100_000)
+
+
+def test_the_default_limit_applies_on_the_hot_path():
+    ops = operands([(200, 100), (150, 100, 120), (200, 120)])
+    expected = np.einsum("ab,cbe,ae->ac", *ops)
+    previous = memory.set_memory_limit(3 * 2**20)
+    try:
+        es.einsum("ab,cbe,ae->ac", *ops)  # no keyword: the hot path
+        result, measured = traced_peak(lambda: es.einsum("ab,cbe,ae->ac", *ops))
+    finally:
+        memory.set_memory_limit(previous)
+    assert measured <= 3 * 2**20 + slack(ops)
+    np.testing.assert_allclose(result, expected)
+
+
+# -- what cannot fit -------------------------------------------------------------------------
+
+
+def test_a_result_over_the_limit_raises_before_allocating():
+    a, b = operands([(1000, 10), (10, 1000)])
+
+    def call() -> Any:
+        with pytest.raises(EinsumError) as info:
+            es.einsum("ij,jk->ik", a, b, memory_limit=1_000_000)
+        return info
+
+    info, measured = traced_peak(call)
+    message = str(info.value)
+    assert "output would allocate 8,000,000 bytes" in message
+    assert "memory limit of 1,000,000 bytes" in message
+    assert measured < PYTHON_SLACK  # nothing of the result's size was allocated
+    report = es.explain("ij,jk->ik", (1000, 10), (10, 1000), memory_limit=1_000_000)
+    assert "einsum would raise EinsumError" in report and "8,000,000" in report
+
+
+def test_when_even_the_smallest_slice_cannot_fit_the_error_says_so():
+    a, b, c = operands([(100, 2), (2, 100), (100, 3)])
+    result_bytes = 100 * 3 * 8  # fits; the result plus one slice's buffers does not
+    with pytest.raises(EinsumError) as info:
+        es.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)], memory_limit=result_bytes)
+    message = str(info.value)
+    assert "even sliced to one index of every label" in message
+    assert f"memory limit of {result_bytes:,} bytes" in message
+
+
+# -- any equation, any limit -----------------------------------------------------------------
+
+
+@st.composite
+def problems(draw: Any) -> tuple[str, list[tuple[int, ...]], Any, Any]:
+    pool = "abcdef"
+    sizes = {x: draw(st.integers(1, 12)) for x in pool}
+    terms = [
+        draw(st.lists(st.sampled_from(pool), min_size=1, max_size=4))
+        for _ in range(draw(st.integers(2, 4)))
+    ]
+    used = sorted({x for t in terms for x in t})
+    output = draw(st.lists(st.sampled_from(used), max_size=3, unique=True))
+    assume(math.prod(sizes[x] for x in used) <= 300_000)
+    equation = ",".join("".join(t) for t in terms) + "->" + "".join(output)
+    dtype = draw(st.sampled_from([np.int64, np.int64, np.float32, np.complex128, np.bool_]))
+    optimize = draw(st.sampled_from(["auto", "greedy", False]))
+    return equation, [tuple(sizes[x] for x in t) for t in terms], dtype, optimize
+
+
+@settings(max_examples=60)
+@given(problem=problems(), fraction=st.floats(0.0, 1.0))
+def test_any_sliced_call_equals_the_unsliced_one_within_its_reported_peak(problem, fraction):
+    equation, shapes, dtype, optimize = problem
+    ops = [np.asarray(RNG.integers(-3, 4, s)).astype(dtype) for s in shapes]
+    unsliced = es.einsum(equation, *ops, optimize=optimize)
+    entry = entry_for(equation, ops, None, None, optimize)
+    result_bytes = math.prod(np.shape(unsliced)) * np.dtype(dtype).itemsize
+    assume(entry.peak > result_bytes)  # something besides the result to slice
+    limit = result_bytes + int(fraction * (entry.peak - result_bytes))
+
+    def call() -> Any:
+        return es.einsum(equation, *ops, optimize=optimize, memory_limit=limit)
+
+    try:
+        call()
+    except EinsumError as exc:
+        assert "memory limit" in str(exc) and f"{limit:,} bytes" in str(exc)
+        return
+    result, measured = traced_peak(call)
+    limited = limited_plan(equation, facts_of(ops), None, None, optimize, limit)
+    assert limited.peak <= limit
+    assert measured <= limited.peak + slack(ops)
+    if dtype == np.float32:
+        np.testing.assert_allclose(result, unsliced, rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_array_equal(result, unsliced)

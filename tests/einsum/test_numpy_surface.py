@@ -1,0 +1,123 @@
+"""NumPy's and opt_einsum's call surface on einstride: order=, casting=, the optimize tuple,
+the interleaved contract_expression, exception classes that are also NumPy's, memory_limit
+strings, and explain on operands (the front end, engine/call.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import einstride as es
+from einstride import EinsumError, EinsumPathError, EinsumTypeError
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize(
+    ("equation", "shapes", "fortran_in"),
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)], False),
+        ("ij,jk->ik", [(3, 4), (4, 5)], True),
+        ("ij->ji", [(3, 4)], False),
+        ("bij,bjk->bki", [(2, 3, 4), (2, 4, 5)], False),
+        ("i,j->ij", [(3,), (4,)], False),
+    ],
+)
+def test_order_gives_numpys_layout(order: str, equation: str, shapes, fortran_in: bool) -> None:
+    ops = [RNG.random(s) for s in shapes]
+    if fortran_in:
+        ops = [np.asfortranarray(x) for x in ops]
+    got = es.einsum(equation, *ops, order=order)
+    want = np.einsum(equation, *ops, order=order)
+    np.testing.assert_allclose(got, want)
+    if order in "CF":
+        assert got.flags[f"{order}_CONTIGUOUS"]
+    if order == "A":
+        assert got.flags["F_CONTIGUOUS" if fortran_in else "C_CONTIGUOUS"]
+
+
+def test_order_with_tensors_and_bad_values() -> None:
+    t = es.tensor(RNG.random((3, 4)))
+    got = es.einsum("ij->ji", t, order="C")
+    assert isinstance(got, es.Tensor) and got.numpy().flags.c_contiguous
+    with pytest.raises(ValueError, match="order must be one of"):
+        es.einsum("i->i", np.ones(2), order="X")
+
+
+def test_casting_governs_dtype_and_out_as_numpy() -> None:
+    a, b = RNG.random((3, 4)), RNG.random((4, 5))
+    with pytest.raises(TypeError, match="casting='safe'"):
+        es.einsum("ij,jk->ik", a, b, dtype=np.float32, casting="safe")
+    with pytest.raises(TypeError):
+        np.einsum("ij,jk->ik", a, b, dtype=np.float32, casting="safe")
+    with pytest.raises(TypeError, match="cannot hold"):
+        es.einsum("ij,jk->ik", a, b, out=np.empty((3, 5), np.float32), casting="safe")
+    out = np.empty((3, 5), np.int64)
+    assert es.einsum("ij,jk->ik", a, b, out=out, casting="unsafe") is out
+    np.testing.assert_array_equal(out, np.einsum("ij,jk->ik", a, b).astype(np.int64))
+    # the default keeps einstride's rules: dtype= casts, out= by same_kind
+    assert es.einsum("ij,jk->ik", a, b, dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="casting must be one of"):
+        es.einsum("i->i", np.ones(2), casting="bogus")
+
+
+def test_exception_classes_are_also_numpys() -> None:
+    with pytest.raises(ValueError):
+        es.einsum()
+    with pytest.raises(TypeError):
+        np.einsum(0, 0)
+    with pytest.raises(EinsumTypeError) as info:
+        es.einsum(0, 0)
+    assert isinstance(info.value, TypeError) and isinstance(info.value, EinsumError)
+    with pytest.raises(TypeError):
+        es.einsum(np.ones(2), [0.5], [0])
+    three = [np.ones((2, 2))] * 3
+    with pytest.raises(RuntimeError):
+        np.einsum("ij,jk,kl->il", *three, optimize=["einsum_path", (0, 1)])
+    with pytest.raises(EinsumPathError) as path_info:
+        es.einsum("ij,jk,kl->il", *three, optimize=["einsum_path", (0, 1)])
+    assert isinstance(path_info.value, RuntimeError) and isinstance(path_info.value, ValueError)
+
+
+def test_the_optimize_tuple_limits_intermediates() -> None:
+    a, b, c = RNG.random((8, 2)), RNG.random((2, 8)), RNG.random((8, 3))
+    # ab,bc would make an 8x8 intermediate: over a 20-element limit, greedy avoids it
+    path, _ = es.einsum_path("ab,bc,cd->ad", a, b, c, optimize=("greedy", 20))
+    np_path, _ = np.einsum_path("ab,bc,cd->ad", a, b, c, optimize=("greedy", 20))
+    assert path == np_path
+    np.testing.assert_allclose(
+        es.einsum("ab,bc,cd->ad", a, b, c, optimize=("greedy", 20)), a @ b @ c
+    )
+    with pytest.raises(EinsumError, match="needs an int memory limit"):
+        es.einsum("ab,bc,cd->ad", a, b, c, optimize=("greedy", "lots"))
+
+
+def test_contract_expression_interleaved_and_out() -> None:
+    expr = es.contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])
+    a, b = RNG.random((2, 3)), RNG.random((3, 4))
+    np.testing.assert_allclose(expr(a, b), a @ b)
+    out = np.empty((2, 4))
+    assert expr(a, b, out=out) is out
+    with pytest.raises(ValueError, match="out= is given to each call"):
+        es.contract_expression("ij,jk->ik", (2, 3), (3, 4), out=out)
+
+
+def test_memory_limit_strings_are_sizes_on_every_path() -> None:
+    x = np.ones(10**4)
+    with pytest.raises(EinsumError, match="memory limit of 1,024 bytes"):
+        es.einsum("i->ii", x, memory_limit="1KiB")
+    np.testing.assert_allclose(es.einsum("i->", x, memory_limit="1 MB"), 10**4)
+    with pytest.raises(EinsumError, match="not a size"):
+        es.einsum("i->", x, memory_limit="")
+
+
+def test_explain_takes_shapes_or_operands() -> None:
+    report = es.explain("ij,jk->ik", (30, 40), (40, 50))
+    assert "viewed" in report
+    transposed = es.explain("ij,jk->ik", np.ones((40, 30)).T, np.ones((40, 50)))
+    assert "copy" not in transposed
+    gapped = es.explain("ijk,jkl->il", np.ones((20, 40, 30))[:, ::2, :], np.ones((20, 30, 10)))
+    assert "copy" in gapped
+    with pytest.raises(TypeError, match="not both"):
+        es.explain("ij,jk->ik", (3, 4), np.ones((4, 5)))

@@ -1,0 +1,129 @@
+"""The NumPy-like methods of ``Tensor`` (reductions, astype, matmul, transpose, reshape,
+copy, item/tolist) on strided layouts, against NumPy over the same values."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride import Tensor
+from layout_oracles import layouts, nonempty_shapes, storage_for, values, view
+
+REDUCTIONS = ["sum", "mean", "prod", "max", "min", "any", "all"]
+
+
+@st.composite
+def reductions(draw: st.DrawFn):
+    layout = draw(layouts(nonempty_shapes))
+    dtype = draw(st.sampled_from([np.int64, np.float64, np.bool_]))
+    storage = (storage_for(layout) % 7 % (2 if dtype is np.bool_ else 7)).astype(dtype)
+    name = draw(st.sampled_from(REDUCTIONS))
+    axis = None
+    if layout.ndim and draw(st.booleans()):
+        picked = draw(st.permutations(range(layout.ndim)))[: draw(st.integers(1, layout.ndim))]
+        axis = tuple(a - layout.ndim if draw(st.booleans()) else a for a in picked)
+        if len(axis) == 1 and draw(st.booleans()):
+            axis = axis[0]
+    return view(storage, layout), values(storage, layout), name, axis, draw(st.booleans())
+
+
+@given(reductions())
+def test_reductions_match_numpy_on_any_layout(case):
+    t, expected_values, name, axis, keepdims = case
+    got = getattr(t, name)(axis=axis, keepdims=keepdims)
+    expected = np.asarray(getattr(np, name)(expected_values, axis=axis, keepdims=keepdims))
+    assert isinstance(got, Tensor)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got.numpy(), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("name", ["sum", "mean"])
+def test_small_floats_accumulate_in_float32(dtype, name):
+    t = es.as_tensor(np.ones(5000, dtype))
+    got = getattr(t, name)()
+    assert got.dtype == np.dtype(dtype)
+    exact = np.asarray(5000.0 if name == "sum" else 1.0, dtype)  # rounded once
+    assert got.item() == exact.item()
+    assert t.sum(dtype=np.float64).dtype == np.float64
+
+
+def test_reduction_errors():
+    t = es.as_tensor(np.arange(6).reshape(2, 3))
+    with pytest.raises(es.LayoutError, match="out of range"):
+        t.sum(axis=2)
+    with pytest.raises(es.LayoutError, match="repeated"):
+        t.max(axis=(0, -2))
+    with pytest.raises(ValueError):
+        es.as_tensor(np.zeros((0, 3))).max(axis=0)  # no identity, as NumPy
+
+
+def test_astype():
+    t = Tensor(np.array([1.5, -2.5, 3.0, 9.0]), shape=(2, 2), strides=(1, 2))  # transposed
+    cast = t.astype(np.int8)
+    assert cast.dtype == np.int8 and cast.is_dense
+    np.testing.assert_array_equal(cast.numpy(), t.numpy().astype(np.int8))
+    assert t.astype(np.float64, copy=False) is t
+    same = t.astype(np.float64)
+    assert same is not t and not np.shares_memory(same.numpy(), t.numpy())
+    assert t.astype("bfloat16").dtype == np.dtype(ml_dtypes.bfloat16)
+    with pytest.raises(TypeError):
+        t.astype("no such dtype")
+
+
+@pytest.mark.parametrize(("shape_a", "shape_b"), [
+    ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((1, 2, 3), (4, 3, 2)), ((3,), (3, 4)),
+    ((2, 3), (3,)), ((3,), (3,)), ((2, 1, 2, 3), (5, 3, 1)),
+])
+def test_matmul_matches_numpy(shape_a, shape_b):
+    a = np.arange(np.prod(shape_a), dtype=np.float64).reshape(shape_a) % 5
+    b = np.arange(np.prod(shape_b), dtype=np.float64).reshape(shape_b) % 3
+    expected = a @ b
+    for got in (es.as_tensor(a) @ es.as_tensor(b), es.as_tensor(a) @ b, a @ es.as_tensor(b),
+                a.tolist() @ es.as_tensor(b)):
+        assert isinstance(got, Tensor)
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got.numpy(), expected)
+
+
+def test_matmul_on_strided_views_and_ints():
+    a = es.as_tensor(np.arange(24).reshape(4, 6))[:, ::2]  # gapped columns
+    b = es.as_tensor(np.arange(12).reshape(3, 4)).T.T
+    np.testing.assert_array_equal((a @ b).numpy(), a.numpy() @ b.numpy())
+    assert (a @ b).dtype == np.int64
+
+
+def test_matmul_errors():
+    a = es.as_tensor(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="rank 0"):
+        a @ es.as_tensor(np.float64(2.0))
+    with pytest.raises(ValueError):
+        a @ np.ones((4, 2))  # inner sizes differ (an EinsumError, a ValueError as NumPy's)
+
+
+def test_views_where_the_layout_allows():
+    base = np.arange(24.0).reshape(2, 3, 4)
+    t = es.as_tensor(base)
+    for moved in (t.T, t.transpose(), t.transpose(None), t.transpose(2, 0, 1),
+                  t.transpose((2, 0, 1)), t.reshape(6, 4), t.reshape((4, -1))):
+        assert np.shares_memory(moved.numpy(), base)
+    np.testing.assert_array_equal(t.transpose(2, 0, 1).numpy(), base.transpose(2, 0, 1))
+    strided = t[:, :, ::2]
+    flat = strided.reshape(-1)  # no view describes it: a dense copy, as NumPy
+    np.testing.assert_array_equal(flat.numpy(), base[:, :, ::2].reshape(-1))
+    copied = t.copy()
+    assert copied.is_dense and not np.shares_memory(copied.numpy(), base)
+
+
+def test_scalar_access_and_array_protocol():
+    t = Tensor(np.arange(6), shape=(2, 3))
+    assert t.item(4) == 4 and t.item(1, 0) == 3 and t[1, 2].item() == 5
+    assert t.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert t.ndim == 2 and t.size == 6 and t.dtype == np.int64
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError):
+        t.item()  # more than one element, as NumPy
