@@ -37,23 +37,37 @@ def _arguments() -> argparse.Namespace:
 def main() -> None:
     args = _arguments()
     n, shape = args.size, (args.batch, args.size, args.size)
-    with tempfile.TemporaryDirectory() as scratch, distributed.LocalCluster(
-            n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-            memory_limit=args.worker_memory, dashboard_address=None,
-            worker_dashboard_address=None, local_directory=scratch) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        distributed.LocalCluster(
+            n_workers=args.workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            memory_limit=args.worker_memory,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+            local_directory=scratch,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         rng = da.random.default_rng(0)
         a = rng.random(shape, chunks=(args.input_batch_chunk, n, n // 2))
         b = rng.random(shape, chunks=(args.input_batch_chunk, n // 2, n))
         built = plan_dask("bik,bkj->bij", [a, b], memory_limit=args.task_memory)
         print(built.explain())
-        print(f"operands: 2 x {format_bytes(a.nbytes)}; result {format_bytes(a.nbytes)}; "
-              f"worker memory limit {format_bytes(parse_bytes(args.worker_memory))} "
-              f"x {args.workers}")
+        print(
+            f"operands: 2 x {format_bytes(a.nbytes)}; result {format_bytes(a.nbytes)}; "
+            f"worker memory limit {format_bytes(parse_bytes(args.worker_memory))} "
+            f"x {args.workers}"
+        )
         workers = set(client.scheduler_info()["workers"])
         start = time.perf_counter()
-        da.to_npy_stack(scratch + "/result", es.einsum("bik,bkj->bij", a, b,
-                                                       memory_limit=args.task_memory), axis=0)
+        da.to_npy_stack(
+            scratch + "/result",
+            es.einsum("bik,bkj->bij", a, b, memory_limit=args.task_memory),
+            axis=0,
+        )
         elapsed = time.perf_counter() - start
         peaks = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
         print(f"time: {elapsed:.1f} s (random operands made, contracted, result written)")

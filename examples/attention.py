@@ -81,8 +81,9 @@ def forward(p: Params, x: Array) -> tuple[Array, dict[str, Array]]:
     h2 = h1 + es.einsum("btf,fd->btd", act, p.w2)
     pooled = es.einsum("btd->bd", h2) / x.shape[1]
     y = es.einsum("bd,do->bo", pooled, p.wout)
-    cache = dict(x=x, q=q, k=k, v=v, att=att, ctx=ctx, h1=h1, pre=pre, act=act, h2=h2,
-                 pooled=pooled)
+    cache = dict(
+        x=x, q=q, k=k, v=v, att=att, ctx=ctx, h1=h1, pre=pre, act=act, h2=h2, pooled=pooled
+    )
     return y, cache
 
 

@@ -79,7 +79,9 @@ def _function_local(tree: ast.Module) -> set[int]:
     inside: set[int] = set()
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            inside.update(id(n) for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+            inside.update(
+                id(n) for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
+            )
     return inside
 
 
@@ -281,9 +283,9 @@ def test_no_private_name_crosses_modules() -> None:
     offenders = []
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
-                PACKAGE
-            )):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith(PACKAGE)
+            ):
                 offenders += [(name, a.name) for a in node.names if a.name.startswith("_")]
             if isinstance(node, ast.Attribute) and node.attr.startswith("_PATH_OPTIONS"):
                 offenders.append((name, node.attr))

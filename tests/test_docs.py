@@ -20,7 +20,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 MARKER = "runnable"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-OPTIONAL = ("dask", "distributed", "torch")   # the einstride[dask] and [torch] extras
+OPTIONAL = ("dask", "distributed", "torch")  # the einstride[dask] and [torch] extras
 
 
 @dataclass(frozen=True)

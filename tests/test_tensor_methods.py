@@ -75,16 +75,28 @@ def test_astype():
         t.astype("no such dtype")
 
 
-@pytest.mark.parametrize(("shape_a", "shape_b"), [
-    ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)), ((1, 2, 3), (4, 3, 2)), ((3,), (3, 4)),
-    ((2, 3), (3,)), ((3,), (3,)), ((2, 1, 2, 3), (5, 3, 1)),
-])
+@pytest.mark.parametrize(
+    ("shape_a", "shape_b"),
+    [
+        ((2, 3), (3, 4)),
+        ((5, 2, 3), (3, 4)),
+        ((1, 2, 3), (4, 3, 2)),
+        ((3,), (3, 4)),
+        ((2, 3), (3,)),
+        ((3,), (3,)),
+        ((2, 1, 2, 3), (5, 3, 1)),
+    ],
+)
 def test_matmul_matches_numpy(shape_a, shape_b):
     a = np.arange(np.prod(shape_a), dtype=np.float64).reshape(shape_a) % 5
     b = np.arange(np.prod(shape_b), dtype=np.float64).reshape(shape_b) % 3
     expected = a @ b
-    for got in (es.as_tensor(a) @ es.as_tensor(b), es.as_tensor(a) @ b, a @ es.as_tensor(b),
-                a.tolist() @ es.as_tensor(b)):
+    for got in (
+        es.as_tensor(a) @ es.as_tensor(b),
+        es.as_tensor(a) @ b,
+        a @ es.as_tensor(b),
+        a.tolist() @ es.as_tensor(b),
+    ):
         assert isinstance(got, Tensor)
         assert got.shape == expected.shape
         np.testing.assert_allclose(got.numpy(), expected)
@@ -108,8 +120,15 @@ def test_matmul_errors():
 def test_views_where_the_layout_allows():
     base = np.arange(24.0).reshape(2, 3, 4)
     t = es.as_tensor(base)
-    for moved in (t.T, t.transpose(), t.transpose(None), t.transpose(2, 0, 1),
-                  t.transpose((2, 0, 1)), t.reshape(6, 4), t.reshape((4, -1))):
+    for moved in (
+        t.T,
+        t.transpose(),
+        t.transpose(None),
+        t.transpose(2, 0, 1),
+        t.transpose((2, 0, 1)),
+        t.reshape(6, 4),
+        t.reshape((4, -1)),
+    ):
         assert np.shares_memory(moved.numpy(), base)
     np.testing.assert_array_equal(t.transpose(2, 0, 1).numpy(), base.transpose(2, 0, 1))
     strided = t[:, :, ::2]

@@ -48,8 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage())
         return 0 if args else EXIT_USAGE
     if args[0] not in _COMMANDS:
-        print(f"einstride: unknown command {args[0]!r} (choose from "
-              f"{', '.join(sorted(_COMMANDS))}; see einstride --help)", file=sys.stderr)
+        print(
+            f"einstride: unknown command {args[0]!r} (choose from "
+            f"{', '.join(sorted(_COMMANDS))}; see einstride --help)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     try:
         entry = _load(args[0])

@@ -109,8 +109,10 @@ def _dry_run(ufunc: np.ufunc, operands: Sequence[Any], arrays: Sequence[Array], 
 
 def _empty_like(operands: Sequence[Any], arrays: Sequence[Array]) -> list[Any]:
     """No data of each operand's dtype (Python scalars stay themselves: weak)."""
-    return [x if isinstance(x, (int, float, complex)) else np.empty(0, a.dtype)
-            for x, a in zip(operands, arrays)]
+    return [
+        x if isinstance(x, (int, float, complex)) else np.empty(0, a.dtype)
+        for x, a in zip(operands, arrays)
+    ]
 
 
 def _write(

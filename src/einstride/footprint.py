@@ -45,8 +45,12 @@ class Footprint(ByteView):
         """The footprint of a Tensor (its ndarray view) or of an array."""
         arr = as_array(x)
         address: int = arr.__array_interface__["data"][0]
-        return cls(shape=tuple(arr.shape), strides=tuple(arr.strides),
-                   itemsize=arr.dtype.itemsize, address=address)
+        return cls(
+            shape=tuple(arr.shape),
+            strides=tuple(arr.strides),
+            itemsize=arr.dtype.itemsize,
+            address=address,
+        )
 
     @property
     def has_repeated_locations(self) -> bool:

@@ -48,6 +48,7 @@ __all__ = [
     "set_memory_limit",
 ]
 
+
 @functools.cache
 def physical_memory() -> int:
     """The machine's physical memory in bytes (``2**63 - 1`` where the OS does not say)."""
@@ -89,7 +90,6 @@ def set_memory_limit(nbytes: int | None) -> int | None:
     previous, _configured = _configured, nbytes
     LIMIT = physical_memory() if nbytes is None else nbytes
     return previous
-
 
 
 def check_allocation(

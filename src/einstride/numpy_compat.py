@@ -96,9 +96,7 @@ def _normalized(axes: list[int], shape: tuple[int, ...], side: str) -> list[int]
     result = []
     for axis in axes:
         if not -rank <= axis < rank:
-            raise EinsumError(
-                f"tensordot: axis {axis} is out of range for {side} of shape {shape}"
-            )
+            raise EinsumError(f"tensordot: axis {axis} is out of range for {side} of shape {shape}")
         result.append(axis % rank)
     if len(set(result)) != len(result):
         raise EinsumError(f"tensordot: duplicate axes {axes} of {side}")
@@ -138,8 +136,9 @@ def tensordot_equation(shape_a: Sequence[int], shape_b: Sequence[int], axes: Any
     labels_a = [_label(i) for i in range(len(shape_a))]
     fresh = iter(range(len(shape_a), len(shape_a) + len(shape_b)))
     paired = dict(zip(axes_b, axes_a))
-    labels_b = [labels_a[paired[j]] if j in paired else _label(next(fresh)) for j in
-                range(len(shape_b))]
+    labels_b = [
+        labels_a[paired[j]] if j in paired else _label(next(fresh)) for j in range(len(shape_b))
+    ]
     free_a = [lab for i, lab in enumerate(labels_a) if i not in axes_a]
     free_b = [lab for j, lab in enumerate(labels_b) if j not in paired]
     return f"{''.join(labels_a)},{''.join(labels_b)}->{''.join(free_a + free_b)}"

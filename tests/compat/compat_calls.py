@@ -47,8 +47,9 @@ def _snapshot(result: Any) -> Any:
     return result
 
 
-def outcome_of(function: Callable[..., Any], args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> Outcome:
+def outcome_of(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Outcome:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -89,8 +90,11 @@ def values_agree(mine: Any, theirs: Any) -> bool:
 
 def _agree(function: str, mine: Outcome, theirs: Outcome) -> bool:
     if theirs.failed or mine.failed:
-        return (theirs.error is not None and mine.error is not None
-                and isinstance(mine.error, builtin_class(type(theirs.error))))
+        return (
+            theirs.error is not None
+            and mine.error is not None
+            and isinstance(mine.error, builtin_class(type(theirs.error)))
+        )
     if function == "einsum_path":
         return list(mine.value[0]) == list(theirs.value[0])
     return values_agree(mine.value, theirs.value)
@@ -113,8 +117,9 @@ def _equation_facts(args: tuple[Any, ...]) -> tuple[list[str], str | None, list[
         with contextlib.suppress(TypeError):
             labels += [v for v in sub if isinstance(v, int | np.integer)]
     out = args[-1] if len(args) % 2 and len(args) > 1 else None
-    terms = ["".join(chr(0x100 + int(v)) for v in s if isinstance(v, int | np.integer))
-             for s in subs]
+    terms = [
+        "".join(chr(0x100 + int(v)) for v in s if isinstance(v, int | np.integer)) for s in subs
+    ]
     return terms, (terms[-1] if out is not None else None), labels
 
 
@@ -135,8 +140,9 @@ def _non_numeric(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return any(isinstance(a, np.ndarray) and a.dtype.kind in "OSUmM" for a in arrays)
 
 
-def classify(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], mine: Outcome,
-             theirs: Outcome) -> Difference | None:
+def classify(
+    function: str, args: tuple[Any, ...], kwargs: dict[str, Any], mine: Outcome, theirs: Outcome
+) -> Difference | None:
     """The documented difference that explains why einstride's outcome differs from NumPy's,
     or None when nothing does."""
     error, message = mine.error, str(mine.error)
@@ -145,8 +151,12 @@ def classify(function: str, args: tuple[Any, ...], kwargs: dict[str, Any], mine:
         return Difference.PENDING_ORDER
     if "casting" in kwargs and isinstance(error, TypeError) and "casting" in message:
         return Difference.DEFAULT_CASTING
-    if isinstance(optimize, tuple | list) and optimize and isinstance(optimize[0], str) and (
-            optimize[0] != "einsum_path"):
+    if (
+        isinstance(optimize, tuple | list)
+        and optimize
+        and isinstance(optimize[0], str)
+        and (optimize[0] != "einsum_path")
+    ):
         return Difference.PENDING_OPTIMIZE_TUPLE
     if isinstance(error, TypeError) and _non_numeric(args, kwargs):
         return Difference.OBJECT_DTYPE
@@ -201,8 +211,14 @@ class CallLedger:
     def total(self) -> int:
         return self.agreed + sum(self.differences.values()) + len(self.unexplained)
 
-    def record(self, function: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-               mine: Outcome, theirs: Outcome) -> None:
+    def record(
+        self,
+        function: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        mine: Outcome,
+        theirs: Outcome,
+    ) -> None:
         if _agree(function, mine, theirs):
             self.agreed += 1
             return
@@ -211,19 +227,29 @@ class CallLedger:
             self.differences[kind] += 1
             self.by_test.setdefault(self.current_test, set()).add(kind)
             return
-        self.unexplained.append(Disagreement(
-            function=function, call=_describe(args, kwargs), numpy=_describe_outcome(theirs),
-            einstride=_describe_outcome(mine)))
+        self.unexplained.append(
+            Disagreement(
+                function=function,
+                call=_describe(args, kwargs),
+                numpy=_describe_outcome(theirs),
+                einstride=_describe_outcome(mine),
+            )
+        )
 
     def summary(self) -> list[str]:
         lines = [f"{self.total} calls compared with NumPy: {self.agreed} agree"]
-        lines += [f"  {count:6d}  {kind.name}: {kind.value}"
-                  for kind, count in sorted(self.differences.items(), key=lambda kv: kv[0].name)]
+        lines += [
+            f"  {count:6d}  {kind.name}: {kind.value}"
+            for kind, count in sorted(self.differences.items(), key=lambda kv: kv[0].name)
+        ]
         if self.unexplained:
             lines.append(f"  {len(self.unexplained):6d}  UNEXPLAINED, for example:")
             step = max(1, len(self.unexplained) // 25)  # a spread of at most 25 or so
-            lines += [f"      {d.function}{d.call}\n        numpy:     {d.numpy}\n"
-                      f"        einstride: {d.einstride}" for d in self.unexplained[::step]]
+            lines += [
+                f"      {d.function}{d.call}\n        numpy:     {d.numpy}\n"
+                f"        einstride: {d.einstride}"
+                for d in self.unexplained[::step]
+            ]
         return lines
 
 
@@ -259,8 +285,9 @@ def _restorer(kwargs: dict[str, Any]) -> Callable[[], None]:
     return restore
 
 
-def compared(name: str, theirs: Callable[..., Any], mine: Callable[..., Any],
-             ledger: CallLedger) -> Callable[..., Any]:
+def compared(
+    name: str, theirs: Callable[..., Any], mine: Callable[..., Any], ledger: CallLedger
+) -> Callable[..., Any]:
     """``theirs`` (NumPy's function, whose result or exception the caller gets, so the suite
     runs every call it makes) that first runs ``mine`` on the same arguments, undoes what it
     wrote into ``out=``, and records both outcomes in ``ledger``."""

@@ -17,9 +17,11 @@ __all__ = ["EXPECTED", "TABLE_VERSIONS", "Difference", "reason"]
 
 # The releases whose suites the table was made from: with others, the test ids may differ,
 # so an entry naming no test is then reported, not an error.
-TABLE_VERSIONS = {"test_numpy_einsum.py": ("numpy", "2.4"),
-                  "test_opt_einsum_backend.py": ("opt_einsum", "3.4"),
-                  "test_opt_einsum_routed.py": ("opt_einsum", "3.4")}
+TABLE_VERSIONS = {
+    "test_numpy_einsum.py": ("numpy", "2.4"),
+    "test_opt_einsum_backend.py": ("opt_einsum", "3.4"),
+    "test_opt_einsum_routed.py": ("opt_einsum", "3.4"),
+}
 
 
 class Difference(enum.Enum):
@@ -39,8 +41,10 @@ class Difference(enum.Enum):
     OE_KEYWORDS = "opt_einsum's constants=/shapes= are not einstride's (use backend='einstride')"
     OPTIMIZER_ERROR = "an unknown optimize= name is an EinsumError (opt_einsum: KeyError)"
     PENDING_ORDER = "pending: order="
-    DEFAULT_CASTING = ("without casting=, dtype= casts unsafely and out= takes same_kind "
-                       "(NumPy's default: casting='safe')")
+    DEFAULT_CASTING = (
+        "without casting=, dtype= casts unsafely and out= takes same_kind "
+        "(NumPy's default: casting='safe')"
+    )
     PENDING_OPTIMIZE_TUPLE = "pending: optimize=(name, memory_limit)"
     PENDING_OPTIMIZE_FALSE = "pending: optimize=False's plan (NumPy: one loop, path (0, ..., n-1))"
     PENDING_EXCEPTION_CLASS = "pending: exception classes that are also NumPy's class"
@@ -54,14 +58,37 @@ class Difference(enum.Enum):
 
 D = Difference
 
-_NUMPY_SUMS = [f"TestEinsum::test_einsum_sums_{kind}" for kind in (
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
-    "float32", "float64", "longdouble", "cfloat64", "cfloat128", "clongdouble")]
+_NUMPY_SUMS = [
+    f"TestEinsum::test_einsum_sums_{kind}"
+    for kind in (
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "longdouble",
+        "cfloat64",
+        "cfloat128",
+        "clongdouble",
+    )
+]
 
 _NUMPY: dict[str, tuple[Difference, ...]] = {
-    **{f"TestEinsum::test_einsum_errors[{fn}-{opt}]": (
-        D.REPEATED_OUTPUT, D.PENDING_EXCEPTION_CLASS, D.DEFAULT_CASTING)
-       for fn in ("einsum", "einsum_path") for opt in (True, False)},
+    **{
+        f"TestEinsum::test_einsum_errors[{fn}-{opt}]": (
+            D.REPEATED_OUTPUT,
+            D.PENDING_EXCEPTION_CLASS,
+            D.DEFAULT_CASTING,
+        )
+        for fn in ("einsum", "einsum_path")
+        for opt in (True, False)
+    },
     "TestEinsum::test_einsum_sorting_behavior": (D.REPORT_TEXT,),
     "TestEinsum::test_einsum_object_errors": (D.OBJECT_DTYPE,),
     **{name: (D.STRICT_SIZES, D.DEFAULT_CASTING) for name in _NUMPY_SUMS},
@@ -91,14 +118,19 @@ _OPT_EINSUM_BACKEND: dict[str, tuple[Difference, ...]] = {
 
 _OPT_EINSUM_ROUTED: dict[str, tuple[Difference, ...]] = {
     **_OPT_EINSUM_BOTH,
-    **{f"TestContract::test_contract_expression_with_constants[{case}]": (D.OE_KEYWORDS,)
-       for case in (
-           "hbc,bdef,cdkj,ji,ikeh,lfo-constants0", "bdef,cdkj,ji,ikeh,hbc,lfo-constants1",
-           "hbc,bdef,cdkj,ji,ikeh,lfo-constants2", "hbc,bdef,cdkj,ji,ikeh,lfo-constants3",
-           "ijab,acd,bce,df,ef->ji-constants4", "ab,cd,ad,cb-constants5",
-           "ab,bc,cd-constants6")},
-    "TestEdgeCases::test_contract_expression_checks": (
-        D.MESSAGE_TEXT, D.PENDING_EXPRESSION_CHECKS),
+    **{
+        f"TestContract::test_contract_expression_with_constants[{case}]": (D.OE_KEYWORDS,)
+        for case in (
+            "hbc,bdef,cdkj,ji,ikeh,lfo-constants0",
+            "bdef,cdkj,ji,ikeh,hbc,lfo-constants1",
+            "hbc,bdef,cdkj,ji,ikeh,lfo-constants2",
+            "hbc,bdef,cdkj,ji,ikeh,lfo-constants3",
+            "ijab,acd,bce,df,ef->ji-constants4",
+            "ab,cd,ad,cb-constants5",
+            "ab,bc,cd-constants6",
+        )
+    },
+    "TestEdgeCases::test_contract_expression_checks": (D.MESSAGE_TEXT, D.PENDING_EXPRESSION_CHECKS),
     "TestEdgeCases::test_can_blas_on_healed_broadcast_dimensions": (D.STRICT_SIZES,),
     "TestInput::test_value_errors[contract]": (D.REPEATED_OUTPUT, D.PENDING_EXCEPTION_CLASS),
     "TestInput::test_hashable_object_input_format": (D.SUBLIST_OBJECTS,),

@@ -27,7 +27,8 @@ def foreign_module(name: str) -> types.ModuleType:
     """The installed test module ``name`` (never a copy in this repository); a package
     installed without its tests skips the wrapper module that asks for them."""
     module: types.ModuleType = pytest.importorskip(
-        name, reason=f"{name} is not installed (a package built without its tests)")
+        name, reason=f"{name} is not installed (a package built without its tests)"
+    )
     return module
 
 
@@ -69,7 +70,8 @@ def suite_class(name: str, module: types.ModuleType, into: str) -> type:
     tests = {
         key: staticmethod(value)
         for key, value in vars(module).items()
-        if key.startswith("test_") and isinstance(value, types.FunctionType)
+        if key.startswith("test_")
+        and isinstance(value, types.FunctionType)
         and value.__module__ == module.__name__
     }
     return type(name, (), {**tests, "__module__": into, "__doc__": f"{module.__name__}"})

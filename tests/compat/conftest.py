@@ -44,8 +44,12 @@ def _sampled_out(item: pytest.Item, key: str) -> bool:
 
 def _unfiltered(config: pytest.Config) -> bool:
     """Whether this run collects whole files (no -k, -m, --deselect or node ids)."""
-    return not (config.getoption("keyword") or config.getoption("markexpr")
-                or config.getoption("deselect") or any("::" in arg for arg in config.args))
+    return not (
+        config.getoption("keyword")
+        or config.getoption("markexpr")
+        or config.getoption("deselect")
+        or any("::" in arg for arg in config.args)
+    )
 
 
 def _table_release(file: str) -> bool:
@@ -88,8 +92,11 @@ def _routed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     yield
     new = NUMPY_CALLS.unexplained[before:]
     assert not new, "einstride disagrees with NumPy, unexplained by a documented difference:\n" + (
-        "\n".join(f"  {d.function}{d.call}\n    numpy:     {d.numpy}\n    einstride: {d.einstride}"
-                  for d in new[:10]))
+        "\n".join(
+            f"  {d.function}{d.call}\n    numpy:     {d.numpy}\n    einstride: {d.einstride}"
+            for d in new[:10]
+        )
+    )
 
 
 @pytest.hookimpl(wrapper=True)

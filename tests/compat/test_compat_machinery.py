@@ -22,12 +22,15 @@ def _record(mine, theirs, *args, function="einsum", **kwargs):
     return ledger
 
 
-@pytest.mark.parametrize("wrong", [
-    A.sum(1) + 1e-6,                     # value
-    A.sum(1).astype(np.float32),         # dtype
-    A.sum(1)[None],                      # shape
-    np.float64(3.0),                     # kind and shape
-])
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        A.sum(1) + 1e-6,  # value
+        A.sum(1).astype(np.float32),  # dtype
+        A.sum(1)[None],  # shape
+        np.float64(3.0),  # kind and shape
+    ],
+)
 def test_a_wrong_result_is_unexplained(wrong):
     ledger = _record(Outcome(value=wrong), Outcome(value=A.sum(1)))
     assert len(ledger.unexplained) == 1 and ledger.agreed == 0
@@ -62,11 +65,17 @@ def test_documented_differences_are_recognized():
     strict = es.EinsumError("... (named labels never broadcast; write '...')")
     ledger = _record(Outcome(error=strict), Outcome(value=A))
     assert ledger.differences == {Difference.STRICT_SIZES: 1}
-    ledger = _record(Outcome(value=np.eye(3)), Outcome(error=ValueError("repeated")), "i->ii",
-                     np.ones(3))
+    ledger = _record(
+        Outcome(value=np.eye(3)), Outcome(error=ValueError("repeated")), "i->ii", np.ones(3)
+    )
     assert ledger.differences == {Difference.REPEATED_OUTPUT: 1}
-    ledger = _record(Outcome(error=TypeError("einsum() got an unexpected keyword 'order'")),
-                     Outcome(value=A), "ij->ij", A, order="F")
+    ledger = _record(
+        Outcome(error=TypeError("einsum() got an unexpected keyword 'order'")),
+        Outcome(value=A),
+        "ij->ij",
+        A,
+        order="F",
+    )
     assert ledger.differences == {Difference.PENDING_ORDER: 1}
 
 

@@ -18,12 +18,15 @@ import einstride.einops_backend  # noqa: E402
 X = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5) % 7
 
 
-@pytest.mark.parametrize(("pattern", "sizes"), [
-    ("b c h w -> b (c h w)", {}),
-    ("b c h w -> w h c b", {}),
-    ("b c (h1 h2) w -> b c h1 h2 w", {"h1": 2}),
-    ("b c h w -> (b c) h w", {}),
-])
+@pytest.mark.parametrize(
+    ("pattern", "sizes"),
+    [
+        ("b c h w -> b (c h w)", {}),
+        ("b c h w -> w h c b", {}),
+        ("b c (h1 h2) w -> b c h1 h2 w", {"h1": 2}),
+        ("b c h w -> (b c) h w", {}),
+    ],
+)
 def test_rearrange(pattern, sizes):
     t = es.as_tensor(X)
     got = einops.rearrange(t, pattern, **sizes)
@@ -66,11 +69,17 @@ def test_mean_of_integers_is_refused_as_for_every_einops_backend():
 def test_registration(order):
     """``import einstride`` registers the backend when einops is already imported; otherwise
     ``import einstride.einops_backend`` does (a fresh interpreter for each order)."""
-    imports = ("import einops, einstride" if order == "einops first" else
-               "import einstride, einops; import einstride.einops_backend")
-    code = (f"{imports}; import numpy as np\n"
-            "t = einstride.as_tensor(np.ones((2, 3)))\n"
-            "print(type(einops.rearrange(t, 'a b -> b a')).__name__)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False, env=None)
+    imports = (
+        "import einops, einstride"
+        if order == "einops first"
+        else "import einstride, einops; import einstride.einops_backend"
+    )
+    code = (
+        f"{imports}; import numpy as np\n"
+        "t = einstride.as_tensor(np.ones((2, 3)))\n"
+        "print(type(einops.rearrange(t, 'a b -> b a')).__name__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=None
+    )
     assert done.stdout.strip() == "Tensor", done.stderr

@@ -28,7 +28,7 @@ def tensordot_cases(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, object]:
     form = draw(st.sampled_from(["pair", "negative", "count", "int"]))
     axes: object
     if form == "count":
-        shape_b = shape_a[len(shape_a) - count:] + free_b
+        shape_b = shape_a[len(shape_a) - count :] + free_b
         axes = count
     elif form == "int" and count == 1:
         axes = (picked[0], axes_b[0])
@@ -69,15 +69,18 @@ def test_tensordot_is_a_planned_einsum():
     assert len(set(labels.split("->")[1])) == 60
 
 
-@pytest.mark.parametrize(("axes", "numpy_error"), [
-    (([0], [1]), ValueError),          # sizes differ (shape-mismatch for sum)
-    (([1, 2], [0]), ValueError),       # lists of different lengths
-    (([0, 0], [0, 1]), ValueError),    # duplicate axes
-    (1.5, TypeError),
-    ("ab", TypeError),
-    (([[1]], [[0]]), TypeError),
-    (([1],), ValueError),              # not a pair
-])
+@pytest.mark.parametrize(
+    ("axes", "numpy_error"),
+    [
+        (([0], [1]), ValueError),  # sizes differ (shape-mismatch for sum)
+        (([1, 2], [0]), ValueError),  # lists of different lengths
+        (([0, 0], [0, 1]), ValueError),  # duplicate axes
+        (1.5, TypeError),
+        ("ab", TypeError),
+        (([[1]], [[0]]), TypeError),
+        (([1],), ValueError),  # not a pair
+    ],
+)
 def test_tensordot_errors_are_numpys_classes(axes, numpy_error):
     a, b = np.ones((2, 3, 4)), np.ones((3, 4, 5))
     with pytest.raises(numpy_error):
@@ -118,8 +121,11 @@ def test_opt_einsum_backend_calls_our_functions(monkeypatch):
 
         monkeypatch.setattr(es, name, spy)
     cached = oe.backends.dispatch._cached_funcs  # forget earlier lookups of our functions
-    monkeypatch.setattr(oe.backends.dispatch, "_cached_funcs",
-                        {key: fn for key, fn in cached.items() if key[1] != "einstride"})
+    monkeypatch.setattr(
+        oe.backends.dispatch,
+        "_cached_funcs",
+        {key: fn for key, fn in cached.items() if key[1] != "einstride"},
+    )
     x, y, z = np.random.rand(3, 4), np.random.rand(4, 5), np.random.rand(6, 5, 5)
     got = oe.contract("ij,jk,lkk->il", x, y, z, backend="einstride")
     np.testing.assert_allclose(got, np.einsum("ij,jk,lkk->il", x, y, z))

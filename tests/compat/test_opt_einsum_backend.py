@@ -14,9 +14,11 @@ ROUTES = opt_einsum_routes("backend")
 SAMPLE_EVERY = {"TestContract": 16}
 
 TestContract = suite_class(
-    "TestContract", foreign_module("opt_einsum.tests.test_contract"), __name__)
+    "TestContract", foreign_module("opt_einsum.tests.test_contract"), __name__
+)
 TestEdgeCases = suite_class(
-    "TestEdgeCases", foreign_module("opt_einsum.tests.test_edge_cases"), __name__)
+    "TestEdgeCases", foreign_module("opt_einsum.tests.test_edge_cases"), __name__
+)
 TestInput = suite_class("TestInput", foreign_module("opt_einsum.tests.test_input"), __name__)
 TestBlas = suite_class("TestBlas", foreign_module("opt_einsum.tests.test_blas"), __name__)
 TestPaths = suite_class("TestPaths", foreign_module("opt_einsum.tests.test_paths"), __name__)

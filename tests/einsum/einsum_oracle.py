@@ -18,8 +18,9 @@ import numpy as np
 ELL = "..."
 
 
-def _expand(terms: Sequence[Sequence[Hashable]], shapes: Sequence[tuple[int, ...]]
-            ) -> tuple[list[list[Hashable]], list[Hashable], dict[Hashable, int]]:
+def _expand(
+    terms: Sequence[Sequence[Hashable]], shapes: Sequence[tuple[int, ...]]
+) -> tuple[list[list[Hashable]], list[Hashable], dict[Hashable, int]]:
     """Replace each '...' by labels ('ell', j) right-aligned; sizes with broadcasting."""
     ell_shapes = []
     for term, shape in zip(terms, shapes):
@@ -46,8 +47,12 @@ def _expand(terms: Sequence[Sequence[Hashable]], shapes: Sequence[tuple[int, ...
     return expanded, ell_labels, sizes
 
 
-def brute_force(terms: Sequence[Sequence[Hashable]], output: Sequence[Hashable],
-                operands: Sequence[Any], dtype: Any = None) -> np.ndarray:
+def brute_force(
+    terms: Sequence[Sequence[Hashable]],
+    output: Sequence[Hashable],
+    operands: Sequence[Any],
+    dtype: Any = None,
+) -> np.ndarray:
     arrays = [np.asarray(x) for x in operands]
     result_dtype = np.dtype(dtype) if dtype is not None else np.result_type(*arrays)
     expanded, ell_labels, sizes = _expand(terms, [a.shape for a in arrays])

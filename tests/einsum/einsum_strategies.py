@@ -66,7 +66,7 @@ def cases(draw: Any, max_operands: int = 5, max_rank: int = 4) -> Case:
         shape = [sizes[x] for x in term]
         if draw(st.integers(0, 3)) == 0 or (ell_rank and draw(st.booleans())):
             r = draw(st.integers(0, ell_rank))
-            dims = [1 if draw(st.integers(0, 3)) == 0 else d for d in ell_shape[ell_rank - r:]]
+            dims = [1 if draw(st.integers(0, 3)) == 0 else d for d in ell_shape[ell_rank - r :]]
             pos = draw(st.integers(0, len(term)))
             term.insert(pos, ELL)
             shape[pos:pos] = dims
@@ -79,8 +79,9 @@ def cases(draw: Any, max_operands: int = 5, max_rank: int = 4) -> Case:
         return Case(terms, implicit_output(terms), False, shapes)
     out = draw(st.lists(st.sampled_from(used), max_size=4)) if used else []
     has_ell = any(ELL in t for t in terms)
-    broadcast_rank = max((len(s) - len(t) + 1 for t, s in zip(terms, shapes) if ELL in t),
-                         default=0)
+    broadcast_rank = max(
+        (len(s) - len(t) + 1 for t, s in zip(terms, shapes) if ELL in t), default=0
+    )
     if has_ell and (broadcast_rank > 0 or draw(st.booleans())):
         out.insert(draw(st.integers(0, len(out))), ELL)
     out_size = math.prod(sizes[x] for x in out if x != ELL) * math.prod(ell_shape)

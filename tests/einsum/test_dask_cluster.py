@@ -15,17 +15,23 @@ import einstride as es  # noqa: E402
 
 WORKER_MEMORY = 200 * 2**20
 TASK_BUDGET = 24 * 2**20
-SHAPE = (18000, 64, 64)             # 590 MB per operand and for the output
-CHUNKS_A = (200, 64, 32)            # k in two chunks: partial results summed in a tree
+SHAPE = (18000, 64, 64)  # 590 MB per operand and for the output
+CHUNKS_A = (200, 64, 32)  # k in two chunks: partial results summed in a tree
 CHUNKS_B = (200, 32, 64)
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        memory_limit=WORKER_MEMORY, dashboard_address=None, worker_dashboard_address=None,
-        local_directory=str(tmp_path_factory.mktemp("dask-worker-space")))
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        memory_limit=WORKER_MEMORY,
+        dashboard_address=None,
+        worker_dashboard_address=None,
+        local_directory=str(tmp_path_factory.mktemp("dask-worker-space")),
+    )
     with cluster, distributed.Client(cluster) as connected:
         yield connected
 
@@ -39,9 +45,9 @@ def test_contraction_larger_than_the_workers_memory_completes(client, tmp_path):
     assert min(a.nbytes, b.nbytes, result.nbytes) > 2.5 * WORKER_MEMORY
     assert len(result.chunks[0]) > 1 and result.chunks[1:] == ((64,), (64,))
 
-    da.to_npy_stack(str(tmp_path), result, axis=0)   # every block written by the workers
+    da.to_npy_stack(str(tmp_path), result, axis=0)  # every block written by the workers
 
-    assert set(client.scheduler_info()["workers"]) == workers   # none killed or restarted
+    assert set(client.scheduler_info()["workers"]) == workers  # none killed or restarted
 
     def own_peak_rss() -> int:
         """The worker's own peak resident bytes.  Linux's ``ru_maxrss`` carries the parent's
@@ -65,6 +71,6 @@ def test_contraction_larger_than_the_workers_memory_completes(client, tmp_path):
     for block in range(0, len(edges) - 1, 9):
         lo, hi = edges[block], edges[block + 1]
         got = np.load(tmp_path / f"{block}.npy")
-        x = a[lo:hi].compute(scheduler="sync")     # the same random blocks, made here
+        x = a[lo:hi].compute(scheduler="sync")  # the same random blocks, made here
         y = b[lo:hi].compute(scheduler="sync")
         np.testing.assert_allclose(got, np.matmul(x, y), rtol=1e-12)

@@ -45,9 +45,15 @@ def _synchronous():
 
 
 @pytest.mark.parametrize(("equation", "shapes"), NAMED, ids=[e for e, _ in NAMED])
-@pytest.mark.parametrize(("chunk", "optimize", "limit"), [
-    (1, "greedy", None), (2, False, None), (100, "optimal", None), (100, "greedy", 96),
-])
+@pytest.mark.parametrize(
+    ("chunk", "optimize", "limit"),
+    [
+        (1, "greedy", None),
+        (2, False, None),
+        (100, "optimal", None),
+        (100, "greedy", 96),
+    ],
+)
 def test_regression_list_equals_the_numpy_path(equation, shapes, chunk, optimize, limit):
     operands = [_operand(s) for s in shapes]
     expected = es.einsum(equation, *operands, optimize=optimize)
@@ -69,15 +75,21 @@ def problems(draw):
     return case, operands, chunks, numpy_too
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.filter_too_much])
-@given(problems(), st.sampled_from([False, "greedy", "optimal"]),
-       st.sampled_from([None, 400, 4096]))
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(
+    problems(), st.sampled_from([False, "greedy", "optimal"]), st.sampled_from([None, 400, 4096])
+)
 def test_random_equations_equal_the_numpy_path(problem, optimize, limit):
     case, operands, chunks, numpy_too = problem
     expected = es.einsum(case.render(), *operands, optimize=optimize)
-    lazy = [x if keep and k > 0 else da.from_array(x, chunks=c)
-            for k, (x, c, keep) in enumerate(zip(operands, chunks, numpy_too))]
+    lazy = [
+        x if keep and k > 0 else da.from_array(x, chunks=c)
+        for k, (x, c, keep) in enumerate(zip(operands, chunks, numpy_too))
+    ]
     try:
         result = es.einsum(case.render(), *lazy, optimize=optimize, memory_limit=limit)
     except EinsumError as exc:  # a budget too small for one element of every block
@@ -88,8 +100,11 @@ def test_random_equations_equal_the_numpy_path(problem, optimize, limit):
     _same(result.compute(), expected)
 
 
-@pytest.mark.parametrize(("equation", "shapes", "fragments"), MALFORMED,
-                         ids=[f"{e}-{k}" for k, (e, _, _) in enumerate(MALFORMED)])
+@pytest.mark.parametrize(
+    ("equation", "shapes", "fragments"),
+    MALFORMED,
+    ids=[f"{e}-{k}" for k, (e, _, _) in enumerate(MALFORMED)],
+)
 def test_malformed_equations_raise_the_numpy_path_errors(equation, shapes, fragments):
     operands = [np.ones(s) for s in shapes]
     with pytest.raises(EinsumError) as numpy_error:
@@ -99,13 +114,16 @@ def test_malformed_equations_raise_the_numpy_path_errors(equation, shapes, fragm
     assert str(dask_error.value) == str(numpy_error.value)
 
 
-@pytest.mark.parametrize(("kwargs", "error"), [
-    ({"optimize": "fastest"}, EinsumError),
-    ({"optimize": [(0, 5), (0, 1)]}, EinsumError),
-    ({"optimize": [(0, 1)]}, EinsumError),
-    ({"dtype": "not a dtype"}, TypeError),
-    ({"dtype": object}, TypeError),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"optimize": "fastest"}, EinsumError),
+        ({"optimize": [(0, 5), (0, 1)]}, EinsumError),
+        ({"optimize": [(0, 1)]}, EinsumError),
+        ({"dtype": "not a dtype"}, TypeError),
+        ({"dtype": object}, TypeError),
+    ],
+)
 def test_bad_options_raise_the_numpy_path_errors(kwargs, error):
     ops = [np.ones((2, 2))] * 3
     with pytest.raises(error) as numpy_error:
@@ -141,21 +159,25 @@ def test_bad_operands_sublists_out_and_memory_limit():
 def test_sublist_form_tensors_bool_and_float16():
     a, b = _operand((4, 3)), _operand((3, 5))
     got = es.einsum(da.from_array(a, chunks=2), [0, 1], es.as_tensor(b), [1, 2], [0, 2])
-    assert isinstance(got, da.Array)     # a Tensor operand is read as its NumPy view
+    assert isinstance(got, da.Array)  # a Tensor operand is read as its NumPy view
     _same(got.compute(), a @ b)
     mask = RNG.random((6, 5)) < 0.3
-    _same(es.einsum("ij,jk->ik", da.from_array(mask, chunks=2), mask.T).compute(),
-          es.einsum("ij,jk->ik", mask, mask.T))
+    _same(
+        es.einsum("ij,jk->ik", da.from_array(mask, chunks=2), mask.T).compute(),
+        es.einsum("ij,jk->ik", mask, mask.T),
+    )
     half = np.full(3000, 1.0, np.float16)
     got = es.einsum("i->", da.from_array(half, chunks=100))  # float16 accumulates in float32
     assert got.dtype == np.float16 and got.compute() == np.float16(3000.0)
-    ints = RNG.integers(0, 100, (50, 40)).astype(np.int8)   # wraps around like the NumPy path
-    _same(es.einsum("ij,jk->ik", da.from_array(ints, chunks=7), ints.T).compute(),
-          es.einsum("ij,jk->ik", ints, ints.T))
+    ints = RNG.integers(0, 100, (50, 40)).astype(np.int8)  # wraps around like the NumPy path
+    _same(
+        es.einsum("ij,jk->ik", da.from_array(ints, chunks=7), ints.T).compute(),
+        es.einsum("ij,jk->ik", ints, ints.T),
+    )
 
 
 def test_einsum_path_and_contract_expression_stay_lazy():
-    a = da.ones((10**6, 10**6), chunks=10**4)      # 8 TB: never computed here
+    a = da.ones((10**6, 10**6), chunks=10**4)  # 8 TB: never computed here
     path, report = es.einsum_path("ij,jk,k->i", a, a, np.ones(10**6))
     assert path[0] == "einsum_path" and "einsum 'ij,jk,k->i'" in report
     expr = es.contract_expression("ij,jk->ik", (4, 3), (3, 5))
@@ -178,7 +200,7 @@ def test_explain_shows_the_plan_chunks_and_tasks():
     assert f"tasks: {len(built.result.__dask_graph__()):,} in the graph" in text
     for lab in range(3):
         assert max(built.targets[lab]) <= built.chunks[lab]
-    assert "summed j: j over several chunks" in text    # 8000 B forces j into chunks
+    assert "summed j: j over several chunks" in text  # 8000 B forces j into chunks
     assert dask_backend.explain("ij,jk->ik", a, b, memory_limit=8000) == text
 
 
@@ -194,7 +216,7 @@ def test_building_the_graph_materializes_none_of_its_blockwise_layers():
     ours = [layer for name, layer in layers.items() if "einstride" in name]
     blockwise = [layer for layer in ours if isinstance(layer, Blockwise)]
     assert blockwise and not any(layer.is_materialized() for layer in blockwise)
-    assert built.result.numblocks == big.numblocks   # the budget keeps the user's chunks
+    assert built.result.numblocks == big.numblocks  # the budget keeps the user's chunks
     assert "tasks:" in built.explain()
 
 
@@ -213,23 +235,26 @@ class _TaskMemory(Callback):
         self.held[key] += getattr(result, "nbytes", 0)
 
 
-@pytest.mark.parametrize(("equation", "shapes"), [
-    ("ik,kj->ij", [(300, 200), (200, 250)]),
-    ("bij,bjk->bik", [(20, 30, 40), (20, 40, 30)]),
-    ("ii,i->i", [(400, 400), (400,)]),
-    ("ab,bc,cd->ad", [(120, 150), (150, 160), (160, 70)]),
-    ("i,j->iij", [(40,), (30,)]),
-    ("...i,...i->...", [(100, 1, 200), (120, 200)]),
-])
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("ik,kj->ij", [(300, 200), (200, 250)]),
+        ("bij,bjk->bik", [(20, 30, 40), (20, 40, 30)]),
+        ("ii,i->i", [(400, 400), (400,)]),
+        ("ab,bc,cd->ad", [(120, 150), (150, 160), (160, 70)]),
+        ("i,j->iij", [(40,), (30,)]),
+        ("...i,...i->...", [(100, 1, 200), (120, 200)]),
+    ],
+)
 def test_no_einsum_task_holds_more_than_the_budget(equation, shapes):
     operands = [_operand(s) for s in shapes]
     budget = 64 * 1024
-    lazy = [da.from_array(x, chunks=-1) for x in operands]   # one chunk each: too big
+    lazy = [da.from_array(x, chunks=-1) for x in operands]  # one chunk each: too big
     result = es.einsum(equation, *lazy, memory_limit=budget)
     assert max(max(x.nbytes for x in operands), result.nbytes) > 2 * budget
     watch = _TaskMemory()
     with watch:
-        got = result.compute(optimize_graph=False)     # every step its own task
+        got = result.compute(optimize_graph=False)  # every step its own task
     _same(got, es.einsum(equation, *operands))
     ours = [key for key in watch.held if "einstride" in str(key)]
     assert len(ours) > len(operands)

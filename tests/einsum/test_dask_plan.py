@@ -55,8 +55,11 @@ def problems(draw):
     return case, operands
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(problems(), st.sampled_from([False, "greedy", "optimal"]))
 def test_steps_compute_the_numpy_path_result(problem, optimize):
     case, operands = problem
@@ -68,8 +71,11 @@ def test_steps_compute_the_numpy_path_result(problem, optimize):
     assert plan.steps[-1:] == () or plan.steps[-1].labels == plan.spec.output
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(problems(), st.integers(64, 4096))
 def test_chosen_chunks_keep_every_step_within_the_budget(problem, budget):
     case, operands = problem
@@ -99,7 +105,7 @@ def test_steps_follow_the_numpy_plan_order():
     ops = [np.ones((3, 3, 4)), np.ones((4, 5)), np.ones((5, 2))]
     plan = _plan("iij,jk,kl->iil", ops, optimize=[(1, 2), (0, 1)])
     assert [s.kind for s in plan.steps] == ["diagonal", "contract", "contract", "expand"]
-    assert plan.steps[1].srcs == (1, 2)               # the path's first pair
+    assert plan.steps[1].srcs == (1, 2)  # the path's first pair
     assert plan.steps[-1].labels == plan.spec.output  # i, i, l
 
 
@@ -107,18 +113,24 @@ def test_labels_of_one_operand_are_summed_before_the_product():
     ops = [np.ones((3, 4)), np.ones((4, 5))]
     plan = _plan("ij,jk->j", ops)
     assert [(s.kind, s.summed) for s in plan.steps] == [
-        ("reduce", (0,)), ("reduce", (2,)), ("product", ())]
+        ("reduce", (0,)),
+        ("reduce", (2,)),
+        ("product", ()),
+    ]
 
 
 def test_float16_is_computed_in_float32_and_cast_at_the_end():
     ops = [np.ones((3, 4), np.float16), np.ones((4, 5), np.float16)]
     plan = _plan("ij,jk->ik", ops)
     assert [(s.kind, str(s.dtype)) for s in plan.steps] == [
-        ("contract", "float32"), ("cast", "float16")]
+        ("contract", "float32"),
+        ("cast", "float16"),
+    ]
 
 
-@pytest.mark.parametrize(("size", "chunk", "blocks"), [(10, 3, 4), (10, 10, 1), (0, 5, 1),
-                                                      (1, 1, 1)])
+@pytest.mark.parametrize(
+    ("size", "chunk", "blocks"), [(10, 3, 4), (10, 10, 1), (0, 5, 1), (1, 1, 1)]
+)
 def test_n_blocks(size, chunk, blocks):
     assert n_blocks(size, chunk) == blocks
 

@@ -31,11 +31,12 @@ def test_float16_accumulates_in_float32() -> None:
 
 
 def test_bfloat16_accumulates_in_float32() -> None:
-    ones = np.ones(1000, ml_dtypes.bfloat16)   # a bfloat16 accumulator would stop at 256
+    ones = np.ones(1000, ml_dtypes.bfloat16)  # a bfloat16 accumulator would stop at 256
     total = es.einsum("i->", ones)
     assert np.asarray(total).dtype == ml_dtypes.bfloat16 and float(total) == 1000.0
-    got = es.einsum("ij,jk->ik", np.ones((2, 1000), ml_dtypes.bfloat16),
-                    np.ones((1000, 2), ml_dtypes.bfloat16))
+    got = es.einsum(
+        "ij,jk->ik", np.ones((2, 1000), ml_dtypes.bfloat16), np.ones((1000, 2), ml_dtypes.bfloat16)
+    )
     assert got.dtype == ml_dtypes.bfloat16 and np.all(got.astype(np.float32) == 1000)
 
 
@@ -92,25 +93,32 @@ def test_numpy_in_numpy_out_tensor_in_tensor_out() -> None:
     np.testing.assert_allclose(got.numpy(), a @ b)
     scalar = es.einsum("ij,ij->", es.as_tensor(a), a)
     assert isinstance(scalar, es.Tensor) and scalar.shape == ()
-    strided = es.Tensor(np.arange(12.0), (3, 2), (4, 1), 1)   # a gapped Tensor view
+    strided = es.Tensor(np.arange(12.0), (3, 2), (4, 1), 1)  # a gapped Tensor view
     np.testing.assert_allclose(es.einsum("ij->j", strided).numpy(), strided.numpy().sum(0))
 
 
 # -- out= ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("equation", ["ij,jk->ik", "ij,jk->ki", "bij,bjk->bik", "ij->j",
-                                      "ij,jk->iik", "i,j->ij"])
+@pytest.mark.parametrize(
+    "equation", ["ij,jk->ik", "ij,jk->ki", "bij,bjk->bik", "ij->j", "ij,jk->iik", "i,j->ij"]
+)
 def test_out_with_transposed_and_gapped_layouts(equation: str) -> None:
-    shapes = {"ij,jk->ik": [(3, 4), (4, 5)], "ij,jk->ki": [(3, 4), (4, 5)],
-              "bij,bjk->bik": [(2, 3, 4), (2, 4, 5)], "ij->j": [(3, 4)],
-              "ij,jk->iik": [(3, 4), (4, 5)], "i,j->ij": [(3,), (5,)]}[equation]
+    shapes = {
+        "ij,jk->ik": [(3, 4), (4, 5)],
+        "ij,jk->ki": [(3, 4), (4, 5)],
+        "bij,bjk->bik": [(2, 3, 4), (2, 4, 5)],
+        "ij->j": [(3, 4)],
+        "ij,jk->iik": [(3, 4), (4, 5)],
+        "i,j->ij": [(3,), (5,)],
+    }[equation]
     ops = [RNG.random(s) for s in shapes]
     expected = np.asarray(es.einsum(equation, *ops))
-    for make in (lambda s: np.empty(s[::-1]).T,
-                 lambda s: np.full(tuple(2 * d for d in s), 9.0)[tuple(slice(None, None, 2)
-                                                                      for _ in s)],
-                 lambda s: np.full(s, 7.0, order="F")):
+    for make in (
+        lambda s: np.empty(s[::-1]).T,
+        lambda s: np.full(tuple(2 * d for d in s), 9.0)[tuple(slice(None, None, 2) for _ in s)],
+        lambda s: np.full(s, 7.0, order="F"),
+    ):
         out = make(expected.shape)
         assert es.einsum(equation, *ops, out=out) is out
         np.testing.assert_allclose(out, expected)
@@ -136,8 +144,10 @@ def test_einsum_path_is_numpy_compatible() -> None:
     a, b, c = RNG.random((10, 20)), RNG.random((20, 30)), RNG.random((30, 2))
     path, report = es.einsum_path("ij,jk,kl->il", a, b, c, optimize="greedy")
     assert path[0] == "einsum_path" and all(isinstance(p, tuple) for p in path[1:])
-    np.testing.assert_allclose(np.einsum("ij,jk,kl->il", a, b, c, optimize=path),
-                               es.einsum("ij,jk,kl->il", a, b, c, optimize=path))
+    np.testing.assert_allclose(
+        np.einsum("ij,jk,kl->il", a, b, c, optimize=path),
+        es.einsum("ij,jk,kl->il", a, b, c, optimize=path),
+    )
     assert "optimized FLOPs" in report
     path2, _ = es.einsum_path("ij,jk,kl->il", (10, 20), (20, 30), (30, 2), optimize="greedy")
     assert path2 == path
@@ -157,9 +167,19 @@ def test_contract_expression_reuses_its_plan_for_any_layout() -> None:
 
 def test_explain_reports_views_copies_flops_and_true_bytes() -> None:
     report = es.contract_expression("bij,bjk->bik", (8, 64, 32), (8, 32, 16)).explain()
-    for fragment in ("einsum 'bij,bjk->bik'", "naive FLOPs", "optimized FLOPs",
-                     "largest intermediate", "step 1: contract", "batch b", "contracted j",
-                     "left-free i", "right-free k", "viewed", "65,536 B"):
+    for fragment in (
+        "einsum 'bij,bjk->bik'",
+        "naive FLOPs",
+        "optimized FLOPs",
+        "largest intermediate",
+        "step 1: contract",
+        "batch b",
+        "contracted j",
+        "left-free i",
+        "right-free k",
+        "viewed",
+        "65,536 B",
+    ):
         assert fragment in report, fragment
     # contracted labels in the same memory order in both operands: views, no copy
     _, report = es.einsum_path("ijk,jkl->il", (40, 50, 60), (50, 60, 30))
@@ -172,9 +192,9 @@ def test_explain_reports_views_copies_flops_and_true_bytes() -> None:
     plan_report = _plan_report("ijk,jkl->il", a, RNG.random((20, 30, 10)))
     assert "copy  operand 0" in plan_report and "do not fold" in plan_report
     # a transposed operand that folds jointly is viewed, not copied
-    t = RNG.random((30, 50, 60)).transpose(1, 2, 0)        # labels j k l, l outermost
+    t = RNG.random((30, 50, 60)).transpose(1, 2, 0)  # labels j k l, l outermost
     assert "copy" not in _plan_report("ijk,jkl->il", RNG.random((40, 50, 60)), t)
-    t = RNG.random((60, 50, 30)).transpose(1, 0, 2)        # k before j: the orders differ
+    t = RNG.random((60, 50, 30)).transpose(1, 0, 2)  # k before j: the orders differ
     assert "copy" in _plan_report("ijk,jkl->il", RNG.random((40, 50, 60)), t)
     # a unit-stride-free operand is copied so that BLAS can take it
     g = RNG.random((40, 50, 120))[:, :, ::2]
@@ -185,32 +205,36 @@ def test_tiny_multi_step_problems_fuse_into_one_loop() -> None:
     ops = [RNG.random((3, 4)), RNG.random((4,)), RNG.random((4, 3))]
     report = _plan_report("ab,b,ba->a", *ops)
     assert "step 1: fused" in report and "step 2" not in report
-    np.testing.assert_allclose(es.einsum("ab,b,ba->a", *ops),
-                               np.einsum("ab,b,ba->a", *ops))
-    chain = [RNG.random((100, 100))] * 3     # a fused loop would be O(n^4): pairs win
+    np.testing.assert_allclose(es.einsum("ab,b,ba->a", *ops), np.einsum("ab,b,ba->a", *ops))
+    chain = [RNG.random((100, 100))] * 3  # a fused loop would be O(n^4): pairs win
     assert "fused" not in _plan_report("ab,bc,cd->ad", *chain)
 
 
 def _plan_report(equation: str, *ops: np.ndarray) -> str:
-    return es.explain(equation, *ops)   # the report for these operands' own layouts
+    return es.explain(equation, *ops)  # the report for these operands' own layouts
 
 
-@pytest.mark.parametrize(("equation", "shapes"), [
-    ("ij,jk->ik", [(300, 200), (200, 100)]),
-    ("ijk->i", [(50, 60, 70)]),
-    ("ij,jk,kl->il", [(100, 200), (200, 100), (100, 300)]),
-    ("i->ii", [(300,)]),
-    ("cdba,ca->db", [(64, 32, 16, 64), (64, 64)]),      # looped contracted label + reduce
-    ("ikj,jkl->il", [(40, 60, 50), (50, 60, 30)]),      # a copy
-    ("ab,b,ba->a", [(30, 40), (40,), (40, 30)]),        # one fused loop
-    ("ij,jk->ik", [(2000, 3), (3, 1000)]),
-])
-def test_reported_bytes_are_the_bytes_allocated(equation: str, shapes: list[tuple[int, ...]]
-                                                ) -> None:
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("ij,jk->ik", [(300, 200), (200, 100)]),
+        ("ijk->i", [(50, 60, 70)]),
+        ("ij,jk,kl->il", [(100, 200), (200, 100), (100, 300)]),
+        ("i->ii", [(300,)]),
+        ("cdba,ca->db", [(64, 32, 16, 64), (64, 64)]),  # looped contracted label + reduce
+        ("ikj,jkl->il", [(40, 60, 50), (50, 60, 30)]),  # a copy
+        ("ab,b,ba->a", [(30, 40), (40,), (40, 30)]),  # one fused loop
+        ("ij,jk->ik", [(2000, 3), (3, 1000)]),
+    ],
+)
+def test_reported_bytes_are_the_bytes_allocated(
+    equation: str, shapes: list[tuple[int, ...]]
+) -> None:
     from einstride.engine.backends.numpy.cache import entry_for as _entry_for
+
     arrays = [RNG.random(s) for s in shapes]
     entry = _entry_for(equation, arrays, None, None, "auto")
-    entry.run(arrays, None)   # warm up
+    entry.run(arrays, None)  # warm up
     tracemalloc.start()
     result = entry.run(arrays, None)
     _, peak = tracemalloc.get_traced_memory()
@@ -264,35 +288,48 @@ def test_cli_explain_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None
     assert explain_main(["bij,bjk->bik", "8x64x32", "8x32x16"]) == 0
     out = capsys.readouterr().out
     assert "step 1: contract" in out and "FLOPs" in out and "largest intermediate" in out
-    assert explain_main(["ij,jk,kl->il", "10x20", "20x30", "30x2", "--optimize", "greedy",
-                         "--dtype", "float32"]) == 0
+    assert (
+        explain_main(
+            ["ij,jk,kl->il", "10x20", "20x30", "30x2", "--optimize", "greedy", "--dtype", "float32"]
+        )
+        == 0
+    )
     assert "float32" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv", [["ij,jk->ik", "2x3", "4x5"], ["ij->k", "2x3"],
-                                  ["ij", "2xq"], ["ij", "2x3", "--dtype", "nonsense"], []])
-def test_cli_explain_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]
-                                       ) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ij,jk->ik", "2x3", "4x5"],
+        ["ij->k", "2x3"],
+        ["ij", "2xq"],
+        ["ij", "2x3", "--dtype", "nonsense"],
+        [],
+    ],
+)
+def test_cli_explain_bad_input_exits_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert explain_main(argv) == 2
     assert capsys.readouterr().err
 
 
 def test_any_opt_einsum_path_optimizer_is_accepted() -> None:
     import opt_einsum
+
     ops = [RNG.random((5, 6)), RNG.random((6, 7)), RNG.random((7, 8)), RNG.random((8, 3))]
     expected = np.linalg.multi_dot(ops)
-    for optimizer in (opt_einsum.DynamicProgramming(), opt_einsum.RandomGreedy(max_repeats=4),
-                      opt_einsum.paths.greedy):
-        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimizer),
-                                   expected)
+    for optimizer in (
+        opt_einsum.DynamicProgramming(),
+        opt_einsum.RandomGreedy(max_repeats=4),
+        opt_einsum.paths.greedy,
+    ):
+        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimizer), expected)
     calls: list[int] = []
 
     def left_to_right(inputs, output, size_dict, memory_limit=None):  # type: ignore[no-untyped-def]
         calls.append(len(inputs))
         return [(0, 1)] * (len(inputs) - 1)
 
-    np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=left_to_right),
-                               expected)
+    np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=left_to_right), expected)
     assert calls == [4]
 
 

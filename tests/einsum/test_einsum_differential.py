@@ -42,8 +42,11 @@ def problems(draw):
     return case, operands
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(problems(), OPTIMIZE, st.booleans(), st.booleans(), st.booleans())
 def test_matches_brute_force_and_numpy(problem, optimize, spaces, as_tensor, fuse):
     case, operands = problem
@@ -58,12 +61,16 @@ def test_matches_brute_force_and_numpy(problem, optimize, spaces, as_tensor, fus
     numpy_eq = case.numpy_equation()
     if numpy_eq is not None and not as_tensor:
         expected = np.einsum(numpy_eq, *operands)
-        np.testing.assert_allclose(np.asarray(result), expected,
-                                   **_tolerance(np.asarray(expected).dtype))
+        np.testing.assert_allclose(
+            np.asarray(result), expected, **_tolerance(np.asarray(expected).dtype)
+        )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(st.data(), OPTIMIZE, st.booleans())
 def test_out_with_any_layout(data, optimize, fuse):
     case, operands = data.draw(problems())
@@ -76,8 +83,11 @@ def test_out_with_any_layout(data, optimize, fuse):
     np.testing.assert_allclose(out, expected, **_tolerance(expected.dtype))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.filter_too_much])
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(problems(), st.sampled_from(["float64", "complex128", "int64", "float32"]))
 def test_dtype_argument(problem, dtype):
     case, operands = problem
@@ -91,8 +101,11 @@ def test_dtype_argument(problem, dtype):
     _check(case, result, operands, dtype)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.filter_too_much])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(problems())
 def test_sublist_form_matches_string_form(problem):
     case, operands = problem
@@ -108,8 +121,11 @@ def test_sublist_form_matches_string_form(problem):
     _check(case, es.einsum(*args), operands)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.filter_too_much])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(st.data(), st.sampled_from(["float16", "bfloat16"]), OPTIMIZE)
 def test_half_precision_types_accumulate_exactly_in_float32(data, dtype, optimize):
     """Small integers keep every float32 partial sum exact, so a float32 accumulator gives
@@ -120,8 +136,9 @@ def test_half_precision_types_accumulate_exactly_in_float32(data, dtype, optimiz
         result = np.asarray(es.einsum(case.render(), *operands, optimize=optimize))
     expected = brute_force(case.terms, case.output, [op.astype(np.float64) for op in operands])
     assert result.dtype == np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
-    np.testing.assert_array_equal(result.astype(np.float64),
-                                  expected.astype(result.dtype).astype(np.float64))
+    np.testing.assert_array_equal(
+        result.astype(np.float64), expected.astype(result.dtype).astype(np.float64)
+    )
 
 
 @contextlib.contextmanager
@@ -137,8 +154,9 @@ def _options(**changes: float):
 
 def _costs(copy: float, partial: float, call: float):
     """Re-weigh the planner's cost model, and keep tiny problems on the step-by-step path."""
-    return _options(copy_ns_per_byte=copy, partial_ns_per_byte=partial, call_ns=call,
-                    loop_ns=float("inf"))
+    return _options(
+        copy_ns_per_byte=copy, partial_ns_per_byte=partial, call_ns=call, loop_ns=float("inf")
+    )
 
 
 def _stepwise():
@@ -146,8 +164,11 @@ def _stepwise():
     return _options(loop_ns=float("inf"))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.filter_too_much])
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(problems(), OPTIMIZE, st.sampled_from([(1e9, 0.0, 0.0), (0.0, 1e9, 1e9)]))
 def test_every_remedy_gives_the_same_values(problem, optimize, costs):
     """Whatever the cost model prefers -- looping over groups that do not fold, or copying
@@ -159,11 +180,13 @@ def test_every_remedy_gives_the_same_values(problem, optimize, costs):
 
 
 def test_loops_replace_a_large_copy_when_cheaper():
-    a = np.ones((64, 32, 16, 64))                      # labels c d b a: c and a do not fold
+    a = np.ones((64, 32, 16, 64))  # labels c d b a: c and a do not fold
     report = _report("cdba,ca->db", a, np.ones((64, 64)))
     assert "copy" not in report and "looped" in report
-    np.testing.assert_allclose(es.einsum("cdba,ca->db", a, np.ones((64, 64))),
-                               np.einsum("cdba,ca->db", a, np.ones((64, 64))))
+    np.testing.assert_allclose(
+        es.einsum("cdba,ca->db", a, np.ones((64, 64))),
+        np.einsum("cdba,ca->db", a, np.ones((64, 64))),
+    )
 
 
 def _report(equation: str, *ops: np.ndarray) -> str:
@@ -182,8 +205,9 @@ def test_the_cost_model_is_a_planner_option():
 
     def report(**costs: float) -> str:
         options = PlannerOptions(loop_ns=float("inf"), **costs)
-        return format_plan(_entry_for("cdba,ca->db", [a, b], None, None, "auto",
-                                      options=options).plan)
+        return format_plan(
+            _entry_for("cdba,ca->db", [a, b], None, None, "auto", options=options).plan
+        )
 
     copied = report(copy_ns_per_byte=0.0, partial_ns_per_byte=1e9, call_ns=1e9)
     looped = report(copy_ns_per_byte=1e9, partial_ns_per_byte=0.0, call_ns=0.0)

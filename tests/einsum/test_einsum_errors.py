@@ -13,9 +13,14 @@ from einstride import EinsumError, LayoutError
 
 MALFORMED = [
     # (equation, shapes, fragments the message must contain)
-    ("ij,jk->ik", [(2, 3), (4, 5)],
-     ["einsum 'ij,jk->ik': operand 1 label 'j' (position 3) has size 4, but operand 0 gave it "
-      "size 3"]),
+    (
+        "ij,jk->ik",
+        [(2, 3), (4, 5)],
+        [
+            "einsum 'ij,jk->ik': operand 1 label 'j' (position 3) has size 4, but operand 0 gave it "
+            "size 3"
+        ],
+    ),
     ("ij,jk->ik", [(2, 1), (3, 4)], ["label 'j'", "size 3", "size 1", "'...'"]),
     ("ii->i", [(2, 3)], ["operand 0 label 'i' (position 1)", "size 3", "size 2"]),
     ("i->j", [(2,)], ["output label 'j' (position 3)", "appears in no input"]),
@@ -31,17 +36,24 @@ MALFORMED = [
     ("...ij", [(2,)], ["operand 0", "term '...ij'", "besides '...'"]),
     ("ij,jk", [(2, 3)], ["'ij,jk'", "2 input term(s) but 1 operand(s)"]),
     ("ij", [(2, 3), (3, 4)], ["1 input term(s) but 2 operand(s)"]),
-    ("...i,...i->...i", [(2, 3), (4, 3)], ["operand 1's '...' dimension 0 has size 4",
-                                          "operand 0's has size 2"]),
+    (
+        "...i,...i->...i",
+        [(2, 3), (4, 3)],
+        ["operand 1's '...' dimension 0 has size 4", "operand 0's has size 2"],
+    ),
     ("...i->i", [(2, 3)], ["'...i->i'", "no '...'"]),
     ("...i->i", [(1, 3)], ["no '...'"]),
 ]
 
 
-@pytest.mark.parametrize(("equation", "shapes", "fragments"), MALFORMED,
-                         ids=[f"{e}-{k}" for k, (e, _, _) in enumerate(MALFORMED)])
-def test_malformed_equations_raise_einsum_error(equation: str, shapes: list[tuple[int, ...]],
-                                                fragments: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("equation", "shapes", "fragments"),
+    MALFORMED,
+    ids=[f"{e}-{k}" for k, (e, _, _) in enumerate(MALFORMED)],
+)
+def test_malformed_equations_raise_einsum_error(
+    equation: str, shapes: list[tuple[int, ...]], fragments: list[str]
+) -> None:
     operands = [np.ones(s) for s in shapes]
     with pytest.raises(EinsumError) as info:
         es.einsum(equation, *operands)
@@ -56,30 +68,36 @@ def test_parse_errors_come_before_any_operand_is_looked_at() -> None:
         es.einsum("i->j", object())
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    ((np.ones(2), ["a"]), "'a' at index 0"),
-    ((np.ones(2), [-1]), "negative label -1"),
-    ((np.ones(2), [True]), "True at index 0"),
-    ((np.ones(2), [0], [1]), "output label 1"),
-    ((np.ones((2, 2)), [0, ..., ...]), "second '...'"),
-    ((np.ones(2), [0], [0, ..., ...]), "second '...'"),
-    ((np.ones(2), "ab"), "must be a list"),
-    ((np.ones((2, 3)), [0, 0]), "label '0' (sublist index 1)"),
-])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ((np.ones(2), ["a"]), "'a' at index 0"),
+        ((np.ones(2), [-1]), "negative label -1"),
+        ((np.ones(2), [True]), "True at index 0"),
+        ((np.ones(2), [0], [1]), "output label 1"),
+        ((np.ones((2, 2)), [0, ..., ...]), "second '...'"),
+        ((np.ones(2), [0], [0, ..., ...]), "second '...'"),
+        ((np.ones(2), "ab"), "must be a list"),
+        ((np.ones((2, 3)), [0, 0]), "label '0' (sublist index 1)"),
+    ],
+)
 def test_sublist_errors(args: tuple[object, ...], fragment: str) -> None:
     with pytest.raises(EinsumError) as info:
         es.einsum(*args)
     assert fragment in str(info.value)
 
 
-@pytest.mark.parametrize(("optimize", "fragment"), [
-    ("fastest", "unknown optimize='fastest'"),
-    ([(0, 5), (0, 1)], "names operand 5"),
-    ([(0, 1)], "leaves 2 operands"),
-    ([(0, 0), (0, 1)], "distinct operands"),
-    ([("a", 1)], "not a tuple of ints"),
-    (3.5, "neither a path finder name"),
-])
+@pytest.mark.parametrize(
+    ("optimize", "fragment"),
+    [
+        ("fastest", "unknown optimize='fastest'"),
+        ([(0, 5), (0, 1)], "names operand 5"),
+        ([(0, 1)], "leaves 2 operands"),
+        ([(0, 0), (0, 1)], "distinct operands"),
+        ([("a", 1)], "not a tuple of ints"),
+        (3.5, "neither a path finder name"),
+    ],
+)
 def test_bad_optimize(optimize: object, fragment: str) -> None:
     ops = [np.ones((2, 2))] * 3
     with pytest.raises(EinsumError) as info:
@@ -87,10 +105,15 @@ def test_bad_optimize(optimize: object, fragment: str) -> None:
     assert fragment in str(info.value)
 
 
-@pytest.mark.parametrize("operand", [
-    np.array(["a", "b"]), np.array([1, 2], dtype=object),
-    np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"), [[1, 2], [3]],
-])
+@pytest.mark.parametrize(
+    "operand",
+    [
+        np.array(["a", "b"]),
+        np.array([1, 2], dtype=object),
+        np.array(["2020-01-01", "2020-01-02"], dtype="datetime64[D]"),
+        [[1, 2], [3]],
+    ],
+)
 def test_non_numeric_or_unconvertible_operands_raise_type_error(operand: object) -> None:
     with pytest.raises(TypeError, match="einsum"):
         es.einsum("i->", operand)
@@ -109,7 +132,9 @@ def test_subscripts_of_the_wrong_type() -> None:
 
 
 def test_out_of_the_wrong_shape() -> None:
-    with pytest.raises(EinsumError, match=r"out= has shape \(3,\), but the result has shape \(2,\)"):
+    with pytest.raises(
+        EinsumError, match=r"out= has shape \(3,\), but the result has shape \(2,\)"
+    ):
         es.einsum("ij->i", np.ones((2, 3)), out=np.empty(3))
 
 
@@ -150,13 +175,14 @@ def test_memory_guard_fails_fast_naming_the_step_and_size() -> None:
 
 def test_an_intermediate_over_the_memory_limit_is_sliced_a_result_over_it_raises() -> None:
     a, b, c = np.ones((100, 2)), np.ones((2, 100)), np.ones((100, 3))
-    path = [(0, 1), (0, 1)]   # an 80,000-byte intermediate ik
+    path = [(0, 1), (0, 1)]  # an 80,000-byte intermediate ik
     for limit in (50_000, 100_000):
         np.testing.assert_allclose(
-            es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=limit), a @ b @ c)
+            es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=limit), a @ b @ c
+        )
     report = es.explain("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=50_000)
     assert "sliced over" in report and "would peak at 82,400 B" in report
-    with pytest.raises(EinsumError) as info:   # the result alone takes 2,400 bytes
+    with pytest.raises(EinsumError) as info:  # the result alone takes 2,400 bytes
         es.einsum("ij,jk,kl->il", a, b, c, optimize=path, memory_limit=2_000)
     message = str(info.value)
     assert "output would allocate 2,400 bytes" in message and "limit of 2,000 bytes" in message

@@ -66,7 +66,7 @@ def test_sublist_form() -> None:
     assert eq.output == (ELLIPSIS, 1)
     assert eq.names == ("5", "3")
     assert eq.sublist and eq.where(1, 1) == "sublist index 1"
-    assert parse_sublists([[100, 2], [2, 7]]).output == (2, 0)   # 7 < 100: by value
+    assert parse_sublists([[100, 2], [2, 7]]).output == (2, 0)  # 7 < 100: by value
 
 
 def test_parsing_is_cached() -> None:

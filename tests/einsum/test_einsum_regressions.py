@@ -18,8 +18,10 @@ def _operand(shape: tuple[int, ...]) -> np.ndarray:
 def _terms(text: str) -> tuple[list[list[str]], list[str]]:
     """Split an explicit ASCII equation into oracle terms (the oracle never parses)."""
     ins, out = text.split("->")
+
     def term(t: str) -> list[str]:
         return [ELL if x == "." else x for x in t.replace("...", ".")]
+
     return [term(t) for t in ins.split(",")], term(out)
 
 
@@ -28,8 +30,8 @@ NAMED = [
     ("a...a->...", [(3, 2, 5, 3)]),
     ("i...ii->...i", [(3, 2, 3, 3)]),
     ("aab,bcc->ac", [(3, 3, 4), (4, 2, 2)]),
-    ("ij,jk->ik", [(2, 0), (0, 3)]),            # zero-size contraction: zeros
-    ("ij,jk->ik", [(0, 4), (4, 3)]),            # zero-size free label: empty
+    ("ij,jk->ik", [(2, 0), (0, 3)]),  # zero-size contraction: zeros
+    ("ij,jk->ik", [(0, 4), (4, 3)]),  # zero-size free label: empty
     ("ijk,kl->il", [(2, 3, 0), (0, 5)]),
     ("->", [()]),
     (",->", [(), ()]),
@@ -126,10 +128,13 @@ def test_unary_reduction_of_a_broadcast_operand() -> None:
 
 
 def test_operands_with_more_axes_than_numpys_52_letters() -> None:
-    x = RNG.integers(1, 3, size=(2, 3, 2) + (1,) * 57).astype(np.float64)   # 60 axes
+    x = RNG.integers(1, 3, size=(2, 3, 2) + (1,) * 57).astype(np.float64)  # 60 axes
     axes = list(range(60))
-    np.testing.assert_allclose(es.einsum(x, axes, [1]), x.sum(axis=tuple(a for a in axes if a != 1)))
-    np.testing.assert_allclose(es.einsum(x, axes, x, axes, [0, 2]),
-                               (x * x).sum(axis=tuple(range(3, 60))).sum(axis=1))
+    np.testing.assert_allclose(
+        es.einsum(x, axes, [1]), x.sum(axis=tuple(a for a in axes if a != 1))
+    )
+    np.testing.assert_allclose(
+        es.einsum(x, axes, x, axes, [0, 2]), (x * x).sum(axis=tuple(range(3, 60))).sum(axis=1)
+    )
     assert es.einsum(x, axes, axes[::-1]).shape == x.shape[::-1]
     assert es.einsum(x, axes, [0, 0, 1]).shape == (2, 2, 3)

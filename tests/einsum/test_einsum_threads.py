@@ -24,19 +24,21 @@ def _restore_threads() -> Iterator[None]:
 
 
 def _run(threads_n: int, equation: str, ops: list[np.ndarray], **kwargs: object) -> np.ndarray:
-    threads.set_num_threads(threads_n)   # the default options: planned for this count
+    threads.set_num_threads(threads_n)  # the default options: planned for this count
     return np.asarray(es.einsum(equation, *ops, **kwargs))
 
 
-def _splits(equation: str, ops: list[np.ndarray], options: PlannerOptions | None = None
-            ) -> list[int]:
+def _splits(
+    equation: str, ops: list[np.ndarray], options: PlannerOptions | None = None
+) -> list[int]:
     """The thread count of every reduce/batch step of the plan for these operands."""
     plan = entry_for(equation, ops, None, None, "auto", options=options).plan
     return [s.threads for s in plan.steps if isinstance(s, (ReduceStep, BatchStep))]
 
 
-def _planned(options: PlannerOptions, equation: str, ops: list[np.ndarray],
-             dtype: object = None) -> tuple[np.ndarray, list[int]]:
+def _planned(
+    options: PlannerOptions, equation: str, ops: list[np.ndarray], dtype: object = None
+) -> tuple[np.ndarray, list[int]]:
     """The result of the plan made with ``options``, and its steps' thread counts."""
     entry = entry_for(equation, ops, None, dtype, "auto", options=options)
     splits = [s.threads for s in entry.plan.steps if isinstance(s, (ReduceStep, BatchStep))]
@@ -59,8 +61,9 @@ CASES = [
 ]
 
 
-def _operands(shapes: list[tuple[int, ...]], perm: tuple[int, ...] | None, dtype: str,
-              seed: int) -> list[np.ndarray]:
+def _operands(
+    shapes: list[tuple[int, ...]], perm: tuple[int, ...] | None, dtype: str, seed: int
+) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     ops = [(rng.standard_normal(s) * 100).astype(dtype) for s in shapes]
     if perm is not None:
@@ -69,20 +72,29 @@ def _operands(shapes: list[tuple[int, ...]], perm: tuple[int, ...] | None, dtype
 
 
 @settings(max_examples=40)
-@given(case=st.sampled_from(CASES), dtype=st.sampled_from(["float64", "float32", "int64"]),
-       seed=st.integers(0, 2**16), cast=st.booleans())
+@given(
+    case=st.sampled_from(CASES),
+    dtype=st.sampled_from(["float64", "float32", "int64"]),
+    seed=st.integers(0, 2**16),
+    cast=st.booleans(),
+)
 def test_split_steps_are_bit_identical_to_one_thread(
-        case: tuple[str, list[tuple[int, ...]], tuple[int, ...] | None], dtype: str,
-        seed: int, cast: bool) -> None:
+    case: tuple[str, list[tuple[int, ...]], tuple[int, ...] | None],
+    dtype: str,
+    seed: int,
+    cast: bool,
+) -> None:
     equation, shapes, perm = case
     ops = _operands(shapes, perm, dtype, seed)
     kwargs: dict[str, object] = {"dtype": np.float64} if cast else {}
     # split however small, so small cases exercise it
-    one, unsplit = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops,
-                            kwargs.get("dtype"))
+    one, unsplit = _planned(
+        PlannerOptions(threads=1, split_min_bytes=0), equation, ops, kwargs.get("dtype")
+    )
     assert max(unsplit, default=1) == 1
-    two, split = _planned(PlannerOptions(threads=2, split_min_bytes=0), equation, ops,
-                          kwargs.get("dtype"))
+    two, split = _planned(
+        PlannerOptions(threads=2, split_min_bytes=0), equation, ops, kwargs.get("dtype")
+    )
     assert one.dtype == two.dtype and one.shape == two.shape
     assert np.array_equal(one, two), equation
     expected = np.einsum(equation, *ops, **kwargs)  # type: ignore[arg-type]
@@ -93,12 +105,12 @@ def test_split_steps_are_bit_identical_to_one_thread(
 
 def test_split_into_out_and_at_real_size() -> None:
     rng = np.random.default_rng(1)
-    d = rng.standard_normal((256, 128, 128))   # a strided diagonal: 2 MiB of cache lines
+    d = rng.standard_normal((256, 128, 128))  # a strided diagonal: 2 MiB of cache lines
     one = _run(1, "bii->b", [d])
     two, split = _planned(PlannerOptions(threads=2, split_min_bytes=1 << 20), "bii->b", [d])
     assert np.array_equal(two, one) and split == [2]
-    assert _splits("bii->b", [d], PlannerOptions(threads=2)) == [1]   # under the default 4 MiB
-    a = rng.standard_normal((128, 128, 64))    # 8 MiB: over the default threshold
+    assert _splits("bii->b", [d], PlannerOptions(threads=2)) == [1]  # under the default 4 MiB
+    a = rng.standard_normal((128, 128, 64))  # 8 MiB: over the default threshold
     assert _run(2, "ijk->i", [a]) is not None and _splits("ijk->i", [a]) == [2]
     out = np.full(128, np.nan)
     es.einsum("ijk->i", a, out=out)
@@ -119,25 +131,29 @@ def test_explain_reports_the_split_and_thread_count() -> None:
     assert "split" not in explain("ijk->i", (128, 128, 64))
 
 
-@pytest.mark.parametrize("equation, shapes", [
-    ("ij,jk->ik", [(4, 4), (4, 4)]),
-    ("ijk->i", [(16, 16, 16)]),
-    ("bii->b", [(256, 128, 128)]),      # 2 MiB of strided reads: the handoff would cost more
-    ("i,j->ij", [(64,), (64,)]),
-    ("ij,ij->ij", [(64, 64), (64, 64)]),
-    ("ijk->k", [(128, 128, 64)]),        # only an inner axis is kept: chunks would be slower
-])
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [
+        ("ij,jk->ik", [(4, 4), (4, 4)]),
+        ("ijk->i", [(16, 16, 16)]),
+        ("bii->b", [(256, 128, 128)]),  # 2 MiB of strided reads: the handoff would cost more
+        ("i,j->ij", [(64,), (64,)]),
+        ("ij,ij->ij", [(64, 64), (64, 64)]),
+        ("ijk->k", [(128, 128, 64)]),  # only an inner axis is kept: chunks would be slower
+    ],
+)
 def test_small_or_inner_axis_steps_are_never_split(
-        equation: str, shapes: list[tuple[int, ...]]) -> None:
+    equation: str, shapes: list[tuple[int, ...]]
+) -> None:
     threads.set_num_threads(2)
     assert "split" not in explain(equation, *shapes)
 
 
 def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "1")
-    threads.set_num_threads(None)   # the environment is read when the defaults are made
+    threads.set_num_threads(None)  # the environment is read when the defaults are made
     assert threads.num_threads() == 1
-    assert "split" not in explain("ijk->i", (128, 128, 64))   # 1 disables splitting
+    assert "split" not in explain("ijk->i", (128, 128, 64))  # 1 disables splitting
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "3")
     threads.set_num_threads(None)
     assert threads.num_threads() == 3
@@ -158,7 +174,7 @@ def test_split_steps_work_in_a_forked_child() -> None:
 
     threads.set_num_threads(2)
     a = np.random.default_rng(2).standard_normal((128, 128, 64))
-    expected = es.einsum("ijk->i", a)          # starts the pool in the parent
+    expected = es.einsum("ijk->i", a)  # starts the pool in the parent
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(es.einsum, ("ijk->i", a)).get(timeout=60)
     assert np.array_equal(got, expected)
@@ -169,11 +185,12 @@ def test_a_chunk_the_pool_has_not_started_runs_on_the_caller() -> None:
 
     threads.set_num_threads(2)
     release = threading.Event()
-    blocker = threads._executor().submit(release.wait, 30)   # the only worker is busy
+    blocker = threads._executor().submit(release.wait, 30)  # the only worker is busy
     ran: list[int] = []
     try:
-        threads.run_chunks([lambda: ran.append(threading.get_ident()),
-                            lambda: ran.append(threading.get_ident())])
+        threads.run_chunks(
+            [lambda: ran.append(threading.get_ident()), lambda: ran.append(threading.get_ident())]
+        )
     finally:
         release.set()
     blocker.result(timeout=30)
@@ -188,9 +205,9 @@ def test_options_are_part_of_the_plan_key_so_nothing_is_cleared() -> None:
     assert one is not two and _threads_of(one.plan) == [1] and _threads_of(two.plan) == [2]
     threads.set_num_threads(2)
     default = entry_for("ijk->i", [a], None, None, "auto")
-    assert default is two                      # the default options are the same value
+    assert default is two  # the default options are the same value
     before = plan_cache_info().currsize
-    threads.set_num_threads(1)                 # no longer clears the plan cache
+    threads.set_num_threads(1)  # no longer clears the plan cache
     assert plan_cache_info().currsize == before
     assert entry_for("ijk->i", [a], None, None, "auto") is one
     threads.set_num_threads(2)
@@ -198,21 +215,26 @@ def test_options_are_part_of_the_plan_key_so_nothing_is_cleared() -> None:
 
 
 def _threads_of(plan: object) -> list[int]:
-    return [s.threads for s in plan.steps  # type: ignore[attr-defined]
-            if isinstance(s, (ReduceStep, BatchStep))]
+    return [
+        s.threads
+        for s in plan.steps  # type: ignore[attr-defined]
+        if isinstance(s, (ReduceStep, BatchStep))
+    ]
 
 
 def test_the_hot_path_plans_with_the_default_options() -> None:
     a = np.random.default_rng(4).standard_normal((128, 128, 64))
     facts = (a.shape, a.strides, a.dtype)
     threads.set_num_threads(1)
-    one = es.einsum("ijk->i", a)             # the hot path: cached for 1 thread
+    one = es.einsum("ijk->i", a)  # the hot path: cached for 1 thread
     assert _threads_of(hot_entry("ijk->i", facts, "auto").plan) == [1]
     threads.set_num_threads(2)
-    assert np.array_equal(es.einsum("ijk->i", a), one)   # planned again, for 2
+    assert np.array_equal(es.einsum("ijk->i", a), one)  # planned again, for 2
     assert _threads_of(hot_entry("ijk->i", facts, "auto").plan) == [2]
-    assert hot_entry("ijk->i", facts, "auto", PlannerOptions(threads=1)).plan is not \
-        hot_entry("ijk->i", facts, "auto").plan
+    assert (
+        hot_entry("ijk->i", facts, "auto", PlannerOptions(threads=1)).plan
+        is not hot_entry("ijk->i", facts, "auto").plan
+    )
 
 
 def test_planner_options_are_validated_values() -> None:
@@ -228,11 +250,17 @@ def test_planner_options_are_validated_values() -> None:
     assert pickle.loads(pickle.dumps(two)) is two
     assert hash(PlannerOptions(call_ns=1.0)) == hash(PlannerOptions(call_ns=1.0))
     assert two != PlannerOptions(threads=3) and two != PlannerOptions(threads=2, call_ns=1.0)
-    for bad in ({"threads": 0}, {"threads": True}, {"split_min_bytes": -1},
-                {"copy_ns_per_byte": -0.5}, {"loop_ns": float("nan")}, {"fuse_max_combos": 1.5}):
+    for bad in (
+        {"threads": 0},
+        {"threads": True},
+        {"split_min_bytes": -1},
+        {"copy_ns_per_byte": -0.5},
+        {"loop_ns": float("nan")},
+        {"fuse_max_combos": 1.5},
+    ):
         with pytest.raises(ValueError, match="PlannerOptions"):
             PlannerOptions(**bad)  # type: ignore[arg-type]
-    assert PlannerOptions(loop_ns=float("inf")).loop_ns == float("inf")   # never fuse
+    assert PlannerOptions(loop_ns=float("inf")).loop_ns == float("inf")  # never fuse
 
 
 def test_threads_module_is_a_leaf() -> None:
@@ -241,8 +269,11 @@ def test_threads_module_is_a_leaf() -> None:
     import inspect
 
     tree = ast.parse(inspect.getsource(threads))
-    ours = [node.module for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.level > 0]
+    ours = [
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level > 0
+    ]
     assert ours == ["options"]
 
 

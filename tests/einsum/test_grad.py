@@ -24,9 +24,7 @@ def expand_terms(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[s
     eq = subscripts.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
-    ell_rank = max(
-        (len(s) - (len(t) - 3) for t, s in zip(terms, shapes) if "..." in t), default=0
-    )
+    ell_rank = max((len(s) - (len(t) - 3) for t, s in zip(terms, shapes) if "..." in t), default=0)
     ell = string.ascii_uppercase[:ell_rank]
     out_terms = []
     for t, s in zip(terms, shapes):
@@ -93,9 +91,9 @@ def equations(draw: st.DrawFn) -> tuple[str, list[tuple[int, ...]]]:
         return ",".join(terms), shapes
     out = draw(st.lists(st.sampled_from(sorted(set(used)) or ["a"]), max_size=3)) if used else []
     out_term = "".join(c for c in out if c in used)
-    if any(
-        "..." in t and len(s) - (len(t) - 3) > 0 for t, s in zip(terms, shapes)
-    ) or (any_ell and draw(st.booleans())):
+    if any("..." in t and len(s) - (len(t) - 3) > 0 for t, s in zip(terms, shapes)) or (
+        any_ell and draw(st.booleans())
+    ):
         out_term = "..." + out_term
     return ",".join(terms) + "->" + out_term, shapes
 

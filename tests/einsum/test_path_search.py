@@ -33,8 +33,10 @@ def networks(draw: Any, max_operands: int = 9) -> Network:
     n = draw(st.integers(1, max_operands))
     n_labels = draw(st.integers(1, 10))
     sizes = draw(st.lists(st.integers(1, 7), min_size=n_labels, max_size=n_labels))
-    inputs = [tuple(draw(st.lists(st.integers(0, n_labels - 1), max_size=4, unique=True)))
-              for _ in range(n)]
+    inputs = [
+        tuple(draw(st.lists(st.integers(0, n_labels - 1), max_size=4, unique=True)))
+        for _ in range(n)
+    ]
     used = sorted({x for t in inputs for x in t})
     output = tuple(draw(st.lists(st.sampled_from(used), unique=True)) if used else [])
     return inputs, output, sizes
@@ -62,8 +64,13 @@ def test_the_search_is_deterministic_valid_and_never_worse_than_greedy(
         search.DEADLINE_FACTOR = saved
 
 
-def check_the_search(inputs: list[tuple[int, ...]], output: tuple[int, ...], sizes: list[int],
-                     seed: int, budget: float | None) -> None:
+def check_the_search(
+    inputs: list[tuple[int, ...]],
+    output: tuple[int, ...],
+    sizes: list[int],
+    seed: int,
+    budget: float | None,
+) -> None:
     state = random.getstate()
     random.seed(1234)  # the global generator must neither matter nor be touched
     first = search_path(inputs, output, sizes, seed=seed, budget_s=budget)
@@ -76,8 +83,11 @@ def check_the_search(inputs: list[tuple[int, ...]], output: tuple[int, ...], siz
     ns, flops, _ = path_cost(inputs, output, sizes, first.path)
     assert (ns, flops) == (pytest.approx(first.cost_ns, rel=1e-12), first.flops)
     if len(inputs) > search.OPTIMAL_ALWAYS:
-        greedy = search._rate(costmodel.Problem(inputs, output, sizes), "greedy",
-                              search._greedy(costmodel.Problem(inputs, output, sizes)))
+        greedy = search._rate(
+            costmodel.Problem(inputs, output, sizes),
+            "greedy",
+            search._greedy(costmodel.Problem(inputs, output, sizes)),
+        )
         assert first.cost_ns <= greedy.ns
         assert first.baseline_ns == greedy.ns
 
@@ -146,7 +156,10 @@ def test_find_path_keeps_every_optimize_form() -> None:
     inputs, output, sizes = [(0, 1), (1, 2), (2, 3), (3, 4)], (0, 4), [5, 6, 7, 8, 3]
     assert find_path(inputs, output, sizes, False) == ((0, 1), (0, 2), (0, 1))
     assert find_path(inputs, output, sizes, ["einsum_path", (0, 1), (0, 1), (0, 1)]) == (
-        (0, 1), (0, 1), (0, 1))
+        (0, 1),
+        (0, 1),
+        (0, 1),
+    )
     for name in ("greedy", "optimal", "dp", "branch-2", "auto-hq", "random-greedy", True):
         assert contracts_to_one(find_path(inputs, output, sizes, name), 4)
     choice = choose_path(inputs, output, sizes, opt_einsum.RandomGreedy(max_repeats=4))
@@ -170,17 +183,18 @@ def test_einsum_takes_path_optimizers_and_search_objects() -> None:
     ops = [RNG.random((5, 6)), RNG.random((6, 7)), RNG.random((7, 8)), RNG.random((8, 3))]
     expected = np.linalg.multi_dot(ops)
     for optimize in ("auto", _SearchOnly(), opt_einsum.DynamicProgramming()):
-        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimize),
-                                   expected)
+        np.testing.assert_allclose(es.einsum("ab,bc,cd,de->ae", *ops, optimize=optimize), expected)
 
 
 def test_cotengra_optimizers_are_accepted() -> None:
     ctg = pytest.importorskip("cotengra")
     ops = [RNG.random((4, 5)), RNG.random((5, 6, 3)), RNG.random((6, 3, 2)), RNG.random((2, 4))]
     expected = np.einsum("ab,bcd,cde,ea->", *ops)
-    optimizers = [ctg.HyperOptimizer(max_repeats=4, progbar=False, methods=["greedy"]),
-                  ctg.GreedyOptimizer(),
-                  ctg.ReusableHyperOptimizer(max_repeats=4, methods=["greedy"], progbar=False)]
+    optimizers = [
+        ctg.HyperOptimizer(max_repeats=4, progbar=False, methods=["greedy"]),
+        ctg.GreedyOptimizer(),
+        ctg.ReusableHyperOptimizer(max_repeats=4, methods=["greedy"], progbar=False),
+    ]
     for optimizer in optimizers:
         got = es.einsum("ab,bcd,cde,ea->", *ops, optimize=optimizer)
         np.testing.assert_allclose(got, expected)

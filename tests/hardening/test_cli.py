@@ -18,8 +18,9 @@ COMMAND = [sys.executable, "-m", "einstride.cli"]
 
 
 def run(*args: str, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*COMMAND, *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          timeout=60)
+    return subprocess.run(
+        [*COMMAND, *args], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60
+    )
 
 
 def test_a_good_call_prints_the_plan():
@@ -31,8 +32,9 @@ def test_a_good_call_prints_the_plan():
 @pytest.mark.parametrize("command", [["explain", "ij,jk->ik", "2x3", "3x4"], ["demo"]])
 def test_a_closed_pipe_ends_quietly(command):
     """``einstride ... | head -1`` when head has gone: no traceback, exit code 141."""
-    proc = subprocess.Popen([*COMMAND, *command], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*COMMAND, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the reader is gone before the first write
     err = proc.stderr.read()
@@ -64,18 +66,21 @@ def test_arguments_that_start_with_a_dash_are_arguments():
     assert done.returncode == 2 and "appears in no input" in done.stderr
 
 
-@pytest.mark.parametrize(("args", "words"), [
-    (["explain", "ij,jk->ik", "2x3", "-2x3"], "bad shape '-2x3'"),
-    (["explain", "ij,jk->ik", "2x3", "5x4"], "has size 5"),
-    (["explain", "ij", "2xq"], "bad shape '2xq'"),
-    (["explain", "ij", "2x3", "--dtype", "nonsense"], "nonsense"),
-    (["explain", "ij", "2x3", "--dtype"], "--dtype"),
-    (["explain", "ij", "2x3", "--bogus"], "--bogus"),
-    (["explain", "ij,jk,kl->il", "2x3", "3x4", "4x5", "--optimize", "bogus"], "bogus"),
-    (["explain"], "required"),
-    (["bogus"], "unknown command 'bogus'"),
-    ([], "usage"),
-])
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["explain", "ij,jk->ik", "2x3", "-2x3"], "bad shape '-2x3'"),
+        (["explain", "ij,jk->ik", "2x3", "5x4"], "has size 5"),
+        (["explain", "ij", "2xq"], "bad shape '2xq'"),
+        (["explain", "ij", "2x3", "--dtype", "nonsense"], "nonsense"),
+        (["explain", "ij", "2x3", "--dtype"], "--dtype"),
+        (["explain", "ij", "2x3", "--bogus"], "--bogus"),
+        (["explain", "ij,jk,kl->il", "2x3", "3x4", "4x5", "--optimize", "bogus"], "bogus"),
+        (["explain"], "required"),
+        (["bogus"], "unknown command 'bogus'"),
+        ([], "usage"),
+    ],
+)
 def test_user_errors_are_one_line_and_exit_code_2(args, words):
     done = run(*args)
     assert done.returncode == cli.EXIT_USAGE, done.stdout + done.stderr

@@ -21,22 +21,90 @@ from hypothesis import strategies as st
 
 import einstride as es
 
-UNARY = ["negative", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "arcsin", "arccos",
-         "arctan", "tanh"]
-BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "less",
-          "less_equal", "greater", "greater_equal", "equal", "not_equal"]
-UFUNC = {"abs": np.absolute, **{name: getattr(np, name) for name in UNARY + BINARY
-                                if name != "abs"}}
+UNARY = [
+    "negative",
+    "abs",
+    "sqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "tanh",
+]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "power",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+]
+UFUNC = {
+    "abs": np.absolute,
+    **{name: getattr(np, name) for name in UNARY + BINARY if name != "abs"},
+}
 
-DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
-                                np.uint32, np.int64, np.uint64, np.float16, np.float32,
-                                np.float64, np.complex64, np.complex128, ml_dtypes.bfloat16)]
+DTYPES = [
+    np.dtype(d)
+    for d in (
+        np.bool_,
+        np.int8,
+        np.uint8,
+        np.int16,
+        np.uint16,
+        np.int32,
+        np.uint32,
+        np.int64,
+        np.uint64,
+        np.float16,
+        np.float32,
+        np.float64,
+        np.complex64,
+        np.complex128,
+        ml_dtypes.bfloat16,
+    )
+]
 
-PYTHON_SCALARS: list[Any] = [True, 0, 2, -1, 200, 1000, 2**40, 2**64, -(2**70), 1.5, -0.0,
-                             1e300, float("nan"), 1j, 2 + 0j]
-NUMPY_SCALARS: list[Any] = [np.bool_(True), np.int8(3), np.uint8(200), np.int64(-5),
-                            np.uint64(2**63), np.float16(1.5), np.float32(2.5), np.float64(3.0),
-                            np.complex64(1j), ml_dtypes.bfloat16(1.5)]
+PYTHON_SCALARS: list[Any] = [
+    True,
+    0,
+    2,
+    -1,
+    200,
+    1000,
+    2**40,
+    2**64,
+    -(2**70),
+    1.5,
+    -0.0,
+    1e300,
+    float("nan"),
+    1j,
+    2 + 0j,
+]
+NUMPY_SCALARS: list[Any] = [
+    np.bool_(True),
+    np.int8(3),
+    np.uint8(200),
+    np.int64(-5),
+    np.uint64(2**63),
+    np.float16(1.5),
+    np.float32(2.5),
+    np.float64(3.0),
+    np.complex64(1j),
+    ml_dtypes.bfloat16(1.5),
+]
 SCALARS = PYTHON_SCALARS + NUMPY_SCALARS
 
 # The error kinds NumPy raises here; einstride must raise one of the same kind.
@@ -47,8 +115,11 @@ def values_of(dtype: np.dtype[Any]) -> np.ndarray:
     """A few values of ``dtype``, edge values included (0, 1, the largest)."""
     if dtype == np.bool_:
         return np.array([False, True, True, False])
-    top = np.finfo(dtype).max if dtype.kind in "fc" or dtype == ml_dtypes.bfloat16 else (
-        np.iinfo(dtype).max)
+    top = (
+        np.finfo(dtype).max
+        if dtype.kind in "fc" or dtype == ml_dtypes.bfloat16
+        else (np.iinfo(dtype).max)
+    )
     return np.array([0, 1, 2, top], dtype)
 
 
@@ -88,8 +159,13 @@ def _equal_nan(a: np.ndarray, b: np.ndarray) -> bool:
         return bool(np.array_equal(a, b))
 
 
-def compare(name: str, args: list[Any], out_dtype: Any = None, in_place: int | None = None,
-            errstate: str = "ignore") -> str | None:
+def compare(
+    name: str,
+    args: list[Any],
+    out_dtype: Any = None,
+    in_place: int | None = None,
+    errstate: str = "ignore",
+) -> str | None:
     """Run ``name`` on copies of ``args`` through NumPy and einstride (``out=`` a fresh array
     of ``out_dtype``, or input ``in_place`` itself) and say how they differ."""
     results = []

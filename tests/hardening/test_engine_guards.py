@@ -82,8 +82,13 @@ def test_bad_paths_fail_whatever_the_operand_count(n: int, optimize: Any, error:
 
 @pytest.mark.parametrize(
     ("memory_limit", "error"),
-    [(-1, EinsumError), ("", EinsumError), ("lots", EinsumError), (1.5, TypeError),
-     (True, TypeError)],
+    [
+        (-1, EinsumError),
+        ("", EinsumError),
+        ("lots", EinsumError),
+        (1.5, TypeError),
+        (True, TypeError),
+    ],
 )
 def test_memory_limit_is_validated_once_for_every_backend(memory_limit: Any, error: type) -> None:
     with pytest.raises(error):

@@ -80,13 +80,21 @@ def test_the_same_bad_split_is_the_same_type_everywhere():
             es.split(es.tensor(np.ones(5)), sizes)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: es.zeros(2**20), lambda: es.tile(np.ones(1), [2**20]), lambda: es.tensor(range(2**20)),
-    lambda: es.add(np.ones((2**10, 1)), np.ones(2**10)), lambda: es.split(np.zeros((0, 1)), 2**20),
-    lambda: es.arange(2**20), lambda: es.nonzero_indices(np.broadcast_to(1.0, (2**20,))),
-    lambda: es.gather(np.broadcast_to(1.0, (2**20, 2)), np.zeros(2**20, int)),
-    lambda: es.Layout.create(range(2**20)),
-], ids=["zeros", "tile", "tensor", "add", "split", "arange", "nonzero", "gather", "layout"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.zeros(2**20),
+        lambda: es.tile(np.ones(1), [2**20]),
+        lambda: es.tensor(range(2**20)),
+        lambda: es.add(np.ones((2**10, 1)), np.ones(2**10)),
+        lambda: es.split(np.zeros((0, 1)), 2**20),
+        lambda: es.arange(2**20),
+        lambda: es.nonzero_indices(np.broadcast_to(1.0, (2**20,))),
+        lambda: es.gather(np.broadcast_to(1.0, (2**20, 2)), np.zeros(2**20, int)),
+        lambda: es.Layout.create(range(2**20)),
+    ],
+    ids=["zeros", "tile", "tensor", "add", "split", "arange", "nonzero", "gather", "layout"],
+)
 def test_the_memory_guard_is_a_memory_limit_error(call):
     previous = memory.set_memory_limit(2**20)
     try:
@@ -97,25 +105,43 @@ def test_the_memory_guard_is_a_memory_limit_error(call):
     assert issubclass(es.MemoryLimitError, ValueError) and "MemoryLimitError" in es.__all__
 
 
-@pytest.mark.parametrize("call", [
-    lambda: es.pad(np.zeros(2, np.int8), [(1, 1)], value=1000),
-    lambda: es.full(2, 1000, dtype=np.int8),
-    lambda: es.full_like(np.zeros(2, np.int8), 1000),
-    lambda: es.tensor([1000], dtype=np.int8),
-    lambda: es.one_hot([0], 2, on_value=300, dtype=np.int8),
-    lambda: es.copy_to(2**70, np.zeros(2, np.int64)),
-    lambda: es.copy_to([2**70], np.zeros(1, np.int64)),
-    lambda: es.try_copy_to(2**70, np.zeros(2, np.int64)),
-    lambda: es.try_flatten_to([2**70], np.zeros(2, np.int64)),
-    lambda: es.resize_to([2**70], np.zeros(2, np.int64)),
-    lambda: es.random_uniform(3, -1e308, 1e308, seed=0),
-    lambda: es.copy_to(np.array(["2020-01-01"], "M8[D]"), np.zeros(1, "U3")),
-    lambda: es.copy_to(np.array(["2020-01-01"], "M8[D]"), np.zeros(1, "S3")),
-    lambda: es.add(np.int8([1]), 1000),
-    lambda: es.multiply(np.uint8([1]), -1),
-], ids=["pad", "full", "full_like", "tensor", "one_hot", "copy_to", "copy_to list",
-        "try_copy_to", "try_flatten_to", "resize_to", "random_uniform", "datetime->U",
-        "datetime->S", "add", "multiply"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.pad(np.zeros(2, np.int8), [(1, 1)], value=1000),
+        lambda: es.full(2, 1000, dtype=np.int8),
+        lambda: es.full_like(np.zeros(2, np.int8), 1000),
+        lambda: es.tensor([1000], dtype=np.int8),
+        lambda: es.one_hot([0], 2, on_value=300, dtype=np.int8),
+        lambda: es.copy_to(2**70, np.zeros(2, np.int64)),
+        lambda: es.copy_to([2**70], np.zeros(1, np.int64)),
+        lambda: es.try_copy_to(2**70, np.zeros(2, np.int64)),
+        lambda: es.try_flatten_to([2**70], np.zeros(2, np.int64)),
+        lambda: es.resize_to([2**70], np.zeros(2, np.int64)),
+        lambda: es.random_uniform(3, -1e308, 1e308, seed=0),
+        lambda: es.copy_to(np.array(["2020-01-01"], "M8[D]"), np.zeros(1, "U3")),
+        lambda: es.copy_to(np.array(["2020-01-01"], "M8[D]"), np.zeros(1, "S3")),
+        lambda: es.add(np.int8([1]), 1000),
+        lambda: es.multiply(np.uint8([1]), -1),
+    ],
+    ids=[
+        "pad",
+        "full",
+        "full_like",
+        "tensor",
+        "one_hot",
+        "copy_to",
+        "copy_to list",
+        "try_copy_to",
+        "try_flatten_to",
+        "resize_to",
+        "random_uniform",
+        "datetime->U",
+        "datetime->S",
+        "add",
+        "multiply",
+    ],
+)
 def test_a_value_the_dtype_cannot_hold_is_out_of_range(call):
     with pytest.raises(es.OutOfRangeError):
         call()
@@ -132,25 +158,43 @@ def test_out_of_range_leaves_the_destination_untouched():
     assert text.tolist() == ["abc"]
 
 
-@pytest.mark.parametrize(("call", "words"), [
-    (lambda: es.tensor([1.0]).reshape(None), "reshape shape"),
-    (lambda: es.reshape(np.ones(2), None), "reshape shape"),
-    (lambda: es.tensor(np.eye(2)).diagonal(None), "diagonal axes"),
-    (lambda: es.tensor([[1.0]]).squeeze(1.0), "squeeze axis"),
-    (lambda: es.squeeze(np.ones((1, 1)), 1.0), "squeeze axis"),
-    (lambda: es.reverse(np.ones(2), 1.0), "reverse axis"),
-    (lambda: es.reverse(np.ones(2), None), "reverse axis"),
-    (lambda: es.transpose(np.ones(2), 1.5), "transpose axis"),
-    (lambda: es.expand_dims(np.ones(2), None), "expand_dims axis"),
-    (lambda: es.Layout.create((2,)).overlaps(5), "Layout.overlaps"),
-    (lambda: es.Layout.create((2,)).same_view("x"), "Layout.same_view"),
-    (lambda: es.parse_equation("ij", (2.5, "x")), "shape 0"),
-    (lambda: es.parse_equation("i", 3), "shape 0"),
-    (lambda: es.arange(np.ones(2)), "arange: stop"),
-    (lambda: es.arange(dt.date(2020, 1, 1), 5), "arange"),
-], ids=["Tensor.reshape", "reshape", "diagonal", "Tensor.squeeze", "squeeze", "reverse",
-        "reverse None", "transpose", "expand_dims", "overlaps", "same_view", "parse_equation",
-        "parse_equation int", "arange array", "arange mixed"])
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: es.tensor([1.0]).reshape(None), "reshape shape"),
+        (lambda: es.reshape(np.ones(2), None), "reshape shape"),
+        (lambda: es.tensor(np.eye(2)).diagonal(None), "diagonal axes"),
+        (lambda: es.tensor([[1.0]]).squeeze(1.0), "squeeze axis"),
+        (lambda: es.squeeze(np.ones((1, 1)), 1.0), "squeeze axis"),
+        (lambda: es.reverse(np.ones(2), 1.0), "reverse axis"),
+        (lambda: es.reverse(np.ones(2), None), "reverse axis"),
+        (lambda: es.transpose(np.ones(2), 1.5), "transpose axis"),
+        (lambda: es.expand_dims(np.ones(2), None), "expand_dims axis"),
+        (lambda: es.Layout.create((2,)).overlaps(5), "Layout.overlaps"),
+        (lambda: es.Layout.create((2,)).same_view("x"), "Layout.same_view"),
+        (lambda: es.parse_equation("ij", (2.5, "x")), "shape 0"),
+        (lambda: es.parse_equation("i", 3), "shape 0"),
+        (lambda: es.arange(np.ones(2)), "arange: stop"),
+        (lambda: es.arange(dt.date(2020, 1, 1), 5), "arange"),
+    ],
+    ids=[
+        "Tensor.reshape",
+        "reshape",
+        "diagonal",
+        "Tensor.squeeze",
+        "squeeze",
+        "reverse",
+        "reverse None",
+        "transpose",
+        "expand_dims",
+        "overlaps",
+        "same_view",
+        "parse_equation",
+        "parse_equation int",
+        "arange array",
+        "arange mixed",
+    ],
+)
 def test_a_wrong_type_is_a_type_error_naming_the_argument(call, words):
     with pytest.raises(TypeError, match=words):
         call()
@@ -175,17 +219,20 @@ def test_asarray_copy_false_with_a_dtype_change_is_refused():
 
 
 def test_huge_sublist_labels_are_einsum_errors():
-    for call in (lambda: es.einsum(np.ones(2), [10**5000]),
-                 lambda: es.einsum(np.ones(2), [0], [10**5000]),
-                 lambda: es.einsum(np.ones(2), [2**63])):
+    for call in (
+        lambda: es.einsum(np.ones(2), [10**5000]),
+        lambda: es.einsum(np.ones(2), [0], [10**5000]),
+        lambda: es.einsum(np.ones(2), [2**63]),
+    ):
         with pytest.raises(es.EinsumError, match="labels are ints") as info:
             call()
         assert len(str(info.value)) < 300
     assert es.einsum(np.ones(2), [2**63 - 1]).tolist() == [1.0, 1.0]
 
 
-@pytest.mark.parametrize("equation", ["ab" * 50000 + "->zz", "a" * 100000 + ">",
-                                      "a" * 100000 + ",b"])
+@pytest.mark.parametrize(
+    "equation", ["ab" * 50000 + "->zz", "a" * 100000 + ">", "a" * 100000 + ",b"]
+)
 def test_messages_about_long_equations_are_short(equation):
     with pytest.raises(es.EinsumError) as info:
         es.parse_equation(equation, (2,) * 100000, (2, 3))

@@ -34,11 +34,13 @@ class Index:
         return f"Index({self.value})"
 
 
-EDGES = [0, 1, 2, 3, 7, 2**31 - 1, 2**32, 2**59 - 1, 2**59, 2**62, 2**63 - 1, 2**63, 2**64,
-         2**100]
+EDGES = [0, 1, 2, 3, 7, 2**31 - 1, 2**32, 2**59 - 1, 2**59, 2**62, 2**63 - 1, 2**63, 2**64, 2**100]
 numbers = st.one_of(
-    st.integers(0, 12), st.integers(-3, -1), st.sampled_from(EDGES),
-    st.sampled_from(EDGES).map(operator.neg), st.integers(-(2**70), 2**70),
+    st.integers(0, 12),
+    st.integers(-3, -1),
+    st.sampled_from(EDGES),
+    st.sampled_from(EDGES).map(operator.neg),
+    st.integers(-(2**70), 2**70),
 )
 
 
@@ -53,23 +55,42 @@ def adversarial(draw: st.DrawFn) -> Any:
             kinds.append(t)
     kind = draw(st.sampled_from(kinds))
     value = kind(n)
-    return draw(st.one_of(
-        st.just(value), st.just(value),
-        st.sampled_from([True, False, np.True_, 1.0, np.float64(2), 2.5, "3", None, 1j,
-                         float("nan"), [1], (), object()]),
-    ))
+    return draw(
+        st.one_of(
+            st.just(value),
+            st.just(value),
+            st.sampled_from(
+                [
+                    True,
+                    False,
+                    np.True_,
+                    1.0,
+                    np.float64(2),
+                    2.5,
+                    "3",
+                    None,
+                    1j,
+                    float("nan"),
+                    [1],
+                    (),
+                    object(),
+                ]
+            ),
+        )
+    )
 
 
 def seqs(rank: st.SearchStrategy[int]) -> st.SearchStrategy[Any]:
     as_list = rank.flatmap(lambda r: st.lists(adversarial(), min_size=r, max_size=r))
     return st.one_of(
-        as_list.map(tuple), as_list, as_list.map(lambda v: np.array(v, dtype=object)),
+        as_list.map(tuple),
+        as_list,
+        as_list.map(lambda v: np.array(v, dtype=object)),
         adversarial(),  # a bare scalar
     )
 
 
-DTYPES = [np.int8, np.float64, np.complex128, object, "datetime64[s]", "S3", ">i4", "V5",
-          np.bool_]
+DTYPES = [np.int8, np.float64, np.complex128, object, "datetime64[s]", "S3", ">i4", "V5", np.bool_]
 
 
 @st.composite
@@ -79,10 +100,16 @@ def storages(draw: st.DrawFn) -> Any:
     flat = np.zeros(n, dtype)
     if dtype.kind in "iufcb":
         flat[...] = np.arange(n) % 5
-    return draw(st.one_of(
-        st.just(flat), st.just(flat), st.just(flat.reshape(1, -1) if n else flat.reshape(0, 0)),
-        st.just(np.zeros(2 * n, dtype)[::2]), st.just(flat.tolist()), st.just(np.array(3.0)),
-    ))
+    return draw(
+        st.one_of(
+            st.just(flat),
+            st.just(flat),
+            st.just(flat.reshape(1, -1) if n else flat.reshape(0, 0)),
+            st.just(np.zeros(2 * n, dtype)[::2]),
+            st.just(flat.tolist()),
+            st.just(np.array(3.0)),
+        )
+    )
 
 
 shapes_or_none = st.one_of(st.none(), seqs(st.integers(0, 4)), seqs(st.sampled_from([63, 65])))
@@ -113,8 +140,11 @@ def assert_inside(t: Tensor) -> None:
         assert s_lo <= lo and hi <= s_hi, (t.layout, len(storage))
     if t.size == 0:  # nothing to read (and a length may be huge): product() would expand it
         return
-    positions = itertools.product(*(range(n) for n in t.shape)) if t.size <= 64 else [
-        tuple(n - 1 for n in t.shape), (0,) * t.ndim]
+    positions = (
+        itertools.product(*(range(n) for n in t.shape))
+        if t.size <= 64
+        else [tuple(n - 1 for n in t.shape), (0,) * t.ndim]
+    )
     for index in positions:
         element = t.offset + sum(i * s for i, s in zip(index, t.strides))
         assert 0 <= element < len(storage)
@@ -156,8 +186,9 @@ def valid_tensor() -> st.SearchStrategy[Tensor]:
         empty = 0 in shape
         need = offset + (0 if empty else sum((n - 1) * s for n, s in zip(shape, strides)) + 1)
         dtype = draw(st.sampled_from([np.int64, object, "S2"]))
-        storage = np.array([str(k).encode() if dtype == "S2" else k for k in range(need + 3)],
-                           dtype=dtype)
+        storage = np.array(
+            [str(k).encode() if dtype == "S2" else k for k in range(need + 3)], dtype=dtype
+        )
         return Tensor(storage, shape, strides, offset)
 
     return build()
@@ -209,14 +240,17 @@ def test_views_validate_or_refuse(t, op, a, b):
         assert_inside(part)
 
 
-@pytest.mark.parametrize(("shape", "strides", "offset"), [
-    ((2**62,), (0,), 0),          # elements fine, bytes beyond int64
-    ((0, 2**62), None, 0),        # no elements, but NumPy cannot describe the shape
-    ((1,) * 65, None, 0),         # beyond NumPy's rank
-    ((2,), (2**63,), 0),
-    ((2**63,), (0,), 0),
-    ((), (), 2**63),
-])
+@pytest.mark.parametrize(
+    ("shape", "strides", "offset"),
+    [
+        ((2**62,), (0,), 0),  # elements fine, bytes beyond int64
+        ((0, 2**62), None, 0),  # no elements, but NumPy cannot describe the shape
+        ((1,) * 65, None, 0),  # beyond NumPy's rank
+        ((2,), (2**63,), 0),
+        ((2**63,), (0,), 0),
+        ((), (), 2**63),
+    ],
+)
 def test_numpy_limits_are_layout_errors(shape, strides, offset):
     with pytest.raises(LayoutError):
         Tensor(np.zeros(4), shape, strides, offset).numpy()
@@ -226,7 +260,7 @@ def test_length_one_axes_may_carry_any_stride():
     storage = np.arange(3.0)
     t = Tensor(storage, (1, 3), (2**63 + 5, 1))
     assert t.numpy().tolist() == [[0.0, 1.0, 2.0]]
-    derived = Tensor(storage, (3,))[None, ::2**70]  # a huge step on a length-1 result
+    derived = Tensor(storage, (3,))[None, :: 2**70]  # a huge step on a length-1 result
     assert derived.numpy().tolist() == [[0.0]]
 
 

@@ -26,24 +26,38 @@ PATTERN = "np.broadcast_to(np.arange(2.0), (10**7, 10**7, 2))"  # transposed: no
 # the guard raises einstride.MemoryLimitError (a ValueError); einsum's planner EinsumError.
 DEFAULT_LIMIT_CASES = [
     ("einsum i->iii on 10^5", "es.einsum('i->iii', np.ones(10**5))", "EinsumError"),
-    ("einsum outer product of two 10^6 vectors",
-     "es.einsum('i,j->ij', np.ones(10**6), np.ones(10**6))", "EinsumError"),
+    (
+        "einsum outer product of two 10^6 vectors",
+        "es.einsum('i,j->ij', np.ones(10**6), np.ones(10**6))",
+        "EinsumError",
+    ),
     # an intermediate of 8 * 10^18 bytes: slicing it within any machine's memory would take
     # more than 2^16 slices
-    ("einsum intermediate blown up by a bad explicit path",
-     "es.einsum('ij,jk,kl->il', *[np.broadcast_to(np.ones(1), s) for s in"
-     " [(10**9, 1), (1, 10**9), (10**9, 1)]], optimize=[(0, 1), (0, 1)])", "EinsumError"),
+    (
+        "einsum intermediate blown up by a bad explicit path",
+        "es.einsum('ij,jk,kl->il', *[np.broadcast_to(np.ones(1), s) for s in"
+        " [(10**9, 1), (1, 10**9), (10**9, 1)]], optimize=[(0, 1), (0, 1)])",
+        "EinsumError",
+    ),
     ("einsum over broadcast operands", f"es.einsum('ij,ij->ij', {HUGE}, {HUGE})", "EinsumError"),
-    ("contract_expression over broadcast operands",
-     f"es.contract_expression('ij,ij->ij', (10**7, 10**7), (10**7, 10**7))({HUGE}, {HUGE})",
-     "EinsumError"),
-    ("einsum_vjp of a broadcast operand", f"es.einsum_vjp('ij->', ({HUGE},), np.ones(()))",
-     "EinsumError"),
+    (
+        "contract_expression over broadcast operands",
+        f"es.contract_expression('ij,ij->ij', (10**7, 10**7), (10**7, 10**7))({HUGE}, {HUGE})",
+        "EinsumError",
+    ),
+    (
+        "einsum_vjp of a broadcast operand",
+        f"es.einsum_vjp('ij->', ({HUGE},), np.ones(()))",
+        "EinsumError",
+    ),
     ("tile with a huge factor", "es.tile(np.ones(10), [10**12])", "MemoryLimitError"),
     ("tile with huge factors", "es.tile(np.ones((2, 2)), [10**6, 10**6])", "MemoryLimitError"),
     ("pad with a huge pad", "es.pad(np.ones(3), [(10**12, 0)])", "MemoryLimitError"),
-    ("pad a huge constant", "es.pad(np.ones((2, 2)), [(0, 10**7), (10**7, 0)], value=5)",
-     "MemoryLimitError"),
+    (
+        "pad a huge constant",
+        "es.pad(np.ones((2, 2)), [(0, 10**7), (10**7, 0)], value=5)",
+        "MemoryLimitError",
+    ),
     ("resize to 10^15", "es.resize(np.ones(3), 10**15)", "MemoryLimitError"),
     ("resize a Tensor", "es.resize(es.tensor([1.0]), (10**8, 10**8))", "MemoryLimitError"),
     ("zeros", "es.zeros((10**7, 10**7))", "MemoryLimitError"),
@@ -64,50 +78,93 @@ DEFAULT_LIMIT_CASES = [
     ("glorot_uniform", "es.glorot_uniform((10**7, 10**7), seed=0)", "MemoryLimitError"),
     ("he_normal", "es.he_normal((10**7, 10**7), seed=0)", "MemoryLimitError"),
     ("orthogonal", "es.orthogonal((10**7, 10**7), seed=0)", "MemoryLimitError"),
-    ("categorical with many samples", "es.categorical(np.zeros((10, 2)), 10**13, seed=0)",
-     "MemoryLimitError"),
-    ("diag of a broadcast vector", "es.diag(np.broadcast_to(np.ones(1), (10**7,)))",
-     "MemoryLimitError"),
+    (
+        "categorical with many samples",
+        "es.categorical(np.zeros((10, 2)), 10**13, seed=0)",
+        "MemoryLimitError",
+    ),
+    (
+        "diag of a broadcast vector",
+        "es.diag(np.broadcast_to(np.ones(1), (10**7,)))",
+        "MemoryLimitError",
+    ),
     # broadcast, then copy
     ("tensor() of a broadcast", f"es.tensor({HUGE})", "MemoryLimitError"),
-    ("Tensor.copy of a broadcast", "es.broadcast_to(es.tensor([1.0]), (10**7, 10**7)).copy()",
-     "MemoryLimitError"),
-    ("reshape that must copy a broadcast",
-     f"es.reshape(es.transpose({PATTERN}), -1)", "MemoryLimitError"),
+    (
+        "Tensor.copy of a broadcast",
+        "es.broadcast_to(es.tensor([1.0]), (10**7, 10**7)).copy()",
+        "MemoryLimitError",
+    ),
+    (
+        "reshape that must copy a broadcast",
+        f"es.reshape(es.transpose({PATTERN}), -1)",
+        "MemoryLimitError",
+    ),
     ("Tensor.reshape that must copy", f"es.as_tensor({PATTERN}).T.reshape(-1)", "MemoryLimitError"),
     ("flatten that must copy", f"es.flatten(es.transpose({PATTERN}))", "MemoryLimitError"),
     ("reverse a broadcast", f"es.reverse({HUGE}, 0)", "MemoryLimitError"),
     ("stack broadcasts", f"es.stack([{HUGE}, {HUGE}])", "MemoryLimitError"),
     ("concat broadcasts", f"es.concat([{HUGE}, {HUGE}])", "MemoryLimitError"),
     ("where over broadcasts", f"es.where(True, {HUGE}, 0.0)", "MemoryLimitError"),
-    ("element-wise outer sum", "es.add(np.ones((10**7, 1)), np.ones((1, 10**7)))", "MemoryLimitError"),
+    (
+        "element-wise outer sum",
+        "es.add(np.ones((10**7, 1)), np.ones((1, 10**7)))",
+        "MemoryLimitError",
+    ),
     ("element-wise of a broadcast", f"es.sqrt({HUGE})", "MemoryLimitError"),
     ("comparison of broadcasts", f"es.less({HUGE}, {HUGE})", "MemoryLimitError"),
     ("set_diag of a broadcast", f"es.set_diag({HUGE}, np.zeros(10**7))", "MemoryLimitError"),
     ("band_part of a broadcast", f"es.band_part({HUGE}, 0, 0)", "MemoryLimitError"),
-    ("gather from a broadcast",
-     f"es.gather({HUGE}, np.broadcast_to(np.zeros(1, np.int64), (10**7,)))", "MemoryLimitError"),
-    ("boolean_mask of a broadcast",
-     f"es.boolean_mask({HUGE}, np.broadcast_to(np.ones(1, bool), (10**7,)))", "MemoryLimitError"),
-    ("qr of a broadcast batch", "es.qr(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
-     "MemoryLimitError"),
-    ("svd of a broadcast batch", "es.svd(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
-     "MemoryLimitError"),
-    ("split an empty axis into 2**40 views", "es.split(np.zeros((0, 3)), 2**40)", "MemoryLimitError"),
-    ("unstack a broadcast axis of 10^12",
-     "es.unstack(es.as_tensor(np.broadcast_to(np.ones(3), (10**12, 3))))", "MemoryLimitError"),
-    ("to_reduced_precision of a broadcast",
-     "es.to_reduced_precision(np.broadcast_to(np.ones(1, np.float32), (10**7, 10**7)))",
-     "MemoryLimitError"),
+    (
+        "gather from a broadcast",
+        f"es.gather({HUGE}, np.broadcast_to(np.zeros(1, np.int64), (10**7,)))",
+        "MemoryLimitError",
+    ),
+    (
+        "boolean_mask of a broadcast",
+        f"es.boolean_mask({HUGE}, np.broadcast_to(np.ones(1, bool), (10**7,)))",
+        "MemoryLimitError",
+    ),
+    (
+        "qr of a broadcast batch",
+        "es.qr(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
+        "MemoryLimitError",
+    ),
+    (
+        "svd of a broadcast batch",
+        "es.svd(np.broadcast_to(np.eye(3), (10**12, 3, 3)))",
+        "MemoryLimitError",
+    ),
+    (
+        "split an empty axis into 2**40 views",
+        "es.split(np.zeros((0, 3)), 2**40)",
+        "MemoryLimitError",
+    ),
+    (
+        "unstack a broadcast axis of 10^12",
+        "es.unstack(es.as_tensor(np.broadcast_to(np.ones(3), (10**12, 3))))",
+        "MemoryLimitError",
+    ),
+    (
+        "to_reduced_precision of a broadcast",
+        "es.to_reduced_precision(np.broadcast_to(np.ones(1, np.float32), (10**7, 10**7)))",
+        "MemoryLimitError",
+    ),
 ]
 
 # Under a small configured limit (set_memory_limit(2**20)): the limit is honoured everywhere.
 SMALL_LIMIT_CASES = [
     ("zeros over a configured limit", "es.zeros(2**18)", "MemoryLimitError"),
-    ("nonzero_indices over a configured limit",
-     "es.nonzero_indices(np.broadcast_to(np.ones(1), (2**9, 2**9)))", "MemoryLimitError"),
-    ("einsum obeys the configured limit", "es.einsum('i,j->ij', np.ones(2**9), np.ones(2**9))",
-     "EinsumError"),
+    (
+        "nonzero_indices over a configured limit",
+        "es.nonzero_indices(np.broadcast_to(np.ones(1), (2**9, 2**9)))",
+        "MemoryLimitError",
+    ),
+    (
+        "einsum obeys the configured limit",
+        "es.einsum('i,j->ij', np.ones(2**9), np.ones(2**9))",
+        "EinsumError",
+    ),
     ("resize over a configured limit", "es.resize(np.ones(1), 2**18)", "MemoryLimitError"),
 ]
 
@@ -156,15 +213,21 @@ def capped_outcomes() -> dict[str, tuple[str, str, float]]:
     if not sys.platform.startswith("linux"):
         pytest.skip("RLIMIT_AS and /proc/self/status are Linux facilities")
     code = CHILD.replace("HEADROOM", str(HEADROOM))
-    args = [sys.executable, "-c", code, json.dumps(DEFAULT_LIMIT_CASES),
-            json.dumps(SMALL_LIMIT_CASES)]
+    args = [
+        sys.executable,
+        "-c",
+        code,
+        json.dumps(DEFAULT_LIMIT_CASES),
+        json.dumps(SMALL_LIMIT_CASES),
+    ]
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
         stdout = proc.stdout
         assert proc.returncode == 0, proc.stderr[-3000:]
     except subprocess.TimeoutExpired as expired:  # a case hung: report it, not the whole run
-        stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (
-            expired.stdout or "")
+        stdout = (
+            expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        )
     outcomes: dict[str, tuple[str, str, float]] = {}
     for line in stdout.splitlines():
         record = json.loads(line)
@@ -176,8 +239,11 @@ def capped_outcomes() -> dict[str, tuple[str, str, float]]:
     return outcomes
 
 
-@pytest.mark.parametrize(("name", "code", "expected"), DEFAULT_LIMIT_CASES + SMALL_LIMIT_CASES,
-                         ids=[c[0] for c in DEFAULT_LIMIT_CASES + SMALL_LIMIT_CASES])
+@pytest.mark.parametrize(
+    ("name", "code", "expected"),
+    DEFAULT_LIMIT_CASES + SMALL_LIMIT_CASES,
+    ids=[c[0] for c in DEFAULT_LIMIT_CASES + SMALL_LIMIT_CASES],
+)
 def test_huge_results_fail_fast_without_allocating(capped_outcomes, name, code, expected):
     kind, message, seconds = capped_outcomes.get(name, ("not reached", "", 0.0))
     assert kind == expected, f"{code}: {kind} {message[:300]}"
@@ -193,8 +259,9 @@ def test_the_cap_is_real():
     code = CHILD.replace("HEADROOM", str(HEADROOM)).replace(
         "run(json.loads(sys.argv[1]))", "run([['big', 'np.ones(2**30)', '']])"
     )
-    proc = subprocess.run([sys.executable, "-c", code, "[]", "[]"], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "[]", "[]"], capture_output=True, text=True, timeout=120
+    )
     assert json.loads(proc.stdout.splitlines()[1])[1] == "MemoryError"
 
 
@@ -243,7 +310,9 @@ def test_guards_let_ordinary_sizes_through():
     assert es.add(np.ones((100, 1)), np.ones((1, 100))).shape == (100, 100)
     assert es.arange(0.0, 1.0, 0.1).shape == (10,)
     assert es.arange(5, 0, -1).numpy().tolist() == [5, 4, 3, 2, 1]
-    assert es.boolean_mask(np.arange(6).reshape(2, 3), [True, False], axis=0).tolist() == [[0, 1, 2]]
+    assert es.boolean_mask(np.arange(6).reshape(2, 3), [True, False], axis=0).tolist() == [
+        [0, 1, 2]
+    ]
     assert len(es.split(np.zeros((0, 3)), 5)) == 5  # five empty views: fine
     batch = np.broadcast_to(np.zeros(1), (10**6, 10**6, 3))  # nothing to gather from a huge
     empty = es.gather(batch, np.empty((10**6, 10**6, 0), np.int64), axis=2, batch_dims=2)

@@ -26,8 +26,18 @@ from hypothesis import strategies as st
 import einstride as es
 from einstride import Tensor
 
-KINDS = ["dense", "transposed", "strided", "reversed", "broadcast", "readonly", "tensor",
-         "tensor-gaps", "tensor-broadcast", "list"]
+KINDS = [
+    "dense",
+    "transposed",
+    "strided",
+    "reversed",
+    "broadcast",
+    "readonly",
+    "tensor",
+    "tensor-gaps",
+    "tensor-broadcast",
+    "list",
+]
 
 
 class Inputs:
@@ -111,7 +121,8 @@ class Inputs:
         for container, before in self.containers:
             if isinstance(before, list) and before and not isinstance(before[0], list):
                 assert len(container) == len(before) and all(
-                    a is b for a, b in zip(container, before)), f"{name} changed a list"
+                    a is b for a, b in zip(container, before)
+                ), f"{name} changed a list"
             else:
                 assert container == before, f"{name} changed a nested list"
 
@@ -138,8 +149,10 @@ def _unary(name: str, shape: tuple[int, ...] = (M, N)) -> Call:
 def _unary_out(name: str) -> Call:
     def make(inp: Inputs) -> Callable[[], Any]:
         f = getattr(es, name)
-        return each(partial(f, inp.array((M, N))),
-                    partial(f, inp.array((M, N)), out=inp.destination((M, N))))
+        return each(
+            partial(f, inp.array((M, N))),
+            partial(f, inp.array((M, N)), out=inp.destination((M, N))),
+        )
 
     return make
 
@@ -147,9 +160,10 @@ def _unary_out(name: str) -> Call:
 def _binary_out(name: str) -> Call:
     def make(inp: Inputs) -> Callable[[], Any]:
         f = getattr(es, name)
-        return each(partial(f, inp.array((M, N)), inp.array((N,))),
-                    partial(f, inp.array((M, N)), inp.array((1, N)),
-                            out=inp.destination((M, N))))
+        return each(
+            partial(f, inp.array((M, N)), inp.array((N,))),
+            partial(f, inp.array((M, N)), inp.array((1, N)), out=inp.destination((M, N))),
+        )
 
     return make
 
@@ -180,8 +194,10 @@ def _joined(name: str, dst: tuple[int, ...]) -> Call:
 def _einsum(inp: Inputs) -> Callable[[], Any]:
     a, b, square, vector = inp.array((M, N)), inp.array((N, M)), inp.array((N, N)), inp.array((N,))
     return each(
-        partial(es.einsum, "ij,jk->ik", a, b), partial(es.einsum, "ij->ji", a),
-        partial(es.einsum, "ii->i", square), partial(es.einsum, "i->ii", vector),
+        partial(es.einsum, "ij,jk->ik", a, b),
+        partial(es.einsum, "ij->ji", a),
+        partial(es.einsum, "ii->i", square),
+        partial(es.einsum, "i->ii", vector),
         partial(es.einsum, a, inp.keep([0, 1]), b, inp.keep([1, 2])),
         partial(es.einsum, "ij,jk->ik", a, b, out=inp.destination((M, M))),
     )
@@ -200,8 +216,8 @@ CALLS: dict[str, Call] = {
     "tensor": _unary("tensor"),
     "check_destination": lambda inp: partial(es.check_destination, inp.array((M, N)), "op"),
     "check_no_overlap": lambda inp: partial(
-        es.check_no_overlap, inp.array((M, N)), inp.keep([inp.array((M, N)), inp.array((N,))]),
-        "op"),
+        es.check_no_overlap, inp.array((M, N)), inp.keep([inp.array((M, N)), inp.array((N,))]), "op"
+    ),
     "tensors_overlap": lambda inp: partial(es.tensors_overlap, inp.array((N,)), inp.array((N,))),
     "copy_to": _copy_call("copy_to", (1, N), (M, N)),
     "try_copy_to": _copy_call("try_copy_to", (N,), (M, N)),
@@ -209,15 +225,45 @@ CALLS: dict[str, Call] = {
     "try_flatten_to": _copy_call("try_flatten_to", (M, N), (M * N,)),
     "resize": lambda inp: partial(es.resize, inp.array((M, N)), inp.keep([N, N])),
     "resize_to": _copy_call("resize_to", (M, N), (N, N)),
-    "reverse": lambda inp: each(partial(es.reverse, inp.array((M, N)), 0),
-                                partial(es.reverse, inp.array((M, N)), (0, 1),
-                                        out=inp.destination((M, N)))),
-    **{name: _unary_out(name) for name in (
-        "negative", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "arcsin", "arccos",
-        "arctan", "tanh")},
-    **{name: _binary_out(name) for name in (
-        "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "less",
-        "less_equal", "greater", "greater_equal", "equal", "not_equal")},
+    "reverse": lambda inp: each(
+        partial(es.reverse, inp.array((M, N)), 0),
+        partial(es.reverse, inp.array((M, N)), (0, 1), out=inp.destination((M, N))),
+    ),
+    **{
+        name: _unary_out(name)
+        for name in (
+            "negative",
+            "abs",
+            "sqrt",
+            "exp",
+            "log",
+            "sin",
+            "cos",
+            "tan",
+            "arcsin",
+            "arccos",
+            "arctan",
+            "tanh",
+        )
+    },
+    **{
+        name: _binary_out(name)
+        for name in (
+            "add",
+            "subtract",
+            "multiply",
+            "divide",
+            "maximum",
+            "minimum",
+            "power",
+            "less",
+            "less_equal",
+            "greater",
+            "greater_equal",
+            "equal",
+            "not_equal",
+        )
+    },
     "broadcast_to": lambda inp: partial(es.broadcast_to, inp.array((1, N)), inp.keep([M, M, N])),
     "concat": _joined("concat", (2 * M, N)),
     "stack": _joined("stack", (2, M, N)),
@@ -229,15 +275,18 @@ CALLS: dict[str, Call] = {
     "tile": lambda inp: partial(es.tile, inp.array((M, N)), inp.keep([2, 1])),
     "transpose": lambda inp: partial(es.transpose, inp.array((M, N)), inp.keep([1, 0])),
     "unstack": _unary("unstack"),
-    "boolean_mask": lambda inp: partial(es.boolean_mask, inp.array((M, N)),
-                                        inp.array((M,), np.bool_)),
+    "boolean_mask": lambda inp: partial(
+        es.boolean_mask, inp.array((M, N)), inp.array((M,), np.bool_)
+    ),
     "gather": lambda inp: partial(es.gather, inp.array((10, N)), _indices(inp, (M,))),
     "nonzero_indices": _unary("nonzero_indices"),
     "one_hot": lambda inp: partial(es.one_hot, _indices(inp, (M, N)), 10),
-    "pad": lambda inp: partial(es.pad, inp.array((M, N)), inp.keep([(1, 0), (0, 1)]),
-                               mode="symmetric"),
-    "where": lambda inp: partial(es.where, inp.array((M, N), np.bool_), inp.array((M, N)),
-                                 inp.array((N,))),
+    "pad": lambda inp: partial(
+        es.pad, inp.array((M, N)), inp.keep([(1, 0), (0, 1)]), mode="symmetric"
+    ),
+    "where": lambda inp: partial(
+        es.where, inp.array((M, N), np.bool_), inp.array((M, N)), inp.array((N,))
+    ),
     "band_part": lambda inp: partial(es.band_part, inp.array((M, N)), 0, -1),
     "diag": _unary("diag", (N,)),
     "diag_part": _unary("diag_part"),
@@ -257,40 +306,63 @@ CALLS: dict[str, Call] = {
     "random_uniform": _shape_only("random_uniform", seed=1),
     "truncated_normal": _shape_only("truncated_normal", seed=1),
     "fans": _shape_only("fans"),
-    **{name: _shape_only(name, seed=2) for name in (
-        "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "lecun_normal",
-        "lecun_uniform", "orthogonal")},
+    **{
+        name: _shape_only(name, seed=2)
+        for name in (
+            "glorot_normal",
+            "glorot_uniform",
+            "he_normal",
+            "he_uniform",
+            "lecun_normal",
+            "lecun_uniform",
+            "orthogonal",
+        )
+    },
     "qr": _unary("qr"),
     "svd": _unary("svd"),
     "is_reduced_precision": _unary("is_reduced_precision"),
-    "to_reduced_precision": lambda inp: partial(es.to_reduced_precision,
-                                                inp.array((M, N), np.float32)),
-    "to_full_precision": lambda inp: partial(es.to_full_precision,
-                                             inp.array((M, N), "bfloat16")),
+    "to_reduced_precision": lambda inp: partial(
+        es.to_reduced_precision, inp.array((M, N), np.float32)
+    ),
+    "to_full_precision": lambda inp: partial(es.to_full_precision, inp.array((M, N), "bfloat16")),
     "einsum": _einsum,
-    "einsum_path": lambda inp: partial(es.einsum_path, "ij,jk->ik", inp.array((M, N)),
-                                       inp.array((N, M))),
+    "einsum_path": lambda inp: partial(
+        es.einsum_path, "ij,jk->ik", inp.array((M, N)), inp.array((N, M))
+    ),
     "contract_expression": _expression,
-    "parse_equation": lambda inp: partial(es.parse_equation, "ij,jk", inp.keep([M, N]),
-                                          inp.keep([N, M])),
+    "parse_equation": lambda inp: partial(
+        es.parse_equation, "ij,jk", inp.keep([M, N]), inp.keep([N, M])
+    ),
     "clear_plan_cache": lambda inp: es.clear_plan_cache,  # no inputs: must simply not fail
     "plan_cache_info": lambda inp: es.plan_cache_info,
     "explain": lambda inp: partial(es.explain, "ij,jk->ik", inp.keep([M, N]), inp.keep([N, M])),
     "tensordot": lambda inp: each(
         partial(es.tensordot, inp.array((M, N)), inp.array((N, M)), 1),
         partial(es.tensordot, inp.array((M, N)), inp.array((M, N)), inp.keep([[0, 1], [0, 1]])),
-        partial(es.tensordot, inp.array((M, N)), inp.array((N,)), inp.keep([-1, 0]))),
+        partial(es.tensordot, inp.array((M, N)), inp.array((N,)), inp.keep([-1, 0])),
+    ),
     "einsum_vjp": lambda inp: partial(
-        es.einsum_vjp, "ij,jk->ik", inp.keep([inp.array((M, N)), inp.array((N, M))]),
-        inp.array((M, M))),
+        es.einsum_vjp,
+        "ij,jk->ik",
+        inp.keep([inp.array((M, N)), inp.array((N, M))]),
+        inp.array((M, M)),
+    ),
 }
 
 NOT_FUNCTIONS = {
-    "EinsumError", "LayoutError", "EinsumTypeError", "EinsumPathError",  # error types
-    "MemoryLimitError", "OutOfRangeError",
+    "EinsumError",
+    "LayoutError",
+    "EinsumTypeError",
+    "EinsumPathError",  # error types
+    "MemoryLimitError",
+    "OutOfRangeError",
     "__version__",  # a string
     # plain immutable records: built by the functions above, holding no arrays of the caller
-    "EinsumSpec", "Equation", "Plan", "QRResult", "SVDResult",
+    "EinsumSpec",
+    "Equation",
+    "Plan",
+    "QRResult",
+    "SVDResult",
     "Expression",  # made by contract_expression (covered there)
 }
 

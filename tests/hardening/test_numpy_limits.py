@@ -14,11 +14,14 @@ from einstride.engine.backends.numpy.cache import entry_for
 LABELS = [chr(0x4E00 + k) for k in range(70)]
 
 
-@pytest.mark.parametrize(("equation", "operands"), [
-    (",".join(LABELS[:65]) + "->" + "".join(LABELS[:65]), [np.ones(1)] * 65),
-    (",".join(LABELS[:65]), [np.ones(1)] * 65),                     # implicit output
-    ("i->" + "i" * 65, [np.ones(1)]),                                # a repeated output label
-])
+@pytest.mark.parametrize(
+    ("equation", "operands"),
+    [
+        (",".join(LABELS[:65]) + "->" + "".join(LABELS[:65]), [np.ones(1)] * 65),
+        (",".join(LABELS[:65]), [np.ones(1)] * 65),  # implicit output
+        ("i->" + "i" * 65, [np.ones(1)]),  # a repeated output label
+    ],
+)
 def test_results_beyond_numpys_rank_are_einsum_errors(equation, operands):
     with pytest.raises(EinsumError, match="rank 65; NumPy arrays have at most 64"):
         es.einsum(equation, *operands)
@@ -37,9 +40,11 @@ def test_an_intermediate_beyond_numpys_rank_is_an_einsum_error():
 
 @pytest.mark.parametrize("bad", [(3, -4), (2**70, 3), (2.5, 3), ("a", 3), None, "ab"])
 def test_shapes_given_for_planning_are_checked(bad):
-    for call in (lambda: es.einsum_path("ij,jk", (2, 3), bad),
-                 lambda: es.contract_expression("ij,jk", (2, 3), bad),
-                 lambda: explain("ij,jk", (2, 3), bad)):
+    for call in (
+        lambda: es.einsum_path("ij,jk", (2, 3), bad),
+        lambda: es.contract_expression("ij,jk", (2, 3), bad),
+        lambda: explain("ij,jk", (2, 3), bad),
+    ):
         with pytest.raises((EinsumError, TypeError)):
             call()
 
@@ -60,10 +65,12 @@ def test_large_problems_are_never_fused_into_one_loop():
     assert "intermediate" in [alloc.what for _, alloc in plan.allocations()]
     np.testing.assert_allclose(
         es.einsum("ij,jk,kl->il", *ops, optimize=[(0, 1), (0, 1)], memory_limit=10**6),
-        np.full((2000, 1), 2000.0))
+        np.full((2000, 1), 2000.0),
+    )
     tiny = [np.ones((2, 1)), np.ones((1, 2)), np.ones((2, 1))]
-    np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *tiny, optimize=[(0, 1), (0, 1)]),
-                               np.full((2, 1), 2.0))
+    np.testing.assert_allclose(
+        es.einsum("ij,jk,kl->il", *tiny, optimize=[(0, 1), (0, 1)]), np.full((2, 1), 2.0)
+    )
 
 
 def test_tensor_views_past_numpys_limits_are_layout_errors():

@@ -46,7 +46,8 @@ DESTINATION_CALLS: dict[str, Callable[[Any], Any]] = {
     "concat": lambda d: es.concat([np.ones((1, 3)), np.ones((1, 3))], out=d),
     "einsum": lambda d: es.einsum("ij->ij", np.ones((2, 3)), out=d),
     "expression": lambda d: es.contract_expression("i,j->ij", (2,), (3,))(
-        np.ones(2), np.ones(3), out=d),
+        np.ones(2), np.ones(3), out=d
+    ),
 }
 READ_ONLY_DESTINATIONS: dict[str, Callable[[tuple[int, ...]], Any]] = {
     "read-only array": lambda shape: read_only(np.zeros(shape)),
@@ -100,8 +101,9 @@ VIEW_CALLS = ["einsum view", "transpose", "reshape", "diag_part"]
 
 
 @pytest.mark.parametrize(("name", "call"), INPUT_CALLS, ids=[n for n, _ in INPUT_CALLS])
-@pytest.mark.parametrize("make", [read_only, lambda v: es.as_tensor(read_only(v))],
-                         ids=["array", "tensor"])
+@pytest.mark.parametrize(
+    "make", [read_only, lambda v: es.as_tensor(read_only(v))], ids=["array", "tensor"]
+)
 def test_read_only_inputs_give_the_same_answers(name, call, make):
     values = np.arange(1.0, 7.0).reshape(2, 3)
     frozen = make(values)
@@ -119,8 +121,10 @@ SWAPPED_CALLS: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("einsum reduce", lambda a, b: es.einsum("ij->j", a)),
     ("einsum diagonal out", lambda a, b: es.einsum("i->ii", a[0], out=np.zeros((3, 3), ">f8"))),
     ("einsum out", lambda a, b: es.einsum("ij,kj->ik", a, b, out=np.zeros((2, 2), ">f8"))),
-    ("einsum out tensor", lambda a, b: es.einsum(
-        "ij,ij->ij", a, b, out=es.as_tensor(np.zeros((2, 3), ">f4")))),
+    (
+        "einsum out tensor",
+        lambda a, b: es.einsum("ij,ij->ij", a, b, out=es.as_tensor(np.zeros((2, 3), ">f4"))),
+    ),
     ("einsum_vjp", lambda a, b: es.einsum_vjp("ij,ij->", (a, b), 2.0)[0]),
     ("add", lambda a, b: es.add(a, b)),
     ("power out", lambda a, b: es.power(a, 2, out=np.zeros((2, 3), ">f8"))),
@@ -141,8 +145,9 @@ SWAPPED_CALLS: list[tuple[str, Callable[[Any, Any], Any]]] = [
 def test_non_native_byte_order(name, call):
     native_a, native_b = np.arange(6.0).reshape(2, 3), np.arange(6, dtype=np.int32).reshape(2, 3)
     swapped_a, swapped_b = native_a.astype(">f8"), native_b.astype(">i4")
-    np.testing.assert_array_equal(plain(call(swapped_a, swapped_b)),
-                                  plain(call(native_a, native_b)))
+    np.testing.assert_array_equal(
+        plain(call(swapped_a, swapped_b)), plain(call(native_a, native_b))
+    )
 
 
 # -- object, string and datetime dtypes ----------------------------------------------------------------
@@ -157,31 +162,56 @@ ODD_CALLS: list[tuple[str, Callable[[Any], Any], Callable[[np.ndarray], Any]]] =
     ("Tensor strided view", lambda x: Tensor(x.reshape(-1), (3, 2), (1, 3)), lambda x: x.T),
     ("as_tensor of a transpose", lambda x: es.as_tensor(x.T), lambda x: x.T),
     ("tensor", lambda x: es.tensor(x), lambda x: x),
-    ("copy_to", lambda x: (lambda d: (es.copy_to(x[0], d), d)[1])(np.empty((2, 3), x.dtype)),
-     lambda x: np.stack([x[0], x[0]])),
-    ("flatten_to", lambda x: (lambda d: (es.flatten_to(x.T, d), d)[1])(np.empty(6, x.dtype)),
-     lambda x: x.T.reshape(-1)),
+    (
+        "copy_to",
+        lambda x: (lambda d: (es.copy_to(x[0], d), d)[1])(np.empty((2, 3), x.dtype)),
+        lambda x: np.stack([x[0], x[0]]),
+    ),
+    (
+        "flatten_to",
+        lambda x: (lambda d: (es.flatten_to(x.T, d), d)[1])(np.empty(6, x.dtype)),
+        lambda x: x.T.reshape(-1),
+    ),
     ("resize", lambda x: es.resize(x, 7)[:6], lambda x: x.reshape(-1)),
     ("reverse", lambda x: es.reverse(x, 1), lambda x: x[:, ::-1]),
-    ("reverse in place", lambda x: (lambda c: es.reverse(c, 1, out=c))(x.copy()),
-     lambda x: x[:, ::-1]),
+    (
+        "reverse in place",
+        lambda x: (lambda c: es.reverse(c, 1, out=c))(x.copy()),
+        lambda x: x[:, ::-1],
+    ),
     ("transpose", lambda x: es.transpose(x), lambda x: x.T),
     ("reshape", lambda x: es.reshape(x.T, -1), lambda x: x.T.reshape(-1)),
-    ("broadcast_to", lambda x: es.broadcast_to(x[:1], (3, 3)), lambda x: np.broadcast_to(x[:1], (3, 3))),
+    (
+        "broadcast_to",
+        lambda x: es.broadcast_to(x[:1], (3, 3)),
+        lambda x: np.broadcast_to(x[:1], (3, 3)),
+    ),
     ("split", lambda x: es.split(x, [1, 2], axis=1)[1], lambda x: x[:, 1:]),
     ("tile", lambda x: es.tile(x, [2, 1]), lambda x: np.tile(x, (2, 1))),
-    ("pad reflect", lambda x: es.pad(x, [(1, 1), (2, 0)], mode="reflect"),
-     lambda x: np.pad(x, [(1, 1), (2, 0)], mode="reflect")),
+    (
+        "pad reflect",
+        lambda x: es.pad(x, [(1, 1), (2, 0)], mode="reflect"),
+        lambda x: np.pad(x, [(1, 1), (2, 0)], mode="reflect"),
+    ),
     ("stack", lambda x: es.stack([x, x], axis=1), lambda x: np.stack([x, x], axis=1)),
     ("concat", lambda x: es.concat([x, x[:1]]), lambda x: np.concatenate([x, x[:1]])),
     ("gather", lambda x: es.gather(x, [2, 0], axis=1), lambda x: x[:, [2, 0]]),
-    ("boolean_mask", lambda x: es.boolean_mask(x, [[True, False, True], [False, True, False]]),
-     lambda x: x[np.array([[True, False, True], [False, True, False]])]),
-    ("where", lambda x: es.where([True, False, True], x, x[::-1]),
-     lambda x: np.where([True, False, True], x, x[::-1])),
+    (
+        "boolean_mask",
+        lambda x: es.boolean_mask(x, [[True, False, True], [False, True, False]]),
+        lambda x: x[np.array([[True, False, True], [False, True, False]])],
+    ),
+    (
+        "where",
+        lambda x: es.where([True, False, True], x, x[::-1]),
+        lambda x: np.where([True, False, True], x, x[::-1]),
+    ),
     ("diag_part", lambda x: es.diag_part(x), lambda x: np.diagonal(x)),
-    ("set_diag", lambda x: es.set_diag(x, x[1, :2]),
-     lambda x: (lambda c: (np.fill_diagonal(c, x[1, :2]), c)[1])(x.copy())),
+    (
+        "set_diag",
+        lambda x: es.set_diag(x, x[1, :2]),
+        lambda x: (lambda c: (np.fill_diagonal(c, x[1, :2]), c)[1])(x.copy()),
+    ),
     ("equal", lambda x: es.equal(x, x[:1]), lambda x: x == x[:1]),
 ]
 
@@ -198,10 +228,13 @@ def test_object_string_and_datetime_arrays_in_core_and_ops(kind, name, call, ref
 @pytest.mark.parametrize("kind", sorted(ODD))
 def test_non_numeric_arrays_are_type_errors_in_einsum(kind):
     x = ODD[kind]
-    for call in (lambda: es.einsum("ij->j", x), lambda: es.einsum("ij,ij->", np.ones((2, 3)), x),
-                 lambda: es.contract_expression("ij->i", (2, 3))(x),
-                 lambda: es.einsum("ij->i", np.ones((2, 3)), out=np.empty(2, x.dtype)),
-                 lambda: es.einsum_vjp("ij->", (x,), 1.0)):
+    for call in (
+        lambda: es.einsum("ij->j", x),
+        lambda: es.einsum("ij,ij->", np.ones((2, 3)), x),
+        lambda: es.contract_expression("ij->i", (2, 3))(x),
+        lambda: es.einsum("ij->i", np.ones((2, 3)), out=np.empty(2, x.dtype)),
+        lambda: es.einsum_vjp("ij->", (x,), 1.0),
+    ):
         with pytest.raises(TypeError, match="einsum"):
             call()
 
@@ -219,16 +252,27 @@ def test_element_wise_functions_on_odd_dtypes_follow_numpy():
 
 # -- 0-d arrays, NumPy scalars, Python scalars, nested lists -------------------------------------------
 
-SCALARS = {"0-d array": np.array(2.5), "NumPy scalar": np.float32(2.5), "Python float": 2.5,
-           "Python int": 3, "Python bool": True, "Python complex": 1 + 2j}
+SCALARS = {
+    "0-d array": np.array(2.5),
+    "NumPy scalar": np.float32(2.5),
+    "Python float": 2.5,
+    "Python int": 3,
+    "Python bool": True,
+    "Python complex": 1 + 2j,
+}
 
 
 @pytest.mark.parametrize("kind", sorted(SCALARS))
 def test_scalar_operands_everywhere(kind):
     s = SCALARS[kind]
     vector = [1.0, 2.0, 3.0]
-    for equation, operands in [("->", [s]), (",->", [s, s]), (",i->i", [s, vector]),
-                               ("i,->i", [vector, s]), ("...,...->...", [s, np.ones((2, 2))])]:
+    for equation, operands in [
+        ("->", [s]),
+        (",->", [s, s]),
+        (",i->i", [s, vector]),
+        ("i,->i", [vector, s]),
+        ("...,...->...", [s, np.ones((2, 2))]),
+    ]:
         got, expected = es.einsum(equation, *operands), np.einsum(equation, *operands)
         assert not isinstance(got, Tensor)
         assert np.asarray(got).dtype == np.asarray(expected).dtype
@@ -249,19 +293,39 @@ def test_scalar_operands_everywhere(kind):
 
 
 NESTED: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
-    ("einsum", lambda: es.einsum("ij,jk->ik", [[1, 2]], [[3], [4]]),
-     lambda: np.einsum("ij,jk->ik", [[1, 2]], [[3], [4]])),
-    ("einsum sublists", lambda: es.einsum([[1, 2], [3, 4]], [0, 0]),
-     lambda: np.einsum([[1, 2], [3, 4]], [0, 0])),
+    (
+        "einsum",
+        lambda: es.einsum("ij,jk->ik", [[1, 2]], [[3], [4]]),
+        lambda: np.einsum("ij,jk->ik", [[1, 2]], [[3], [4]]),
+    ),
+    (
+        "einsum sublists",
+        lambda: es.einsum([[1, 2], [3, 4]], [0, 0]),
+        lambda: np.einsum([[1, 2], [3, 4]], [0, 0]),
+    ),
     ("einsum tuple", lambda: es.einsum("i->", (1.5, 2.5)), lambda: np.einsum("i->", (1.5, 2.5))),
-    ("einsum_path", lambda: es.einsum_path("ij,jk->ik", [[1.0, 2.0]], [[3.0], [4.0]])[0],
-     lambda: ["einsum_path", (0, 1)]),
-    ("einsum_vjp", lambda: es.einsum_vjp("i,i->", ([1.0, 2.0], [3.0, 4.0]), 1.0)[0],
-     lambda: np.array([3.0, 4.0])),
+    (
+        "einsum_path",
+        lambda: es.einsum_path("ij,jk->ik", [[1.0, 2.0]], [[3.0], [4.0]])[0],
+        lambda: ["einsum_path", (0, 1)],
+    ),
+    (
+        "einsum_vjp",
+        lambda: es.einsum_vjp("i,i->", ([1.0, 2.0], [3.0, 4.0]), 1.0)[0],
+        lambda: np.array([3.0, 4.0]),
+    ),
     ("tensor", lambda: es.tensor([[1, 2], [3, 4]]).numpy(), lambda: np.array([[1, 2], [3, 4]])),
-    ("subtract", lambda: es.subtract([[1], [2]], [10, 20]), lambda: np.subtract([[1], [2]], [10, 20])),
+    (
+        "subtract",
+        lambda: es.subtract([[1], [2]], [10, 20]),
+        lambda: np.subtract([[1], [2]], [10, 20]),
+    ),
     ("transpose", lambda: es.transpose([[1, 2, 3]]), lambda: np.transpose([[1, 2, 3]])),
-    ("reshape", lambda: es.reshape([1, 2, 3, 4], (2, -1)), lambda: np.reshape([1, 2, 3, 4], (2, 2))),
+    (
+        "reshape",
+        lambda: es.reshape([1, 2, 3, 4], (2, -1)),
+        lambda: np.reshape([1, 2, 3, 4], (2, 2)),
+    ),
     ("tile", lambda: es.tile([1, 2], [3]), lambda: np.tile([1, 2], 3)),
     ("pad", lambda: es.pad([[1, 2]], [(1, 0), (0, 1)]), lambda: np.pad([[1, 2]], [(1, 0), (0, 1)])),
     ("concat", lambda: es.concat([[1], [2, 3]]), lambda: np.concatenate([[1], [2, 3]])),

@@ -91,8 +91,9 @@ def geometries(draw: st.DrawFn, shape: tuple[int, ...], dtypes: Sequence[Any]) -
 
 
 @st.composite
-def sibling(draw: st.DrawFn, base: Geometry, shape: tuple[int, ...], exact: bool = False
-            ) -> Geometry:
+def sibling(
+    draw: st.DrawFn, base: Geometry, shape: tuple[int, ...], exact: bool = False
+) -> Geometry:
     """A geometry near ``base`` (so they often overlap), or an unrelated one.  ``exact``:
     the same dtype on the same element grid (values stay what they were written as)."""
     if shape == base.shape and draw(st.booleans()):
@@ -110,11 +111,12 @@ def sibling(draw: st.DrawFn, base: Geometry, shape: tuple[int, ...], exact: bool
 
 def shared_buffer(draw: st.DrawFn, numeric: bool) -> np.ndarray:
     if numeric:  # small integers in float64 slots: every sum is exact
-        values = np.array(draw(st.lists(st.integers(0, 4), min_size=BUF_BYTES // 8,
-                                        max_size=BUF_BYTES // 8)), np.float64)
+        values = np.array(
+            draw(st.lists(st.integers(0, 4), min_size=BUF_BYTES // 8, max_size=BUF_BYTES // 8)),
+            np.float64,
+        )
         return values.view(np.uint8).copy()
-    return np.frombuffer(draw(st.binary(min_size=BUF_BYTES, max_size=BUF_BYTES)),
-                         np.uint8).copy()
+    return np.frombuffer(draw(st.binary(min_size=BUF_BYTES, max_size=BUF_BYTES)), np.uint8).copy()
 
 
 def wrap(draw: st.DrawFn, view: np.ndarray) -> Any:
@@ -126,9 +128,14 @@ def wrap(draw: st.DrawFn, view: np.ndarray) -> Any:
     return view
 
 
-def check(buffer: np.ndarray, dst: Geometry, sources: Sequence[Geometry],
-          action: Callable[[], Any], reference: Callable[[np.ndarray], None],
-          must_succeed: bool) -> None:
+def check(
+    buffer: np.ndarray,
+    dst: Geometry,
+    sources: Sequence[Geometry],
+    action: Callable[[], Any],
+    reference: Callable[[np.ndarray], None],
+    must_succeed: bool,
+) -> None:
     """Run ``action``; compare the buffer with ``reference`` applied to a snapshot."""
     expected = buffer.copy()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -179,8 +186,11 @@ def _resize(s: np.ndarray, d: np.ndarray) -> None:
 
 @st.composite
 def copy_cases(draw: st.DrawFn) -> tuple[Any, ...]:
-    op = draw(st.sampled_from(["copy_to", "try_copy_to", "flatten_to", "try_flatten_to",
-                               "resize_to", "reverse"]))
+    op = draw(
+        st.sampled_from(
+            ["copy_to", "try_copy_to", "flatten_to", "try_flatten_to", "resize_to", "reverse"]
+        )
+    )
     src_shape = draw(shapes)
     if op in ("flatten_to", "try_flatten_to"):
         dst_shape: tuple[int, ...] = (int(np.prod(src_shape)) + draw(st.integers(0, 2)),)
@@ -190,8 +200,13 @@ def copy_cases(draw: st.DrawFn) -> tuple[Any, ...]:
         dst_shape = src_shape
     src = draw(geometries(src_shape, BYTE_DTYPES))
     dst = draw(sibling(src, dst_shape))
-    axes = tuple(draw(st.lists(st.integers(0, max(len(src_shape) - 1, 0)), unique=True,
-                               max_size=len(src_shape))))
+    axes = tuple(
+        draw(
+            st.lists(
+                st.integers(0, max(len(src_shape) - 1, 0)), unique=True, max_size=len(src_shape)
+            )
+        )
+    )
     return op, src, dst, axes, shared_buffer(draw, numeric=False), draw(st.data())
 
 
@@ -208,8 +223,10 @@ def test_copy_family_on_byte_level_views(case):
         "flatten_to": (lambda: es.flatten_to(s, d), lambda out: _flatten(snapshot, out)),
         "try_flatten_to": (lambda: es.try_flatten_to(s, d), lambda out: _flatten(snapshot, out)),
         "resize_to": (lambda: es.resize_to(s, d), lambda out: _resize(snapshot, out)),
-        "reverse": (lambda: es.reverse(s, axes, out=d),
-                    lambda out: _copy(np.flip(snapshot, axes), out)),
+        "reverse": (
+            lambda: es.reverse(s, axes, out=d),
+            lambda out: _copy(np.flip(snapshot, axes), out),
+        ),
     }
     action, reference = calls[op]
     written = dst
@@ -234,10 +251,16 @@ def join_cases(draw: st.DrawFn) -> tuple[Any, ...]:
             part = shape[:axis] + (draw(st.integers(0, 2)),) + shape[axis + 1 :]
         inputs.append(draw(geometries(part, BYTE_DTYPES)))
     lengths = [g.shape[axis] for g in inputs] if op == "concat" else [len(inputs)]
-    out_shape = (shape[:axis] + (sum(lengths),) + shape[axis + 1 :] if op == "concat"
-                 else shape[:axis] + (len(inputs),) + shape[axis:])
-    out = draw(sibling(inputs[0], out_shape) if inputs[0].shape == out_shape
-               else geometries(out_shape, BYTE_DTYPES))
+    out_shape = (
+        shape[:axis] + (sum(lengths),) + shape[axis + 1 :]
+        if op == "concat"
+        else shape[:axis] + (len(inputs),) + shape[axis:]
+    )
+    out = draw(
+        sibling(inputs[0], out_shape)
+        if inputs[0].shape == out_shape
+        else geometries(out_shape, BYTE_DTYPES)
+    )
     return op, axis, inputs, out, shared_buffer(draw, numeric=False), draw(st.data())
 
 
@@ -260,16 +283,47 @@ def test_stack_and_concat_out_on_byte_level_views(case):
                 start += snap.shape[axis]
 
     castable = np.can_cast(np.result_type(*snapshots), out.dtype, "same_kind")
-    check(buffer, out, inputs, lambda: function(views, axis=axis, out=d), reference,
-          castable and independent(out, inputs))
+    check(
+        buffer,
+        out,
+        inputs,
+        lambda: function(views, axis=axis, out=d),
+        reference,
+        castable and independent(out, inputs),
+    )
 
 
 # -- every element-wise function with out= ---------------------------------------------------------
 
-UNARY = ["negative", "abs", "sqrt", "exp", "log", "sin", "cos", "tan", "arcsin", "arccos",
-         "arctan", "tanh"]
-BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "less",
-          "less_equal", "greater", "greater_equal", "equal", "not_equal"]
+UNARY = [
+    "negative",
+    "abs",
+    "sqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "tanh",
+]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "power",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+]
 UFUNCS = {"abs": np.absolute, **{n: getattr(np, n) for n in UNARY + BINARY if n != "abs"}}
 
 
@@ -281,7 +335,7 @@ def elementwise_cases(draw: st.DrawFn) -> tuple[Any, ...]:
     inputs = []
     for _ in range(1 if name in UNARY else 2):
         tail = [draw(st.sampled_from([n, 1])) for n in out_shape]
-        shape = tuple(tail[draw(st.integers(0, len(tail))):])
+        shape = tuple(tail[draw(st.integers(0, len(tail))) :])
         inputs.append(draw(sibling(out, shape, exact=True)))
     return name, inputs, out, shared_buffer(draw, numeric=True), draw(st.data())
 
@@ -306,18 +360,28 @@ def test_every_elementwise_function_with_out(case):
             event("raised")
             return
     event("written (overlap)" if not independent(out, inputs) else "written (no overlap)")
-    np.testing.assert_allclose(buffer.view(np.float64), expected.view(np.float64),
-                               rtol=1e-12, atol=0, equal_nan=True)
+    np.testing.assert_allclose(
+        buffer.view(np.float64), expected.view(np.float64), rtol=1e-12, atol=0, equal_nan=True
+    )
 
 
 # -- einsum / contract_expression out= --------------------------------------------------------------
 
 EQUATIONS = [
-    ("ij->ji", [(2, 3)]), ("ij,jk->ik", [(2, 3), (3, 2)]), ("i,i->i", [(3,), (3,)]),
-    ("ii->i", [(3, 3)]), ("ij->i", [(2, 3)]), ("i,j->ij", [(2,), (3,)]),
-    ("bij,bjk->bik", [(2, 2, 2), (2, 2, 2)]), ("ij,jk,kl->il", [(2, 2), (2, 2), (2, 2)]),
-    ("...i,...i->...", [(2, 3), (3,)]), ("ijk->kji", [(1, 2, 3)]), ("i->", [(4,)]),
-    ("i->ii", [(3,)]), ("ij->iij", [(2, 3)]), ("ij,jk->iik", [(2, 3), (3, 2)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij,jk->ik", [(2, 3), (3, 2)]),
+    ("i,i->i", [(3,), (3,)]),
+    ("ii->i", [(3, 3)]),
+    ("ij->i", [(2, 3)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("bij,bjk->bik", [(2, 2, 2), (2, 2, 2)]),
+    ("ij,jk,kl->il", [(2, 2), (2, 2), (2, 2)]),
+    ("...i,...i->...", [(2, 3), (3,)]),
+    ("ijk->kji", [(1, 2, 3)]),
+    ("i->", [(4,)]),
+    ("i->ii", [(3,)]),
+    ("ij->iij", [(2, 3)]),
+    ("ij,jk->iik", [(2, 3), (3, 2)]),
 ]
 
 
@@ -327,8 +391,14 @@ def einsum_cases(draw: st.DrawFn) -> tuple[Any, ...]:
     expected_shape = es.einsum(equation, *(np.zeros(s) for s in shapes_)).shape
     out = draw(geometries(expected_shape, [np.float64]))
     inputs = [draw(sibling(out, s, exact=True)) for s in shapes_]
-    return (equation, inputs, out, shared_buffer(draw, numeric=True), draw(st.booleans()),
-            draw(st.data()))
+    return (
+        equation,
+        inputs,
+        out,
+        shared_buffer(draw, numeric=True),
+        draw(st.booleans()),
+        draw(st.data()),
+    )
 
 
 @scaled(200)

@@ -22,8 +22,29 @@ from einstride import EinsumError, Tensor
 SECONDS_PER_CALL = 5.0  # generous on a loaded 2-core machine; typical calls take microseconds
 LETTERS = "abcijkxyz"
 UNICODE_LABELS = "αβγ中文é_7٣𝔸"
-NOISE = [".", "..", "...", "....", "-", ">", "->", "-->", ",", ",,", " ", "\t", "\n", "\x00",
-         "\u0301", "\ufeff", "\ud7ff", "…", "🙂", "A", "Z"]
+NOISE = [
+    ".",
+    "..",
+    "...",
+    "....",
+    "-",
+    ">",
+    "->",
+    "-->",
+    ",",
+    ",,",
+    " ",
+    "\t",
+    "\n",
+    "\x00",
+    "\u0301",
+    "\ufeff",
+    "\ud7ff",
+    "…",
+    "🙂",
+    "A",
+    "Z",
+]
 
 
 # -- equations that are often valid, and their operands -------------------------------------------
@@ -44,7 +65,7 @@ def grammar_cases(draw: st.DrawFn) -> tuple[str, list[Any]]:
         shape = [sizes[lab] for lab in term]
         if with_ellipsis:
             at = draw(st.integers(0, len(term)))
-            kept = ellipsis_shape[draw(st.integers(0, len(ellipsis_shape))):]
+            kept = ellipsis_shape[draw(st.integers(0, len(ellipsis_shape))) :]
             term.insert(at, "...")
             shape[at:at] = [draw(st.sampled_from([n, 1])) for n in kept]
         terms.append("".join(term))
@@ -79,30 +100,64 @@ def operand(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
     return arr
 
 
-JUNK = [None, "abc", b"ab", {}, {1, 2}, object(), [[1], [1, 2]], 1 + 2j, 2.5, 3, True,
-        np.float32(1), np.array("x"), np.array([None]), np.array(["2020-01-01"], "M8[D]")]
+JUNK = [
+    None,
+    "abc",
+    b"ab",
+    {},
+    {1, 2},
+    object(),
+    [[1], [1, 2]],
+    1 + 2j,
+    2.5,
+    3,
+    True,
+    np.float32(1),
+    np.array("x"),
+    np.array([None]),
+    np.array(["2020-01-01"], "M8[D]"),
+]
 
 
 @st.composite
 def random_cases(draw: st.DrawFn) -> tuple[Any, list[Any]]:
     """Anything at all for the equation and the operands."""
-    equation = draw(st.one_of(
-        st.text(max_size=30),
-        st.lists(st.sampled_from(list(LETTERS + UNICODE_LABELS) + NOISE), max_size=25).map(
-            "".join),
-        st.sampled_from([None, 3, b"ij", ["i"], ("i",)]),
-    ))
-    operands = draw(st.lists(st.one_of(
-        st.lists(st.integers(0, 3), max_size=3).map(lambda s: np.ones(tuple(s))),
-        st.sampled_from(JUNK)), max_size=4))
+    equation = draw(
+        st.one_of(
+            st.text(max_size=30),
+            st.lists(st.sampled_from(list(LETTERS + UNICODE_LABELS) + NOISE), max_size=25).map(
+                "".join
+            ),
+            st.sampled_from([None, 3, b"ij", ["i"], ("i",)]),
+        )
+    )
+    operands = draw(
+        st.lists(
+            st.one_of(
+                st.lists(st.integers(0, 3), max_size=3).map(lambda s: np.ones(tuple(s))),
+                st.sampled_from(JUNK),
+            ),
+            max_size=4,
+        )
+    )
     return equation, operands
 
 
 @st.composite
 def huge_cases(draw: st.DrawFn) -> tuple[str, list[Any]]:
     """Very long equations and huge label counts."""
-    kind = draw(st.sampled_from(["many labels", "long term", "many operands", "whitespace",
-                                 "many ellipses", "deep chain"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "many labels",
+                "long term",
+                "many operands",
+                "whitespace",
+                "many ellipses",
+                "deep chain",
+            ]
+        )
+    )
     n = draw(st.integers(50, 3000))
     if kind == "many labels":  # one term, n distinct labels, a rank-n operand (too many dims)
         labels = "".join(chr(0x4E00 + k) for k in range(n))
@@ -181,8 +236,12 @@ def test_huge_label_counts_and_long_equations(case):
 
 @st.composite
 def sublist_cases(draw: st.DrawFn) -> list[Any]:
-    item = st.one_of(st.integers(0, 5), st.just(Ellipsis), st.integers(-2, 2**70),
-                     st.sampled_from([True, 1.0, "a", None, [0], np.int8(3), np.uint64(2)]))
+    item = st.one_of(
+        st.integers(0, 5),
+        st.just(Ellipsis),
+        st.integers(-2, 2**70),
+        st.sampled_from([True, 1.0, "a", None, [0], np.int8(3), np.uint64(2)]),
+    )
     args: list[Any] = []
     for _ in range(draw(st.integers(1, 3))):
         args.append(operand(draw, tuple(draw(st.lists(st.integers(1, 3), max_size=3)))))
@@ -203,8 +262,12 @@ def test_sublist_form(args):
     assert time.perf_counter() - start < SECONDS_PER_CALL
     expected = numpy_says_sublists(args)
     if expected is not None:
-        np.testing.assert_allclose(np.asarray(result.numpy() if isinstance(result, Tensor)
-                                              else result), expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(result.numpy() if isinstance(result, Tensor) else result),
+            expected,
+            rtol=1e-5,
+            atol=1e-6,
+        )
 
 
 def numpy_says_sublists(args: list[Any]) -> Any:
@@ -230,9 +293,11 @@ def shape_of(x: Any) -> Any:
 def test_path_and_expression_entry_points(case):
     equation, operands = case
     shapes = [shape_of(o) for o in operands]
-    for call in (lambda: es.einsum_path(equation, *operands),
-                 lambda: es.contract_expression(equation, *shapes)(*operands),
-                 lambda: es.parse_equation(equation, *shapes)):
+    for call in (
+        lambda: es.einsum_path(equation, *operands),
+        lambda: es.contract_expression(equation, *shapes)(*operands),
+        lambda: es.parse_equation(equation, *shapes),
+    ):
         start = time.perf_counter()
         with contextlib.suppress(EinsumError, TypeError):
             call()

@@ -57,54 +57,123 @@ NESTED = [range(10**5)] * 10**5
 CASES: dict[str, list[str]] = {
     "Layout": [],  # EXTRA: Layout.create and its methods
     "Tensor": [],  # EXTRA: the constructor and methods
-    "arange": ["10**12", "0, 1, 1e-12", "RANGE", "BIG", "np.array(0), np.array(10**12)",
-               "np.datetime64('2000-01-01', 'ns'), np.datetime64('2020-01-01', 'ns')",
-               "Decimal(0), Decimal(10**12)", "Fraction(0), Fraction(10**12)",
-               "dt.timedelta(0), dt.timedelta(days=10**4), dt.timedelta(microseconds=1)",
-               "dt.date(1, 1, 1), dt.date(9999, 1, 1), dt.timedelta(microseconds=1)",
-               "0, 10**12, dtype='V0'"],
+    "arange": [
+        "10**12",
+        "0, 1, 1e-12",
+        "RANGE",
+        "BIG",
+        "np.array(0), np.array(10**12)",
+        "np.datetime64('2000-01-01', 'ns'), np.datetime64('2020-01-01', 'ns')",
+        "Decimal(0), Decimal(10**12)",
+        "Fraction(0), Fraction(10**12)",
+        "dt.timedelta(0), dt.timedelta(days=10**4), dt.timedelta(microseconds=1)",
+        "dt.date(1, 1, 1), dt.date(9999, 1, 1), dt.timedelta(microseconds=1)",
+        "0, 10**12, dtype='V0'",
+    ],
     "as_tensor": ["BIG", "RANGE", "NESTED", "V0", "V0B", "[BIG]", "EMPTY"],
     "band_part": ["BIG, 0, 0", "EMPTY, 0, 0", "V0, 1, 1", "RANGE, 0, 0"],
-    "boolean_mask": ["BIG, BIGB", "BIG1, np.broadcast_to(np.ones(1, bool), (10**12,))",
-                     "EMPTY, np.zeros(0, bool)", "RANGE, [True]", "V0, np.ones(10**6, bool)"],
-    "broadcast_to": ["BIG, (10**7, 10**7)", "1.0, RANGE", "V0, (2, 10**6, 10**6)",
-                     "EMPTY, (10**12, 0, 10**12)"],
-    "categorical": ["np.broadcast_to(np.zeros(1), (10**9, 1)), 1", "np.zeros((1, 2)), 10**12",
-                    "EMPTY, 3", "RANGE, 1"],
+    "boolean_mask": [
+        "BIG, BIGB",
+        "BIG1, np.broadcast_to(np.ones(1, bool), (10**12,))",
+        "EMPTY, np.zeros(0, bool)",
+        "RANGE, [True]",
+        "V0, np.ones(10**6, bool)",
+    ],
+    "broadcast_to": [
+        "BIG, (10**7, 10**7)",
+        "1.0, RANGE",
+        "V0, (2, 10**6, 10**6)",
+        "EMPTY, (10**12, 0, 10**12)",
+    ],
+    "categorical": [
+        "np.broadcast_to(np.zeros(1), (10**9, 1)), 1",
+        "np.zeros((1, 2)), 10**12",
+        "EMPTY, 3",
+        "RANGE, 1",
+    ],
     "check_destination": ["BIG, 'x'", "V0, 'x'", "RANGE, 'x'"],
     "check_no_overlap": ["BIG, [BIG, V0], 'x'", "np.zeros(2), RANGE, 'x'"],
     "clear_plan_cache": [""],
     "concat": ["[BIG, BIG]", "[EMPTY, EMPTY], axis=1", "[V0, V0]", "RANGE", "[RANGE]"],
-    "contract_expression": ["'ij,jk->ik', (10**7, 10**7), (10**7, 10**7)", "'i', RANGE",
-                            "'ij,ij->ij', BIG.shape, BIG.shape)(BIG, BIG"],
-    "copy_to": ["RANGE, np.zeros(3)", "BIG, np.zeros(3)", "1, V0", "np.ones(3), RANGE",
-                "NESTED, np.zeros(3)", "[2**70], np.zeros(1, np.int64)"],
+    "contract_expression": [
+        "'ij,jk->ik', (10**7, 10**7), (10**7, 10**7)",
+        "'i', RANGE",
+        "'ij,ij->ij', BIG.shape, BIG.shape)(BIG, BIG",
+    ],
+    "copy_to": [
+        "RANGE, np.zeros(3)",
+        "BIG, np.zeros(3)",
+        "1, V0",
+        "np.ones(3), RANGE",
+        "NESTED, np.zeros(3)",
+        "[2**70], np.zeros(1, np.int64)",
+    ],
     "diag": ["BIG1", "V01", "EMPTY", "RANGE"],
     "diag_part": ["BIG", "V0", "EMPTY", "RANGE"],
-    "einsum": ["'ij->ji', BIG", "'ij,ij->ij', BIG, BIG", "'i', RANGE", "'ij', V0",
-               "'i->', BIG1", "'i->i', np.ones(3), out=RANGE", "'ij->', V0",
-               "'ij->i', EMPTY", "np.ones(2), [10**5000]"],
-    "einsum_path": ["'i', RANGE", "'ij,jk', BIG, BIG",
-                    "'ij,jk->ik', (10**7, 10**7), (10**7, 10**7)", "'ij', V0", "'i', (10**12,)"],
-    "einsum_vjp": ["'ij->', (BIG,), np.ones(())", "'i->', (RANGE,), np.ones(())",
-                   "'ij->', (V0,), np.ones(())"],
+    "einsum": [
+        "'ij->ji', BIG",
+        "'ij,ij->ij', BIG, BIG",
+        "'i', RANGE",
+        "'ij', V0",
+        "'i->', BIG1",
+        "'i->i', np.ones(3), out=RANGE",
+        "'ij->', V0",
+        "'ij->i', EMPTY",
+        "np.ones(2), [10**5000]",
+    ],
+    "einsum_path": [
+        "'i', RANGE",
+        "'ij,jk', BIG, BIG",
+        "'ij,jk->ik', (10**7, 10**7), (10**7, 10**7)",
+        "'ij', V0",
+        "'i', (10**12,)",
+    ],
+    "einsum_vjp": [
+        "'ij->', (BIG,), np.ones(())",
+        "'i->', (RANGE,), np.ones(())",
+        "'ij->', (V0,), np.ones(())",
+    ],
     "explain": ["'ij,jk->ik', (10**7, 10**7), (10**7, 10**7)", "'i', RANGE", "'ij', V0"],
     "expand_dims": ["BIG, RANGE", "V0, 0", "EMPTY, (0, 1)"],
-    "eye": ["10**8", "3, batch_shape=RANGE", "10**6, dtype='V0'", "0, 10**12",
-            "3, batch_shape=(10**12,)"],
+    "eye": [
+        "10**8",
+        "3, batch_shape=RANGE",
+        "10**6, dtype='V0'",
+        "0, 10**12",
+        "3, batch_shape=(10**12,)",
+    ],
     "fans": ["RANGE", "(10**12, 10**12)", "V0"],
     "flatten": ["BIG", "V0", "V0B", "PATTERN", "RANGE", "EMPTY"],
-    "flatten_to": ["BIG, np.zeros(3)", "V0, V01", "RANGE, np.zeros(3)", "np.ones(3), RANGE",
-                   "V0B, V01"],
-    "full": ["RANGE, 1", "(10**7, 10**7), 1", "3, RANGE", "(10**6, 10**6), 0, dtype='V0'",
-             "(0, 10**12), 1", "3, NESTED"],
+    "flatten_to": [
+        "BIG, np.zeros(3)",
+        "V0, V01",
+        "RANGE, np.zeros(3)",
+        "np.ones(3), RANGE",
+        "V0B, V01",
+    ],
+    "full": [
+        "RANGE, 1",
+        "(10**7, 10**7), 1",
+        "3, RANGE",
+        "(10**6, 10**6), 0, dtype='V0'",
+        "(0, 10**12), 1",
+        "3, NESTED",
+    ],
     "full_like": ["BIG, 1", "V0, 0", "RANGE, 1", "EMPTY, 2", "np.ones(3), RANGE"],
-    "gather": ["BIG, [0]", "BIG, BIGI", "BIG1, [0]", "EMPTY, [0]", "RANGE, [0]",
-               "np.broadcast_to(np.ones(1), (10**6, 10**6, 3)), np.broadcast_to(np.zeros(1, "
-               "np.int64), (10**6, 10**6, 1)), axis=2, batch_dims=2", "V0, [0]",
-               "np.ones(3), RANGE", "np.broadcast_to(np.ones(1), (10**3, 10**12)), [0, 5], axis=1",
-               "np.broadcast_to(np.ones(1), (10**4, 10**5, 3)), np.zeros((10**4, 1), np.int64), "
-               "axis=1, batch_dims=1"],
+    "gather": [
+        "BIG, [0]",
+        "BIG, BIGI",
+        "BIG1, [0]",
+        "EMPTY, [0]",
+        "RANGE, [0]",
+        "np.broadcast_to(np.ones(1), (10**6, 10**6, 3)), np.broadcast_to(np.zeros(1, "
+        "np.int64), (10**6, 10**6, 1)), axis=2, batch_dims=2",
+        "V0, [0]",
+        "np.ones(3), RANGE",
+        "np.broadcast_to(np.ones(1), (10**3, 10**12)), [0, 5], axis=1",
+        "np.broadcast_to(np.ones(1), (10**4, 10**5, 3)), np.zeros((10**4, 1), np.int64), "
+        "axis=1, batch_dims=1",
+    ],
     "glorot_normal": ["RANGE", "(10**7, 10**7)"],
     "glorot_uniform": ["RANGE", "(10**7, 10**7)"],
     "he_normal": ["RANGE", "(10**7, 10**7)"],
@@ -112,51 +181,81 @@ CASES: dict[str, list[str]] = {
     "is_reduced_precision": ["BIG", "RANGE", "V0"],
     "lecun_normal": ["RANGE", "(10**7, 10**7)"],
     "lecun_uniform": ["RANGE", "(10**7, 10**7)"],
-    "linspace": ["0, 1, 10**12", "BIG, 1, 2", "0, 1, 10**9, dtype=np.int8", "RANGE, 1, 2",
-                 "0, EMPTY, 10**6"],
+    "linspace": [
+        "0, 1, 10**12",
+        "BIG, 1, 2",
+        "0, 1, 10**9, dtype=np.int8",
+        "RANGE, 1, 2",
+        "0, EMPTY, 10**6",
+    ],
     "nonzero_indices": ["BIG", "V0", "V0B", "EMPTY", "RANGE", "BIGB"],
     "one_hot": ["EMPTYI, 10**13", "BIGI, 2", "RANGE, 2", "[0], 2, on_value=RANGE"],
     "ones": ["RANGE", "(10**7, 10**7)", "(10**6, 10**6), dtype='V0'"],
     "ones_like": ["BIG", "V0", "RANGE"],
     "orthogonal": ["(10**7, 10**7)", "RANGE", "(10**12, 1)"],
-    "pad": ["BIG, [(1, 1), (1, 1)]", "V0, [(1, 1), (1, 1)]", "np.ones(3), RANGE",
-            "np.ones(3), [(1, 1)], value=RANGE", "EMPTY, [(0, 0), (0, 0)]",
-            "np.zeros(2, np.int8), [(1, 1)], value=1000"],
+    "pad": [
+        "BIG, [(1, 1), (1, 1)]",
+        "V0, [(1, 1), (1, 1)]",
+        "np.ones(3), RANGE",
+        "np.ones(3), [(1, 1)], value=RANGE",
+        "EMPTY, [(0, 0), (0, 0)]",
+        "np.zeros(2, np.int8), [(1, 1)], value=1000",
+    ],
     "parse_equation": ["'i', RANGE", "'ij', (10**12, 10**12)", "'i', (2.5,)"],
     "plan_cache_info": [""],
     "qr": ["BATCH", "TALL, full_matrices=True", "RANGE", "EMPTY"],
     "random_normal": ["RANGE", "(10**7, 10**7)"],
     "random_uniform": ["RANGE", "(10**7, 10**7)", "3, -1e308, 1e308"],
-    "reshape": ["BIG, -1", "V0, -1", "PATTERN, -1", "BIG, RANGE", "RANGE, -1",
-                "EMPTY, (0, -1)"],
-    "resize": ["BIG, 5", "RANGE, 5", "np.ones(3), 10**15", "V0, 3", "PATTERN, 3",
-               "V0B, (10**6, 10**6)"],
+    "reshape": ["BIG, -1", "V0, -1", "PATTERN, -1", "BIG, RANGE", "RANGE, -1", "EMPTY, (0, -1)"],
+    "resize": [
+        "BIG, 5",
+        "RANGE, 5",
+        "np.ones(3), 10**15",
+        "V0, 3",
+        "PATTERN, 3",
+        "V0B, (10**6, 10**6)",
+    ],
     "resize_to": ["BIG, np.zeros(3)", "V0, V01", "RANGE, np.zeros(3)", "PATTERN, np.zeros(3)"],
-    "reverse": ["BIG, 0", "V0, 0", "EMPTY, 1", "np.ones(3), RANGE", "V0B, 1",
-                "np.ones(3), 0, out=RANGE"],
+    "reverse": [
+        "BIG, 0",
+        "V0, 0",
+        "EMPTY, 1",
+        "np.ones(3), RANGE",
+        "V0B, 1",
+        "np.ones(3), 0, out=RANGE",
+    ],
     "set_diag": ["BIG, np.zeros(10**7)", "V0, V01[:10**6]", "RANGE, [1]"],
     "split": ["BIG, 10**7", "EMPTY, 2**40", "V0, RANGE", "np.ones(3), RANGE", "V01, 10**12"],
     "squeeze": ["BIG", "BIG, RANGE", "V0"],
     "stack": ["[BIG, BIG]", "RANGE", "[V0, V0]", "[EMPTY] * 10"],
     "svd": ["BATCH", "TALL, full_matrices=True", "RANGE", "EMPTY"],
-    "tensordot": ["BIG, BIG, 0", "BIG, BIG", "RANGE, RANGE, 1", "V0, V0, 1", "EMPTY, EMPTY, 0"],
     "tensor": ["BIG", "RANGE", "NESTED", "V0", "V0B", "[BIG]", "EMPTY", "[1000], dtype=np.int8"],
-    "tensordot": ["BIG, BIG, 1", "RANGE, RANGE, 1", "V0, V0", "np.ones(3), np.ones(3), RANGE",
-                  "BIG1, BIG1, 0", "EMPTY, EMPTY.T, 1"],
+    "tensordot": [
+        "BIG, BIG, 1",
+        "RANGE, RANGE, 1",
+        "V0, V0",
+        "np.ones(3), np.ones(3), RANGE",
+        "BIG1, BIG1, 0",
+        "EMPTY, EMPTY.T, 1",
+    ],
     "tensors_overlap": ["BIG, BIG", "RANGE, RANGE", "V0, V0"],
-    "tile": ["BIG, [1, 1]", "V0, [2, 2]", "EMPTY, [10**6, 1]", "np.ones(3), RANGE",
-             "V0B, [1, 1]"],
-    "to_full_precision": ["np.broadcast_to(es.to_reduced_precision(np.ones(1, np.float32)), "
-                          "(10**7, 10**7))", "RANGE"],
-    "to_reduced_precision": ["np.broadcast_to(np.ones(1, np.float32), (10**7, 10**7))",
-                             "RANGE"],
+    "tile": ["BIG, [1, 1]", "V0, [2, 2]", "EMPTY, [10**6, 1]", "np.ones(3), RANGE", "V0B, [1, 1]"],
+    "to_full_precision": [
+        "np.broadcast_to(es.to_reduced_precision(np.ones(1, np.float32)), (10**7, 10**7))",
+        "RANGE",
+    ],
+    "to_reduced_precision": ["np.broadcast_to(np.ones(1, np.float32), (10**7, 10**7))", "RANGE"],
     "trace": ["BATCH", "BIG", "V0", "EMPTY"],
     "transpose": ["BIG", "BIG, RANGE", "V0"],
     "truncated_normal": ["RANGE", "10**15"],
-    "try_copy_to": ["RANGE, np.zeros(3)", "BIG, np.zeros(3)", "1, V0", "np.ones(3), RANGE",
-                    "[2**70], np.zeros(1, np.int64)"],
-    "try_flatten_to": ["BIG, np.zeros(3)", "V0, V01", "RANGE, np.zeros(3)",
-                       "np.ones(3), RANGE"],
+    "try_copy_to": [
+        "RANGE, np.zeros(3)",
+        "BIG, np.zeros(3)",
+        "1, V0",
+        "np.ones(3), RANGE",
+        "[2**70], np.zeros(1, np.int64)",
+    ],
+    "try_flatten_to": ["BIG, np.zeros(3)", "V0, V01", "RANGE, np.zeros(3)", "np.ones(3), RANGE"],
     "unstack": ["BIGT", "BIG1", "EMPTY, 1", "V0", "RANGE"],
     "where": ["BIGB, 1.0, 0.0", "RANGE, 1, 0", "True, V0, V0", "EMPTY, 1, 0"],
     "zeros": ["RANGE", "(10**7, 10**7)", "(10**6, 10**6), dtype='V0'"],
@@ -164,26 +263,79 @@ CASES: dict[str, list[str]] = {
 }
 
 # Element-wise functions: the same inputs for each.
-UNARY = ["abs", "arccos", "arcsin", "arctan", "cos", "exp", "log", "negative", "sin", "sqrt",
-         "tan", "tanh"]
-BINARY = ["add", "divide", "equal", "greater", "greater_equal", "less", "less_equal",
-          "maximum", "minimum", "multiply", "not_equal", "power", "subtract"]
+UNARY = [
+    "abs",
+    "arccos",
+    "arcsin",
+    "arctan",
+    "cos",
+    "exp",
+    "log",
+    "negative",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+]
+BINARY = [
+    "add",
+    "divide",
+    "equal",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "maximum",
+    "minimum",
+    "multiply",
+    "not_equal",
+    "power",
+    "subtract",
+]
 for _name in UNARY:
-    CASES[_name] = ["BIG", "V0", "EMPTY", "RANGE", "NESTED", "BIGT", "np.ones(3), out=RANGE",
-                    "np.ones(3), out=V01[:3]"]
+    CASES[_name] = [
+        "BIG",
+        "V0",
+        "EMPTY",
+        "RANGE",
+        "NESTED",
+        "BIGT",
+        "np.ones(3), out=RANGE",
+        "np.ones(3), out=V01[:3]",
+    ]
 for _name in BINARY:
-    CASES[_name] = ["BIG, 1.0", "1, RANGE", "BIG, BIG", "V0, V0", "EMPTY, 2", "BIGT, 2",
-                    "np.ones((10**4, 1)), np.ones(10**4)", "np.ones(3), 1, out=RANGE"]
+    CASES[_name] = [
+        "BIG, 1.0",
+        "1, RANGE",
+        "BIG, BIG",
+        "V0, V0",
+        "EMPTY, 2",
+        "BIGT, 2",
+        "np.ones((10**4, 1)), np.ones(10**4)",
+        "np.ones(3), 1, out=RANGE",
+    ]
 
 # Calls that are not ``es.name(...)``: constructors and methods.
 EXTRA = {
-    "Layout": ["es.Layout.create(RANGE)", "es.Layout.create((10**7, 10**7), (0, 0))",
-               "es.Layout.create((2,)).overlaps(RANGE)",
-               "es.Layout.create((2,)).split(0, RANGE)"],
-    "Tensor": ["es.Tensor(np.zeros(1), (10**12,), (0,))", "es.Tensor(RANGE)",
-               "es.Tensor(np.zeros(3), RANGE)", "BIGT.copy()", "1.0 in BIGT",
-               "BIGT.reshape(RANGE)", "BIGT.diagonal(RANGE)", "np.asarray(BIGT, np.float32)",
-               "BIGT + BIGT", "BIGT.squeeze(RANGE)", "es.as_tensor(V0B).copy()"],
+    "Layout": [
+        "es.Layout.create(RANGE)",
+        "es.Layout.create((10**7, 10**7), (0, 0))",
+        "es.Layout.create((2,)).overlaps(RANGE)",
+        "es.Layout.create((2,)).split(0, RANGE)",
+    ],
+    "Tensor": [
+        "es.Tensor(np.zeros(1), (10**12,), (0,))",
+        "es.Tensor(RANGE)",
+        "es.Tensor(np.zeros(3), RANGE)",
+        "BIGT.copy()",
+        "1.0 in BIGT",
+        "BIGT.reshape(RANGE)",
+        "BIGT.diagonal(RANGE)",
+        "np.asarray(BIGT, np.float32)",
+        "BIGT + BIGT",
+        "BIGT.squeeze(RANGE)",
+        "es.as_tensor(V0B).copy()",
+    ],
 }
 
 NOT_FUNCTIONS = {
@@ -207,11 +359,23 @@ MUST_RETURN = {
     "gather(np.broadcast_to(np.ones(1), (10**3, 10**12)), [0, 5], axis=1)",
     "gather(np.broadcast_to(np.ones(1), (10**4, 10**5, 3)), np.zeros((10**4, 1), np.int64), "
     "axis=1, batch_dims=1)",
-    "reshape(BIG, -1)", "flatten(BIG)", "transpose(BIG)", "diag_part(BIG)", "trace(BIG)",
-    "tile(EMPTY, [10**6, 1])", "band_part(EMPTY, 0, 0)", "qr(EMPTY)", "svd(EMPTY)",
-    "resize(BIG, 5)", "resize(PATTERN, 3)", "resize_to(BIG, np.zeros(3))",
-    "one_hot(EMPTYI, 10**13)", "broadcast_to(BIG, (10**7, 10**7))",
-    "linspace(0, EMPTY, 10**6)", "categorical(EMPTY, 3)", "eye(0, 10**12)",
+    "reshape(BIG, -1)",
+    "flatten(BIG)",
+    "transpose(BIG)",
+    "diag_part(BIG)",
+    "trace(BIG)",
+    "tile(EMPTY, [10**6, 1])",
+    "band_part(EMPTY, 0, 0)",
+    "qr(EMPTY)",
+    "svd(EMPTY)",
+    "resize(BIG, 5)",
+    "resize(PATTERN, 3)",
+    "resize_to(BIG, np.zeros(3))",
+    "one_hot(EMPTYI, 10**13)",
+    "broadcast_to(BIG, (10**7, 10**7))",
+    "linspace(0, EMPTY, 10**6)",
+    "categorical(EMPTY, 3)",
+    "eye(0, 10**12)",
 }
 
 # Engine calls (and tensordot, which runs on einsum) whose front end is being rewritten
@@ -225,10 +389,26 @@ ENGINE_PENDING: dict[str, str] = {
 
 # The errors a call may end with (docs/reliability.md); any other is a failure, and so is a
 # documented one that is also an IndexError, KeyError, AttributeError, MemoryError, ...
-DOCUMENTED = ("MemoryLimitError", "LayoutError", "EinsumError", "OutOfRangeError", "TypeError",
-              "ValueError", "UFuncTypeError", "LinAlgError", "DTypePromotionError")
-FORBIDDEN_BASES = ("IndexError", "KeyError", "AttributeError", "MemoryError", "RuntimeError",
-                   "SystemError", "AssertionError")
+DOCUMENTED = (
+    "MemoryLimitError",
+    "LayoutError",
+    "EinsumError",
+    "OutOfRangeError",
+    "TypeError",
+    "ValueError",
+    "UFuncTypeError",
+    "LinAlgError",
+    "DTypePromotionError",
+)
+FORBIDDEN_BASES = (
+    "IndexError",
+    "KeyError",
+    "AttributeError",
+    "MemoryError",
+    "RuntimeError",
+    "SystemError",
+    "AssertionError",
+)
 
 
 def all_cases() -> list[tuple[str, str]]:
@@ -281,15 +461,24 @@ for case, code in json.loads(sys.stdin.read()):
 Outcome = tuple[str, str, float, list[str]]  # (error name or "returned", message, s, bases)
 
 
-def run_child(cases: list[tuple[str, str]], outcomes: dict[str, Any],
-              hang_seconds: float = HANG_SECONDS) -> None:
+def run_child(
+    cases: list[tuple[str, str]], outcomes: dict[str, Any], hang_seconds: float = HANG_SECONDS
+) -> None:
     """Run ``cases`` in one capped child until it finishes, dies or hangs on one; that one
     is recorded, the rest are left for the next child."""
-    code = (CHILD.replace("@INPUTS@", INPUTS).replace("@HEADROOM@", str(HEADROOM))
-            .replace("@LIMIT@", str(LIMIT)))
+    code = (
+        CHILD.replace("@INPUTS@", INPUTS)
+        .replace("@HEADROOM@", str(HEADROOM))
+        .replace("@LIMIT@", str(LIMIT))
+    )
     with tempfile.TemporaryFile("w+") as errors:
-        proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=errors, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(json.dumps(cases))
         proc.stdin.close()
@@ -347,8 +536,10 @@ def outcomes() -> dict[str, Outcome]:
 
 
 def _params() -> list[Any]:
-    marks = {case: pytest.mark.xfail(strict=True, reason=f"engine front end: pending ({why})")
-             for case, why in ENGINE_PENDING.items()}
+    marks = {
+        case: pytest.mark.xfail(strict=True, reason=f"engine front end: pending ({why})")
+        for case, why in ENGINE_PENDING.items()
+    }
     return [pytest.param(case, marks=marks.get(case, ()), id=case) for case, _ in all_cases()]
 
 

@@ -101,7 +101,9 @@ def raw_view_sites() -> list[tuple[str, int, str]]:
 def test_every_raw_strided_view_is_built_in_an_audited_function():
     sites = raw_view_sites()
     unaudited = [site for site in sites if site[0] not in AUDITED]
-    assert not unaudited, f"audit these and add them to AUDITED and docs/reliability.md: {unaudited}"
+    assert not unaudited, (
+        f"audit these and add them to AUDITED and docs/reliability.md: {unaudited}"
+    )
     assert {where for where, _, _ in sites} == set(AUDITED), "an audited site disappeared"
 
 
@@ -116,8 +118,11 @@ def test_the_finder_catches_every_spelling():
     finder = _Finder("m")
     finder.visit(ast.parse(source))
     assert [(where, name) for where, _, name in finder.sites] == [
-        ("m:<import alias>", "as_strided"), ("m:f", "as_strided"), ("m:f", "ndarray"),
-        ("m:f", "ndarray"), ("m:f", "frombuffer"),
+        ("m:<import alias>", "as_strided"),
+        ("m:f", "as_strided"),
+        ("m:f", "ndarray"),
+        ("m:f", "ndarray"),
+        ("m:f", "frombuffer"),
     ]
 
 
@@ -165,8 +170,10 @@ def checked_as_strided() -> Iterator[list[str]]:
         calls.append("einsum")
         return checked(x, *args, **kwargs)
 
-    with mock.patch.object(np.lib.stride_tricks, "as_strided", checked), \
-            mock.patch.object(execute, "as_strided", checked_einsum):
+    with (
+        mock.patch.object(np.lib.stride_tricks, "as_strided", checked),
+        mock.patch.object(execute, "as_strided", checked_einsum),
+    ):
         yield calls
 
 
@@ -181,7 +188,11 @@ def numpy_views(draw: st.DrawFn) -> np.ndarray:
     arr = base.reshape(shape)
     for _ in range(draw(st.integers(0, 3))):
         step = draw(st.sampled_from([1, 2, -1, -2]))
-        arr = arr[::step] if arr.ndim == 1 else draw(st.sampled_from([arr.T, arr[::step], arr[:, ::step]]))
+        arr = (
+            arr[::step]
+            if arr.ndim == 1
+            else draw(st.sampled_from([arr.T, arr[::step], arr[:, ::step]]))
+        )
     if draw(st.booleans()):  # a field of a record: byte strides that are not whole float32s
         rec = np.zeros(arr.shape, [("a", "u1"), ("b", np.float32)])
         rec["b"] = arr

@@ -106,8 +106,16 @@ def einsum(
             return entry.run(operands, None)
     if subscripts is _NO_SUBSCRIPTS:
         raise EinsumError("einsum: needs the subscripts and at least one operand")
-    call = make_call(subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
-                     memory_limit=memory_limit, order=order, casting=casting)
+    call = make_call(
+        subscripts,
+        *operands,
+        out=out,
+        dtype=dtype,
+        optimize=optimize,
+        memory_limit=memory_limit,
+        order=order,
+        casting=casting,
+    )
     return backend_for(call.operands).einsum(call)
 
 
@@ -158,9 +166,15 @@ def explain(
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
         plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
-        return explain_within(plan, subscripts, shape_facts(shaped), None,
-                              None if dtype is None else dt, optimize,
-                              _memory.LIMIT if limit is None else limit)
+        return explain_within(
+            plan,
+            subscripts,
+            shape_facts(shaped),
+            None,
+            None if dtype is None else dt,
+            optimize,
+            _memory.LIMIT if limit is None else limit,
+        )
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(

@@ -93,8 +93,9 @@ def make_call(
     if order not in ORDERS:
         raise EinsumError(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
     if casting is not None and casting not in CASTINGS:
-        raise EinsumError(f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, "
-                          f"not {casting!r}")
+        raise EinsumError(
+            f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, not {casting!r}"
+        )
     if isinstance(subscripts, str):
         key: EquationKey = subscripts
         raw: Sequence[Any] = operands

@@ -54,7 +54,8 @@ def parse_shape(text: str) -> tuple[int, ...]:
         dims = tuple(int(p) for p in parts)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"bad shape {text!r}: write sizes joined by 'x', like 8x64x32") from None
+            f"bad shape {text!r}: write sizes joined by 'x', like 8x64x32"
+        ) from None
     if any(d < 0 for d in dims):
         raise argparse.ArgumentTypeError(f"bad shape {text!r}: sizes cannot be negative")
     return dims
@@ -117,13 +118,22 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Print the plan einstride makes for an einsum: steps, views and copies "
-                    "(and why), FLOPs, bytes allocated and the largest intermediate.")
+        "(and why), FLOPs, bytes allocated and the largest intermediate.",
+    )
     parser.add_argument("equation", help='the equation, e.g. "bij,bjk->bik"')
-    parser.add_argument("shapes", nargs="*", type=parse_shape,
-                        help="one shape per operand, e.g. 8x64x32 (use () for a scalar)")
+    parser.add_argument(
+        "shapes",
+        nargs="*",
+        type=parse_shape,
+        help="one shape per operand, e.g. 8x64x32 (use () for a scalar)",
+    )
     parser.add_argument("--dtype", default="float64", help="operand dtype (default float64)")
-    parser.add_argument("--optimize", default="auto", type=parse_optimize,
-                        help=f"path finder: {', '.join(OPTIMIZE_NAMES)}, true or false")
+    parser.add_argument(
+        "--optimize",
+        default="auto",
+        type=parse_optimize,
+        help=f"path finder: {', '.join(OPTIMIZE_NAMES)}, true or false",
+    )
     return parser
 
 
@@ -133,8 +143,9 @@ def explain_main(argv: Sequence[str]) -> int:
     options, positionals = split_options(argv)
     try:
         args = parser.parse_args([*options, "--", *positionals])
-        report = explain(args.equation, *args.shapes, dtype=np.dtype(args.dtype),
-                         optimize=args.optimize)
+        report = explain(
+            args.equation, *args.shapes, dtype=np.dtype(args.dtype), optimize=args.optimize
+        )
     except SystemExit as exc:  # --help printed the usage
         return 0 if exc.code in (0, None) else 2
     except (UsageError, EinsumError, TypeError, ValueError) as exc:

@@ -56,8 +56,14 @@ class Expression:
     if need be; a call's own ``memory_limit=`` overrides it).
     """
 
-    def __init__(self, key: EquationKey, shapes: Sequence[Sequence[int]], dtype: Any = None,
-                 optimize: Any = "auto", memory_limit: Any = None) -> None:
+    def __init__(
+        self,
+        key: EquationKey,
+        shapes: Sequence[Sequence[int]],
+        dtype: Any = None,
+        optimize: Any = "auto",
+        memory_limit: Any = None,
+    ) -> None:
         self.key = key
         self.shapes = tuple(checked_shape(s, f"shape {i}") for i, s in enumerate(shapes))
         self.dtype = None if dtype is None else dtype_of(dtype)
@@ -66,8 +72,11 @@ class Expression:
         self.subscripts = self.spec.text
         self.path = list(plan_path(self.spec, optimize))
         if self.memory_limit is not None:
-            self.path = list(limited_plan(self.key, self._facts(), None, self.dtype,
-                                          optimize, self.memory_limit).plan.path)
+            self.path = list(
+                limited_plan(
+                    self.key, self._facts(), None, self.dtype, optimize, self.memory_limit
+                ).plan.path
+            )
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
 
@@ -83,19 +92,22 @@ class Expression:
             return limit
         return _memory.LIMIT if self.memory_limit is None else self.memory_limit
 
-    def _build(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions
-               ) -> Entry:
+    def _build(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions) -> Entry:
         self._check_operands(facts[0::3], len(facts) // 3)
         return make_entry(self.key, facts, out_facts, self.dtype, self.path, options)
 
     def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
         if count != len(self.shapes):
-            raise EinsumError(f"einsum {self.subscripts!r}: the expression takes "
-                              f"{len(self.shapes)} operand(s), got {count}")
+            raise EinsumError(
+                f"einsum {self.subscripts!r}: the expression takes "
+                f"{len(self.shapes)} operand(s), got {count}"
+            )
         for i, (shape, declared) in enumerate(zip(shapes, self.shapes)):
             if shape != declared:
-                raise EinsumError(f"einsum {self.subscripts!r}: operand {i} has shape "
-                                  f"{shape}, but the expression was made for {declared}")
+                raise EinsumError(
+                    f"einsum {self.subscripts!r}: operand {i} has shape "
+                    f"{shape}, but the expression was made for {declared}"
+                )
 
     def __call__(self, *operands: Any, out: Any = None, memory_limit: Any = None) -> Any:
         if out is None and memory_limit is None:
@@ -107,8 +119,14 @@ class Expression:
                     return run_limited(self.key, operands, None, self.dtype, self.path, limit)
                 return entry.run(operands, None)
         self._check_operands([_shape(x, i) for i, x in enumerate(operands)], len(operands))
-        call = EinsumCall(key=self.key, operands=operands, out=out, dtype=self.dtype,
-                          optimize=self.path, memory_limit=self._limit(memory_limit))
+        call = EinsumCall(
+            key=self.key,
+            operands=operands,
+            out=out,
+            dtype=self.dtype,
+            optimize=self.path,
+            memory_limit=self._limit(memory_limit),
+        )
         backend = backend_for(operands)
         if backend.__name__ != DEFAULT:
             return backend.einsum(call)
@@ -124,14 +142,14 @@ class Expression:
     def plan(self) -> Plan:
         """The plan for C-contiguous operands (of ``dtype``, default float64)."""
         dt = self.dtype if self.dtype is not None else np.dtype(np.float64)
-        return plan_from_shapes(self.key, [(s, dt) for s in self.shapes], self.dtype,
-                                 self.path)
+        return plan_from_shapes(self.key, [(s, dt) for s in self.shapes], self.dtype, self.path)
 
     def explain(self) -> str:
         """The plan report (for C-contiguous operands), within the expression's memory limit
         (the sliced plan when the plan's peak is over it)."""
-        return explain_within(self.plan(), self.key, self._facts(), None, self.dtype,
-                              self.path, self._limit(None))
+        return explain_within(
+            self.plan(), self.key, self._facts(), None, self.dtype, self.path, self._limit(None)
+        )
 
     def __str__(self) -> str:
         return self.explain()
@@ -141,9 +159,14 @@ class Expression:
         return f"<Expression {self.subscripts!r} for shapes {shapes}>"
 
 
-def contract_expression(subscripts: Any, *shapes: Any, dtype: Any = None,
-                        optimize: Any = "auto", memory_limit: Any = None,
-                        out: Any = None) -> Expression:
+def contract_expression(
+    subscripts: Any,
+    *shapes: Any,
+    dtype: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+    out: Any = None,
+) -> Expression:
     """A reusable :class:`Expression` for operands of the given shapes: the string form
     ``contract_expression("ij,jk->ik", (2, 3), (3, 4))`` or opt_einsum's interleaved form
     ``contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])``.
@@ -162,8 +185,9 @@ def contract_expression(subscripts: Any, *shapes: Any, dtype: Any = None,
       sliced over: a: 5 chunks of 13 (the last 12)
     """
     if out is not None:
-        raise EinsumError("contract_expression: out= is given to each call of the expression, "
-                          "not when it is made")
+        raise EinsumError(
+            "contract_expression: out= is given to each call of the expression, not when it is made"
+        )
     if isinstance(subscripts, str):
         return Expression(subscripts, shapes, dtype, optimize, memory_limit)
     key, shaped = split_sublists((subscripts, *shapes))
@@ -181,5 +205,6 @@ def _shape(x: Any, i: int) -> tuple[Any, ...]:
     try:
         return tuple(np.shape(x))
     except ValueError as exc:
-        raise TypeError(f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an "
-                        f"array: {exc}") from None
+        raise TypeError(
+            f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
+        ) from None

@@ -252,8 +252,7 @@ def linspace(
         shape = (count, *np.broadcast_shapes(low.shape, high.shape))
     except ValueError:
         raise LayoutError(
-            f"linspace: start of shape {low.shape} and stop of shape {high.shape} do not "
-            "broadcast"
+            f"linspace: start of shape {low.shape} and stop of shape {high.shape} do not broadcast"
         ) from None
     work = np.result_type(low, high, np.float64)
     check_array(shape, work, "linspace (its working values)")

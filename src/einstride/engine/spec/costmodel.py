@@ -18,15 +18,24 @@ import functools
 import operator
 from collections.abc import Collection, Iterable, Sequence
 
-__all__ = ["BYTE_NS", "GEMM_NS_PER_FLOP", "ITEMSIZE", "LOOP_NS_PER_ELEMENT", "MATRIX_NS",
-           "STEP_NS", "Problem", "pair_cost", "path_cost"]
+__all__ = [
+    "BYTE_NS",
+    "GEMM_NS_PER_FLOP",
+    "ITEMSIZE",
+    "LOOP_NS_PER_ELEMENT",
+    "MATRIX_NS",
+    "STEP_NS",
+    "Problem",
+    "pair_cost",
+    "path_cost",
+]
 
 # -- the cost model (nanoseconds; float64 on the reference two-core machine) ----------------
-STEP_NS = 10000.0           # the executor's fixed cost of one step: dispatch, views, a buffer
-GEMM_NS_PER_FLOP = 0.025    # a batched matmul (BLAS), per FLOP (thin ones are memory-bound:
-MATRIX_NS = 150.0           # the byte term); and per matrix of matmul's batch loop
-LOOP_NS_PER_ELEMENT = 0.5   # a broadcast multiply or outer product, per element of the loop
-BYTE_NS = 0.1               # one byte an operand, intermediate or result is read or written
+STEP_NS = 10000.0  # the executor's fixed cost of one step: dispatch, views, a buffer
+GEMM_NS_PER_FLOP = 0.025  # a batched matmul (BLAS), per FLOP (thin ones are memory-bound:
+MATRIX_NS = 150.0  # the byte term); and per matrix of matmul's batch loop
+LOOP_NS_PER_ELEMENT = 0.5  # a broadcast multiply or outer product, per element of the loop
+BYTE_NS = 0.1  # one byte an operand, intermediate or result is read or written
 ITEMSIZE = 8
 
 
@@ -34,8 +43,9 @@ class Problem:
     """The operands' labels as bit masks (label ``k`` of ``labels`` is bit ``k``), with the
     sizes of label sets memoized: what every finder and the cost model work on."""
 
-    def __init__(self, inputs: Sequence[Sequence[int]], output: Sequence[int],
-                 sizes: Sequence[int]) -> None:
+    def __init__(
+        self, inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int]
+    ) -> None:
         self.labels = sorted({x for t in inputs for x in t} | set(output))
         bit = {x: 1 << k for k, x in enumerate(self.labels)}
         self.label_sizes = [max(int(sizes[x]), 1) for x in self.labels]
@@ -71,7 +81,8 @@ class Problem:
         out = union & keep
         loop = known(union) or fill(union)
         ns = STEP_NS + BYTE_NS * ITEMSIZE * (
-            (known(ra) or fill(ra)) + (known(rb) or fill(rb)) + (known(out) or fill(out)))
+            (known(ra) or fill(ra)) + (known(rb) or fill(rb)) + (known(out) or fill(out))
+        )
         if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
             batch = ra & rb & keep
             ns += GEMM_NS_PER_FLOP * 2.0 * loop + MATRIX_NS * (known(batch) or fill(batch))
@@ -108,7 +119,7 @@ class Problem:
                     total_flops += self.size(acc)
                 acc = keep
             for j in range(1, len(picked)):
-                waiting = functools.reduce(operator.or_, picked[j + 1:], 0)
+                waiting = functools.reduce(operator.or_, picked[j + 1 :], 0)
                 both = acc | picked[j]
                 keep = both & (self.output | waiting | _held(holders, both))
                 ns, flops = self.pair(acc, picked[j], keep)
@@ -145,8 +156,9 @@ def _held(holders: list[int], mask: int) -> int:
     return found
 
 
-def pair_cost(a: Collection[int], b: Collection[int], keep: Collection[int],
-              sizes: Sequence[int]) -> tuple[float, int]:
+def pair_cost(
+    a: Collection[int], b: Collection[int], keep: Collection[int], sizes: Sequence[int]
+) -> tuple[float, int]:
     """``(nanoseconds, FLOPs)`` of contracting operands labelled ``a`` and ``b`` into their
     labels in ``keep``, as einstride's executor does it: labels of one operand alone that
     are not kept are summed first (a pass over it); the product is a batched matmul (BLAS,
@@ -165,8 +177,12 @@ def pair_cost(a: Collection[int], b: Collection[int], keep: Collection[int],
     return problem.pair(ma, mb, problem.output)
 
 
-def path_cost(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
-              path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
+def path_cost(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    path: Sequence[Sequence[int]],
+) -> tuple[float, int, int]:
     """``(nanoseconds, FLOPs, largest intermediate in elements)`` of ``path`` (NumPy's
     format; an entry of several operands contracts them pairwise, left to right).
 

@@ -22,9 +22,18 @@ __all__ = ["SMALL_FLOATS", "check_numeric", "compute_dtype", "result_dtype"]
 SMALL_FLOATS = frozenset(
     np.dtype(getattr(ml_dtypes, name))
     for name in (
-        "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-        "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu",
-        "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e4m3b11fnuz",
+        "float8_e3m4",
+        "float8_e4m3",
+        "float8_e8m0fnu",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+        "float4_e2m1fn",
     )
     if hasattr(ml_dtypes, name)
 ) | {np.dtype(np.float16)}

@@ -325,14 +325,25 @@ def parse_sublists(
         for written in terms:
             for label in written:
                 counts[label] = counts.get(label, 0) + 1
-        single = sorted((lab for lab, n in counts.items() if n == 1 and lab != ELLIPSIS),
-                        key=lambda lab: values[lab])
+        single = sorted(
+            (lab for lab, n in counts.items() if n == 1 and lab != ELLIPSIS),
+            key=lambda lab: values[lab],
+        )
         implicit = ((ELLIPSIS,) if ELLIPSIS in counts else ()) + tuple(single)
-        return Equation(text, tuple(terms), implicit, False, names, positions,
-                        (-1,) * len(implicit), sublist=True)
+        return Equation(
+            text,
+            tuple(terms),
+            implicit,
+            False,
+            names,
+            positions,
+            (-1,) * len(implicit),
+            sublist=True,
+        )
     out = _sublist_output(raw_out, ids, text)
-    return Equation(text, tuple(terms), out, True, names, positions,
-                    tuple(range(len(out))), sublist=True)
+    return Equation(
+        text, tuple(terms), out, True, names, positions, tuple(range(len(out))), sublist=True
+    )
 
 
 def _sublist_output(raw: list[Any], ids: dict[int, int], text: str) -> tuple[int, ...]:
@@ -363,8 +374,10 @@ def _sublist_items(sublist: Any, index: int | None) -> list[Any]:
             items.append(Ellipsis)
             continue
         if isinstance(item, bool) or not hasattr(item, "__index__"):
-            raise EinsumTypeError(f"einsum: {what} has {_shown(item)} at index {k}; labels "
-                                  "must be non-negative ints or ... (Ellipsis)")
+            raise EinsumTypeError(
+                f"einsum: {what} has {_shown(item)} at index {k}; labels "
+                "must be non-negative ints or ... (Ellipsis)"
+            )
         label = operator.index(item)
         if label < 0:
             raise EinsumError(f"einsum: {what} has the negative label {label} at index {k}")
@@ -428,10 +441,13 @@ def _bind_general(equation: Equation, shapes: Sequence[Sequence[int]]) -> Einsum
     for i, shape in enumerate(shapes):
         _broadcast_ellipsis(equation, i, inputs[i], tuple(shape), sizes, first, base)
     for i, shape in enumerate(shapes):
-        stretched.append(tuple(
-            ax for ax, (label, n) in enumerate(zip(inputs[i], shape))
-            if label >= base and n == 1 and sizes[label] != 1
-        ))
+        stretched.append(
+            tuple(
+                ax
+                for ax, (label, n) in enumerate(zip(inputs[i], shape))
+                if label >= base and n == 1 and sizes[label] != 1
+            )
+        )
     output = _bind_output(equation, n_ell, base, sizes)
     names = equation.names + tuple(f"…{j}" for j in range(n_ell))
     final_sizes = tuple(0 if s is None else s for s in sizes)
@@ -451,8 +467,9 @@ def _bind_plain(equation: Equation, shapes: Sequence[Sequence[int]]) -> EinsumSp
                 if known != -1:
                     return None
                 sizes[label] = n
-    return EinsumSpec(equation, equation.terms, equation.output, tuple(sizes), equation.names,
-                      ((),) * len(shapes))
+    return EinsumSpec(
+        equation, equation.terms, equation.output, tuple(sizes), equation.names, ((),) * len(shapes)
+    )
 
 
 def _ellipsis_rank(equation: Equation, i: int, shape: tuple[int, ...]) -> int | None:
@@ -491,8 +508,7 @@ def _shape_text(shape: tuple[Any, ...]) -> str:
     return shorten_equation(str(shape))
 
 
-def _expand_term(term: tuple[int, ...], rank: int | None, base: int, n_ell: int
-                 ) -> tuple[int, ...]:
+def _expand_term(term: tuple[int, ...], rank: int | None, base: int, n_ell: int) -> tuple[int, ...]:
     if rank is None:
         return term
     k = term.index(ELLIPSIS)
@@ -500,9 +516,15 @@ def _expand_term(term: tuple[int, ...], rank: int | None, base: int, n_ell: int
     return term[:k] + dims + term[k + 1 :]
 
 
-def _check_named_sizes(equation: Equation, i: int, labels: tuple[int, ...],
-                       shape: tuple[int, ...], sizes: list[int | None], first: list[int],
-                       base: int) -> None:
+def _check_named_sizes(
+    equation: Equation,
+    i: int,
+    labels: tuple[int, ...],
+    shape: tuple[int, ...],
+    sizes: list[int | None],
+    first: list[int],
+    base: int,
+) -> None:
     """Named labels: every dimension carrying one has the same size (no size-1 broadcast)."""
     items = [lab for lab in equation.terms[i]]
     ell = items.index(ELLIPSIS) if ELLIPSIS in items else None
@@ -526,9 +548,15 @@ def _check_named_sizes(equation: Equation, i: int, labels: tuple[int, ...],
             )
 
 
-def _broadcast_ellipsis(equation: Equation, i: int, labels: tuple[int, ...],
-                        shape: tuple[int, ...], sizes: list[int | None], first: list[int],
-                        base: int) -> None:
+def _broadcast_ellipsis(
+    equation: Equation,
+    i: int,
+    labels: tuple[int, ...],
+    shape: tuple[int, ...],
+    sizes: list[int | None],
+    first: list[int],
+    base: int,
+) -> None:
     """``...`` dimensions broadcast the NumPy way: equal sizes, or 1 stretches."""
     for label, n in zip(labels, shape):
         if label < base:
@@ -543,8 +571,9 @@ def _broadcast_ellipsis(equation: Equation, i: int, labels: tuple[int, ...],
             )
 
 
-def _bind_output(equation: Equation, n_ell: int, base: int, sizes: list[int | None]
-                 ) -> tuple[int, ...]:
+def _bind_output(
+    equation: Equation, n_ell: int, base: int, sizes: list[int | None]
+) -> tuple[int, ...]:
     out = equation.output
     if ELLIPSIS in out:
         return _expand_term(out, n_ell, base, n_ell)

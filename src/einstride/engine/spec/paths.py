@@ -29,11 +29,24 @@ from .search import PathChoice, remember_choice, search_path
 
 __all__ = ["OPTIMIZE_NAMES", "check_optimize", "choose_path", "find_path", "optimize_key"]
 
+
 def _finder_names() -> tuple[str, ...]:
     """opt_einsum's documented path finder names that this opt_einsum provides."""
-    names = ("auto", "auto-hq", "branch-1", "branch-2", "branch-all", "dp",
-             "dynamic-programming", "eager", "greedy", "opportunistic", "optimal",
-             "random-greedy", "random-greedy-128")
+    names = (
+        "auto",
+        "auto-hq",
+        "branch-1",
+        "branch-2",
+        "branch-all",
+        "dp",
+        "dynamic-programming",
+        "eager",
+        "greedy",
+        "opportunistic",
+        "optimal",
+        "random-greedy",
+        "random-greedy-128",
+    )
     found = []
     for name in names:
         try:
@@ -85,8 +98,10 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
     if not isinstance(name, str) or name == "einsum_path" or isinstance(limit, (tuple, list)):
         return None
     if isinstance(limit, bool) or not hasattr(limit, "__index__"):
-        raise EinsumError(f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
-                          "(the most elements an intermediate may have)")
+        raise EinsumError(
+            f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
+            "(the most elements an intermediate may have)"
+        )
     return name, int(limit)
 
 
@@ -155,8 +170,11 @@ def choose_path(
     if auto and memory_limit is not None:
         optimize, auto = "greedy", False  # opt_einsum's finders keep to a size limit
     if optimize is False or n <= 2:
-        path = ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2)) if n >= 2 else (
-            ((0,),) if n == 1 else ())
+        path = (
+            ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2))
+            if n >= 2
+            else (((0,),) if n == 1 else ())
+        )
         choice = _rated(inputs, output, sizes, path, "left to right")
     elif auto:
         choice = search_path(inputs, output, sizes)
@@ -168,8 +186,13 @@ def choose_path(
     return choice
 
 
-def _external(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
-              optimize: Any, memory_limit: int | None) -> tuple[tuple[int, ...], ...]:
+def _external(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    optimize: Any,
+    memory_limit: int | None,
+) -> tuple[tuple[int, ...], ...]:
     """The path of an opt_einsum finder (by name or object) or a cotengra optimizer."""
     finder = _finder(optimize)
     symbol = opt_einsum.get_symbol
@@ -193,8 +216,13 @@ def _finder_name(optimize: Any) -> str:
     return f"{type(optimize).__module__.split('.')[0]} {type(optimize).__name__}"
 
 
-def _rated(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
-           path: tuple[tuple[int, ...], ...], finder: str) -> PathChoice:
+def _rated(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    path: tuple[tuple[int, ...], ...],
+    finder: str,
+) -> PathChoice:
     ns, flops, largest = path_cost(inputs, output, sizes, path)
     return PathChoice(path=path, finder=finder, cost_ns=ns, flops=flops, largest=largest)
 
@@ -227,7 +255,8 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
             positions = tuple(_index(i) for i in entry)
         except TypeError:
             raise EinsumError(
-                f"einsum: path entry {k} ({entry!r}) is not a tuple of ints") from None
+                f"einsum: path entry {k} ({entry!r}) is not a tuple of ints"
+            ) from None
         if not positions or len(set(positions)) != len(positions):
             raise EinsumError(f"einsum: path entry {k} {positions} must name distinct operands")
         bad = [i for i in positions if not 0 <= i < live]

@@ -49,15 +49,15 @@ __all__ = [
 Path = tuple[tuple[int, ...], ...]
 
 # -- the budget ------------------------------------------------------------------------------
-BUDGET_SHARE = 0.25         # of the estimated contraction time, spent on the search
+BUDGET_SHARE = 0.25  # of the estimated contraction time, spent on the search
 MAX_BUDGET_S = 4.0
 TRIAL_S_PER_TENSOR = 40e-6  # one greedy trial (and its scoring), per operand
 MAX_TRIALS = 256
 FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' sizes
-DEADLINE_FACTOR = 3.0       # the trials stop past this many budgets (a machine far too slow)
-OPTIMAL_ALWAYS = 4          # up to this many operands the exact optimum is cheaper than greedy
-OPTIMAL_MAX = 7             # the exact optimum takes ~3**n/2 pair costs
-DP_MAX = 12                 # opt_einsum's dynamic programming: exponential past this
+DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
+OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
+OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
+DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,19 +93,29 @@ class PathChoice:
         if not self.tried:
             return f"{self.finder}; {rated}"
         if self.tried == ("optimal",):
-            return (f"optimal over the cost model ({self.candidates} operands: every order "
-                    f"scored); {rated}")
+            return (
+                f"optimal over the cost model ({self.candidates} operands: every order "
+                f"scored); {rated}"
+            )
         budget = f"budget {_fmt_s(self.budget_s)}" + (
             f" = {BUDGET_SHARE:.0%} of greedy's est. {_fmt_ns(self.baseline_ns)}"
-            if self.budget_s == search_budget(self.baseline_ns) else " (given)")
+            if self.budget_s == search_budget(self.baseline_ns)
+            else " (given)"
+        )
         if self.tried == ("greedy",):
             return f"greedy (no other finder fits the search {budget}); {rated}"
         gain = self.baseline_ns / self.cost_ns if self.cost_ns > 0 else 1.0
-        why = ("no candidate beat greedy's own path" if self.finder == "greedy"
-               else f"{gain:.3g}x cheaper than greedy's path" if gain >= 1.1
-               else f"{1 - 1 / gain:.1%} cheaper than greedy's path")
-        return (f"{self.finder} won among {self.candidates} candidates from "
-                f"{', '.join(self.tried)} ({why}; {budget}); {rated}")
+        why = (
+            "no candidate beat greedy's own path"
+            if self.finder == "greedy"
+            else f"{gain:.3g}x cheaper than greedy's path"
+            if gain >= 1.1
+            else f"{1 - 1 / gain:.1%} cheaper than greedy's path"
+        )
+        return (
+            f"{self.finder} won among {self.candidates} candidates from "
+            f"{', '.join(self.tried)} ({why}; {budget}); {rated}"
+        )
 
 
 def _fmt_ns(ns: float) -> str:
@@ -173,7 +183,8 @@ def _optimal(problem: Problem) -> _Candidate:
         labels[subset] = labels[subset ^ low] | problem.inputs[low.bit_length() - 1]
     # per subset: (ns, its result's labels, tree, FLOPs, largest intermediate)
     best: dict[int, tuple[float, int, Any, int, int]] = {
-        1 << i: (0.0, term, i, 0, 0) for i, term in enumerate(problem.inputs)}
+        1 << i: (0.0, term, i, 0, 0) for i, term in enumerate(problem.inputs)
+    }
     for subset in sorted(range(1, full + 1), key=int.bit_count)[n:]:
         keep = labels[subset] & (problem.output | labels[full ^ subset])
         low = subset & -subset
@@ -249,8 +260,14 @@ def _dp_seconds(n: int) -> float:
     return 1e-3 * 2 ** ((n - 4) / 1.5)
 
 
-def search_path(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int],
-                *, seed: int = 0, budget_s: float | None = None) -> PathChoice:
+def search_path(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    *,
+    seed: int = 0,
+    budget_s: float | None = None,
+) -> PathChoice:
     """The budgeted search over ``inputs`` (distinct label ids per operand) -> ``output``;
     ``sizes[label]`` is each label's size.  ``budget_s`` overrides the budget derived from
     the greedy path's estimated cost.  The same arguments give the same path (unless the
@@ -268,8 +285,9 @@ def search_path(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: S
     search = _Search(problem, greedy, budget_s, seed)
     search.run()
     best = min(search.candidates, key=lambda c: c.ns)  # the first of equals: greedy's
-    return _chosen(best, tuple(search.tried), greedy.ns, search.budget, len(search.candidates),
-                   seed)
+    return _chosen(
+        best, tuple(search.tried), greedy.ns, search.budget, len(search.candidates), seed
+    )
 
 
 class _Search:
@@ -279,8 +297,9 @@ class _Search:
     gain); every finder's time is estimated, never measured, so the choice is the same on
     any machine, except past the safety deadline."""
 
-    def __init__(self, problem: Problem, greedy: _Candidate, budget_s: float | None,
-                 seed: int) -> None:
+    def __init__(
+        self, problem: Problem, greedy: _Candidate, budget_s: float | None, seed: int
+    ) -> None:
         self.problem, self.seed, self.fixed = problem, seed, budget_s
         self.candidates, self.tried = [greedy], ["greedy"]
         self.best_ns, self.spent = greedy.ns, 0.0
@@ -318,11 +337,26 @@ class _Search:
             self.tried.append(f"random-greedy x{trial}")
 
 
-def _chosen(best: _Candidate, tried: tuple[str, ...], baseline: float, budget: float,
-            candidates: int, seed: int) -> PathChoice:
-    return PathChoice(path=best.path, finder=best.finder, cost_ns=best.ns, flops=best.flops,
-                      largest=best.largest, baseline_ns=baseline, budget_s=budget,
-                      tried=tried, candidates=candidates, seed=seed)
+def _chosen(
+    best: _Candidate,
+    tried: tuple[str, ...],
+    baseline: float,
+    budget: float,
+    candidates: int,
+    seed: int,
+) -> PathChoice:
+    return PathChoice(
+        path=best.path,
+        finder=best.finder,
+        cost_ns=best.ns,
+        flops=best.flops,
+        largest=best.largest,
+        baseline_ns=baseline,
+        budget_s=budget,
+        tried=tried,
+        candidates=candidates,
+        seed=seed,
+    )
 
 
 # -- what the plan report says about a path --------------------------------------------------
@@ -332,14 +366,16 @@ _RECENT_SIZE = 256
 _RECENT_LOCK = threading.Lock()
 
 
-def _recent_key(inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int]
-                ) -> Any:
+def _recent_key(
+    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int]
+) -> Any:
     used = sorted({x for t in inputs for x in t} | set(output))
     return (tuple(tuple(t) for t in inputs), tuple(output), tuple(sizes[x] for x in used))
 
 
-def remember_choice(inputs: Sequence[Sequence[int]], output: Sequence[int],
-                    sizes: Sequence[int], choice: PathChoice) -> None:
+def remember_choice(
+    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int], choice: PathChoice
+) -> None:
     """Keep ``choice`` (bounded, thread-safe) for :func:`recall_choice`."""
     key = _recent_key(inputs, output, sizes)
     with _RECENT_LOCK:
@@ -349,8 +385,12 @@ def remember_choice(inputs: Sequence[Sequence[int]], output: Sequence[int],
             _RECENT.popitem(last=False)
 
 
-def recall_choice(inputs: Sequence[Sequence[int]], output: Sequence[int],
-                  sizes: Sequence[int], path: Sequence[Sequence[int]]) -> PathChoice | None:
+def recall_choice(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    path: Sequence[Sequence[int]],
+) -> PathChoice | None:
     """The choice that found ``path`` for this problem recently, if it is remembered.
 
     >>> choice = search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6))
@@ -363,4 +403,3 @@ def recall_choice(inputs: Sequence[Sequence[int]], output: Sequence[int],
     if found is None or found.path != tuple(tuple(e) for e in path):
         return None
     return found
-

@@ -37,8 +37,14 @@ from .equation import EinsumSpec
 from .paths import check_optimize, find_path
 from .search import PathChoice, recall_choice
 
-__all__ = ["flop_count", "path_choice_of", "path_flops", "plan_path", "prepared_labels",
-           "walk_path"]
+__all__ = [
+    "flop_count",
+    "path_choice_of",
+    "path_flops",
+    "plan_path",
+    "prepared_labels",
+    "walk_path",
+]
 
 T = TypeVar("T")
 Labels = tuple[int, ...]

@@ -102,8 +102,10 @@ def _operands(raw: Sequence[Any]) -> list[Any]:
     arrays: list[Any] = []
     for i, x in enumerate(raw):
         if isinstance(x, da.Array) and any(math.isnan(n) for n in x.shape):
-            raise EinsumError(f"einsum: operand {i} is a Dask array of unknown shape {x.shape}; "
-                              "call its compute_chunk_sizes() first")
+            raise EinsumError(
+                f"einsum: operand {i} is a Dask array of unknown shape {x.shape}; "
+                "call its compute_chunk_sizes() first"
+            )
         if isinstance(x, (da.Array, np.ndarray)):
             arrays.append(x)
             continue
@@ -142,8 +144,9 @@ def _regular(size: int, chunk: int) -> tuple[int, ...]:
     return (chunk,) * (size // chunk) + ((size % chunk,) if size % chunk else ())
 
 
-def _targets(plan: DaskPlan, arrays: Sequence[Any], chunks: Mapping[int, int]
-             ) -> dict[int, tuple[int, ...]]:
+def _targets(
+    plan: DaskPlan, arrays: Sequence[Any], chunks: Mapping[int, int]
+) -> dict[int, tuple[int, ...]]:
     """The chunks of every label, cut alike in every array that carries it: the Dask
     operands' chunk boundaries (all of them), each chunk split into pieces of at most the
     chosen size; a label no Dask operand carries is cut regularly.  Rechunking to these
@@ -154,8 +157,12 @@ def _targets(plan: DaskPlan, arrays: Sequence[Any], chunks: Mapping[int, int]
             for lab, given in zip(labels, x.chunks):
                 seen.setdefault(lab, []).append(tuple(int(n) for n in given))
     sizes = plan.spec.sizes
-    return {lab: _split(_refine(seen[lab]), chunks[lab]) if lab in seen
-            else _regular(sizes[lab], chunks[lab]) for lab in range(len(sizes))}
+    return {
+        lab: _split(_refine(seen[lab]), chunks[lab])
+        if lab in seen
+        else _regular(sizes[lab], chunks[lab])
+        for lab in range(len(sizes))
+    }
 
 
 def _refine(tuples: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
@@ -182,8 +189,9 @@ def _split(chunks: Sequence[int], most: int) -> tuple[int, ...]:
     return tuple(pieces)
 
 
-def _wrap(x: Any, labels: Sequence[int], targets: Mapping[int, tuple[int, ...]]
-          ) -> tuple[Array, str]:
+def _wrap(
+    x: Any, labels: Sequence[int], targets: Mapping[int, tuple[int, ...]]
+) -> tuple[Array, str]:
     """An operand as a Dask array in the target chunks, and how it got there."""
     want = tuple(targets[lab] for lab in labels)
     if isinstance(x, np.memmap):
@@ -211,8 +219,13 @@ def _unwrap(block: Any) -> Any:
     return block
 
 
-def _block_einsum(*blocks: Any, terms: Sequence[Sequence[int]], labels: Sequence[int],
-                  extra: int, kernel_dtype: Any) -> Any:
+def _block_einsum(
+    *blocks: Any,
+    terms: Sequence[Sequence[int]],
+    labels: Sequence[int],
+    extra: int,
+    kernel_dtype: Any,
+) -> Any:
     """einstride's NumPy einsum on one set of blocks; ``extra`` size-1 axes are appended
     for the summed labels whose other chunks are added later."""
     args: list[Any] = []
@@ -222,19 +235,24 @@ def _block_einsum(*blocks: Any, terms: Sequence[Sequence[int]], labels: Sequence
     return value.reshape(value.shape + (1,) * extra) if extra else value
 
 
-def _block_expand(block: Any, *, axes_of: Sequence[Sequence[int]], term: Sequence[int],
-                  labels: Sequence[int], kernel_dtype: Any, block_id: Any = None,
-                  block_info: Any = None) -> Any:
+def _block_expand(
+    block: Any,
+    *,
+    axes_of: Sequence[Sequence[int]],
+    term: Sequence[int],
+    labels: Sequence[int],
+    kernel_dtype: Any,
+    block_id: Any = None,
+    block_info: Any = None,
+) -> Any:
     """One block of a diagonal expansion: einstride's strided diagonal write on the diagonal
     blocks, zeros elsewhere."""
     if any(len({block_id[ax] for ax in axes}) > 1 for axes in axes_of):
         return np.zeros(block_info[None]["chunk-shape"], kernel_dtype)
-    return np.asarray(numpy_einsum(make_call(block, list(term), list(labels),
-                                         dtype=kernel_dtype)))
+    return np.asarray(numpy_einsum(make_call(block, list(term), list(labels), dtype=kernel_dtype)))
 
 
-def _keep(block: Any, axis: Any = None, keepdims: Any = None, computing_meta: bool = False
-          ) -> Any:
+def _keep(block: Any, axis: Any = None, keepdims: Any = None, computing_meta: bool = False) -> Any:
     return block
 
 
@@ -244,8 +262,13 @@ def _flatten(blocks: Any) -> list[Any]:
     return [blocks]
 
 
-def _add_partials(blocks: Any, axis: Any = None, keepdims: bool = False,
-                  computing_meta: bool = False, sum_dtype: Any = None) -> Any:
+def _add_partials(
+    blocks: Any,
+    axis: Any = None,
+    keepdims: bool = False,
+    computing_meta: bool = False,
+    sum_dtype: Any = None,
+) -> Any:
     """Add partial results one by one (no concatenation: one accumulator besides them)."""
     parts = _flatten(blocks)
     total = parts[0] if len(parts) == 1 else np.add(parts[0], parts[1], dtype=sum_dtype)
@@ -266,9 +289,14 @@ def _new_layers(x: Array, known: set[str]) -> tuple[str, ...]:
     return tuple(sorted(_layers(x) - known))
 
 
-def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
-              chunks: Mapping[int, int], targets: Mapping[int, tuple[int, ...]],
-              budget: int) -> tuple[Array, StepTasks]:
+def _run_step(
+    step: DaskStep,
+    srcs: Sequence[Array],
+    plan: DaskPlan,
+    chunks: Mapping[int, int],
+    targets: Mapping[int, tuple[int, ...]],
+    budget: int,
+) -> tuple[Array, StepTasks]:
     known = set().union(*(_layers(x) for x in srcs))
     if step.kind == "cast":
         x = srcs[0].astype(step.dtype)
@@ -283,13 +311,20 @@ def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
     for x, term in zip(srcs, step.inputs):
         args += [x, term]
     y = da.blockwise(
-        _block_einsum, index, *args, dtype=step.dtype,
-        meta=np.empty((0,) * len(index), step.dtype), adjust_chunks=dict.fromkeys(partial, 1),
-        token=f"einstride-{step.kind}", terms=step.inputs, labels=step.labels,
-        extra=len(partial), kernel_dtype=step.kernel_dtype)
+        _block_einsum,
+        index,
+        *args,
+        dtype=step.dtype,
+        meta=np.empty((0,) * len(index), step.dtype),
+        adjust_chunks=dict.fromkeys(partial, 1),
+        token=f"einstride-{step.kind}",
+        terms=step.inputs,
+        labels=step.labels,
+        extra=len(partial),
+        kernel_dtype=step.kernel_dtype,
+    )
     products = _new_layers(y, known)
-    out_bytes = math.prod(min(chunks[lab], sizes[lab]) for lab in step.labels) \
-        * step.dtype.itemsize
+    out_bytes = math.prod(min(chunks[lab], sizes[lab]) for lab in step.labels) * step.dtype.itemsize
     split = split_every(out_bytes, budget)
     x = y
     for axis in reversed(range(len(step.labels), len(index))):
@@ -301,9 +336,19 @@ def _run_step(step: DaskStep, srcs: Sequence[Array], plan: DaskPlan,
 def _sum_axis(x: Array, axis: int, split: int, dtype: np.dtype[Any]) -> Array:
     """Add the partial results along ``axis`` in a tree of ``split`` blocks per task."""
     add = _partial_fn(dtype)
-    return da.reduction(x, _keep, add, axis=axis, keepdims=False, dtype=dtype,
-                        split_every={axis: split}, combine=add, concatenate=False,
-                        meta=np.empty((0,) * (x.ndim - 1), dtype), name="einstride-sum")
+    return da.reduction(
+        x,
+        _keep,
+        add,
+        axis=axis,
+        keepdims=False,
+        dtype=dtype,
+        split_every={axis: split},
+        combine=add,
+        concatenate=False,
+        meta=np.empty((0,) * (x.ndim - 1), dtype),
+        name="einstride-sum",
+    )
 
 
 def _partial_fn(dtype: np.dtype[Any]) -> Any:
@@ -317,9 +362,18 @@ def _expand(step: DaskStep, x: Array, targets: Mapping[int, tuple[int, ...]]) ->
     new_axis = [ax for ax, lab in enumerate(out) if lab in out[:ax]]
     axes_of = tuple(tuple(ax for ax, lab in enumerate(out) if lab == u) for u in term)
     return da.map_blocks(
-        _block_expand, x, chunks=tuple(targets[lab] for lab in out), new_axis=new_axis,
-        dtype=step.dtype, meta=np.empty((0,) * len(out), step.dtype), token="einstride-expand",
-        axes_of=axes_of, term=term, labels=out, kernel_dtype=step.dtype)
+        _block_expand,
+        x,
+        chunks=tuple(targets[lab] for lab in out),
+        new_axis=new_axis,
+        dtype=step.dtype,
+        meta=np.empty((0,) * len(out), step.dtype),
+        token="einstride-expand",
+        axes_of=axes_of,
+        term=term,
+        labels=out,
+        kernel_dtype=step.dtype,
+    )
 
 
 # -- the entry points -------------------------------------------------------------------------
@@ -333,12 +387,19 @@ def _budget_source(memory_limit: Any) -> str:
     return "default: 4 x Dask's array.chunk-size"
 
 
-def plan_dask(subscripts: Any, operands: Sequence[Any], *, dtype: Any = None,
-              optimize: Any = "auto", memory_limit: Any = None) -> DaskEinsum:
+def plan_dask(
+    subscripts: Any,
+    operands: Sequence[Any],
+    *,
+    dtype: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> DaskEinsum:
     """Plan and build the lazy graph of an einsum (string form) over Dask (and NumPy)
     operands."""
-    return plan_call(make_call(subscripts, *operands, dtype=dtype, optimize=optimize,
-                               memory_limit=memory_limit))
+    return plan_call(
+        make_call(subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit)
+    )
 
 
 def plan_call(call: EinsumCall) -> DaskEinsum:
@@ -363,12 +424,22 @@ def plan_call(call: EinsumCall) -> DaskEinsum:
         notes.append(note)
     tasks = []
     for step in plan.steps:
-        regs[step.dst], counted = _run_step(step, [regs[r] for r in step.srcs], plan, chunks,
-                                            targets, budget)
+        regs[step.dst], counted = _run_step(
+            step, [regs[r] for r in step.srcs], plan, chunks, targets, budget
+        )
         tasks.append(counted)
-    return DaskEinsum(plan, path_flops(spec, path, naive=True), path_flops(spec, path), budget,
-                      _budget_source(call.memory_limit), chunks, targets, tuple(notes),
-                      tuple(tasks), regs[plan.result])
+    return DaskEinsum(
+        plan,
+        path_flops(spec, path, naive=True),
+        path_flops(spec, path),
+        budget,
+        _budget_source(call.memory_limit),
+        chunks,
+        targets,
+        tuple(notes),
+        tuple(tasks),
+        regs[plan.result],
+    )
 
 
 def einsum(call: EinsumCall) -> Array:
@@ -378,8 +449,10 @@ def einsum(call: EinsumCall) -> Array:
     ``out=`` is not supported: the result is lazy; write it with ``dask.array.store``.
     """
     if call.out is not None:
-        raise TypeError("einsum: out= is not supported with Dask operands (the result is a "
-                        "lazy dask array); write it with dask.array.store(result, target)")
+        raise TypeError(
+            "einsum: out= is not supported with Dask operands (the result is a "
+            "lazy dask array); write it with dask.array.store(result, target)"
+        )
     return plan_call(call).result
 
 
@@ -388,21 +461,33 @@ def explain_call(call: EinsumCall) -> str:
     return plan_call(call).explain()
 
 
-def einsum_dask(subscripts: Any, *operands: Any, dtype: Any = None, optimize: Any = "auto",
-                memory_limit: Any = None) -> Array:
+def einsum_dask(
+    subscripts: Any,
+    *operands: Any,
+    dtype: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> Array:
     """:func:`einsum` from ``einstride.einsum``'s arguments (string or sublist form).
 
     >>> import dask.array as da
     >>> einsum_dask(da.ones((2, 3)), [0, 1], [1]).compute()
     array([2., 2., 2.])
     """
-    return einsum(make_call(subscripts, *operands, dtype=dtype, optimize=optimize,
-                            memory_limit=memory_limit))
+    return einsum(
+        make_call(subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit)
+    )
 
 
-def explain(subscripts: Any, *operands: Any, dtype: Any = None, optimize: Any = "auto",
-            memory_limit: Any = None) -> str:
+def explain(
+    subscripts: Any,
+    *operands: Any,
+    dtype: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> str:
     """The report of ``einstride.einsum(subscripts, *operands)`` on Dask: the steps, the
     chunk size of every label, the memory bound per task and the number of tasks."""
-    return explain_call(make_call(subscripts, *operands, dtype=dtype, optimize=optimize,
-                                  memory_limit=memory_limit))
+    return explain_call(
+        make_call(subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit)
+    )

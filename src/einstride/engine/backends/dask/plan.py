@@ -104,8 +104,13 @@ class DaskPlan:
 
 
 class _Builder:
-    def __init__(self, spec: EinsumSpec, dtypes: Sequence[np.dtype[Any]],
-                 result: np.dtype[Any], compute: np.dtype[Any]) -> None:
+    def __init__(
+        self,
+        spec: EinsumSpec,
+        dtypes: Sequence[np.dtype[Any]],
+        result: np.dtype[Any],
+        compute: np.dtype[Any],
+    ) -> None:
         self.spec = spec
         self.ct = compute
         self.rt = result
@@ -114,19 +119,34 @@ class _Builder:
         self.distinct = tuple(dict.fromkeys(spec.output))
         self.operands = tuple(
             tuple(lab for ax, lab in enumerate(term) if ax not in stretched)
-            for term, stretched in zip(spec.inputs, spec.stretched))
+            for term, stretched in zip(spec.inputs, spec.stretched)
+        )
         self.dtypes = tuple(np.dtype(d) for d in dtypes)
 
-    def add(self, kind: str, srcs: Sequence[tuple[int, tuple[int, ...], np.dtype[Any]]],
-            labels: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, tuple[int, ...],
-                                                                   np.dtype[Any]]:
+    def add(
+        self,
+        kind: str,
+        srcs: Sequence[tuple[int, tuple[int, ...], np.dtype[Any]]],
+        labels: tuple[int, ...],
+        dtype: np.dtype[Any],
+    ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
         inputs = tuple(labs for _, labs, _ in srcs)
         present = dict.fromkeys(lab for labs in inputs for lab in labs)
         summed = tuple(lab for lab in present if lab not in labels)
         dst = self.n_regs
         self.n_regs += 1
-        self.steps.append(DaskStep(kind, tuple(reg for reg, _, _ in srcs), dst, inputs, labels,
-                                   summed, tuple(dt for _, _, dt in srcs), dtype))
+        self.steps.append(
+            DaskStep(
+                kind,
+                tuple(reg for reg, _, _ in srcs),
+                dst,
+                inputs,
+                labels,
+                summed,
+                tuple(dt for _, _, dt in srcs),
+                dtype,
+            )
+        )
         return dst, labels, dtype
 
     def prepare(self, i: int) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
@@ -136,17 +156,22 @@ class _Builder:
             return live
         return self.add("diagonal", [live], tuple(dict.fromkeys(labels)), self.dtypes[i])
 
-    def unary(self, live: tuple[int, tuple[int, ...], np.dtype[Any]], keep: frozenset[int],
-              final: bool) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
+    def unary(
+        self, live: tuple[int, tuple[int, ...], np.dtype[Any]], keep: frozenset[int], final: bool
+    ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
         labels = live[1]
         kept = self.distinct if final else tuple(lab for lab in labels if lab in keep)
         if kept == labels:
             return live
         return self.add("reduce", [live], kept, self.ct)
 
-    def pair(self, a: tuple[int, tuple[int, ...], np.dtype[Any]],
-             b: tuple[int, tuple[int, ...], np.dtype[Any]], keep: frozenset[int], final: bool
-             ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
+    def pair(
+        self,
+        a: tuple[int, tuple[int, ...], np.dtype[Any]],
+        b: tuple[int, tuple[int, ...], np.dtype[Any]],
+        keep: frozenset[int],
+        final: bool,
+    ) -> tuple[int, tuple[int, ...], np.dtype[Any]]:
         """Labels of one side only and not kept are summed first, as the NumPy plan does."""
         a = self.unary(a, keep | set(b[1]), False)
         b = self.unary(b, keep | set(a[1]), False)
@@ -156,20 +181,33 @@ class _Builder:
         return self.add(kind, [a, b], labels, self.ct)
 
 
-def plan_steps(spec: EinsumSpec, path: Sequence[Sequence[int]],
-               dtypes: Sequence[np.dtype[Any]], result: np.dtype[Any], compute: np.dtype[Any]
-               ) -> DaskPlan:
+def plan_steps(
+    spec: EinsumSpec,
+    path: Sequence[Sequence[int]],
+    dtypes: Sequence[np.dtype[Any]],
+    result: np.dtype[Any],
+    compute: np.dtype[Any],
+) -> DaskPlan:
     """The steps for ``spec`` along ``path`` (NumPy's format, as einstride's planner found)."""
     b = _Builder(spec, dtypes, np.dtype(result), np.dtype(compute))
     live = [b.prepare(i) for i in range(len(spec.inputs))]
-    last = walk_path(live, path, b.distinct, unary=b.unary, pair=b.pair,
-                     labels_of=lambda item: item[1])
+    last = walk_path(
+        live, path, b.distinct, unary=b.unary, pair=b.pair, labels_of=lambda item: item[1]
+    )
     if last[2] != b.rt:
         last = b.add("cast", [last], last[1], b.rt)
     if spec.output != last[1]:
         last = b.add("expand", [last], spec.output, b.rt)
-    return DaskPlan(spec, tuple(tuple(e) for e in path), b.operands, b.dtypes, tuple(b.steps),
-                    last[0], b.rt, b.ct)
+    return DaskPlan(
+        spec,
+        tuple(tuple(e) for e in path),
+        b.operands,
+        b.dtypes,
+        tuple(b.steps),
+        last[0],
+        b.rt,
+        b.ct,
+    )
 
 
 # -- the chunk sizes --------------------------------------------------------------------------
@@ -189,11 +227,13 @@ def _block(labels: Sequence[int], chunks: Mapping[int, int], sizes: Sequence[int
     return math.prod(min(chunks.get(lab, sizes[lab]), sizes[lab]) for lab in labels)
 
 
-def partial_labels(step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int]
-                    ) -> tuple[int, ...]:
+def partial_labels(
+    step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int]
+) -> tuple[int, ...]:
     """The summed labels that span several chunks: each leaves a partial result to add."""
-    return tuple(lab for lab in step.summed
-                 if n_blocks(sizes[lab], chunks.get(lab, sizes[lab])) > 1)
+    return tuple(
+        lab for lab in step.summed if n_blocks(sizes[lab], chunks.get(lab, sizes[lab])) > 1
+    )
 
 
 def partial_chunks(step: DaskStep, targets: Mapping[int, Sequence[int]]) -> tuple[int, ...]:
@@ -218,8 +258,9 @@ def split_every(out_bytes: int, budget: int) -> int:
     return max(2, min(MAX_SPLIT_EVERY, fits))
 
 
-def step_bytes(step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int],
-               budget: int | None = None) -> int:
+def step_bytes(
+    step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int], budget: int | None = None
+) -> int:
     """The most bytes one task of ``step`` holds for these chunk sizes.
 
     Blockwise tasks: input blocks + output block, plus a copy of each input for the
@@ -227,8 +268,9 @@ def step_bytes(step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int],
     tasks (summed labels over several chunks): ``split_every + 1`` output blocks (2 + 1 when
     no ``budget`` is given, the least a tree can do).
     """
-    inputs = sum(_block(labs, chunks, sizes) * dt.itemsize
-                 for labs, dt in zip(step.inputs, step.in_dtypes))
+    inputs = sum(
+        _block(labs, chunks, sizes) * dt.itemsize for labs, dt in zip(step.inputs, step.in_dtypes)
+    )
     copies = 0
     if len(step.inputs) == 2:
         copies = sum(_block(labs, chunks, sizes) for labs in step.inputs) * step.dtype.itemsize
@@ -256,8 +298,9 @@ def choose_chunks(plan: DaskPlan, initial: Mapping[int, int], budget: int) -> di
     {0: 13}
     """
     sizes = plan.spec.sizes
-    chunks = {lab: max(1, min(initial.get(lab, sizes[lab]), sizes[lab]))
-              for lab in range(len(sizes))}
+    chunks = {
+        lab: max(1, min(initial.get(lab, sizes[lab]), sizes[lab])) for lab in range(len(sizes))
+    }
     while True:
         costs = [step_bytes(step, chunks, sizes) for step in plan.steps]
         if not costs or max(costs) <= budget:
@@ -269,12 +312,12 @@ def choose_chunks(plan: DaskPlan, initial: Mapping[int, int], budget: int) -> di
             raise EinsumError(
                 f"einsum {plan.spec.text!r}: step {worst + 1} ({step.kind}) needs "
                 f"{costs[worst]:,} bytes per task even with chunks of one element, more than "
-                f"the task memory budget of {budget:,} bytes")
+                f"the task memory budget of {budget:,} bytes"
+            )
         chunks[label] = -(-chunks[label] // 2)
 
 
-def _label_to_split(step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int]
-                    ) -> int | None:
+def _label_to_split(step: DaskStep, chunks: Mapping[int, int], sizes: Sequence[int]) -> int | None:
     labels = dict.fromkeys(lab for labs in step.inputs for lab in labs)
     labels.update(dict.fromkeys(step.labels))
     best: tuple[int, int, int] | None = None

@@ -62,7 +62,6 @@ class DaskEinsum:
         return format_dask_plan(self)
 
 
-
 def format_size(n: int) -> str:
     """Bytes in binary units.
 
@@ -104,17 +103,27 @@ def format_dask_plan(built: DaskEinsum) -> str:
     lines = [f"einsum {spec.text!r} on Dask  (labels: {spec.describe()})"]
     for i, (shape, dt) in enumerate(zip(spec.shapes(), plan.dtypes)):
         chunks = tuple(built.targets[lab] for lab in plan.operands[i])
-        lines.append(f"  operand {i}: {_shape(shape)} {dt}; {built.inputs[i]}; chunks "
-                     f"{chunks_text(chunks)}")
+        lines.append(
+            f"  operand {i}: {_shape(shape)} {dt}; {built.inputs[i]}; chunks {chunks_text(chunks)}"
+        )
     result = built.result
-    lines.append(f"  result:    {_shape(result.shape)} {plan.result_dtype}, chunks "
-                 f"{chunks_text(result.chunks)}; computed in {plan.compute_dtype}")
-    lines.append(f"  naive FLOPs: {built.naive_flops:,}   optimized FLOPs: {built.flops:,}   "
-                 f"path: {list(plan.path)}")
+    lines.append(
+        f"  result:    {_shape(result.shape)} {plan.result_dtype}, chunks "
+        f"{chunks_text(result.chunks)}; computed in {plan.compute_dtype}"
+    )
+    lines.append(
+        f"  naive FLOPs: {built.naive_flops:,}   optimized FLOPs: {built.flops:,}   "
+        f"path: {list(plan.path)}"
+    )
     lines.append(f"  task memory budget: {format_size(built.budget)} ({built.budget_source})")
     used = sorted({lab for term in plan.operands for lab in term})
-    lines.append("  chunks per label: " + (" | ".join(
-        f"{spec.names[lab]} {_chunk_words(built.targets[lab])}" for lab in used) or "-"))
+    lines.append(
+        "  chunks per label: "
+        + (
+            " | ".join(f"{spec.names[lab]} {_chunk_words(built.targets[lab])}" for lab in used)
+            or "-"
+        )
+    )
     for k, (step, tasks) in enumerate(zip(plan.steps, built.steps)):
         lines += _step_lines(k + 1, step, tasks, built, names)
         names[step.dst] = f"step {k + 1}"
@@ -123,8 +132,10 @@ def format_dask_plan(built: DaskEinsum) -> str:
     inputs = built.tasks - sum(
         built.layer_tasks(t.blockwise_layers + t.sum_layers) for t in built.steps
     )
-    lines.append(f"  tasks: {built.tasks:,} in the graph ({inputs:,} to load or rechunk the "
-                 "operands), before Dask fuses blockwise chains")
+    lines.append(
+        f"  tasks: {built.tasks:,} in the graph ({inputs:,} to load or rechunk the "
+        "operands), before Dask fuses blockwise chains"
+    )
     return "\n".join(lines)
 
 
@@ -133,8 +144,9 @@ def _chunk_words(chunks: tuple[int, ...]) -> str:
     return f"{max(chunks)} ({count} chunk{'s' if count != 1 else ''})"
 
 
-def _step_lines(number: int, step: DaskStep, tasks: StepTasks, built: DaskEinsum,
-                names: Mapping[int, str]) -> list[str]:
+def _step_lines(
+    number: int, step: DaskStep, tasks: StepTasks, built: DaskEinsum, names: Mapping[int, str]
+) -> list[str]:
     spec = built.plan.spec
     label = spec.label_string
     sizes = spec.sizes
@@ -143,24 +155,34 @@ def _step_lines(number: int, step: DaskStep, tasks: StepTasks, built: DaskEinsum
     head = f"  step {number}: {step.kind}  {srcs} -> {label(step.labels) or '-'} {_shape(shape)}"
     blocks = " x ".join(
         f"{label(term) or '-'} {_shape(_block_shape(term, built.chunks, sizes))}"
-        for term in step.inputs)
+        for term in step.inputs
+    )
     out_block = _block_shape(step.labels, built.chunks, sizes)
     per_task = step_bytes(step, built.chunks, sizes, built.budget)
-    lines = [head, f"      blocks {blocks} -> {_shape(out_block)}; at most "
-                   f"{format_size(per_task)} per task"]
+    lines = [
+        head,
+        f"      blocks {blocks} -> {_shape(out_block)}; at most {format_size(per_task)} per task",
+    ]
     if step.summed:
         partial = partial_chunks(step, built.targets)
-        where = "within each block" if not partial else (
-            f"{label(partial)} over several chunks: partial results added in a tree, "
-            f"up to {tasks.split_every} per task")
+        where = (
+            "within each block"
+            if not partial
+            else (
+                f"{label(partial)} over several chunks: partial results added in a tree, "
+                f"up to {tasks.split_every} per task"
+            )
+        )
         lines.append(f"      summed {label(step.summed)}: {where}")
     what = {"cast": "cast(s)", "expand": "expansion(s) (zeros off the diagonal blocks)"}.get(
-        step.kind, "einstride einsum(s), one per block")
+        step.kind, "einstride einsum(s), one per block"
+    )
     blockwise, sums = built.layer_tasks(tasks.blockwise_layers), built.layer_tasks(tasks.sum_layers)
     lines.append(f"      tasks: {blockwise:,} {what}" + (f" + {sums:,} sums" if sums else ""))
     return lines
 
 
-def _block_shape(labels: Sequence[int], chunks: Mapping[int, int], sizes: Sequence[int]
-                 ) -> tuple[int, ...]:
+def _block_shape(
+    labels: Sequence[int], chunks: Mapping[int, int], sizes: Sequence[int]
+) -> tuple[int, ...]:
     return tuple(min(chunks[lab], sizes[lab]) for lab in labels)

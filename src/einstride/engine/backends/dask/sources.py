@@ -81,13 +81,12 @@ other chunks."""
 def lazy_array(source: Any, chunks: Any, name: Any = None) -> Array:
     """A Dask array over ``source`` (shape, dtype, ndim, ``__getitem__``), without a copy."""
     meta = np.empty((0,) * source.ndim, source.dtype)
-    array = da.from_array(source, chunks=chunks, meta=meta, asarray=True, name=name,
-                          inline_array=True)
+    array = da.from_array(
+        source, chunks=chunks, meta=meta, asarray=True, name=name, inline_array=True
+    )
     if isinstance(source, NpyFile):
         _NPY_ARRAYS[array.name] = source
     return array
-
-
 
 
 def npy_source(array: Array) -> NpyFile | None:

@@ -64,15 +64,21 @@ def out_array(out: Any) -> Array:
     )
 
 
-def run_entry(entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None,
-              tensor_in: bool) -> Any:
+def run_entry(
+    entry: Entry, arrays: Sequence[Array], call: EinsumCall, out_arr: Array | None, tensor_in: bool
+) -> Any:
     """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
     it), and return ``out``, a Tensor or NumPy's result."""
     if call.casting is not None:
         _check_casting(call, arrays)
     if call.out is not None:
-        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
-                  casting=call.casting or "same_kind")
+        check_out(
+            call.out,
+            arrays,
+            entry.plan.result_dtype,
+            "einsum out=",
+            casting=call.casting or "same_kind",
+        )
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
     if out_arr is not None and _errors_raise():
         _run_then_copy(call, arrays, out_arr, limit)
@@ -143,8 +149,12 @@ def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
     if call.out is not None:
         out_arr = out_array(call.out)
         tensor_in = tensor_in or isinstance(call.out, Tensor)
-    return entry_for(call.key, arrays, out_arr, call.dtype, call.optimize), arrays, out_arr, \
-        tensor_in
+    return (
+        entry_for(call.key, arrays, out_arr, call.dtype, call.optimize),
+        arrays,
+        out_arr,
+        tensor_in,
+    )
 
 
 def einsum(call: EinsumCall) -> Any:
@@ -159,5 +169,6 @@ def explain(call: EinsumCall) -> str:
     entry, arrays, out_arr, _ = _entry(call)
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
     out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
-    return explain_within(entry.plan, call.key, facts_of(arrays), out_facts, call.dtype,
-                          call.optimize, limit)
+    return explain_within(
+        entry.plan, call.key, facts_of(arrays), out_facts, call.dtype, call.optimize, limit
+    )

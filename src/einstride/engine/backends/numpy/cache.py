@@ -34,10 +34,22 @@ from .peak import plan_peak
 from .plan import build_plan
 from .steps import Plan
 
-__all__ = ["CLEAR_HOOKS", "CacheInfo", "Entry", "array_facts", "cached_entry", "clear_plan_cache",
-           "entry_for", "facts_of", "general_cache", "hot_cache", "hot_entry", "make_entry",
-           "plan_cache_info",
-           "plan_from_shapes"]
+__all__ = [
+    "CLEAR_HOOKS",
+    "CacheInfo",
+    "Entry",
+    "array_facts",
+    "cached_entry",
+    "clear_plan_cache",
+    "entry_for",
+    "facts_of",
+    "general_cache",
+    "hot_cache",
+    "hot_entry",
+    "make_entry",
+    "plan_cache_info",
+    "plan_from_shapes",
+]
 
 Array = np.ndarray[Any, Any]
 CACHE_SIZE = 512
@@ -85,8 +97,14 @@ def array_facts(operands: Sequence[Any]) -> tuple[Any, ...] | None:
 # -- entries ---------------------------------------------------------------------------------
 
 
-def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-               optimize: Any, options: PlannerOptions | None = None) -> Entry:
+def make_entry(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    out_facts: Any,
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions | None = None,
+) -> Entry:
     """Parse, bind, plan (with ``options``, default: the default options) and compile (no
     cache)."""
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
@@ -94,53 +112,83 @@ def make_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
     out = None
     if out_facts is not None:
         out = _check_out_facts(spec.text, spec.output_shape, out_facts)
-    plan = build_plan(spec, dtypes, strides, out=out, dtype=dtype, optimize=optimize,
-                      options=DEFAULT.options if options is None else options)
+    plan = build_plan(
+        spec,
+        dtypes,
+        strides,
+        out=out,
+        dtype=dtype,
+        optimize=optimize,
+        options=DEFAULT.options if options is None else options,
+    )
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
 
-def _check_out_facts(text: str, shape: tuple[int, ...], out_facts: Any
-                     ) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def _check_out_facts(
+    text: str, shape: tuple[int, ...], out_facts: Any
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
     out_shape, out_strides, out_dtype = out_facts
     check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
     if out_shape != shape:
-        raise EinsumError(f"einsum {text!r}: out= has shape {out_shape}, but the result has "
-                          f"shape {shape}")
+        raise EinsumError(
+            f"einsum {text!r}: out= has shape {out_shape}, but the result has shape {shape}"
+        )
     return out_strides, out_dtype
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def general_cache(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-                  opt_key: Any, options: PlannerOptions) -> Entry:
+def general_cache(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    out_facts: Any,
+    dtype: Any,
+    opt_key: Any,
+    options: PlannerOptions,
+) -> Entry:
     """The general LRU: :func:`make_entry` (``opt_key`` from ``optimize_key``)."""
     optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
     return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def hot_cache(subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions
-              ) -> Entry:
+def hot_cache(
+    subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions
+) -> Entry:
     """The hot path's own LRU (fewer key parts than :func:`general_cache`, same plans): call
     it with ``DEFAULT.options`` unless the call names its own."""
     return general_cache(subscripts, facts, None, None, optimize, options)
 
 
-def cached_entry(eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any,
-                 opt_key: Any, options: PlannerOptions | None = None) -> Entry:
+def cached_entry(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    out_facts: Any,
+    dtype: Any,
+    opt_key: Any,
+    options: PlannerOptions | None = None,
+) -> Entry:
     """:func:`make_entry` through the general LRU, with ``options`` (default: the default
     options, read now)."""
-    return general_cache(eq_key, facts, out_facts, dtype, opt_key,
-                         DEFAULT.options if options is None else options)
+    return general_cache(
+        eq_key, facts, out_facts, dtype, opt_key, DEFAULT.options if options is None else options
+    )
 
 
-def hot_entry(subscripts: str, facts: tuple[Any, ...], optimize: Any,
-              options: PlannerOptions | None = None) -> Entry:
+def hot_entry(
+    subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions | None = None
+) -> Entry:
     """:func:`hot_cache` with ``options`` (default: the default options, read now)."""
     return hot_cache(subscripts, facts, optimize, DEFAULT.options if options is None else options)
 
 
-def entry_for(eq_key: Any, arrays: Sequence[Array], out: Array | None, dtype: Any,
-              optimize: Any, options: PlannerOptions | None = None) -> Entry:
+def entry_for(
+    eq_key: Any,
+    arrays: Sequence[Array],
+    out: Array | None,
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions | None = None,
+) -> Entry:
     """The cached entry for these operands, planned with ``options`` (default: the default
     options); optimizer objects are planned afresh: they may keep state between calls."""
     facts = facts_of(arrays)
@@ -157,14 +205,20 @@ def entry_for(eq_key: Any, arrays: Sequence[Array], out: Array | None, dtype: An
     return general_cache(eq_key, facts, out_facts, dtype_key, opt_key, chosen)
 
 
-def plan_from_shapes(eq_key: Any, shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
-                     dtype: Any, optimize: Any, options: PlannerOptions | None = None) -> Plan:
+def plan_from_shapes(
+    eq_key: Any,
+    shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions | None = None,
+) -> Plan:
     """The plan for C-contiguous operands of these shapes and dtypes (for reports)."""
     facts: list[Any] = []
     for shape, dt in shapes_dtypes:
         facts += (shape, contiguous_strides(shape, dt.itemsize), dt)
-    return make_entry(eq_key, tuple(facts), None, None if dtype is None else dtype_of(dtype),
-                      optimize, options).plan
+    return make_entry(
+        eq_key, tuple(facts), None, None if dtype is None else dtype_of(dtype), optimize, options
+    ).plan
 
 
 # -- housekeeping ----------------------------------------------------------------------------
@@ -201,5 +255,6 @@ def plan_cache_info() -> CacheInfo:
     (512, True)
     """
     hot, general = hot_cache.cache_info(), general_cache.cache_info()
-    return CacheInfo(hot.hits + general.hits, general.misses, CACHE_SIZE,
-                     hot.currsize + general.currsize)
+    return CacheInfo(
+        hot.hits + general.hits, general.misses, CACHE_SIZE, hot.currsize + general.currsize
+    )

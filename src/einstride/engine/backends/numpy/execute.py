@@ -134,26 +134,27 @@ def _compile_simple(plan: Plan) -> Program | None:
     return _simple_step(plan.steps[0], final_perm, identity, scalar)
 
 
-def _simple_step(step: Step, final_perm: tuple[int, ...], identity: bool, scalar: bool
-                 ) -> Program | None:
+def _simple_step(
+    step: Step, final_perm: tuple[int, ...], identity: bool, scalar: bool
+) -> Program | None:
     """The closure of a plan of one step over the operands, when it has one."""
     returns = not isinstance(step, ViewStep) and step.delivery.mode is Delivery.RETURN
     match step:
         case ViewStep():
             return _simple_view(step, final_perm, identity, scalar)
         case ContractStep() if returns and (step.left.register, step.right.register) == (0, 1):
-            if _matmul_only(step):   # no Python frame between the call and BLAS
+            if _matmul_only(step):  # no Python frame between the call and BLAS
                 if identity:
                     return lambda ops, out: _matmul(ops[0], ops[1])
                 return lambda ops, out: _matmul(ops[0], ops[1]).transpose(final_perm)
-            product = _contract_kernel(step)   # the operands are its pair
+            product = _contract_kernel(step)  # the operands are its pair
             if scalar:
                 return lambda ops, out: product(ops)[()]
             if identity:
                 return lambda ops, out: product(ops)
             return lambda ops, out: product(ops).transpose(final_perm)
         case ReduceStep() if returns and step.src == 0:
-            reduce = _direct_reduce(step)   # a rank-0 result comes back as a NumPy scalar
+            reduce = _direct_reduce(step)  # a rank-0 result comes back as a NumPy scalar
             if identity:
                 return lambda ops, out: reduce(ops[0])
             return lambda ops, out: reduce(ops[0]).transpose(final_perm)
@@ -169,12 +170,13 @@ def _simple_step(step: Step, final_perm: tuple[int, ...], identity: bool, scalar
             assert_never(step)
 
 
-def _simple_view(step: ViewStep, final_perm: tuple[int, ...], identity: bool, scalar: bool
-                 ) -> Program | None:
+def _simple_view(
+    step: ViewStep, final_perm: tuple[int, ...], identity: bool, scalar: bool
+) -> Program | None:
     if step.src != 0 or scalar:
         return None
     if len(step.diagonals) == 1 and not step.squeeze:
-        (d1, d2), = step.diagonals
+        ((d1, d2),) = step.diagonals
         if identity:
             return lambda ops, out: ops[0].diagonal(0, d1, d2)
         return lambda ops, out: ops[0].diagonal(0, d1, d2).transpose(final_perm)
@@ -198,7 +200,7 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
     equation = None
     if groups is not None and len(groups) <= len(_LETTERS):
         letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
-        equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[:len(groups)]
+        equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[: len(groups)]
 
     def write_view(full: Array) -> tuple[Array, Array]:
         if groups is None:
@@ -212,6 +214,7 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
         case OutputCreation.NONE:
             return lambda out: (None, None)
         case OutputCreation.OUT:
+
             def take(out: Array | None) -> tuple[Any, Any]:
                 assert out is not None
                 if groups is not None:
@@ -230,9 +233,13 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
 # -- the write combinator -----------------------------------------------------------------
 
 
-def _delivered(kernel: KernelFn, take: Callable[[list[Any]], Any], dst: int,
-               delivery: DeliveryPlan,
-               new_buffer: tuple[tuple[int, ...], np.dtype[Any]] | None = None) -> StepFn:
+def _delivered(
+    kernel: KernelFn,
+    take: Callable[[list[Any]], Any],
+    dst: int,
+    delivery: DeliveryPlan,
+    new_buffer: tuple[tuple[int, ...], np.dtype[Any]] | None = None,
+) -> StepFn:
     """The step that runs ``kernel`` over its inputs (``take(regs)``) and delivers the
     result: the one place ``NEW``/``RETURN``/``INTO``/``TEMP`` are carried out, for every
     kernel.  ``new_buffer`` (shape, dtype): for ``NEW``, the C-ordered register buffer is
@@ -249,16 +256,19 @@ def _delivered(kernel: KernelFn, take: Callable[[list[Any]], Any], dst: int,
 
             return fill
         case Delivery.NEW | Delivery.RETURN:
+
             def keep(regs: list[Any], dest: Any) -> None:
                 regs[dst] = kernel(take(regs))
 
             return keep
         case Delivery.INTO:
+
             def into(regs: list[Any], dest: Any) -> None:
                 kernel(take(regs), dest.transpose(perm))
 
             return into
         case Delivery.TEMP:
+
             def temp(regs: list[Any], dest: Any) -> None:
                 _copyto(dest.transpose(perm), kernel(take(regs)), casting="unsafe")
 
@@ -272,19 +282,29 @@ def _compile_step(step: Step) -> StepFn:
         case ViewStep():
             return _view_fn(step)
         case FusedStep():
-            return _delivered(_fused_call(step), _operands(step.operands), step.dst,
-                              step.delivery)
+            return _delivered(_fused_call(step), _operands(step.operands), step.dst, step.delivery)
         case ReduceStep():
-            return _delivered(_reduce_kernel(step), operator.itemgetter(step.src), step.dst,
-                              step.delivery, (step.shape, step.dtype))
+            return _delivered(
+                _reduce_kernel(step),
+                operator.itemgetter(step.src),
+                step.dst,
+                step.delivery,
+                (step.shape, step.dtype),
+            )
         case CopyStep():
-            return _delivered(_copy_kernel(step), operator.itemgetter(step.src), step.dst,
-                              step.delivery)
+            return _delivered(
+                _copy_kernel(step), operator.itemgetter(step.src), step.dst, step.delivery
+            )
         case ContractStep():
             return _delivered(_contract_kernel(step), _pair_of(step), step.dst, step.delivery)
         case BatchStep():
-            return _delivered(_batch_kernel(step), _pair_of(step), step.dst, step.delivery,
-                              (step.shape, step.dtype))
+            return _delivered(
+                _batch_kernel(step),
+                _pair_of(step),
+                step.dst,
+                step.delivery,
+                (step.shape, step.dtype),
+            )
         case _:
             assert_never(step)
 
@@ -305,8 +325,12 @@ def _operands(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
 
 def _fused_equation(step: FusedStep) -> str:
     """NumPy's own equation string for the step (at most 52 labels: the planner checked)."""
-    ids = {lab: _LETTERS[k] for k, lab in enumerate(dict.fromkeys(
-        [lab for term in step.labels for lab in term] + list(step.out_labels)))}
+    ids = {
+        lab: _LETTERS[k]
+        for k, lab in enumerate(
+            dict.fromkeys([lab for term in step.labels for lab in term] + list(step.out_labels))
+        )
+    }
     equation = ",".join("".join(ids[lab] for lab in term) for term in step.labels)
     return equation + "->" + "".join(ids[lab] for lab in step.out_labels)
 
@@ -360,8 +384,9 @@ def _part(x: Array, axis: int, lo: int, hi: int) -> Array:
     return x[(slice(None),) * axis + (slice(lo, hi),)]
 
 
-def _split(kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, threads: int
-           ) -> Callable[..., None]:
+def _split(
+    kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, threads: int
+) -> Callable[..., None]:
     """``kernel(*inputs, out)`` run as ``threads`` chunks along the output axis
     ``out_axis`` (input ``k``'s axis ``in_axes[k]``; -1: not sliced), each chunk writing its
     own slice of ``out``.  Only the planner asks for this (large memory-bound steps)."""
@@ -370,9 +395,14 @@ def _split(kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, th
         *inputs, out = arrays
         n = out.shape[out_axis]
         edges = [n * k // threads for k in range(threads + 1)]
-        chunks = [functools.partial(
-            kernel, *[_part(x, ax, lo, hi) for x, ax in zip(inputs, in_axes)],
-            _part(out, out_axis, lo, hi)) for lo, hi in itertools.pairwise(edges)]
+        chunks = [
+            functools.partial(
+                kernel,
+                *[_part(x, ax, lo, hi) for x, ax in zip(inputs, in_axes)],
+                _part(out, out_axis, lo, hi),
+            )
+            for lo, hi in itertools.pairwise(edges)
+        ]
         run_chunks(chunks)
 
     return split_run
@@ -414,7 +444,8 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
         value: Array = (
             sum_of_products(x, in_labels, out_labels, out=out, dtype=dtype, casting="unsafe")
             if out is not None
-            else sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe"))
+            else sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe")
+        )
         return value
 
     return reduce
@@ -486,9 +517,12 @@ def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
 def _matmul_only(step: ContractStep) -> bool:
     """The step is ``numpy.matmul`` of its registers as they are."""
     geo = step.geometry
-    return (_operand_view(step.left.shape, geo.left) is None
-            and _operand_view(step.right.shape, geo.right) is None
-            and len(geo.out_shape) <= 2 and geo.out_shape == step.shape)
+    return (
+        _operand_view(step.left.shape, geo.left) is None
+        and _operand_view(step.right.shape, geo.right) is None
+        and len(geo.out_shape) <= 2
+        and geo.out_shape == step.shape
+    )
 
 
 def _contract_kernel(step: ContractStep) -> KernelFn:
@@ -570,17 +604,24 @@ def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
     label, threads, shape, dtype = step.split.label, step.split.threads, step.shape, step.dtype
     out_axis = step.labels.index(label)
     if step.kernel is Kernel.LOOP:
-        in_axes = [labels.index(label) if label in labels else -1
-                   for labels in (step.left.labels, step.right.labels)]
+        in_axes = [
+            labels.index(label) if label in labels else -1
+            for labels in (step.left.labels, step.right.labels)
+        ]
         chunked = _split(lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads)
         views: tuple[Callable[[Array], Array], ...] = (_same, _same)
     else:
         # the viewed operands line up with the output's axes (size 1 where they broadcast)
-        chunked = _split(lambda a, b, out: _multiply(a, b, out=out, dtype=dtype,
-                                                     casting="unsafe"),
-                         [out_axis, out_axis], out_axis, threads)
-        views = (_operand_view(step.left.shape, step.geometry.left) or _same,
-                 _operand_view(step.right.shape, step.geometry.right) or _same)
+        chunked = _split(
+            lambda a, b, out: _multiply(a, b, out=out, dtype=dtype, casting="unsafe"),
+            [out_axis, out_axis],
+            out_axis,
+            threads,
+        )
+        views = (
+            _operand_view(step.left.shape, step.geometry.left) or _same,
+            _operand_view(step.right.shape, step.geometry.right) or _same,
+        )
     view_a, view_b = views
 
     def split(pair: Sequence[Array], out: Array | None = None) -> Array:

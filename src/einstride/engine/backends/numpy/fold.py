@@ -44,14 +44,18 @@ class Term:
     dtype: np.dtype[Any]
 
     @classmethod
-    def of(cls, labels: Sequence[int], shape: Sequence[int], strides: Sequence[int],
-           dtype: np.dtype[Any]) -> Term:
+    def of(
+        cls,
+        labels: Sequence[int],
+        shape: Sequence[int],
+        strides: Sequence[int],
+        dtype: np.dtype[Any],
+    ) -> Term:
         view = ByteView(shape=tuple(shape), strides=tuple(strides), itemsize=dtype.itemsize)
         return cls(labels=tuple(labels), view=view, dtype=dtype)
 
     @classmethod
-    def row_major(cls, labels: Sequence[int], shape: Sequence[int], dtype: np.dtype[Any]
-                  ) -> Term:
+    def row_major(cls, labels: Sequence[int], shape: Sequence[int], dtype: np.dtype[Any]) -> Term:
         """A new C-ordered array of ``shape``, its axes labelled ``labels``."""
         view = ByteView.row_major(shape, dtype.itemsize)
         return cls(labels=tuple(labels), view=view, dtype=dtype)

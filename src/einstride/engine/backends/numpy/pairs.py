@@ -37,12 +37,25 @@ from .delivery import Delivery
 from .fold import BLAS_TYPES, Term, blas_ready, fold_group, fold_stride
 from .options import PlannerOptions
 
-__all__ = ["Choice", "Fold", "Geometry", "Groups", "Out", "choose", "classify",
-           "matmul_geometry", "split_group"]
+__all__ = [
+    "Choice",
+    "Fold",
+    "Geometry",
+    "Groups",
+    "Out",
+    "choose",
+    "classify",
+    "matmul_geometry",
+    "split_group",
+]
 
 # BLAS time per FLOP, in the estimated nanoseconds of PlannerOptions' cost model
-_NS_PER_FLOP = {np.dtype(np.float32): 0.011, np.dtype(np.float64): 0.025,
-                np.dtype(np.complex64): 0.045, np.dtype(np.complex128): 0.1}
+_NS_PER_FLOP = {
+    np.dtype(np.float32): 0.011,
+    np.dtype(np.float64): 0.025,
+    np.dtype(np.complex64): 0.045,
+    np.dtype(np.complex128): 0.1,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,9 +71,14 @@ class Groups:
 
     def swapped(self) -> Groups:
         """The groups of the pair taken the other way round (``b``, ``a``)."""
-        return Groups(batch=self.batch, contracted=self.contracted, left_free=self.right_free,
-                      right_free=self.left_free, left_only=self.right_only,
-                      right_only=self.left_only)
+        return Groups(
+            batch=self.batch,
+            contracted=self.contracted,
+            left_free=self.right_free,
+            right_free=self.left_free,
+            left_only=self.right_only,
+            right_only=self.left_only,
+        )
 
 
 def classify(la: tuple[int, ...], lb: tuple[int, ...], keep: frozenset[int]) -> Groups:
@@ -137,27 +155,38 @@ class Geometry:
     labels: tuple[int, ...]
 
 
-def matmul_geometry(pick: Choice, bt: tuple[int, ...], la: tuple[int, ...],
-                    lb: tuple[int, ...], sizes: Sequence[int]) -> Geometry:
+def matmul_geometry(
+    pick: Choice,
+    bt: tuple[int, ...],
+    la: tuple[int, ...],
+    lb: tuple[int, ...],
+    sizes: Sequence[int],
+) -> Geometry:
     """``(batch, loops..., M, K) @ (batch, loops..., K, N)``: each operand gets a size-1
     dimension for the other's looped free labels, so matmul broadcasts over them."""
+
     def dims(labels: Sequence[int]) -> tuple[int, ...]:
         return tuple(sizes[x] for x in labels)
 
     mm, kk, nn = (math.prod(dims(grp)) for grp in (pick.m, pick.k, pick.n))
     lm, lk, ln = pick.loop_m, pick.loop_k, pick.loop_n
     return Geometry(
-        left=Fold(perm=tuple(la.index(x) for x in bt + pick.left_order),
-                  shape=dims(bt + lm) + (1,) * len(ln) + dims(lk) + (mm, kk)),
-        right=Fold(perm=tuple(lb.index(x) for x in bt + pick.right_order),
-                   shape=dims(bt) + (1,) * len(lm) + dims(ln + lk) + (kk, nn)),
+        left=Fold(
+            perm=tuple(la.index(x) for x in bt + pick.left_order),
+            shape=dims(bt + lm) + (1,) * len(ln) + dims(lk) + (mm, kk),
+        ),
+        right=Fold(
+            perm=tuple(lb.index(x) for x in bt + pick.right_order),
+            shape=dims(bt) + (1,) * len(lm) + dims(ln + lk) + (kk, nn),
+        ),
         out_shape=dims(bt + lm + ln + lk) + (mm, nn),
         labels=bt + lm + ln + lk + pick.m + pick.n,
     )
 
 
-def split_group(group: Sequence[int], terms: Sequence[Term]
-                ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def split_group(
+    group: Sequence[int], terms: Sequence[Term]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """``(folded order, looped labels)``: the whole group folded when some ordering folds in
     every term; else the longest run that does (preferring one with a unit stride), the
     other labels left to loop over."""
@@ -187,26 +216,48 @@ def split_group(group: Sequence[int], terms: Sequence[Term]
     return folded, tuple(x for x in big if x not in best[1])
 
 
-def choose(a: Term, b: Term, g: Groups, outs: Sequence[Out], *, ct: np.dtype[Any],
-           sizes: Sequence[int], pref_m: tuple[int, ...], pref_n: tuple[int, ...],
-           names: Callable[[Sequence[int]], str], options: PlannerOptions) -> Choice:
+def choose(
+    a: Term,
+    b: Term,
+    g: Groups,
+    outs: Sequence[Out],
+    *,
+    ct: np.dtype[Any],
+    sizes: Sequence[int],
+    pref_m: tuple[int, ...],
+    pref_n: tuple[int, ...],
+    names: Callable[[Sequence[int]], str],
+    options: PlannerOptions,
+) -> Choice:
     """The cheapest layout for ``a @ b`` (operands without left-/right-only labels), under
     the cost model of ``options``."""
     found: list[tuple[tuple[float, int, int], Choice]] = []
     for rank, out in enumerate(outs):
         for copy_a in (True,) if a.dtype != ct else (False, True):
             for copy_b in (True,) if b.dtype != ct else (False, True):
-                option = _option(a, b, g, out, rank, copy_a, copy_b, ct, sizes, pref_m, pref_n,
-                                 options)
+                option = _option(
+                    a, b, g, out, rank, copy_a, copy_b, ct, sizes, pref_m, pref_n, options
+                )
                 if option is not None:
                     found.append(((option.cost, copy_a + copy_b, rank), option))
     _, best = min(found, key=lambda item: item[0])
     return _with_reasons(best, a, b, g, ct, names)
 
 
-def _option(a: Term, b: Term, g: Groups, out: Out, rank: int, copy_a: bool, copy_b: bool,
-            ct: np.dtype[Any], sizes: Sequence[int], pref_m: tuple[int, ...],
-            pref_n: tuple[int, ...], costs: PlannerOptions) -> Choice | None:
+def _option(
+    a: Term,
+    b: Term,
+    g: Groups,
+    out: Out,
+    rank: int,
+    copy_a: bool,
+    copy_b: bool,
+    ct: np.dtype[Any],
+    sizes: Sequence[int],
+    pref_m: tuple[int, ...],
+    pref_n: tuple[int, ...],
+    costs: PlannerOptions,
+) -> Choice | None:
     """One combination of copies and output way: its folds, loops and estimated cost."""
     fa, fb = ([] if copy_a else [a]), ([] if copy_b else [b])
     k, loop_k = split_group(g.contracted, fa + fb)
@@ -222,19 +273,40 @@ def _option(a: Term, b: Term, g: Groups, out: Out, rank: int, copy_a: bool, copy
     calls = batch_calls * math.prod(sizes[x] for x in loops)
     out_bytes = ct.itemsize * math.prod(sizes[x] for x in g.batch + m + n + loops)
     copied = (a.nbytes if copy_a and a.dtype == ct else 0) + (
-        b.nbytes if copy_b and b.dtype == ct else 0)
-    cost = (costs.copy_ns_per_byte * copied
-            + (costs.partial_ns_per_byte * out_bytes if loop_k else out.cost)
-            + costs.call_ns * (calls - batch_calls)
-            + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls))
+        b.nbytes if copy_b and b.dtype == ct else 0
+    )
+    cost = (
+        costs.copy_ns_per_byte * copied
+        + (costs.partial_ns_per_byte * out_bytes if loop_k else out.cost)
+        + costs.call_ns * (calls - batch_calls)
+        + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls)
+    )
     chosen_out = Out(mode=Delivery.NEW) if loop_k else out
-    return Choice(m=m, k=k, n=n, loop_m=loop_m, loop_k=loop_k, loop_n=loop_n, copy_a=copy_a,
-                  copy_b=copy_b, out=chosen_out, cost=cost)
+    return Choice(
+        m=m,
+        k=k,
+        n=n,
+        loop_m=loop_m,
+        loop_k=loop_k,
+        loop_n=loop_n,
+        copy_a=copy_a,
+        copy_b=copy_b,
+        out=chosen_out,
+        cost=cost,
+    )
 
 
-def _gemm_ns(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[Term],
-             fc: list[Term], m: tuple[int, ...], k: tuple[int, ...], n: tuple[int, ...],
-             calls: int) -> float:
+def _gemm_ns(
+    ct: np.dtype[Any],
+    sizes: Sequence[int],
+    fa: list[Term],
+    fb: list[Term],
+    fc: list[Term],
+    m: tuple[int, ...],
+    k: tuple[int, ...],
+    n: tuple[int, ...],
+    calls: int,
+) -> float:
     """BLAS time, with what OpenBLAS measurably prefers: operands with a unit stride along
     K ("no transpose") and, for the row-major output it writes, more rows than columns."""
     per_flop = _NS_PER_FLOP.get(ct)
@@ -255,8 +327,16 @@ def _gemm_ns(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[T
     return work * penalty
 
 
-def _blas_ok(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[Term],
-             fc: list[Term], m: tuple[int, ...], k: tuple[int, ...], n: tuple[int, ...]) -> bool:
+def _blas_ok(
+    ct: np.dtype[Any],
+    sizes: Sequence[int],
+    fa: list[Term],
+    fb: list[Term],
+    fc: list[Term],
+    m: tuple[int, ...],
+    k: tuple[int, ...],
+    n: tuple[int, ...],
+) -> bool:
     """Every kept matrix is one BLAS takes as it is (other dtypes: NumPy's loops, any)."""
     if ct not in BLAS_TYPES:
         return True
@@ -269,35 +349,61 @@ def _blas_ok(ct: np.dtype[Any], sizes: Sequence[int], fa: list[Term], fb: list[T
     )
 
 
-def _with_reasons(best: Choice, a: Term, b: Term, g: Groups, ct: np.dtype[Any],
-                  names: Callable[[Sequence[int]], str]) -> Choice:
+def _with_reasons(
+    best: Choice,
+    a: Term,
+    b: Term,
+    g: Groups,
+    ct: np.dtype[Any],
+    names: Callable[[Sequence[int]], str],
+) -> Choice:
     out_terms = [best.out.term] if best.out.term is not None else []
     reason_a = reason_b = ""
     if best.copy_a:
-        reason_a = _why(a, ct, names, [
-            ("left-free", g.left_free, out_terms, "the output"),
-            ("contracted", g.contracted, [] if best.copy_b else [b], "the right operand")])
+        reason_a = _why(
+            a,
+            ct,
+            names,
+            [
+                ("left-free", g.left_free, out_terms, "the output"),
+                ("contracted", g.contracted, [] if best.copy_b else [b], "the right operand"),
+            ],
+        )
     if best.copy_b:
-        reason_b = _why(b, ct, names, [
-            ("contracted", g.contracted, [] if best.copy_a else [a], "the left operand"),
-            ("right-free", g.right_free, out_terms, "the output")])
+        reason_b = _why(
+            b,
+            ct,
+            names,
+            [
+                ("contracted", g.contracted, [] if best.copy_a else [a], "the left operand"),
+                ("right-free", g.right_free, out_terms, "the output"),
+            ],
+        )
     return replace(best, reason_a=reason_a, reason_b=reason_b)
 
 
-def _why(term: Term, ct: np.dtype[Any], names: Callable[[Sequence[int]], str],
-         groups: Sequence[tuple[str, Sequence[int], list[Term], str]]) -> str:
+def _why(
+    term: Term,
+    ct: np.dtype[Any],
+    names: Callable[[Sequence[int]], str],
+    groups: Sequence[tuple[str, Sequence[int], list[Term], str]],
+) -> str:
     """Why ``term`` was copied: a cast, a group that does not fold, a group that folds in
     another order than in a partner that keeps its layout, or BLAS."""
     if term.dtype != ct:
         return f"cast {term.dtype} -> {ct}"
     for what, grp, _, _ in groups:
         if fold_group(grp, [term]) is None:
-            return (f"its {what} labels '{names(grp)}' do not fold into one stride, and "
-                    "copying is cheaper than looping over them")
+            return (
+                f"its {what} labels '{names(grp)}' do not fold into one stride, and "
+                "copying is cheaper than looping over them"
+            )
     for what, grp, partners, partner in groups:
         if partners and fold_group(grp, [term, *partners]) is None:
             here, there = fold_group(grp, [term]), fold_group(grp, partners)
-            return (f"its {what} labels fold in the order '{names(here or ())}', but in "
-                    f"{partner} in the order '{names(there or ())}'; the smaller operand is "
-                    "copied into the other's order")
+            return (
+                f"its {what} labels fold in the order '{names(here or ())}', but in "
+                f"{partner} in the order '{names(there or ())}'; the smaller operand is "
+                "copied into the other's order"
+            )
     return "its strides are not BLAS-ready (no unit stride, or a leading dimension that aliases)"

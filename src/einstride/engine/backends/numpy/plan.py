@@ -62,6 +62,7 @@ from .steps import (
 
 __all__ = ["build_plan", "check_memory", "check_ranks"]
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Target:
     """The final destination as the last step sees it: distinct labels (``U``) and, when
@@ -135,15 +136,23 @@ def _worth_fusing(plan: Plan, options: PlannerOptions) -> bool:
     if combos > options.fuse_max_combos:
         return False
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
-    planned = (options.step_ns * len(plan.steps) + options.flop_ns * plan.flops
-               + options.byte_ns * plan.allocated_bytes)
+    planned = (
+        options.step_ns * len(plan.steps)
+        + options.flop_ns * plan.flops
+        + options.byte_ns * plan.allocated_bytes
+    )
     return fused < planned
 
 
 class _Planner:
-    def __init__(self, spec: EinsumSpec, dtypes: tuple[np.dtype[Any], ...], rt: np.dtype[Any],
-                 out: tuple[tuple[int, ...], np.dtype[Any]] | None, options: PlannerOptions
-                 ) -> None:
+    def __init__(
+        self,
+        spec: EinsumSpec,
+        dtypes: tuple[np.dtype[Any], ...],
+        rt: np.dtype[Any],
+        out: tuple[tuple[int, ...], np.dtype[Any]] | None,
+        options: PlannerOptions,
+    ) -> None:
         self.spec = spec
         self.sizes = spec.sizes
         self.dtypes = dtypes
@@ -169,13 +178,15 @@ class _Planner:
         if self.out is not None:
             self.create = OutputCreation.OUT
             out_strides, out_dtype = self.out
-            return _Target(labels=self.distinct, term=self._write_term(out_strides, out_dtype),
-                           dtype=out_dtype)
+            return _Target(
+                labels=self.distinct, term=self._write_term(out_strides, out_dtype), dtype=out_dtype
+            )
         if len(self.distinct) != len(self.spec.output):
             self.create = OutputCreation.ZEROS
             strides = contiguous_strides(self.spec.output_shape, self.rt.itemsize)
-            return _Target(labels=self.distinct, term=self._write_term(strides, self.rt),
-                           dtype=self.rt)
+            return _Target(
+                labels=self.distinct, term=self._write_term(strides, self.rt), dtype=self.rt
+            )
         return _Target(labels=self.distinct, term=None, dtype=self.rt)
 
     def _write_term(self, strides: Sequence[int], dtype: np.dtype[Any]) -> Term:
@@ -195,45 +206,64 @@ class _Planner:
         """The ways the last step may deliver, the first winning a tie."""
         dest = self.target.term
         if dest is not None:
-            temp = Out(mode=Delivery.TEMP,
-                       cost=self.options.copy_ns_per_byte * dest.size * self.ct.itemsize)
+            temp = Out(
+                mode=Delivery.TEMP,
+                cost=self.options.copy_ns_per_byte * dest.size * self.ct.itemsize,
+            )
             return ([Out(mode=Delivery.INTO, term=dest)] if dest.dtype == self.ct else []) + [temp]
         if self.ct != self.rt:
             return [Out(mode=Delivery.TEMP)]
-        return [Out(mode=Delivery.INTO, term=self._own_term(), own=True),
-                Out(mode=Delivery.RETURN)]
+        return [Out(mode=Delivery.INTO, term=self._own_term(), own=True), Out(mode=Delivery.RETURN)]
 
-    def _delivery(self, way: Out, labels: tuple[int, ...], shape: tuple[int, ...],
-                  what: str = "intermediate") -> DeliveryPlan:
+    def _delivery(
+        self, way: Out, labels: tuple[int, ...], shape: tuple[int, ...], what: str = "intermediate"
+    ) -> DeliveryPlan:
         """How a step whose register holds ``labels`` (``shape``) writes, the ``way`` chosen
         for it: the one place a write mode becomes a plan (and the plan's own output is
         asked for)."""
         ct = self.ct
         match way.mode:
             case Delivery.NEW:
-                return DeliveryPlan(mode=Delivery.NEW, note="new buffer",
-                                    allocs=(Alloc(what=what, shape=shape, dtype=ct),))
+                return DeliveryPlan(
+                    mode=Delivery.NEW,
+                    note="new buffer",
+                    allocs=(Alloc(what=what, shape=shape, dtype=ct),),
+                )
             case Delivery.RETURN:
                 # a new C-ordered buffer in the output's order already is the output
-                note = "new buffer" if labels == self.distinct else (
-                    "new buffer in matmul order; the result is a transposed view of it")
-                return DeliveryPlan(mode=Delivery.RETURN, note=note,
-                                    allocs=(Alloc(what="output", shape=shape, dtype=ct),))
+                note = (
+                    "new buffer"
+                    if labels == self.distinct
+                    else ("new buffer in matmul order; the result is a transposed view of it")
+                )
+                return DeliveryPlan(
+                    mode=Delivery.RETURN,
+                    note=note,
+                    allocs=(Alloc(what="output", shape=shape, dtype=ct),),
+                )
             case Delivery.INTO:
                 if way.own:
                     self.create = OutputCreation.EMPTY
-                return DeliveryPlan(mode=Delivery.INTO, dest_perm=self._dest_perm(labels),
-                                    note="written straight into the output")
+                return DeliveryPlan(
+                    mode=Delivery.INTO,
+                    dest_perm=self._dest_perm(labels),
+                    note="written straight into the output",
+                )
             case Delivery.TEMP:
                 fixed = self.target.term
                 if fixed is None:
                     self.create = OutputCreation.EMPTY
-                note = "the output's strides do not fold; computed into a temporary, then " \
-                    "copied" if fixed is not None and fixed.dtype == ct \
+                note = (
+                    "the output's strides do not fold; computed into a temporary, then copied"
+                    if fixed is not None and fixed.dtype == ct
                     else f"computed in {ct}, then cast into the output"
-                return DeliveryPlan(mode=Delivery.TEMP, dest_perm=self._dest_perm(labels),
-                                    allocs=(Alloc(what="temporary", shape=shape, dtype=ct),),
-                                    note=note)
+                )
+                return DeliveryPlan(
+                    mode=Delivery.TEMP,
+                    dest_perm=self._dest_perm(labels),
+                    allocs=(Alloc(what="temporary", shape=shape, dtype=ct),),
+                    note=note,
+                )
             case _:
                 assert_never(way.mode)
 
@@ -245,8 +275,11 @@ class _Planner:
             return next((w for w in ways if w.mode is Delivery.RETURN), ways[0])
         return ways[0]
 
-    def _add(self, step: ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep,
-             labels: tuple[int, ...]) -> int:
+    def _add(
+        self,
+        step: ReduceStep | CopyStep | ContractStep | BatchStep | FusedStep,
+        labels: tuple[int, ...],
+    ) -> int:
         """Append ``step``, whose register holds ``labels``; a step that returns its array
         makes that register the result."""
         self.steps.append(step)
@@ -265,51 +298,87 @@ class _Planner:
         shapes = self.spec.shapes()
         live = [self._prepare(i, shapes[i], strides[i]) for i in range(len(shapes))]
         path = plan_path(self.spec, optimize)
-        walk_path(live, path, self.distinct, unary=self._unary_item, pair=self._pair,
-                  labels_of=lambda item: item[1].labels)
+        walk_path(
+            live,
+            path,
+            self.distinct,
+            unary=self._unary_item,
+            pair=self._pair,
+            labels_of=lambda item: item[1].labels,
+        )
         return self._finish(strides, path)
 
-    def _unary_item(self, item: tuple[int, Term], keep: frozenset[int], final: bool
-                    ) -> tuple[int, Term]:
+    def _unary_item(
+        self, item: tuple[int, Term], keep: frozenset[int], final: bool
+    ) -> tuple[int, Term]:
         return self._unary(*item, keep, final)
 
-    def fused(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
-              ) -> Plan:
+    def fused(
+        self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
+    ) -> Plan:
         """The whole einsum as one :class:`FusedStep` over the operands as they are."""
         shape = tuple(self.sizes[u] for u in self.distinct)
         delivery = self._delivery(self._final_way(may_return=True), self.distinct, shape)
         n = len(self.spec.inputs)
         cast = any(d != self.ct for d in self.dtypes)
-        self._add(FusedStep(operands=tuple(range(n)), dst=self.new_reg(),
-                            labels=self.spec.inputs, out_labels=self.distinct, shape=shape,
-                            dtype=self.ct, delivery=delivery, cast=cast), self.distinct)
+        self._add(
+            FusedStep(
+                operands=tuple(range(n)),
+                dst=self.new_reg(),
+                labels=self.spec.inputs,
+                out_labels=self.distinct,
+                shape=shape,
+                dtype=self.ct,
+                delivery=delivery,
+                cast=cast,
+            ),
+            self.distinct,
+        )
         all_labels = {lab for term in self.spec.inputs for lab in term}
-        self.flops = _flop_count(all_labels, bool(all_labels - set(self.distinct)), n,
-                                 self.sizes)
+        self.flops = _flop_count(all_labels, bool(all_labels - set(self.distinct)), n, self.sizes)
         return self._finish(strides, path)
 
-    def _finish(self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
-                ) -> Plan:
+    def _finish(
+        self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
+    ) -> Plan:
         allocs: tuple[Alloc, ...] = ()
         if self.create in (OutputCreation.ZEROS, OutputCreation.EMPTY):
             allocs = (Alloc(what="output", shape=self.spec.output_shape, dtype=self.rt),)
-        output = OutputPlan(labels=self.spec.output, shape=self.spec.output_shape,
-                            dtype=self.rt, create=self.create, expand=self.expand,
-                            result=self.result, final_perm=self.final_perm, allocs=allocs)
+        output = OutputPlan(
+            labels=self.spec.output,
+            shape=self.spec.output_shape,
+            dtype=self.rt,
+            create=self.create,
+            expand=self.expand,
+            result=self.result,
+            final_perm=self.final_perm,
+            allocs=allocs,
+        )
         all_labels = {lab for term in self.spec.inputs for lab in term}
-        naive = _flop_count(all_labels, bool(all_labels - set(self.distinct)),
-                            len(self.spec.inputs), self.sizes)
-        return Plan(spec=self.spec, dtypes=self.dtypes, strides=strides,
-                    out_strides=None if self.out is None else self.out[0],
-                    result_dtype=self.rt, compute_dtype=self.ct, path=path,
-                    steps=tuple(self.steps), output=output, naive_flops=naive,
-                    flops=self.flops, n_registers=self.n_regs,
-                    frees=_frees(self.steps, len(self.spec.inputs), self.result))
+        naive = _flop_count(
+            all_labels, bool(all_labels - set(self.distinct)), len(self.spec.inputs), self.sizes
+        )
+        return Plan(
+            spec=self.spec,
+            dtypes=self.dtypes,
+            strides=strides,
+            out_strides=None if self.out is None else self.out[0],
+            result_dtype=self.rt,
+            compute_dtype=self.ct,
+            path=path,
+            steps=tuple(self.steps),
+            output=output,
+            naive_flops=naive,
+            flops=self.flops,
+            n_registers=self.n_regs,
+            frees=_frees(self.steps, len(self.spec.inputs), self.result),
+        )
 
     # -- per operand ----------------------------------------------------------------------
 
-    def _prepare(self, i: int, shape: tuple[int, ...], strides: tuple[int, ...]
-                 ) -> tuple[int, Term]:
+    def _prepare(
+        self, i: int, shape: tuple[int, ...], strides: tuple[int, ...]
+    ) -> tuple[int, Term]:
         """Drop stretched size-1 ``...`` axes, then take diagonals of repeated labels."""
         labels, dims, steps = list(self.spec.inputs[i]), list(shape), list(strides)
         squeeze = self.spec.stretched[i]
@@ -330,9 +399,18 @@ class _Planner:
         reg = i
         if squeeze or diagonals:
             reg = self.new_reg()
-            self.steps.append(ViewStep(src=i, dst=reg, operand=i, squeeze=squeeze,
-                                       diagonals=tuple(diagonals), labels_in=self.spec.inputs[i],
-                                       labels=term.labels, shape=term.shape))
+            self.steps.append(
+                ViewStep(
+                    src=i,
+                    dst=reg,
+                    operand=i,
+                    squeeze=squeeze,
+                    diagonals=tuple(diagonals),
+                    labels_in=self.spec.inputs[i],
+                    labels=term.labels,
+                    shape=term.shape,
+                )
+            )
         if not np.can_cast(term.dtype, self.ct, "same_kind"):
             return self._copy(reg, term, term.labels, f"cast {term.dtype} -> {self.ct}")
         return reg, term
@@ -340,8 +418,9 @@ class _Planner:
     def _new_term(self, labels: Sequence[int], dtype: np.dtype[Any]) -> Term:
         return Term.row_major(labels, tuple(self.sizes[lab] for lab in labels), dtype)
 
-    def _reduce(self, reg: int, term: Term, keep: frozenset[int], final: bool = False
-                ) -> tuple[int, Term]:
+    def _reduce(
+        self, reg: int, term: Term, keep: frozenset[int], final: bool = False
+    ) -> tuple[int, Term]:
         """Sum the labels of ``term`` not in ``keep``: into a new buffer whose axes follow the
         source's memory order (so the summing loop reads and writes in step), or -- the last
         step -- the way the result is delivered."""
@@ -352,10 +431,22 @@ class _Planner:
         way = self._final_way(may_return=True) if final else Out(mode=Delivery.NEW)
         delivery = self._delivery(way, labels, shape)
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
-        dst = self._add(ReduceStep(
-            src=reg, dst=self.new_reg(), axes=axes, summed=tuple(term.labels[ax] for ax in axes),
-            kept=kept, labels=labels, shape=shape, dtype=self.ct, delivery=delivery,
-            kernel=_reduce_kernel(term), split=self._reduce_split(term, kept)), labels)
+        dst = self._add(
+            ReduceStep(
+                src=reg,
+                dst=self.new_reg(),
+                axes=axes,
+                summed=tuple(term.labels[ax] for ax in axes),
+                kept=kept,
+                labels=labels,
+                shape=shape,
+                dtype=self.ct,
+                delivery=delivery,
+                kernel=_reduce_kernel(term),
+                split=self._reduce_split(term, kept),
+            ),
+            labels,
+        )
         return dst, self._new_term(labels, self.ct)
 
     def _reduce_split(self, term: Term, kept: tuple[int, ...]) -> Split | None:
@@ -363,10 +454,9 @@ class _Planner:
         is kept (each chunk streams its own part of the source); None when the step is too
         small or that label is summed."""
         label = _outermost(term)
-        if label not in kept:   # a chunk along an inner axis runs NumPy's loop far slower
+        if label not in kept:  # a chunk along an inner axis runs NumPy's loop far slower
             return None
-        moved = _bytes_moved(term) + math.prod(self.sizes[lab] for lab in kept) * \
-            self.ct.itemsize
+        moved = _bytes_moved(term) + math.prod(self.sizes[lab] for lab in kept) * self.ct.itemsize
         threads = self.options.split_threads(moved, self.sizes[label])
         return Split(label=label, threads=threads) if threads > 1 else None
 
@@ -374,15 +464,24 @@ class _Planner:
         new = self._new_term(order, self.ct)
         perm = tuple(term.labels.index(lab) for lab in order)
         delivery = self._delivery(Out(mode=Delivery.NEW), new.labels, new.shape, "copy")
-        dst = self._add(CopyStep(src=reg, dst=self.new_reg(), perm=perm, labels=new.labels,
-                                 shape=new.shape, dtype=self.ct, reason=reason,
-                                 delivery=delivery), new.labels)
+        dst = self._add(
+            CopyStep(
+                src=reg,
+                dst=self.new_reg(),
+                perm=perm,
+                labels=new.labels,
+                shape=new.shape,
+                dtype=self.ct,
+                reason=reason,
+                delivery=delivery,
+            ),
+            new.labels,
+        )
         return dst, new
 
     # -- one operand ----------------------------------------------------------------------
 
-    def _unary(self, reg: int, term: Term, keep: frozenset[int], final: bool
-               ) -> tuple[int, Term]:
+    def _unary(self, reg: int, term: Term, keep: frozenset[int], final: bool) -> tuple[int, Term]:
         kept = tuple(lab for lab in term.labels if lab in keep)
         if kept != term.labels:
             return self._reduce(reg, term, keep, final)
@@ -394,38 +493,55 @@ class _Planner:
         # a copy casts as it writes: straight into the destination, whatever its dtype
         way = Out(mode=Delivery.INTO, own=self.target.term is None)
         delivery = self._delivery(way, term.labels, term.shape)
-        dst = self._add(CopyStep(src=reg, dst=self.new_reg(), perm=tuple(range(len(term.labels))),
-                                 labels=term.labels, shape=term.shape,
-                                 dtype=self.target.dtype, reason="written into the output",
-                                 delivery=delivery), term.labels)
+        dst = self._add(
+            CopyStep(
+                src=reg,
+                dst=self.new_reg(),
+                perm=tuple(range(len(term.labels))),
+                labels=term.labels,
+                shape=term.shape,
+                dtype=self.target.dtype,
+                reason="written into the output",
+                delivery=delivery,
+            ),
+            term.labels,
+        )
         return dst, term
 
     # -- two operands ---------------------------------------------------------------------
 
-    def _pair(self, left: tuple[int, Term], right: tuple[int, Term], keep: frozenset[int],
-              final: bool) -> tuple[int, Term]:
+    def _pair(
+        self, left: tuple[int, Term], right: tuple[int, Term], keep: frozenset[int], final: bool
+    ) -> tuple[int, Term]:
         (ra, a), (rb, b) = left, right
         g = classify(a.labels, b.labels, keep)
-        self.flops += _flop_count(set(a.labels) | set(b.labels),
-                                  bool(g.contracted or g.left_only or g.right_only), 2, self.sizes)
+        self.flops += _flop_count(
+            set(a.labels) | set(b.labels),
+            bool(g.contracted or g.left_only or g.right_only),
+            2,
+            self.sizes,
+        )
         if g.left_only:
             ra, a = self._reduce(ra, a, keep | set(b.labels))
         if g.right_only:
             rb, b = self._reduce(rb, b, keep | set(a.labels))
         if g.left_only or g.right_only:
-            g = replace(classify(a.labels, b.labels, keep), left_only=g.left_only,
-                        right_only=g.right_only)
+            g = replace(
+                classify(a.labels, b.labels, keep), left_only=g.left_only, right_only=g.right_only
+            )
         if math.prod(self.sizes[lab] for lab in g.contracted) == 1:
             return self._batch(ra, a, rb, b, g, final)
         return self._matmul(ra, a, rb, b, g, keep, final)
 
-    def _preferred(self, labels: Sequence[int], final: bool, fallback: Sequence[int]
-                   ) -> tuple[int, ...]:
+    def _preferred(
+        self, labels: Sequence[int], final: bool, fallback: Sequence[int]
+    ) -> tuple[int, ...]:
         source = self.distinct if final else fallback
         return tuple(lab for lab in source if lab in labels)
 
-    def _batch(self, ra: int, a: Term, rb: int, b: Term, g: Groups, final: bool
-               ) -> tuple[int, Term]:
+    def _batch(
+        self, ra: int, a: Term, rb: int, b: Term, g: Groups, final: bool
+    ) -> tuple[int, Term]:
         bt = self._preferred(g.batch, final, a.labels)
         lf = self._preferred(g.left_free, final, a.labels)
         rf = self._preferred(g.right_free, final, b.labels)
@@ -433,42 +549,73 @@ class _Planner:
         size = self.sizes
         shape = tuple(size[x] for x in labels)
         geometry = Geometry(
-            left=Fold(perm=tuple(a.labels.index(x) for x in bt + lf + g.contracted),
-                      shape=tuple(size[x] for x in bt + lf) + (1,) * len(rf)),
-            right=Fold(perm=tuple(b.labels.index(x) for x in bt + g.contracted + rf),
-                       shape=tuple(size[x] for x in bt) + (1,) * len(lf)
-                       + tuple(size[x] for x in rf)),
-            out_shape=shape, labels=labels)
+            left=Fold(
+                perm=tuple(a.labels.index(x) for x in bt + lf + g.contracted),
+                shape=tuple(size[x] for x in bt + lf) + (1,) * len(rf),
+            ),
+            right=Fold(
+                perm=tuple(b.labels.index(x) for x in bt + g.contracted + rf),
+                shape=tuple(size[x] for x in bt) + (1,) * len(lf) + tuple(size[x] for x in rf),
+            ),
+            out_shape=shape,
+            labels=labels,
+        )
         delivery = self._delivery(
-            self._final_way(may_return=False) if final else Out(mode=Delivery.NEW),
-            labels, shape)
-        kernel = Kernel.LOOP if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52 \
+            self._final_way(may_return=False) if final else Out(mode=Delivery.NEW), labels, shape
+        )
+        kernel = (
+            Kernel.LOOP
+            if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52
             else Kernel.MULTIPLY
-        groups = Groups(batch=bt, contracted=g.contracted, left_free=lf, right_free=rf,
-                        left_only=g.left_only, right_only=g.right_only)
-        dst = self._add(BatchStep(
-            dst=self.new_reg(), kernel=kernel,
-            left=OperandView(register=ra, labels=a.labels, shape=a.shape),
-            right=OperandView(register=rb, labels=b.labels, shape=b.shape),
-            geometry=geometry, groups=groups, shape=shape, dtype=self.ct, delivery=delivery,
-            split=self._batch_split(a, b, labels, delivery)), labels)
+        )
+        groups = Groups(
+            batch=bt,
+            contracted=g.contracted,
+            left_free=lf,
+            right_free=rf,
+            left_only=g.left_only,
+            right_only=g.right_only,
+        )
+        dst = self._add(
+            BatchStep(
+                dst=self.new_reg(),
+                kernel=kernel,
+                left=OperandView(register=ra, labels=a.labels, shape=a.shape),
+                right=OperandView(register=rb, labels=b.labels, shape=b.shape),
+                geometry=geometry,
+                groups=groups,
+                shape=shape,
+                dtype=self.ct,
+                delivery=delivery,
+                split=self._batch_split(a, b, labels, delivery),
+            ),
+            labels,
+        )
         return dst, self._new_term(labels, self.ct)
 
-    def _batch_split(self, a: Term, b: Term, labels: tuple[int, ...], delivery: DeliveryPlan
-                     ) -> Split | None:
+    def _batch_split(
+        self, a: Term, b: Term, labels: tuple[int, ...], delivery: DeliveryPlan
+    ) -> Split | None:
         """Split along the outermost label of what the step writes (chunks write whole rows)."""
-        written = self._new_term(labels, self.ct) if delivery.mode is not Delivery.INTO else (
-            self.target.term if self.target.term is not None else self._own_term())
+        written = (
+            self._new_term(labels, self.ct)
+            if delivery.mode is not Delivery.INTO
+            else (self.target.term if self.target.term is not None else self._own_term())
+        )
         label = _outermost(written)
         if label < 0:
             return None
-        moved = _bytes_moved(a) + _bytes_moved(b) + math.prod(
-            self.sizes[x] for x in labels) * self.ct.itemsize
+        moved = (
+            _bytes_moved(a)
+            + _bytes_moved(b)
+            + math.prod(self.sizes[x] for x in labels) * self.ct.itemsize
+        )
         threads = self.options.split_threads(moved, self.sizes[label])
         return Split(label=label, threads=threads) if threads > 1 else None
 
-    def _matmul(self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int],
-                final: bool) -> tuple[int, Term]:
+    def _matmul(
+        self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int], final: bool
+    ) -> tuple[int, Term]:
         ways = self._final_ways() if final else [Out(mode=Delivery.NEW)]
         pick = self._choose(a, b, g, ways, final)
         free = [way for way in ways if way.term is None]
@@ -491,27 +638,49 @@ class _Planner:
         way = pick.out
         if way.own and geo.labels == self.distinct:
             way = Out(mode=Delivery.RETURN)  # a new buffer in the output's order is the output
-        delivery = self._delivery(way, geo.labels, shape,
-                                  "partial products" if pick.loop_k else "intermediate")
-        groups = Groups(batch=bt, contracted=pick.k + pick.loop_k, left_free=pick.m + pick.loop_m,
-                        right_free=pick.n + pick.loop_n, left_only=g.left_only,
-                        right_only=g.right_only)
-        dst = self._add(ContractStep(
-            dst=self.new_reg(),
-            left=OperandView(register=ra, labels=a.labels, shape=a.shape, note=note_a),
-            right=OperandView(register=rb, labels=b.labels, shape=b.shape, note=note_b),
-            geometry=geo, groups=groups, looped=pick.loop_m + pick.loop_n + pick.loop_k,
-            shape=shape, dtype=self.ct, delivery=delivery), geo.labels)
+        delivery = self._delivery(
+            way, geo.labels, shape, "partial products" if pick.loop_k else "intermediate"
+        )
+        groups = Groups(
+            batch=bt,
+            contracted=pick.k + pick.loop_k,
+            left_free=pick.m + pick.loop_m,
+            right_free=pick.n + pick.loop_n,
+            left_only=g.left_only,
+            right_only=g.right_only,
+        )
+        dst = self._add(
+            ContractStep(
+                dst=self.new_reg(),
+                left=OperandView(register=ra, labels=a.labels, shape=a.shape, note=note_a),
+                right=OperandView(register=rb, labels=b.labels, shape=b.shape, note=note_b),
+                geometry=geo,
+                groups=groups,
+                looped=pick.loop_m + pick.loop_n + pick.loop_k,
+                shape=shape,
+                dtype=self.ct,
+                delivery=delivery,
+            ),
+            geo.labels,
+        )
         result = self._new_term(geo.labels, self.ct)
         if pick.loop_k:  # the partial products over the looped contracted labels are summed now
             return self._unary(dst, result, keep, final)
         return dst, result
 
     def _choose(self, a: Term, b: Term, g: Groups, ways: list[Out], final: bool) -> Choice:
-        return choose(a, b, g, ways, ct=self.ct, sizes=self.sizes,
-                      pref_m=self._preferred(g.left_free, final, a.labels),
-                      pref_n=self._preferred(g.right_free, final, b.labels),
-                      names=self.spec.label_string, options=self.options)
+        return choose(
+            a,
+            b,
+            g,
+            ways,
+            ct=self.ct,
+            sizes=self.sizes,
+            pref_m=self._preferred(g.left_free, final, a.labels),
+            pref_n=self._preferred(g.right_free, final, b.labels),
+            names=self.spec.label_string,
+            options=self.options,
+        )
 
 
 def _bytes_moved(term: Term) -> int:
@@ -540,11 +709,10 @@ def _outermost(term: Term) -> int:
     >>> _outermost(Term.of((5, 7), (3, 4), (8, 24), np.dtype(float)))    # Fortran order
     7
     """
-    found = [(abs(st), lab) for lab, dim, st in zip(term.labels, term.shape, term.strides)
-             if dim > 1]
+    found = [
+        (abs(st), lab) for lab, dim, st in zip(term.labels, term.shape, term.strides) if dim > 1
+    ]
     return max(found)[1] if found else -1
-
-
 
 
 def _reduce_kernel(term: Term) -> Kernel:
@@ -556,8 +724,6 @@ def _flop_count(labels: Any, inner: bool, terms: int, sizes: Sequence[int]) -> i
     """opt_einsum's FLOP convention: size of all labels times max(1, terms - 1) (+1 if summed)."""
     size: int = math.prod(sizes[x] for x in set(labels))
     return size * (max(1, terms - 1) + (1 if inner else 0))
-
-
 
 
 def _frees(steps: Sequence[Step], n_inputs: int, result: int) -> tuple[tuple[int, ...], ...]:

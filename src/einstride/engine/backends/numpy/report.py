@@ -57,32 +57,49 @@ def format_plan(plan: Plan) -> str:
     for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
     out_where = "written into out=" if plan.output.create is OutputCreation.OUT else "new array"
-    lines.append(f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
-                 f"computed in {plan.compute_dtype}")
+    lines.append(
+        f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
+        f"computed in {plan.compute_dtype}"
+    )
     speedup = plan.naive_flops / plan.flops if plan.flops else 1.0
-    lines.append(f"  naive FLOPs: {plan.naive_flops:,}   optimized FLOPs: {plan.flops:,}   "
-                 f"(speedup {speedup:.3g}x)")
+    lines.append(
+        f"  naive FLOPs: {plan.naive_flops:,}   optimized FLOPs: {plan.flops:,}   "
+        f"(speedup {speedup:.3g}x)"
+    )
     inter = plan.largest_intermediate()
-    lines.append("  largest intermediate: " + (
-        "none" if inter is None else
-        f"{_bytes(inter[1].nbytes)} ({inter[1].what} {_shape(inter[1].shape)} "
-        f"{inter[1].dtype}, {inter[0]})"))
-    lines.append(f"  allocated in total: {_bytes(plan.allocated_bytes)}   "
-                 f"peak: {_bytes(plan_peak(plan))} (alive at once)")
+    lines.append(
+        "  largest intermediate: "
+        + (
+            "none"
+            if inter is None
+            else f"{_bytes(inter[1].nbytes)} ({inter[1].what} {_shape(inter[1].shape)} "
+            f"{inter[1].dtype}, {inter[0]})"
+        )
+    )
+    lines.append(
+        f"  allocated in total: {_bytes(plan.allocated_bytes)}   "
+        f"peak: {_bytes(plan_peak(plan))} (alive at once)"
+    )
     lines.append(f"  path: {list(plan.path)}")
     lines += [f"  path finder: {c.describe()}" for c in [path_choice_of(spec, plan.path)] if c]
     if plan.output.allocs:
         a = plan.output.allocs[0]
-        fill = "zeroed: output labels repeat" if plan.output.create is OutputCreation.ZEROS \
+        fill = (
+            "zeroed: output labels repeat"
+            if plan.output.create is OutputCreation.ZEROS
             else "empty"
-        lines.append(f"  output: {_shape(a.shape)} {a.dtype} allocated first ({fill}); "
-                     f"{_bytes(a.nbytes)}")
+        )
+        lines.append(
+            f"  output: {_shape(a.shape)} {a.dtype} allocated first ({fill}); {_bytes(a.nbytes)}"
+        )
     elif plan.output.create is OutputCreation.OUT and plan.output.expands:
         lines.append("  output: out= is zeroed first (output labels repeat)")
     if plan.output.expands:
-        lines.append(f"  diagonal-expand: the steps write through the strided diagonal view "
-                     f"{names.labels(tuple(dict.fromkeys(plan.output.labels)))} of the "
-                     f"{names.labels(plan.output.labels)} output")
+        lines.append(
+            f"  diagonal-expand: the steps write through the strided diagonal view "
+            f"{names.labels(tuple(dict.fromkeys(plan.output.labels)))} of the "
+            f"{names.labels(plan.output.labels)} output"
+        )
     for k, step in enumerate(plan.steps):
         lines += _step_lines(k + 1, step, names)
         names.regs[step.dst] = f"step {k + 1}"
@@ -95,31 +112,46 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
     head = f"  step {number}: {step.kind}"
     allocated = sum(a.nbytes for a in step.allocs)
     tail = f"      allocates {_bytes(allocated)}" + (
-        "" if not step.allocs else " (" + ", ".join(
-            f"{a.what} {_shape(a.shape)} {a.dtype}" for a in step.allocs) + ")")
+        ""
+        if not step.allocs
+        else " (" + ", ".join(f"{a.what} {_shape(a.shape)} {a.dtype}" for a in step.allocs) + ")"
+    )
     match step:
         case ViewStep():
             return [*_view_lines(head, step, names), tail]
         case ReduceStep():
-            kernel = ("NumPy's strided sum-of-products loop" if step.kernel is Kernel.LOOP
-                      else "numpy.add.reduce")
-            return [f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
-                    f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
-                    f"({kernel}, over the view)",
-                    f"      {_write_words(step.delivery.mode)}", *_split_lines(step, names),
-                    tail]
+            kernel = (
+                "NumPy's strided sum-of-products loop"
+                if step.kernel is Kernel.LOOP
+                else "numpy.add.reduce"
+            )
+            return [
+                f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
+                f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
+                f"({kernel}, over the view)",
+                f"      {_write_words(step.delivery.mode)}",
+                *_split_lines(step, names),
+                tail,
+            ]
         case CopyStep():
-            return [f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
-                    f"{_shape(step.shape)} {step.dtype}", f"      why: {step.reason}", tail]
+            return [
+                f"{head}  {names.reg(step.src)} -> {names.labels(step.labels)} "
+                f"{_shape(step.shape)} {step.dtype}",
+                f"      why: {step.reason}",
+                tail,
+            ]
         case ContractStep():
             return _contract_lines(head, step, names, tail)
         case FusedStep():
             ins = ",".join(names.labels(t) for t in step.labels)
-            return [f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
-                    f"{_shape(step.shape)} in {step.dtype}",
-                    "      one pass of NumPy's sum-of-products loop over the operands as they "
-                    "are (the problem is too small for several steps to pay off)",
-                    f"      {_write_words(step.delivery.mode)}", tail]
+            return [
+                f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
+                f"{_shape(step.shape)} in {step.dtype}",
+                "      one pass of NumPy's sum-of-products loop over the operands as they "
+                "are (the problem is too small for several steps to pay off)",
+                f"      {_write_words(step.delivery.mode)}",
+                tail,
+            ]
         case BatchStep():
             return _batch_lines(head, step, names, tail)
         case _:
@@ -127,8 +159,10 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
 
 
 def _view_lines(head: str, step: ViewStep, names: _Names) -> list[str]:
-    body = [f"{head}  {names.reg(step.src)}: {names.labels(step.labels_in)} -> "
-            f"{names.labels(step.labels)} {_shape(step.shape)}"]
+    body = [
+        f"{head}  {names.reg(step.src)}: {names.labels(step.labels_in)} -> "
+        f"{names.labels(step.labels)} {_shape(step.shape)}"
+    ]
     if step.squeeze:
         body.append(f"      view: size-1 '...' axes {list(step.squeeze)} broadcast (dropped)")
     if step.diagonals:
@@ -158,10 +192,19 @@ def _contract_lines(head: str, step: ContractStep, names: _Names, tail: str) -> 
         f"      batch {n(g.batch)} | contracted {n(g.contracted)} | left-free "
         f"{n(g.left_free)} | right-free {n(g.right_free)} | left-only "
         f"{n(g.left_only)} | right-only {n(g.right_only)}",
-        *([f"      looped {n(step.looped)}: do not fold, so matmul's batch loop runs over "
-           "them" + (" (contracted ones are summed by the next step)"
-                     if set(step.looped) & set(g.contracted) else "")]
-          if step.looped else []),
+        *(
+            [
+                f"      looped {n(step.looped)}: do not fold, so matmul's batch loop runs over "
+                "them"
+                + (
+                    " (contracted ones are summed by the next step)"
+                    if set(step.looped) & set(g.contracted)
+                    else ""
+                )
+            ]
+            if step.looped
+            else []
+        ),
         f"      left  as {_shape(geo.left.shape)}: {step.left.note}",
         f"      right as {_shape(geo.right.shape)}: {step.right.note}",
         f"      out   as {_shape(geo.out_shape)}: {_out_words(step)}",
@@ -177,15 +220,21 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
     n, g, geo = names.labels, step.groups, step.geometry
     return [
         f"{head}  {names.reg(step.left.register)} x {names.reg(step.right.register)} -> "
-        f"{n(step.labels)} {_shape(step.shape)}: no contracted labels, " + (
-            "one broadcast multiply" if step.kernel is Kernel.MULTIPLY
-            else "NumPy's sum-of-products loop (an outer product)"),
+        f"{n(step.labels)} {_shape(step.shape)}: no contracted labels, "
+        + (
+            "one broadcast multiply"
+            if step.kernel is Kernel.MULTIPLY
+            else "NumPy's sum-of-products loop (an outer product)"
+        ),
         f"      batch {n(g.batch)} | left-free {n(g.left_free)} | right-free "
         f"{n(g.right_free)} | left-only {n(g.left_only)} | right-only "
         f"{n(g.right_only)}",
-        "      operands viewed" + (
+        "      operands viewed"
+        + (
             f" as {_shape(geo.left.shape)} and {_shape(geo.right.shape)}"
-            if step.kernel is Kernel.MULTIPLY else " as they are"),
+            if step.kernel is Kernel.MULTIPLY
+            else " as they are"
+        ),
         f"      out: {_out_words(step)}",
         *_split_lines(step, names),
         tail,
@@ -195,6 +244,8 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
 def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
     if step.split is None:
         return []
-    return [f"      split over {step.split.threads} threads along "
-            f"{names.labels((step.split.label,))} "
-            "(memory-bound: each thread writes its own part of the output)"]
+    return [
+        f"      split over {step.split.threads} threads along "
+        f"{names.labels((step.split.label,))} "
+        "(memory-bound: each thread writes its own part of the output)"
+    ]

@@ -51,7 +51,7 @@ def set_num_threads(n: int | None) -> None:
         raise ValueError(f"set_num_threads: expected a positive int or None, got {n!r}")
     count = threads_from_env() if n is None else n
     set_default_options(dataclasses.replace(default_options(), threads=count))
-    _reset_pool()   # the next split step starts a pool of its own size
+    _reset_pool()  # the next split step starts a pool of its own size
 
 
 def _executor(workers: int = 1) -> ThreadPoolExecutor:
