@@ -79,6 +79,7 @@ class Expression:
             )
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
+        self._plain = functools.lru_cache(maxsize=64)(self._build_plain)  # the hot path's
 
     def _facts(self) -> tuple[Any, ...]:
         """The plan-cache facts of C-contiguous operands (of ``dtype``, default float64)."""
@@ -109,12 +110,17 @@ class Expression:
                     f"{shape}, but the expression was made for {declared}"
                 )
 
+    def _build_plain(self, facts: tuple[Any, ...], options: PlannerOptions) -> Entry:
+        return self._build(facts, None, options)
+
     def __call__(self, *operands: Any, out: Any = None, memory_limit: Any = None) -> Any:
         if out is None and memory_limit is None:
             facts = array_facts(operands)
             if facts is not None:
-                entry = self._entry(facts, None, _DEFAULT_OPTIONS.options)
-                limit = _memory.LIMIT if self.memory_limit is None else self.memory_limit
+                entry = self._plain(facts, _DEFAULT_OPTIONS.options)
+                limit = self.memory_limit
+                if limit is None:
+                    limit = _memory.LIMIT
                 if entry.peak > limit:
                     return run_limited(self.key, operands, None, self.dtype, self.path, limit)
                 return entry.run(operands, None)
