@@ -121,3 +121,30 @@ def test_explain_takes_shapes_or_operands() -> None:
     assert "copy" in gapped
     with pytest.raises(TypeError, match="not both"):
         es.explain("ij,jk->ik", (3, 4), np.ones((4, 5)))
+
+
+def test_optimize_false_is_never_a_memory_trap() -> None:
+    """Left-to-right pairs of ``ea,fb,gc,hd,abcd->efgh`` would allocate 18 GB at full size:
+    optimize=False then runs NumPy's one loop, holding no more than NumPy does, and says why."""
+    import tracemalloc
+
+    equation = "ea,fb,gc,hd,abcd->efgh"
+    shapes = [(8, 4), (6, 6), (4, 8), (12, 10), (4, 6, 8, 10)]  # half the issue's sizes
+    ops = [RNG.random(s) for s in shapes]
+    report = es.explain(equation, *shapes, optimize=False)
+    assert "step 1: fused" in report and "optimize=False: left-to-right pairs" in report
+    peaks = []
+    for run in (
+        lambda: np.einsum(equation, *ops, optimize=False),
+        lambda: es.einsum(equation, *ops, optimize=False),
+    ):
+        run()
+        tracemalloc.start()
+        result = run()
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        np.testing.assert_allclose(result, np.einsum(equation, *ops))
+    assert peaks[1] <= 2 * peaks[0]
+    # small intermediates keep the left-to-right pairs (BLAS) as before
+    small = es.explain("ij,jk,kl->il", (30, 40), (40, 50), (50, 60), optimize=False)
+    assert "fused" not in small and "contract" in small

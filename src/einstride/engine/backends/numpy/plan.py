@@ -95,7 +95,30 @@ def build_plan(
     check_ranks(plan)
     if _worth_fusing(plan, opts):
         return _Planner(spec, dts, rt, out, opts).fused(layouts, plan.path)
+    trap = _unoptimized_trap(plan, optimize)
+    if trap is not None:
+        return _Planner(spec, dts, rt, out, opts).fused(layouts, plan.path, reason=trap)
     return plan
+
+
+def _unoptimized_trap(plan: Plan, optimize: Any) -> str | None:
+    """``optimize=False`` asks for no path search, and NumPy then runs one loop that holds
+    only the output.  Left-to-right pairs are kept unless an intermediate outgrows NumPy's
+    own cap (the largest operand or the output): then the one loop, and the reason why."""
+    spec = plan.spec
+    if optimize is not False or len(plan.steps) < 2 or len(spec.sizes) > 52:
+        return None
+    if len(spec.inputs) > 32 or any(d.kind not in "biufc" for d in plan.dtypes):
+        return None
+    largest = plan.largest_intermediate()
+    sizes = [math.prod(s) * d.itemsize for s, d in zip(spec.shapes(), plan.dtypes)]
+    cap = max([*sizes, math.prod(spec.output_shape) * plan.result_dtype.itemsize])
+    if largest is None or largest[1].nbytes <= cap:
+        return None
+    return (
+        f"optimize=False: left-to-right pairs would allocate a {largest[1].nbytes:,}-byte "
+        f"{largest[1].what}, more than the largest operand or output ({cap:,} B)"
+    )
 
 
 def _shapes(step: Step) -> tuple[tuple[int, ...], ...]:
@@ -314,7 +337,10 @@ class _Planner:
         return self._unary(*item, keep, final)
 
     def fused(
-        self, strides: tuple[tuple[int, ...], ...], path: tuple[tuple[int, ...], ...]
+        self,
+        strides: tuple[tuple[int, ...], ...],
+        path: tuple[tuple[int, ...], ...],
+        reason: str | None = None,
     ) -> Plan:
         """The whole einsum as one :class:`FusedStep` over the operands as they are."""
         shape = tuple(self.sizes[u] for u in self.distinct)
@@ -331,6 +357,7 @@ class _Planner:
                 dtype=self.ct,
                 delivery=delivery,
                 cast=cast,
+                **({} if reason is None else {"reason": reason}),
             ),
             self.distinct,
         )

@@ -148,7 +148,7 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
                 f"{head}  all operands: {ins}->{names.labels(step.out_labels)} "
                 f"{_shape(step.shape)} in {step.dtype}",
                 "      one pass of NumPy's sum-of-products loop over the operands as they "
-                "are (the problem is too small for several steps to pay off)",
+                f"are ({step.reason})",
                 f"      {_write_words(step.delivery.mode)}",
                 tail,
             ]

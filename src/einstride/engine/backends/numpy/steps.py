@@ -243,6 +243,7 @@ class FusedStep(_Delivers):
     dtype: np.dtype[Any]
     delivery: DeliveryPlan
     cast: bool = True
+    reason: str = "the problem is too small for several steps to pay off"
 
     kind: ClassVar[str] = "fused"
 
