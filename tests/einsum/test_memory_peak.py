@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
@@ -259,7 +259,9 @@ def problems(draw: Any) -> tuple[str, list[tuple[int, ...]], Any, Any]:
     return equation, [tuple(sizes[x] for x in t) for t in terms], dtype, optimize
 
 
-@settings(max_examples=60)
+@settings(
+    max_examples=60, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+)
 @given(problem=problems(), fraction=st.floats(0.0, 1.0))
 def test_any_sliced_call_equals_the_unsliced_one_within_its_reported_peak(problem, fraction):
     equation, shapes, dtype, optimize = problem
