@@ -101,7 +101,6 @@ _NUMPY: dict[str, tuple[Difference, ...]] = {
     "TestEinsum::test_singleton_broadcasting": (D.STRICT_SIZES,),
     "TestEinsumPath::test_long_paths": (D.PATHS,),
     "TestEinsumPath::test_edge_paths": (D.PATHS,),
-    "TestEinsumPath::test_path_type_input": (D.PENDING_OPTIMIZE_FALSE,),
     "TestModuleLevel::test_overlap": (D.OUT_OVERLAP,),
 }
 

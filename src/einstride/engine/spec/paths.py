@@ -8,7 +8,7 @@ positions (in the current operand list) contracted together; the result goes to 
 >>> find_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), "greedy")
 ((1, 2), (0, 1))
 >>> find_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), False)   # left to right
-((0, 1), (0, 1))
+((0, 1, 2),)
 >>> choose_path([(0, 1), (1, 2), (2, 3)], (0, 3), (10, 20, 30, 40), "greedy").finder
 "opt_einsum 'greedy'"
 >>> find_path([(0,), (0,)], (), (3,), [(0, 1)])
@@ -170,11 +170,8 @@ def choose_path(
     if auto and memory_limit is not None:
         optimize, auto = "greedy", False  # opt_einsum's finders keep to a size limit
     if optimize is False or n <= 2:
-        path = (
-            ((0, 1),) + tuple((0, n - 2 - k) for k in range(n - 2))
-            if n >= 2
-            else (((0,),) if n == 1 else ())
-        )
+        # NumPy's optimize=False path: one entry of every operand, contracted left to right
+        path = (tuple(range(n)),) if n >= 1 else ()
         choice = _rated(inputs, output, sizes, path, "left to right")
     elif auto:
         choice = search_path(inputs, output, sizes)
