@@ -284,3 +284,8 @@ def test_sublist_form_and_explicit_forward_paths() -> None:
     np.testing.assert_array_equal(g, np.broadcast_to(b.sum(axis=1), (2, 3)))
     with pytest.raises(TypeError, match="sublists"):
         es.einsum_vjp([[0, 1]], (a, b), cot)
+
+
+def test_a_list_as_a_sublist_label_is_an_einsum_type_error() -> None:
+    with pytest.raises(es.EinsumTypeError, match=r"\[1\] at index 1"):
+        es.einsum_vjp([[0, [1]]], (np.ones((2, 2)),), np.ones(2))

@@ -33,13 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EinsumError
+from ..errors import EinsumError, EinsumTypeError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
 from .spec.dtypes import check_numeric
+from .spec.equation import parse_sublists
 
 __all__ = ["einsum_vjp"]
 
@@ -53,9 +54,14 @@ def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
         return subscripts
     if isinstance(subscripts, (list, tuple)) and len(subscripts) in (n_operands, n_operands + 1):
         try:
-            return tuple(tuple(sublist) for sublist in subscripts)
+            key = tuple(tuple(sublist) for sublist in subscripts)
+            hash(key)  # a label that is a list (or any unhashable) is not a label
+            return key
         except TypeError:
-            pass
+            parse_sublists(subscripts[:n_operands], None)  # says which label is wrong
+            raise EinsumTypeError(
+                "einsum_vjp: sublist labels must be non-negative ints or ... (Ellipsis)"
+            ) from None
     raise TypeError(
         "einsum_vjp: subscripts must be an equation string or a sequence of sublists, one per "
         "operand and optionally one for the output"
