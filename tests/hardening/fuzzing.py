@@ -37,3 +37,35 @@ def memory_capped(nbytes: int = 256 * 2**20) -> Iterator[None]:
         yield
     finally:
         memory.set_memory_limit(previous)
+
+
+# Every element-wise function of einstride, by arity (the hardening tests run each of them).
+UNARY = [
+    "negative",
+    "abs",
+    "sqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "tanh",
+]
+BINARY = [
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "maximum",
+    "minimum",
+    "power",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+]

@@ -15,41 +15,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from fuzzing import scaled
+from fuzzing import BINARY, UNARY, scaled
 from hypothesis import given
 from hypothesis import strategies as st
 
 import einstride as es
 
-UNARY = [
-    "negative",
-    "abs",
-    "sqrt",
-    "exp",
-    "log",
-    "sin",
-    "cos",
-    "tan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "tanh",
-]
-BINARY = [
-    "add",
-    "subtract",
-    "multiply",
-    "divide",
-    "maximum",
-    "minimum",
-    "power",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "equal",
-    "not_equal",
-]
 UFUNC = {
     "abs": np.absolute,
     **{name: getattr(np, name) for name in UNARY + BINARY if name != "abs"},

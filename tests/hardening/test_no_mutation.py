@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from fuzzing import scaled
+from fuzzing import BINARY, UNARY, scaled
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -229,41 +229,8 @@ CALLS: dict[str, Call] = {
         partial(es.reverse, inp.array((M, N)), 0),
         partial(es.reverse, inp.array((M, N)), (0, 1), out=inp.destination((M, N))),
     ),
-    **{
-        name: _unary_out(name)
-        for name in (
-            "negative",
-            "abs",
-            "sqrt",
-            "exp",
-            "log",
-            "sin",
-            "cos",
-            "tan",
-            "arcsin",
-            "arccos",
-            "arctan",
-            "tanh",
-        )
-    },
-    **{
-        name: _binary_out(name)
-        for name in (
-            "add",
-            "subtract",
-            "multiply",
-            "divide",
-            "maximum",
-            "minimum",
-            "power",
-            "less",
-            "less_equal",
-            "greater",
-            "greater_equal",
-            "equal",
-            "not_equal",
-        )
-    },
+    **{name: _unary_out(name) for name in UNARY},
+    **{name: _binary_out(name) for name in BINARY},
     "broadcast_to": lambda inp: partial(es.broadcast_to, inp.array((1, N)), inp.keep([M, M, N])),
     "concat": _joined("concat", (2 * M, N)),
     "stack": _joined("stack", (2, M, N)),

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fuzzing import scaled
+from fuzzing import BINARY, UNARY, scaled
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -295,35 +295,6 @@ def test_stack_and_concat_out_on_byte_level_views(case):
 
 # -- every element-wise function with out= ---------------------------------------------------------
 
-UNARY = [
-    "negative",
-    "abs",
-    "sqrt",
-    "exp",
-    "log",
-    "sin",
-    "cos",
-    "tan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "tanh",
-]
-BINARY = [
-    "add",
-    "subtract",
-    "multiply",
-    "divide",
-    "maximum",
-    "minimum",
-    "power",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "equal",
-    "not_equal",
-]
 UFUNCS = {"abs": np.absolute, **{n: getattr(np, n) for n in UNARY + BINARY if n != "abs"}}
 
 

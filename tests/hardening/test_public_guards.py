@@ -25,6 +25,7 @@ import threading
 from typing import Any
 
 import pytest
+from fuzzing import BINARY, UNARY
 
 import einstride as es
 
@@ -263,35 +264,6 @@ CASES: dict[str, list[str]] = {
 }
 
 # Element-wise functions: the same inputs for each.
-UNARY = [
-    "abs",
-    "arccos",
-    "arcsin",
-    "arctan",
-    "cos",
-    "exp",
-    "log",
-    "negative",
-    "sin",
-    "sqrt",
-    "tan",
-    "tanh",
-]
-BINARY = [
-    "add",
-    "divide",
-    "equal",
-    "greater",
-    "greater_equal",
-    "less",
-    "less_equal",
-    "maximum",
-    "minimum",
-    "multiply",
-    "not_equal",
-    "power",
-    "subtract",
-]
 for _name in UNARY:
     CASES[_name] = [
         "BIG",
