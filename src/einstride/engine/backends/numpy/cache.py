@@ -16,8 +16,8 @@ array([2., 2., 2.])
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -27,11 +27,12 @@ from ...call import dtype_of, equation_of
 from ...spec.dtypes import check_numeric
 from ...spec.equation import bind, parse_subscripts
 from ...spec.paths import optimize_key
-from .execute import Program, compile_plan
+from .execute import compile_plan
 from .fold import contiguous_strides
+from .generic import Entry, clear_generic, generic_entry
 from .options import DEFAULT, PlannerOptions
 from .peak import plan_peak
-from .plan import build_plan
+from .plan import build_plan, class_decisions
 from .steps import Plan
 
 __all__ = [
@@ -53,16 +54,6 @@ __all__ = [
 
 Array = np.ndarray[Any, Any]
 CACHE_SIZE = 512
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """A cached plan, its compiled program, its largest single allocation and its peak."""
-
-    plan: Plan
-    run: Program
-    largest: int
-    peak: int
 
 
 # -- facts -----------------------------------------------------------------------------------
@@ -107,6 +98,12 @@ def make_entry(
 ) -> Entry:
     """Parse, bind, plan (with ``options``, default: the default options) and compile (no
     cache)."""
+    chosen = DEFAULT.options if options is None else options
+    misses = class_decisions.cache_info().misses
+    if out_facts is None:
+        generic = generic_entry(eq_key, facts, dtype, optimize, chosen)
+        if generic is not None:
+            return generic
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     out = None
@@ -119,8 +116,10 @@ def make_entry(
         out=out,
         dtype=dtype,
         optimize=optimize,
-        options=DEFAULT.options if options is None else options,
+        options=chosen,
     )
+    if plan.reused and class_decisions.cache_info().misses != misses:
+        plan = replace(plan, reused=False)  # made for this call, by the generic level's look
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
 
@@ -233,6 +232,8 @@ def clear_plan_cache() -> None:
     """Forget every cached plan (and parsed equation)."""
     hot_cache.cache_clear()
     general_cache.cache_clear()
+    class_decisions.cache_clear()
+    clear_generic()
     parse_subscripts.cache_clear()
     for clear in CLEAR_HOOKS:
         clear()

@@ -10,6 +10,7 @@ the planner, the steps, the executor and the report.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,17 +48,33 @@ class OutputCreation(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Alloc:
-    """One allocation: ``what`` it holds, its shape and dtype."""
+    """One allocation: ``what`` it holds, its shape and dtype, and the label of each axis
+    (so that its bytes can be told for other sizes: :meth:`nbytes_at`)."""
 
     what: str
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
+    labels: tuple[int, ...] = ()
 
     @property
     def nbytes(self) -> int:
         n = self.dtype.itemsize
         for d in self.shape:
             n *= d
+        return n
+
+    def nbytes_at(self, sizes: Sequence[int] | None) -> int:
+        """The bytes for the label ``sizes`` (None: its own).
+
+        >>> alloc = Alloc(what="output", shape=(2, 3), dtype=np.dtype("f8"), labels=(0, 1))
+        >>> alloc.nbytes_at((5, 7))
+        280
+        """
+        if sizes is None:
+            return self.nbytes
+        n = self.dtype.itemsize
+        for label in self.labels:
+            n *= sizes[label]
         return n
 
 

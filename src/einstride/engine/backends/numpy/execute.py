@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
@@ -42,7 +43,7 @@ from .steps import (
 )
 from .threads import run_chunks
 
-__all__ = ["Program", "compile_plan", "sum_of_products"]
+__all__ = ["Program", "compile_generic", "compile_plan", "sum_of_products"]
 
 Array = np.ndarray[Any, Any]
 StepFn = Callable[[list[Any], Any], None]
@@ -81,7 +82,11 @@ def compile_plan(plan: Plan) -> Program:
     simple = _compile_simple(plan)
     if simple is not None:
         return simple
-    fns = [_compile_step(step) for step in plan.steps]
+    return _program(plan, [_compile_step(step) for step in plan.steps])
+
+
+def _program(plan: Plan, fns: list[StepFn]) -> Program:
+    """The steps' closures run over the registers, each register freed after its last read."""
     n_regs, n_in = plan.n_registers, len(plan.spec.inputs)
     make_dest = _destination(plan.output)
     finish = _finisher(plan.output)
@@ -98,6 +103,75 @@ def compile_plan(plan: Plan) -> Program:
         return finish(full, out, regs)
 
     return run
+
+
+def compile_generic(plan: Plan) -> Program | None:
+    """The plan's program when it holds no size, so that it runs the plan of every shape of
+    the plan's class (see :mod:`.skeleton`), reading the sizes from its operands; None when
+    a step needs a size it was planned with (an allocation of a planned shape)."""
+    if plan.output.create is not OutputCreation.NONE:
+        return None
+    if not plan.steps:
+        return _compile_simple(plan)
+    first = plan.steps[0]
+    if len(plan.steps) == 1 and (
+        isinstance(first, (ViewStep, FusedStep, ReduceStep))
+        or (isinstance(first, ContractStep) and _matmul_only(first))
+    ):
+        # axis indices, NumPy's loop over label lists, a split reading its shapes at run
+        # time, matmul of the operands as they are
+        return _compile_simple(plan)
+    fns = [_generic_step(step) for step in plan.steps]
+    if any(fn is None for fn in fns):
+        return None
+    return _program(plan, [fn for fn in fns if fn is not None])
+
+
+def _generic_step(step: Step) -> StepFn | None:
+    """A view, or a product into a new buffer or the result, sizes read at run time."""
+    match step:
+        case ViewStep():
+            return _view_fn(step)
+        case ContractStep() if not step.looped and step.delivery.mode in (
+            Delivery.NEW,
+            Delivery.RETURN,
+        ):
+            return _delivered(_generic_contract(step), _pair_of(step), step.dst, step.delivery)
+        case ViewStep() | ContractStep() | ReduceStep() | CopyStep() | BatchStep() | FusedStep():
+            return None
+        case _:
+            assert_never(step)
+
+
+def _generic_contract(step: ContractStep) -> KernelFn:
+    """``contract((a, b))`` of :func:`_contract_kernel` with every shape read from ``a`` and
+    ``b``: ``(batch, M, K) @ (batch, K, N)``, each group folded by a reshape that the plan's
+    class guarantees is a view, the product unfolded to batch + M + N."""
+    g, geo = step.groups, step.geometry
+    nb, nm, nk = len(g.batch), len(g.left_free), len(g.contracted)
+    perm_a, perm_b = geo.left.perm, geo.right.perm
+    keep_a = perm_a == tuple(range(len(perm_a)))
+    keep_b = perm_b == tuple(range(len(perm_b)))
+    fold_a, fold_b = (nm, nk) != (1, 1), (nk, len(g.right_free)) != (1, 1)
+    prod = math.prod
+
+    def contract(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if not keep_a:
+            a = a.transpose(perm_a)
+        if not keep_b:
+            b = b.transpose(perm_b)
+        sa, sb = a.shape, b.shape
+        if fold_a:
+            a = a.reshape(sa[:nb] + (prod(sa[nb : nb + nm]), prod(sa[nb + nm :])))
+        if fold_b:
+            b = b.reshape(sb[:nb] + (prod(sb[nb : nb + nk]), prod(sb[nb + nk :])))
+        c: Array = _matmul(a, b)
+        if fold_a or fold_b:
+            c = c.reshape(sa[: nb + nm] + sb[nb + nk :])
+        return c
+
+    return contract
 
 
 def _finisher(output: OutputPlan) -> Callable[[Any, Any, list[Any]], Any]:

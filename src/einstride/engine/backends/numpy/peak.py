@@ -29,6 +29,8 @@ Python objects of the call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .steps import Plan
 
 __all__ = ["TEMPORARY", "plan_peak"]
@@ -37,15 +39,16 @@ TEMPORARY = "temporary"
 """What an allocation that lives during its own step only holds (``Alloc.what``)."""
 
 
-def plan_peak(plan: Plan) -> int:
-    """The most bytes ``plan``'s allocations hold at once while it runs (see the module doc)."""
-    live = sum(alloc.nbytes for alloc in plan.output.allocs)
+def plan_peak(plan: Plan, sizes: Sequence[int] | None = None) -> int:
+    """The most bytes ``plan``'s allocations hold at once while it runs (see the module doc),
+    or would hold with other label ``sizes`` (the plan's steps for another shape)."""
+    live = sum(alloc.nbytes_at(sizes) for alloc in plan.output.allocs)
     peak = live
     held: dict[int, int] = {}
     frees = plan.frees if len(plan.frees) == len(plan.steps) else ((),) * len(plan.steps)
     for step, freed in zip(plan.steps, frees):
-        temporary = sum(a.nbytes for a in step.allocs if a.what == TEMPORARY)
-        kept = sum(a.nbytes for a in step.allocs if a.what != TEMPORARY)
+        temporary = sum(a.nbytes_at(sizes) for a in step.allocs if a.what == TEMPORARY)
+        kept = sum(a.nbytes_at(sizes) for a in step.allocs if a.what != TEMPORARY)
         peak = max(peak, live + kept + temporary)
         if kept:
             held[step.dst] = held.get(step.dst, 0) + kept

@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -39,12 +40,14 @@ import numpy as np
 from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
-from ...spec.equation import EinsumSpec
+from ...spec.equation import EinsumSpec, Equation, bind
+from ...spec.paths import optimize_key
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, contiguous_strides
 from .options import PlannerOptions, default_options
 from .pairs import Choice, Fold, Geometry, Groups, Out, choose, classify, matmul_geometry
+from .skeleton import Decisions, Recorder, ReplayMismatch, ShapeClass, shape_class
 from .steps import (
     BatchStep,
     ContractStep,
@@ -60,7 +63,7 @@ from .steps import (
     ViewStep,
 )
 
-__all__ = ["build_plan", "check_memory", "check_ranks"]
+__all__ = ["REPLAY_MISMATCHES", "build_plan", "check_memory", "check_ranks", "class_decisions"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,20 +87,80 @@ def build_plan(
     options: PlannerOptions | None = None,
 ) -> Plan:
     """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
-    byte strides and dtype when given), with ``options`` (default: :func:`default_options`)."""
+    byte strides and dtype when given), with ``options`` (default: :func:`default_options`).
+
+    Dense operands are planned by their shape class (:mod:`.skeleton`): the decisions made
+    for the class's representative shapes (cached), replayed with the real sizes."""
     for i, d in enumerate(dtypes):
         check_numeric(np.dtype(d), f"operand {i} has dtype")
-    rt = result_dtype(dtypes, dtype)
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
     opts = default_options() if options is None else options
-    plan = _Planner(spec, dts, rt, out, opts).run(layouts, optimize)
+    opt_key = optimize_key(optimize) if out is None and optimize is not False else None
+    cls = None if opt_key is None else shape_class(spec.shapes(), layouts, dts)
+    if cls is not None:
+        dtype_key = None if dtype is None else np.dtype(dtype)
+        before = class_decisions.cache_info().misses
+        decisions, planned = class_decisions(spec.equation, cls, dts, dtype_key, opt_key, opts)
+        reused = class_decisions.cache_info().misses == before
+        if cls.rep_shapes == planned.spec.shapes() == spec.shapes() and cls.rep_strides == layouts:
+            return replace(planned, spec=spec, decided_for=decisions.shapes, reused=reused)
+        try:
+            plan = _plan(spec, dts, layouts, None, dtype, optimize, opts, Recorder(decisions))
+            return replace(plan, decided_for=decisions.shapes, reused=reused)
+        except ReplayMismatch:  # pragma: no cover - a planner bug; the tests count these
+            REPLAY_MISMATCHES.append(spec.text)
+    return _plan(spec, dts, layouts, out, dtype, optimize, opts, Recorder())
+
+
+REPLAY_MISMATCHES: list[str] = []
+"""Equations whose recorded decisions could not be replayed (planned directly instead);
+the tests check that it stays empty."""
+
+
+@functools.lru_cache(maxsize=1024)
+def class_decisions(
+    equation: Equation,
+    cls: ShapeClass,
+    dtypes: tuple[np.dtype[Any], ...],
+    dtype: np.dtype[Any] | None,
+    opt_key: Any,
+    options: PlannerOptions,
+) -> tuple[Decisions, Plan]:
+    """The decisions for a shape class, and the plan of its representative operands that
+    made them (cached)."""
+    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
+    if isinstance(opt_key, tuple) and opt_key[0] == "limited":
+        optimize = opt_key[1:]
+    rep = bind(equation, cls.rep_shapes)
+    recorder = Recorder()
+    plan = _plan(rep, dtypes, cls.rep_strides, None, dtype, optimize, options, recorder)
+    return Decisions(tuple(recorder.made), cls.rep_shapes), plan
+
+
+def _plan(
+    spec: EinsumSpec,
+    dts: tuple[np.dtype[Any], ...],
+    layouts: tuple[tuple[int, ...], ...],
+    out: tuple[tuple[int, ...], np.dtype[Any]] | None,
+    dtype: Any,
+    optimize: Any,
+    opts: PlannerOptions,
+    recorder: Recorder,
+) -> Plan:
+    """Plan (recording the decisions) or replay ``recorder``'s decisions."""
+    rt = result_dtype(dts, dtype)
+    plan = _Planner(spec, dts, rt, out, opts, recorder).run(layouts, optimize)
     check_ranks(plan)
-    if _worth_fusing(plan, opts):
-        return _Planner(spec, dts, rt, out, opts).fused(layouts, plan.path)
-    trap = _unoptimized_trap(plan, optimize)
-    if trap is not None:
-        return _Planner(spec, dts, rt, out, opts).fused(layouts, plan.path, reason=trap)
+    if recorder.decide("fuse", lambda: _worth_fusing(plan, opts)):
+        plan = _Planner(spec, dts, rt, out, opts, recorder).fused(layouts, plan.path)
+    else:
+        trap = _unoptimized_trap(plan, optimize)
+        if trap is not None:
+            plan = _Planner(spec, dts, rt, out, opts, recorder).fused(
+                layouts, plan.path, reason=trap
+            )
+    recorder.finished()
     return plan
 
 
@@ -175,8 +238,10 @@ class _Planner:
         rt: np.dtype[Any],
         out: tuple[tuple[int, ...], np.dtype[Any]] | None,
         options: PlannerOptions,
+        recorder: Recorder,
     ) -> None:
         self.spec = spec
+        self.recorder = recorder
         self.sizes = spec.sizes
         self.dtypes = dtypes
         self.rt = rt
@@ -250,7 +315,7 @@ class _Planner:
                 return DeliveryPlan(
                     mode=Delivery.NEW,
                     note="new buffer",
-                    allocs=(Alloc(what=what, shape=shape, dtype=ct),),
+                    allocs=(Alloc(what=what, shape=shape, dtype=ct, labels=labels),),
                 )
             case Delivery.RETURN:
                 # a new C-ordered buffer in the output's order already is the output
@@ -262,7 +327,7 @@ class _Planner:
                 return DeliveryPlan(
                     mode=Delivery.RETURN,
                     note=note,
-                    allocs=(Alloc(what="output", shape=shape, dtype=ct),),
+                    allocs=(Alloc(what="output", shape=shape, dtype=ct, labels=labels),),
                 )
             case Delivery.INTO:
                 if way.own:
@@ -284,7 +349,7 @@ class _Planner:
                 return DeliveryPlan(
                     mode=Delivery.TEMP,
                     dest_perm=self._dest_perm(labels),
-                    allocs=(Alloc(what="temporary", shape=shape, dtype=ct),),
+                    allocs=(Alloc(what="temporary", shape=shape, dtype=ct, labels=labels),),
                     note=note,
                 )
             case _:
@@ -320,7 +385,7 @@ class _Planner:
     def run(self, strides: tuple[tuple[int, ...], ...], optimize: Any) -> Plan:
         shapes = self.spec.shapes()
         live = [self._prepare(i, shapes[i], strides[i]) for i in range(len(shapes))]
-        path = plan_path(self.spec, optimize)
+        path = self.recorder.decide("path", lambda: plan_path(self.spec, optimize))
         walk_path(
             live,
             path,
@@ -370,7 +435,14 @@ class _Planner:
     ) -> Plan:
         allocs: tuple[Alloc, ...] = ()
         if self.create in (OutputCreation.ZEROS, OutputCreation.EMPTY):
-            allocs = (Alloc(what="output", shape=self.spec.output_shape, dtype=self.rt),)
+            allocs = (
+                Alloc(
+                    what="output",
+                    shape=self.spec.output_shape,
+                    dtype=self.rt,
+                    labels=self.spec.output,
+                ),
+            )
         output = OutputPlan(
             labels=self.spec.output,
             shape=self.spec.output_shape,
@@ -470,7 +542,7 @@ class _Planner:
                 dtype=self.ct,
                 delivery=delivery,
                 kernel=_reduce_kernel(term),
-                split=self._reduce_split(term, kept),
+                split=self.recorder.decide("split", lambda: self._reduce_split(term, kept)),
             ),
             labels,
         )
@@ -614,7 +686,9 @@ class _Planner:
                 shape=shape,
                 dtype=self.ct,
                 delivery=delivery,
-                split=self._batch_split(a, b, labels, delivery),
+                split=self.recorder.decide(
+                    "split", lambda: self._batch_split(a, b, labels, delivery)
+                ),
             ),
             labels,
         )
@@ -643,15 +717,9 @@ class _Planner:
     def _matmul(
         self, ra: int, a: Term, rb: int, b: Term, g: Groups, keep: frozenset[int], final: bool
     ) -> tuple[int, Term]:
-        ways = self._final_ways() if final else [Out(mode=Delivery.NEW)]
-        pick = self._choose(a, b, g, ways, final)
-        free = [way for way in ways if way.term is None]
-        if free and self.ct in BLAS_TYPES:
-            # the product may also run as b @ a (its result viewed transposed); BLAS is
-            # measurably faster one way round for some shapes and strides
-            alt = self._choose(b, a, g.swapped(), free, final)
-            if alt.cost < 0.97 * pick.cost:
-                (ra, a), (rb, b), g, pick = (rb, b), (ra, a), g.swapped(), alt
+        pick, swapped = self.recorder.decide("product", lambda: self._layout(a, b, g, final))
+        if swapped:
+            (ra, a), (rb, b), g = (rb, b), (ra, a), g.swapped()
         bt = self._preferred(g.batch, final, a.labels)
         note_a = note_b = "viewed"
         if pick.copy_a:
@@ -694,6 +762,19 @@ class _Planner:
         if pick.loop_k:  # the partial products over the looped contracted labels are summed now
             return self._unary(dst, result, keep, final)
         return dst, result
+
+    def _layout(self, a: Term, b: Term, g: Groups, final: bool) -> tuple[Choice, bool]:
+        """The cheapest layout of ``a @ b``, and whether it runs as ``b @ a`` instead."""
+        ways = self._final_ways() if final else [Out(mode=Delivery.NEW)]
+        pick = self._choose(a, b, g, ways, final)
+        free = [way for way in ways if way.term is None]
+        if free and self.ct in BLAS_TYPES:
+            # the product may also run as b @ a (its result viewed transposed); BLAS is
+            # measurably faster one way round for some shapes and strides
+            alt = self._choose(b, a, g.swapped(), free, final)
+            if alt.cost < 0.97 * pick.cost:
+                return alt, True
+        return pick, False
 
     def _choose(self, a: Term, b: Term, g: Groups, ways: list[Out], final: bool) -> Choice:
         return choose(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import assert_never
 
+from ...spec.equation import bind
 from ...spec.walk import path_choice_of
 from .delivery import Delivery, OutputCreation
 from .peak import plan_peak
@@ -81,7 +82,8 @@ def format_plan(plan: Plan) -> str:
         f"peak: {_bytes(plan_peak(plan))} (alive at once)"
     )
     lines.append(f"  path: {list(plan.path)}")
-    lines += [f"  path finder: {c.describe()}" for c in [path_choice_of(spec, plan.path)] if c]
+    lines += _path_finder(plan)
+    lines.append(f"  decisions: {_decided(plan)}")
     if plan.output.allocs:
         a = plan.output.allocs[0]
         fill = (
@@ -249,3 +251,21 @@ def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
         f"{names.labels((step.split.label,))} "
         "(memory-bound: each thread writes its own part of the output)"
     ]
+
+
+def _decided(plan: Plan) -> str:
+    """Which level of the plan cache decided: the shape class (reused or new) or none."""
+    if plan.decided_for is None:
+        return "made for these shapes (a layout that is not dense, or out=: no shape class)"
+    shapes = ", ".join(_shape(s) for s in plan.decided_for)
+    how = "reused from the shape-generic cache" if plan.reused else "made now and cached"
+    return f"of the shape class of {shapes} (half-octave sizes), {how}"
+
+
+def _path_finder(plan: Plan) -> list[str]:
+    """Which finder found the path (searched at the real or the representative shapes)."""
+    choice, at = path_choice_of(plan.spec, plan.path), ""
+    if choice is None and plan.decided_for is not None:
+        choice = path_choice_of(bind(plan.spec.equation, plan.decided_for), plan.path)
+        at = " (estimated at the representative shapes)"
+    return [] if choice is None else [f"  path finder: {choice.describe()}{at}"]

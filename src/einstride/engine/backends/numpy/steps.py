@@ -292,6 +292,11 @@ class Plan:
     flops: int
     n_registers: int
     frees: tuple[tuple[int, ...], ...] = field(default=())
+    decided_for: tuple[tuple[int, ...], ...] | None = None
+    """The representative shapes whose decisions the plan replays (see :mod:`.skeleton`);
+    None: planned at its own shapes."""
+    reused: bool = field(default=False, compare=False)
+    """The decisions came from the shape-generic cache (made for an earlier call)."""
 
     def allocations(self) -> list[tuple[str, Alloc]]:
         """Every allocation, with the name of the step making it, in execution order."""

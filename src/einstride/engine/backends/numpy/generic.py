@@ -1,0 +1,163 @@
+"""Shape-generic entries: a plan cache miss answered without planning.
+
+When the operands' shape class (:mod:`.skeleton`) has been planned before and the class's
+plan compiles to a program that holds no size (:func:`.execute.compile_generic`: a view, a
+``numpy.matmul`` of the operands, one reduction or one sum-of-products loop whose result is
+the einsum's), a new shape of the class runs that program at once; its own plan (the
+class's decisions replayed with its sizes, equal to the plan a fresh planner makes) is
+built only when asked for (``explain``, the memory-limited paths).
+
+>>> import numpy as np
+>>> a, b = np.ones((37, 8)), np.ones((8, 8))
+>>> facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+>>> entry = generic_entry("ij,jk->ik", facts, None, "auto", DEFAULT.options)
+>>> entry.peak, entry.plan.decided_for, float(entry.run((a, b), None)[0, 0])
+(2368, ((32, 8), (8, 8)), 8.0)
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...call import equation_of
+from ...spec.equation import Equation, bind
+from ...spec.paths import optimize_key
+from .execute import Program, compile_generic
+from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: the doctest's)
+from .peak import plan_peak
+from .plan import build_plan, class_decisions
+from .skeleton import ShapeClass, c_order_class, shape_class
+from .steps import Plan
+
+__all__ = ["Entry", "class_program", "clear_generic", "generic_entry"]
+
+
+class Entry:
+    """A cached plan (built when first read, for shape-generic entries), its compiled
+    program, its largest single allocation and its peak."""
+
+    __slots__ = ("_make", "_plan", "largest", "peak", "run")
+
+    def __init__(
+        self,
+        plan: Plan | None,
+        run: Program,
+        largest: int,
+        peak: int,
+        make: Callable[[], Plan] | None = None,
+    ) -> None:
+        self._plan, self._make = plan, make
+        self.run, self.largest, self.peak = run, largest, peak
+
+    @property
+    def plan(self) -> Plan:
+        if self._plan is None:
+            assert self._make is not None
+            self._plan = self._make()
+        return self._plan
+
+
+@functools.lru_cache(maxsize=1024)
+def class_program(
+    equation: Equation,
+    cls: ShapeClass,
+    dtypes: tuple[np.dtype[Any], ...],
+    dtype: np.dtype[Any] | None,
+    opt_key: Any,
+    options: PlannerOptions,
+) -> tuple[Program, Plan] | None:
+    """The size-free program of the class's plan, and that plan (for the bytes its
+    allocations take at other sizes), or None when the plan's program holds sizes."""
+    _, plan = class_decisions(equation, cls, dtypes, dtype, opt_key, options)
+    program = compile_generic(plan)
+    return None if program is None else (program, plan)
+
+
+Found = tuple[Program, Plan, tuple[tuple[int, int], ...]]
+"""A class's size-free program, its plan, and where each label's size is read (operand,
+axis)."""
+
+_C_ORDER: dict[Any, Found] = {}
+"""Size-free programs of C-ordered classes by (equation key, representative shapes, dtypes,
+dtype, optimize, options): the class without building its pattern."""
+_C_ORDER_SIZE = 1024
+
+
+def generic_entry(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: np.dtype[Any] | None,
+    optimize: Any,
+    options: PlannerOptions,
+) -> Entry | None:
+    """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
+    class's size-free program, or None."""
+    opt_key = None if optimize is False else optimize_key(optimize)
+    if opt_key is None:
+        return None
+    shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
+    reps = c_order_class(shapes, strides, dtypes)
+    key = None if reps is None else (eq_key, reps, dtypes, dtype, opt_key, options)
+    found = None if key is None else _C_ORDER.get(key)
+    reused = found is not None
+    if found is None:
+        misses = class_decisions.cache_info().misses
+        found = _class_found(eq_key, shapes, strides, dtypes, dtype, opt_key, options)
+        reused = class_decisions.cache_info().misses == misses
+        if found is None:
+            return None
+        if key is not None:
+            if len(_C_ORDER) >= _C_ORDER_SIZE:
+                _C_ORDER.clear()
+            _C_ORDER[key] = found
+    program, plan, label_axes = found
+    sizes = [shapes[op][ax] for op, ax in label_axes]
+    allocs = plan.allocations()
+    largest = max([a.nbytes_at(sizes) for _, a in allocs]) if allocs else 0
+    peak = plan_peak(plan, sizes) if len(allocs) > 1 else largest
+
+    def make() -> Plan:
+        spec = bind(equation_of(eq_key), shapes)
+        plan = build_plan(spec, dtypes, strides, dtype=dtype, optimize=optimize, options=options)
+        return replace(plan, reused=reused)  # reused or not when this entry was made
+
+    return Entry(None, program, largest, peak, make)
+
+
+def _class_found(
+    eq_key: Any,
+    shapes: Sequence[tuple[int, ...]],
+    strides: Sequence[tuple[int, ...]],
+    dtypes: tuple[np.dtype[Any], ...],
+    dtype: np.dtype[Any] | None,
+    opt_key: Any,
+    options: PlannerOptions,
+) -> Found | None:
+    """The class's size-free program (with its plan and where each label's size is read),
+    or None when it has none."""
+    spec = bind(equation_of(eq_key), shapes)
+    cls = shape_class(shapes, strides, dtypes)
+    if cls is None:
+        return None
+    found = class_program(spec.equation, cls, dtypes, dtype, opt_key, options)
+    if found is None:
+        return None
+    where: dict[int, tuple[int, int]] = {}
+    for op, term in enumerate(spec.inputs):
+        for ax, label in enumerate(term):
+            if ax not in spec.stretched[op]:
+                where.setdefault(label, (op, ax))
+    if len(where) != len(spec.sizes):  # a label only under a stretched axis: size 1
+        return None
+    return found[0], found[1], tuple(where[label] for label in range(len(spec.sizes)))
+
+
+def clear_generic() -> None:
+    """Forget the shape-generic programs."""
+    class_program.cache_clear()
+    _C_ORDER.clear()

@@ -1,0 +1,214 @@
+"""The shape-generic level of the plan cache: a plan's *decisions*, reused across shapes.
+
+A user whose sequence length or last batch changes from call to call misses the exact plan
+cache (keyed by shapes) on every call. Most of a plan's cost is deciding (the path, the
+layout of every product, its copies, whether to split or fuse); the decisions depend on
+the operands' stride *pattern* (which axes are contiguous, transposed, broadcast, of size
+1) and only coarsely on the sizes.  So the planner decides on the operands' **shape
+class**, for every operand a dense layout (a permuted C-contiguous block, broadcast axes
+allowed):
+
+* the *pattern*: per operand, its axes' memory order, which broadcast (stride 0) and which
+  have size 1;
+* the *representative sizes*: every size rounded down to a half-octave (2, 3, 4, 6, 8, 12,
+  16, 24, ...; 0 and 1 kept).
+
+The decisions are made once per class, by planning the representative operands (the class
+pattern at the representative sizes), and cached (:func:`class_decisions`); the plan for
+the actual shapes then *replays* them, binding the real numbers.  A plan is therefore the
+same whether its class was cached or not, and a new sequence length inside a half-octave
+never replans from scratch.  Layouts that are not dense (sliced with steps, negative or
+overlapping strides) and ``out=`` are planned directly at their own sizes.
+
+>>> rep_size(37), rep_size(48), rep_size(1), rep_size(0)
+(32, 48, 1, 0)
+>>> import numpy as np
+>>> a = np.ones((37, 5)).T                      # a transposed view
+>>> cls = shape_class(((5, 37),), (a.strides,), (a.dtype,))
+>>> cls.rep_shapes, cls.rep_strides, cls.pattern
+(((4, 32),), ((8, 32),), (((1, 0), (), ()),))
+>>> shape_class(((5, 37),), ((296, 8),), (a.dtype,)).rep_strides    # C order
+((256, 8),)
+>>> shape_class(((5, 37),), ((8, 16),), (a.dtype,)) is None   # overlapping: not dense
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Decisions",
+    "ReplayMismatch",
+    "ShapeClass",
+    "c_order_class",
+    "rep_size",
+    "shape_class",
+]
+
+Pattern = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+"""One operand's pattern: its non-broadcast axes from outermost to innermost in memory, its
+broadcast (stride-0) axes, its size-1 axes."""
+
+
+class ReplayMismatch(Exception):
+    """A replayed plan reached a decision the recorded one did not make (a bug guard: the
+    planner then plans the shapes directly)."""
+
+
+def rep_size(size: int) -> int:
+    """``size`` rounded down to a half-octave (2**k or 3 * 2**(k-1)); 0 and 1 stay."""
+    if size < 4:
+        return size
+    low = 1 << (size.bit_length() - 1)
+    mid = low + (low >> 1)
+    return mid if size >= mid else low
+
+
+_REP = tuple(rep_size(d) for d in range(1024))  # a look-up for the common sizes
+
+
+@dataclass(frozen=True, slots=True)
+class ShapeClass:
+    """The operands' pattern and their representative shapes and (dense) strides."""
+
+    pattern: tuple[Pattern, ...]
+    rep_shapes: tuple[tuple[int, ...], ...]
+    rep_strides: tuple[tuple[int, ...], ...]
+
+
+def _dense_pattern(
+    shape: Sequence[int], strides: Sequence[int], itemsize: int
+) -> tuple[Pattern, tuple[int, ...]] | None:
+    """The pattern of a dense layout and its axes' order (None: not dense).  Dense: the
+    axes of nonzero stride, outermost first by stride, are a C-contiguous block (a size-1
+    axis included, with the stride it would have there)."""
+    n = len(shape)
+    order: Sequence[int] = range(n)
+    broadcast: tuple[int, ...] = ()
+    inner = itemsize
+    for ax in range(n - 1, -1, -1):  # C order first: the common case, no sorting
+        if strides[ax] != inner:
+            break
+        inner *= shape[ax]
+    else:
+        return (tuple(order), broadcast, tuple(ax for ax in order if shape[ax] == 1)), ()
+    if 0 in shape:
+        return None
+    broadcast = tuple(ax for ax in range(n) if strides[ax] == 0 and shape[ax] != 1)
+    order = sorted((ax for ax in range(n) if ax not in broadcast), key=lambda ax: -strides[ax])
+    inner = itemsize
+    for ax in reversed(order):
+        if strides[ax] != inner:
+            return None
+        inner *= shape[ax]
+    return (tuple(order), broadcast, tuple(ax for ax in range(n) if shape[ax] == 1)), ()
+
+
+def _rep_strides(pattern: Pattern, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The strides of the pattern's layout at ``shape``."""
+    order, _, _ = pattern
+    strides = [0] * len(shape)
+    inner = itemsize
+    for ax in reversed(order):
+        strides[ax] = inner
+        inner *= shape[ax]
+    return tuple(strides)
+
+
+NETWORK_OPERANDS = 8
+"""From this many operands on, an einsum is a tensor network whose path decides its cost:
+its class keeps the exact sizes (the path is searched for them; nothing is rounded)."""
+
+
+def shape_class(
+    shapes: Sequence[Sequence[int]],
+    strides: Sequence[Sequence[int]],
+    dtypes: Sequence[np.dtype[Any]],
+) -> ShapeClass | None:
+    """The shape class of the operands, or None when one of them is not dense."""
+    patterns, rep_shapes, rep_strides = [], [], []
+    exact = len(shapes) >= NETWORK_OPERANDS
+    for shape, st, dt in zip(shapes, strides, dtypes):
+        found = _dense_pattern(shape, st, dt.itemsize)
+        if found is None:
+            return None
+        pattern = found[0]
+        rep = tuple(shape) if exact else tuple(_REP[d] if d < 1024 else rep_size(d) for d in shape)
+        patterns.append(pattern)
+        rep_shapes.append(rep)
+        rep_strides.append(_rep_strides(pattern, rep, dt.itemsize))
+    return ShapeClass(tuple(patterns), tuple(rep_shapes), tuple(rep_strides))
+
+
+def c_order_class(
+    shapes: Sequence[tuple[int, ...]],
+    strides: Sequence[tuple[int, ...]],
+    dtypes: Sequence[np.dtype[Any]],
+) -> tuple[tuple[int, ...], ...] | None:
+    """The representative shapes when every operand is C-contiguous (then they name the
+    class: the pattern is C order with the size-1 axes the shapes show), else None; the
+    cheap first look of a cache miss.
+
+    >>> c_order_class([(37, 5)], [(40, 8)], [np.dtype(float)])
+    ((32, 4),)
+    >>> c_order_class([(37, 5)], [(8, 296)], [np.dtype(float)]) is None
+    True
+    """
+    if len(shapes) >= NETWORK_OPERANDS:
+        return None
+    reps = []
+    for shape, st, dt in zip(shapes, strides, dtypes):
+        inner = dt.itemsize
+        for d, s in zip(reversed(shape), reversed(st)):
+            if s != inner:
+                return None
+            inner *= d
+        if inner == 0:
+            return None
+        reps.append(tuple([_REP[d] if d < 1024 else rep_size(d) for d in shape]))
+    return tuple(reps)
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """What the planner decided for a shape class, in the order it decided: ``(site,
+    value)`` pairs (the path, each product's layout, each split, whether to fuse), and the
+    shapes it decided for."""
+
+    made: tuple[tuple[str, Any], ...]
+    shapes: tuple[tuple[int, ...], ...]
+
+
+class Recorder:
+    """Records decisions while planning (``replay`` None) or gives back recorded ones."""
+
+    __slots__ = ("made", "position", "replay")
+
+    def __init__(self, replay: Decisions | None = None) -> None:
+        self.made: list[tuple[str, Any]] = []
+        self.replay = replay
+        self.position = 0
+
+    def decide(self, site: str, compute: Any) -> Any:
+        """``compute()`` (recorded), or the value recorded for this site when replaying."""
+        if self.replay is None:
+            value = compute()
+            self.made.append((site, value))
+            return value
+        if self.position >= len(self.replay.made):
+            raise ReplayMismatch(site)
+        recorded_site, value = self.replay.made[self.position]
+        if recorded_site != site:
+            raise ReplayMismatch(site)
+        self.position += 1
+        return value
+
+    def finished(self) -> None:
+        """Every recorded decision was replayed."""
+        if self.replay is not None and self.position != len(self.replay.made):
+            raise ReplayMismatch("end")

@@ -1,0 +1,174 @@
+"""The shape-generic level of the plan cache (issue 14): a plan built from a shape class's
+cached decisions equals a plan built from scratch, its program (size-free or compiled) gives
+NumPy's result, and its bytes are the plan's."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride.engine.backends.numpy import plan as planner
+from einstride.engine.backends.numpy.cache import clear_plan_cache, facts_of, make_entry
+from einstride.engine.backends.numpy.generic import generic_entry
+from einstride.engine.backends.numpy.options import DEFAULT
+from einstride.engine.backends.numpy.peak import plan_peak
+from einstride.engine.backends.numpy.report import format_plan
+from einstride.engine.backends.numpy.skeleton import rep_size, shape_class
+
+LABELS = "abcdef"
+# sizes of one half-octave class each (1 and 2 and 3 are their own classes)
+BUCKETS = [(1,), (2,), (3,), (4, 5), (6, 7), (8, 9, 10, 11), (12, 13, 14, 15)]
+DTYPES = ["float64", "float32", "complex128", "int64"]
+
+
+@st.composite
+def twins(draw: Any) -> tuple[str, list[np.ndarray], list[np.ndarray]]:
+    """An equation and two operand lists of one shape class: the same dense layouts (C order,
+    a permuted view, a broadcast axis), each label's sizes drawn from one half-octave."""
+    n = draw(st.integers(1, 4))
+    terms = ["".join(draw(st.lists(st.sampled_from(LABELS), min_size=0, max_size=4)))
+             for _ in range(n)]  # fmt: skip
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
+    if draw(st.integers(0, 5)) == 0 and output:
+        output += output[0]  # a diagonal expansion now and then
+    buckets = {x: draw(st.sampled_from(BUCKETS)) for x in used}
+    first = {x: draw(st.sampled_from(b)) for x, b in buckets.items()}
+    second = {x: draw(st.sampled_from(b)) for x, b in buckets.items()}
+    dtype = draw(st.sampled_from(DTYPES))
+    layouts = [draw(_layout(len(term))) for term in terms]
+    return (
+        ",".join(terms) + "->" + output,
+        [_operand(term, first, dtype, how) for term, how in zip(terms, layouts)],
+        [_operand(term, second, dtype, how) for term, how in zip(terms, layouts)],
+    )
+
+
+@st.composite
+def _layout(draw: Any, rank: int) -> tuple[tuple[int, ...], int | None]:
+    """A permutation of the axes, and an axis that broadcasts (stride 0) or None."""
+    perm = tuple(draw(st.permutations(range(rank))))
+    broadcast = draw(st.sampled_from([None, None, *range(rank)]))
+    return perm, broadcast
+
+
+def _operand(
+    term: str, sizes: dict[str, int], dtype: str, how: tuple[tuple[int, ...], int | None]
+) -> np.ndarray:
+    perm, broadcast = how
+    shape = tuple(sizes[x] for x in term)
+    base_shape = tuple(shape[p] for p in perm)
+    inverse = tuple(int(k) for k in np.argsort(perm))
+    values = (np.arange(1, 1 + int(np.prod(base_shape))) % 7).astype(dtype).reshape(base_shape)
+    view = values.transpose(inverse)
+    if broadcast is not None:
+        one = view[(slice(None),) * broadcast + (slice(0, 1),)]
+        view = np.broadcast_to(one, shape)
+    return view
+
+
+def _entry_plan(equation: str, operands: list[np.ndarray]) -> Any:
+    return make_entry(equation, facts_of(operands), None, None, "auto").plan
+
+
+def _structure(plan: Any) -> str:
+    """The plan's report without its numbers, the cache level and the path search."""
+    lines = format_plan(plan).splitlines()
+    text = "\n".join(line for line in lines if "decisions:" not in line and "finder" not in line)
+    return re.sub(r"\d[\d,.]*\d|\d", "#", text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(twins())
+def test_a_plan_through_the_shape_generic_level_equals_a_plan_from_scratch(
+    case: tuple[str, list[np.ndarray], list[np.ndarray]],
+) -> None:
+    equation, first, second = case
+    mismatches = len(planner.REPLAY_MISMATCHES)
+    clear_plan_cache()
+    _entry_plan(equation, first)  # the class's decisions are made (and cached) here
+    through_cache = _entry_plan(equation, second)
+    clear_plan_cache()
+    from_scratch = _entry_plan(equation, second)
+    assert through_cache == from_scratch
+    assert through_cache.decided_for == from_scratch.decided_for
+    dense = shape_class(
+        [op.shape for op in second], [op.strides for op in second], [op.dtype for op in second]
+    )
+    if dense is not None:
+        assert through_cache.reused and not from_scratch.reused
+        assert through_cache.decided_for == dense.rep_shapes
+        # the same decisions as the first operands' plan: only the numbers differ
+        assert _structure(through_cache) == _structure(_entry_plan(equation, first))
+    assert len(planner.REPLAY_MISMATCHES) == mismatches
+
+
+@settings(max_examples=150, deadline=None)
+@given(twins())
+def test_the_size_free_program_gives_numpys_result_and_the_plans_bytes(
+    case: tuple[str, list[np.ndarray], list[np.ndarray]],
+) -> None:
+    equation, first, second = case
+    clear_plan_cache()
+    es.einsum(equation, *first)
+    if len(set(equation.split("->")[1])) != len(equation.split("->")[1]):
+        expected = es.einsum(equation, *second, optimize=False)  # NumPy has no expansion
+    else:
+        expected = np.einsum(equation, *second)
+    entry = generic_entry(equation, facts_of(second), None, "auto", DEFAULT.options)
+    if entry is None:  # the class's program holds sizes: the compiled plan runs
+        entry = make_entry(equation, facts_of(second), None, None, "auto")
+    got = entry.run(second, None)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert np.asarray(got).shape == np.asarray(expected).shape
+    assert entry.peak == plan_peak(entry.plan)
+    assert entry.largest == entry.plan.largest_bytes
+
+
+def test_rounding_keeps_every_size_of_a_half_octave_together() -> None:
+    for bucket in BUCKETS:
+        assert len({rep_size(s) for s in bucket}) == 1
+    assert [rep_size(s) for s in (16, 23, 24, 31, 32, 1000, 1024, 1535, 1536)] == [
+        16, 16, 24, 24, 32, 768, 1024, 1024, 1536]  # fmt: skip
+
+
+def test_explain_says_which_level_decided() -> None:
+    clear_plan_cache()
+    first = es.explain("bij,bjk->bik", np.ones((4, 40, 16)), np.ones((4, 16, 16)))
+    again = es.explain("bij,bjk->bik", np.ones((4, 45, 16)), np.ones((4, 16, 16)))
+    assert "decisions: of the shape class of (4, 32, 16), (4, 16, 16)" in first
+    assert "made now and cached" in first
+    assert "reused from the shape-generic cache" in again
+    strided = es.explain("ij,jk->ik", np.ones((40, 32))[:, ::2], np.ones((16, 8)))
+    assert "decisions: made for these shapes (a layout that is not dense" in strided
+
+
+@pytest.mark.parametrize(
+    ("equation", "make"),
+    [
+        ("ij,jk->ik", lambda k: (np.ones((k, 8)), np.ones((8, 8)))),
+        ("bhqd,bhkd->bhqk", lambda k: (np.ones((2, 3, k, 8)), np.ones((2, 3, k, 8)))),
+        ("bsi,oi->bso", lambda k: (np.ones((2, k, 6)), np.ones((5, 6)))),
+        ("ab,bc,cd->ad", lambda k: (np.ones((k, 8)), np.ones((8, 9)), np.ones((9, 3)))),
+        ("ijk->i", lambda k: (np.ones((k, 4, 5)),)),
+        ("ii->", lambda k: (np.ones((k, k)),)),
+    ],
+)
+def test_new_shapes_of_a_class_run_without_planning(equation: str, make: Any) -> None:
+    """The issue's cold cases: after the first shape of a half-octave, no shape is planned
+    (no plan is built until one is asked for)."""
+    clear_plan_cache()
+    es.einsum(equation, *make(40))
+    misses = planner.class_decisions.cache_info().misses
+    for k in range(41, 48):
+        operands = make(k)
+        entry = make_entry(equation, facts_of(operands), None, None, "auto")
+        assert entry._plan is None  # the size-free program, no plan built
+        np.testing.assert_allclose(entry.run(operands, None), np.einsum(equation, *operands))
+    assert planner.class_decisions.cache_info().misses == misses
