@@ -121,7 +121,7 @@ def test_the_size_free_program_gives_numpys_result_and_the_plans_bytes(
         expected = es.einsum(equation, *second, optimize=False)  # NumPy has no expansion
     else:
         expected = np.einsum(equation, *second)
-    entry = generic_entry(equation, facts_of(second), None, "auto", DEFAULT.options)
+    entry, _ = generic_entry(equation, facts_of(second), None, "auto", DEFAULT.options)
     if entry is None:  # the class's program holds sizes: the compiled plan runs
         entry = make_entry(equation, facts_of(second), None, None, "auto")
     got = entry.run(second, None)

@@ -30,7 +30,7 @@ AUDITED = {
     "einstride.tensors:as_tensor": "non-negative strides: the span from the first element",
     "einstride.layout:_probe": "read-only address arithmetic for np.shares_memory, never read",
     "einstride.transfer:_flat": "only dense arrays, whose size items are contiguous",
-    "einstride.engine.backends.numpy.execute:_destination.write_view": "the diagonal of the output array",
+    "einstride.engine.backends.numpy.execute:destination.write_view": "the diagonal of the output array",
     # torch.as_strided: torch itself rejects a view outside the tensor's storage
     "einstride.engine.backends.torch.execute:_view_fn.run": "an operand's diagonals, size-1 axes dropped",
     "einstride.engine.backends.torch.execute:_fused_fn.compute": "an operand's diagonals, broadcast axes",

@@ -16,8 +16,9 @@ array([2., 2., 2.])
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -99,9 +100,9 @@ def make_entry(
     """Parse, bind, plan (with ``options``, default: the default options) and compile (no
     cache)."""
     chosen = DEFAULT.options if options is None else options
-    misses = class_decisions.cache_info().misses
+    decided_now = False
     if out_facts is None:
-        generic = generic_entry(eq_key, facts, dtype, optimize, chosen)
+        generic, decided_now = generic_entry(eq_key, facts, dtype, optimize, chosen)
         if generic is not None:
             return generic
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
@@ -118,7 +119,7 @@ def make_entry(
         optimize=optimize,
         options=chosen,
     )
-    if plan.reused and class_decisions.cache_info().misses != misses:
+    if decided_now:
         plan = replace(plan, reused=False)  # made for this call, by the generic level's look
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
 
@@ -154,8 +155,18 @@ def hot_cache(
     subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions
 ) -> Entry:
     """The hot path's own LRU (fewer key parts than :func:`general_cache`, same plans): call
-    it with ``DEFAULT.options`` unless the call names its own."""
+    it with ``DEFAULT.options`` unless the call names its own.  A new shape of a known class
+    is answered by its size-free program without a look in the general LRU."""
+    generic, _ = generic_entry(subscripts, facts, None, optimize, options)
+    if generic is not None:
+        with _COUNT_LOCK:
+            _GENERIC_ANSWERS[0] += 1
+        return generic
     return general_cache(subscripts, facts, None, None, optimize, options)
+
+
+_GENERIC_ANSWERS = [0]
+_COUNT_LOCK = threading.Lock()
 
 
 def cached_entry(
@@ -234,6 +245,8 @@ def clear_plan_cache() -> None:
     general_cache.cache_clear()
     class_decisions.cache_clear()
     clear_generic()
+    with _COUNT_LOCK:
+        _GENERIC_ANSWERS[0] = 0
     parse_subscripts.cache_clear()
     for clear in CLEAR_HOOKS:
         clear()
@@ -244,12 +257,15 @@ class CacheInfo(NamedTuple):
     misses: int
     maxsize: int
     currsize: int
+    generic: int = 0
+    """Hot-path misses answered by a shape class's size-free program (no plan built)."""
 
 
 def plan_cache_info() -> CacheInfo:
     """Statistics of the plan caches (the hot path's and the general one's, added up); each
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
-    as a hit.
+    as a hit; one that the shape-generic level answers (:mod:`.generic`) counts in
+    ``generic``.
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
@@ -257,5 +273,9 @@ def plan_cache_info() -> CacheInfo:
     """
     hot, general = hot_cache.cache_info(), general_cache.cache_info()
     return CacheInfo(
-        hot.hits + general.hits, general.misses, CACHE_SIZE, hot.currsize + general.currsize
+        hot.hits + general.hits,
+        general.misses,
+        CACHE_SIZE,
+        hot.currsize + general.currsize,
+        _GENERIC_ANSWERS[0],
     )

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
-import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
@@ -43,7 +42,28 @@ from .steps import (
 )
 from .threads import run_chunks
 
-__all__ = ["Program", "compile_generic", "compile_plan", "sum_of_products"]
+__all__ = [
+    "Array",
+    "KernelFn",
+    "Program",
+    "ShapeOf",
+    "StepFn",
+    "compile_plan",
+    "compile_simple",
+    "copy_kernel",
+    "delivered",
+    "destination",
+    "fused_call",
+    "loop_kernel",
+    "matmul_only",
+    "operands_reader",
+    "pair_reader",
+    "program_of",
+    "reduce_kernel",
+    "reshape_view",
+    "sum_of_products",
+    "view_step",
+]
 
 Array = np.ndarray[Any, Any]
 StepFn = Callable[[list[Any], Any], None]
@@ -79,23 +99,22 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 def compile_plan(plan: Plan) -> Program:
     """The plan as one callable ``run(operands, out) -> result`` (ndarray or NumPy scalar)."""
-    simple = _compile_simple(plan)
+    simple = compile_simple(plan)
     if simple is not None:
         return simple
-    return _program(plan, [_compile_step(step) for step in plan.steps])
+    return program_of(plan, [_compile_step(step) for step in plan.steps], destination(plan.output))
 
 
-def _program(plan: Plan, fns: list[StepFn]) -> Program:
+def program_of(plan: Plan, fns: list[StepFn], make_dest: MakeDest) -> Program:
     """The steps' closures run over the registers, each register freed after its last read."""
     n_regs, n_in = plan.n_registers, len(plan.spec.inputs)
-    make_dest = _destination(plan.output)
     finish = _finisher(plan.output)
     pad = [None] * (n_regs - n_in)
     work = [(fn, free) for fn, free in zip(fns, plan.frees)]
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
         regs: list[Any] = [*operands, *pad]
-        full, dest = make_dest(out)
+        full, dest = make_dest(out, operands)
         for fn, free in work:
             fn(regs, dest)
             for reg in free:
@@ -103,75 +122,6 @@ def _program(plan: Plan, fns: list[StepFn]) -> Program:
         return finish(full, out, regs)
 
     return run
-
-
-def compile_generic(plan: Plan) -> Program | None:
-    """The plan's program when it holds no size, so that it runs the plan of every shape of
-    the plan's class (see :mod:`.skeleton`), reading the sizes from its operands; None when
-    a step needs a size it was planned with (an allocation of a planned shape)."""
-    if plan.output.create is not OutputCreation.NONE:
-        return None
-    if not plan.steps:
-        return _compile_simple(plan)
-    first = plan.steps[0]
-    if len(plan.steps) == 1 and (
-        isinstance(first, (ViewStep, FusedStep, ReduceStep))
-        or (isinstance(first, ContractStep) and _matmul_only(first))
-    ):
-        # axis indices, NumPy's loop over label lists, a split reading its shapes at run
-        # time, matmul of the operands as they are
-        return _compile_simple(plan)
-    fns = [_generic_step(step) for step in plan.steps]
-    if any(fn is None for fn in fns):
-        return None
-    return _program(plan, [fn for fn in fns if fn is not None])
-
-
-def _generic_step(step: Step) -> StepFn | None:
-    """A view, or a product into a new buffer or the result, sizes read at run time."""
-    match step:
-        case ViewStep():
-            return _view_fn(step)
-        case ContractStep() if not step.looped and step.delivery.mode in (
-            Delivery.NEW,
-            Delivery.RETURN,
-        ):
-            return _delivered(_generic_contract(step), _pair_of(step), step.dst, step.delivery)
-        case ViewStep() | ContractStep() | ReduceStep() | CopyStep() | BatchStep() | FusedStep():
-            return None
-        case _:
-            assert_never(step)
-
-
-def _generic_contract(step: ContractStep) -> KernelFn:
-    """``contract((a, b))`` of :func:`_contract_kernel` with every shape read from ``a`` and
-    ``b``: ``(batch, M, K) @ (batch, K, N)``, each group folded by a reshape that the plan's
-    class guarantees is a view, the product unfolded to batch + M + N."""
-    g, geo = step.groups, step.geometry
-    nb, nm, nk = len(g.batch), len(g.left_free), len(g.contracted)
-    perm_a, perm_b = geo.left.perm, geo.right.perm
-    keep_a = perm_a == tuple(range(len(perm_a)))
-    keep_b = perm_b == tuple(range(len(perm_b)))
-    fold_a, fold_b = (nm, nk) != (1, 1), (nk, len(g.right_free)) != (1, 1)
-    prod = math.prod
-
-    def contract(pair: Sequence[Array], out: Array | None = None) -> Array:
-        a, b = pair
-        if not keep_a:
-            a = a.transpose(perm_a)
-        if not keep_b:
-            b = b.transpose(perm_b)
-        sa, sb = a.shape, b.shape
-        if fold_a:
-            a = a.reshape(sa[:nb] + (prod(sa[nb : nb + nm]), prod(sa[nb + nm :])))
-        if fold_b:
-            b = b.reshape(sb[:nb] + (prod(sb[nb : nb + nk]), prod(sb[nb + nk :])))
-        c: Array = _matmul(a, b)
-        if fold_a or fold_b:
-            c = c.reshape(sa[: nb + nm] + sb[nb + nk :])
-        return c
-
-    return contract
 
 
 def _finisher(output: OutputPlan) -> Callable[[Any, Any, list[Any]], Any]:
@@ -190,7 +140,7 @@ def _finisher(output: OutputPlan) -> Callable[[Any, Any, list[Any]], Any]:
     return finish
 
 
-def _compile_simple(plan: Plan) -> Program | None:
+def compile_simple(plan: Plan) -> Program | None:
     """One closure for the commonest plans: a view, or one step over the operands whose
     result is the einsum result."""
     output = plan.output
@@ -217,7 +167,7 @@ def _simple_step(
         case ViewStep():
             return _simple_view(step, final_perm, identity, scalar)
         case ContractStep() if returns and (step.left.register, step.right.register) == (0, 1):
-            if _matmul_only(step):  # no Python frame between the call and BLAS
+            if matmul_only(step):  # no Python frame between the call and BLAS
                 if identity:
                     return lambda ops, out: _matmul(ops[0], ops[1])
                 return lambda ops, out: _matmul(ops[0], ops[1]).transpose(final_perm)
@@ -236,7 +186,7 @@ def _simple_step(
             if _fused_plain(step):
                 equation = _fused_equation(step)
                 return lambda ops, out: sum_of_products(equation, *ops)
-            call = _fused_call(step)
+            call = fused_call(step)
             return lambda ops, out: call(ops)
         case ReduceStep() | CopyStep() | ContractStep() | BatchStep() | FusedStep():
             return None  # the general path runs it
@@ -254,7 +204,7 @@ def _simple_view(
         if identity:
             return lambda ops, out: ops[0].diagonal(0, d1, d2)
         return lambda ops, out: ops[0].diagonal(0, d1, d2).transpose(final_perm)
-    view = _view_fn(step)
+    view = view_step(step)
 
     def viewed(ops: Sequence[Array], out: Any) -> Any:
         regs: list[Any] = [ops[0], None]
@@ -264,13 +214,18 @@ def _simple_view(
     return viewed
 
 
-def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]]:
-    """Creates (or takes ``out=``) the result array and its write view: when output labels
-    repeat, the writeable strided diagonal view that ``numpy.einsum`` gives (``"iij->ij"``),
-    with ``as_strided`` as the fallback beyond 52 labels."""
+ShapeOf = Callable[[Any], tuple[int, ...]]
+"""The shape of an array a step allocates, read from what it is given (operands, inputs)."""
+MakeDest = Callable[[Any, Sequence[Array]], tuple[Any, Any]]
+
+
+def destination(output: OutputPlan, shape_of: ShapeOf | None = None) -> MakeDest:
+    """``make_dest(out, operands)`` creates (or takes ``out=``) the result array and its
+    write view: when output labels repeat, the writeable strided diagonal view that
+    ``numpy.einsum`` gives (``"iij->ij"``), with ``as_strided`` as the fallback beyond 52
+    labels.  The array has the plan's shape, or ``shape_of(operands)``."""
     shape, dtype = output.shape, output.dtype
     groups = output.expand if output.expands else None
-    ushape = tuple(shape[axes[0]] for axes in output.expand)
     equation = None
     if groups is not None and len(groups) <= len(_LETTERS):
         letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
@@ -282,24 +237,29 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
         if equation is not None:
             return full, sum_of_products(equation, full)
         strides = tuple(sum(full.strides[ax] for ax in axes) for axes in groups)
+        ushape = tuple(full.shape[axes[0]] for axes in groups)
         return full, as_strided(full, ushape, strides, writeable=True)
 
     match output.create:
         case OutputCreation.NONE:
-            return lambda out: (None, None)
+            return lambda out, ops: (None, None)
         case OutputCreation.OUT:
 
-            def take(out: Array | None) -> tuple[Any, Any]:
+            def take(out: Array | None, ops: Sequence[Array]) -> tuple[Any, Any]:
                 assert out is not None
                 if groups is not None:
                     out.fill(0)
                 return write_view(out)
 
             return take
+        case OutputCreation.ZEROS if shape_of is not None:
+            return lambda out, ops: write_view(np.zeros(shape_of(ops), dtype))
         case OutputCreation.ZEROS:
-            return lambda out: write_view(np.zeros(shape, dtype))
+            return lambda out, ops: write_view(np.zeros(shape, dtype))
+        case OutputCreation.EMPTY if shape_of is not None:
+            return lambda out, ops: write_view(_empty(shape_of(ops), dtype))
         case OutputCreation.EMPTY:
-            return lambda out: write_view(_empty(shape, dtype))
+            return lambda out, ops: write_view(_empty(shape, dtype))
         case _:
             assert_never(output.create)
 
@@ -307,19 +267,31 @@ def _destination(output: OutputPlan) -> Callable[[Array | None], tuple[Any, Any]
 # -- the write combinator -----------------------------------------------------------------
 
 
-def _delivered(
+def delivered(
     kernel: KernelFn,
     take: Callable[[list[Any]], Any],
     dst: int,
     delivery: DeliveryPlan,
     new_buffer: tuple[tuple[int, ...], np.dtype[Any]] | None = None,
+    read_buffer: tuple[ShapeOf, np.dtype[Any]] | None = None,
 ) -> StepFn:
     """The step that runs ``kernel`` over its inputs (``take(regs)``) and delivers the
     result: the one place ``NEW``/``RETURN``/``INTO``/``TEMP`` are carried out, for every
     kernel.  ``new_buffer`` (shape, dtype): for ``NEW``, the C-ordered register buffer is
-    allocated here and the kernel fills it (a kernel that may return another memory order)."""
+    allocated here and the kernel fills it (a kernel that may return another memory order);
+    ``read_buffer`` (shape_of, dtype): the same with the shape read from the inputs."""
     perm = delivery.dest_perm
     match delivery.mode:
+        case Delivery.NEW if read_buffer is not None:
+            shape_of, dtype = read_buffer
+
+            def fill_read(regs: list[Any], dest: Any) -> None:
+                inputs = take(regs)
+                buf = _empty(shape_of(inputs), dtype)
+                kernel(inputs, buf)
+                regs[dst] = buf
+
+            return fill_read
         case Delivery.NEW if new_buffer is not None:
             shape, dtype = new_buffer
 
@@ -354,27 +326,29 @@ def _delivered(
 def _compile_step(step: Step) -> StepFn:
     match step:
         case ViewStep():
-            return _view_fn(step)
+            return view_step(step)
         case FusedStep():
-            return _delivered(_fused_call(step), _operands(step.operands), step.dst, step.delivery)
+            return delivered(
+                fused_call(step), operands_reader(step.operands), step.dst, step.delivery
+            )
         case ReduceStep():
-            return _delivered(
-                _reduce_kernel(step),
+            return delivered(
+                reduce_kernel(step),
                 operator.itemgetter(step.src),
                 step.dst,
                 step.delivery,
                 (step.shape, step.dtype),
             )
         case CopyStep():
-            return _delivered(
-                _copy_kernel(step), operator.itemgetter(step.src), step.dst, step.delivery
+            return delivered(
+                copy_kernel(step), operator.itemgetter(step.src), step.dst, step.delivery
             )
         case ContractStep():
-            return _delivered(_contract_kernel(step), _pair_of(step), step.dst, step.delivery)
+            return delivered(_contract_kernel(step), pair_reader(step), step.dst, step.delivery)
         case BatchStep():
-            return _delivered(
+            return delivered(
                 _batch_kernel(step),
-                _pair_of(step),
+                pair_reader(step),
                 step.dst,
                 step.delivery,
                 (step.shape, step.dtype),
@@ -383,11 +357,11 @@ def _compile_step(step: Step) -> StepFn:
             assert_never(step)
 
 
-def _pair_of(step: ContractStep | BatchStep) -> Callable[[list[Any]], Any]:
+def pair_reader(step: ContractStep | BatchStep) -> Callable[[list[Any]], Any]:
     return operator.itemgetter(step.left.register, step.right.register)
 
 
-def _operands(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
+def operands_reader(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
     """``regs -> [regs[r] for r in reads]`` (a slice when they are the first registers)."""
     if reads == tuple(range(len(reads))):
         return operator.itemgetter(slice(0, len(reads)))
@@ -416,7 +390,7 @@ def _fused_plain(step: FusedStep) -> bool:
     return not step.cast and not pure_view
 
 
-def _fused_call(step: FusedStep) -> KernelFn:
+def fused_call(step: FusedStep) -> KernelFn:
     """One sum-of-products loop over every operand."""
     equation, dtype = _fused_equation(step), step.dtype
     kwargs: dict[str, Any] = {"dtype": dtype, "casting": "unsafe"} if step.cast else {}
@@ -430,7 +404,7 @@ def _fused_call(step: FusedStep) -> KernelFn:
     return call
 
 
-def _view_fn(step: ViewStep) -> StepFn:
+def view_step(step: ViewStep) -> StepFn:
     src, dst, squeeze, diagonals = step.src, step.dst, step.squeeze, step.diagonals
 
     def run(regs: list[Any], dest: Any) -> None:
@@ -525,7 +499,7 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     return reduce
 
 
-def _reduce_kernel(step: ReduceStep) -> KernelFn:
+def reduce_kernel(step: ReduceStep) -> KernelFn:
     """The reduction with its output in register (``labels``) order: the kept axes come out
     in source order, so a buffer in another order is written through a transposed view."""
     direct = _direct_reduce(step)
@@ -549,7 +523,7 @@ def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(inverse)
 
 
-def _copy_kernel(step: CopyStep) -> KernelFn:
+def copy_kernel(step: CopyStep) -> KernelFn:
     perm, dtype = step.perm, step.dtype
 
     def copy(x: Array, out: Array | None = None) -> Array:
@@ -576,7 +550,7 @@ def _operand_view(in_shape: tuple[int, ...], fold: Fold) -> Callable[[Array], Ar
     return lambda x: x.transpose(perm).reshape(shape)
 
 
-def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
+def reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
     """``x.reshape(shape)`` that is guaranteed to be a view (the destination of a write):
     the planner checked the strides fold, and a copy would silently lose the result."""
     try:
@@ -588,7 +562,7 @@ def _reshape_view(x: Array, shape: tuple[int, ...]) -> Array:
     return view
 
 
-def _matmul_only(step: ContractStep) -> bool:
+def matmul_only(step: ContractStep) -> bool:
     """The step is ``numpy.matmul`` of its registers as they are."""
     geo = step.geometry
     return (
@@ -616,7 +590,7 @@ def _contract_kernel(step: ContractStep) -> KernelFn:
         if view_b is not None:
             b = view_b(b)
         if out is not None:
-            _matmul(a, b, out=_reshape_view(out, out_shape))
+            _matmul(a, b, out=reshape_view(out, out_shape))
             return out
         if batched:
             c = _empty(out_shape, dtype)
@@ -634,11 +608,11 @@ def _same(x: Array) -> Array:
 
 def _batch_kernel(step: BatchStep) -> KernelFn:
     """``batch((a, b), out=None)``: the product, split over threads when planned."""
-    kernel = _loop_kernel(step) if step.kernel is Kernel.LOOP else _multiply_kernel(step)
+    kernel = loop_kernel(step) if step.kernel is Kernel.LOOP else _multiply_kernel(step)
     return kernel if step.split is None else _split_batch(step, kernel)
 
 
-def _loop_kernel(step: BatchStep) -> KernelFn:
+def loop_kernel(step: BatchStep) -> KernelFn:
     """NumPy's sum-of-products loop over the registers' own labels (an outer product)."""
     shape, dtype = step.shape, step.dtype
     left, right = step.left.labels, step.right.labels

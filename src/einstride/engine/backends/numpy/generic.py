@@ -1,16 +1,15 @@
 """Shape-generic entries: a plan cache miss answered without planning.
 
 When the operands' shape class (:mod:`.skeleton`) has been planned before and the class's
-plan compiles to a program that holds no size (:func:`.execute.compile_generic`: a view, a
-``numpy.matmul`` of the operands, one reduction or one sum-of-products loop whose result is
-the einsum's), a new shape of the class runs that program at once; its own plan (the
-class's decisions replayed with its sizes, equal to the plan a fresh planner makes) is
-built only when asked for (``explain``, the memory-limited paths).
+plan compiles to a program that reads its sizes from the operands
+(:func:`.sizefree.compile_generic`), a new shape of the class runs that program at once;
+its own plan (the class's decisions replayed with its sizes, equal to the plan a fresh
+planner makes) is built only when asked for (``explain``, the memory-limited paths).
 
 >>> import numpy as np
 >>> a, b = np.ones((37, 8)), np.ones((8, 8))
 >>> facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
->>> entry = generic_entry("ij,jk->ik", facts, None, "auto", DEFAULT.options)
+>>> entry, decided_now = generic_entry("ij,jk->ik", facts, None, "auto", DEFAULT.options)
 >>> entry.peak, entry.plan.decided_for, float(entry.run((a, b), None)[0, 0])
 (2368, ((32, 8), (8, 8)), 8.0)
 """
@@ -18,8 +17,8 @@ built only when asked for (``explain``, the memory-limited paths).
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,10 +26,11 @@ import numpy as np
 from ...call import equation_of
 from ...spec.equation import Equation, bind
 from ...spec.paths import optimize_key
-from .execute import Program, compile_generic
+from .execute import Program
 from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: the doctest's)
 from .peak import plan_peak
 from .plan import build_plan, class_decisions
+from .sizefree import Where, compile_generic
 from .skeleton import ShapeClass, c_order_class, shape_class
 from .steps import Plan
 
@@ -70,17 +70,28 @@ def class_program(
     dtype: np.dtype[Any] | None,
     opt_key: Any,
     options: PlannerOptions,
-) -> tuple[Program, Plan] | None:
-    """The size-free program of the class's plan, and that plan (for the bytes its
-    allocations take at other sizes), or None when the plan's program holds sizes."""
+) -> tuple[Program, Plan, Where] | None:
+    """The size-free program of the class's plan, that plan (for the bytes its allocations
+    take at other sizes) and where each label's size is read; None when the plan's program
+    needs a planned size."""
     _, plan = class_decisions(equation, cls, dtypes, dtype, opt_key, options)
-    program = compile_generic(plan)
-    return None if program is None else (program, plan)
+    spec = plan.spec
+    found: dict[int, tuple[int, int]] = {}
+    for op, term in enumerate(spec.inputs):
+        for ax, label in enumerate(term):
+            if ax not in spec.stretched[op]:
+                found.setdefault(label, (op, ax))
+    if len(found) != len(spec.sizes):  # a label only under a stretched axis: size 1
+        return None
+    where = tuple(found[label] for label in range(len(spec.sizes)))
+    program = compile_generic(plan, where)
+    return None if program is None else (program, plan, where)
 
 
-Found = tuple[Program, Plan, tuple[tuple[int, int], ...]]
-"""A class's size-free program, its plan, and where each label's size is read (operand,
-axis)."""
+Found = tuple[Program, Plan, Where, tuple[tuple[tuple[int, ...], int], ...], bool]
+"""A class's size-free program, its plan, where each label's size is read (operand, axis),
+each allocation's labels and item size, and whether there are several (then the peak is
+walked)."""
 
 _C_ORDER: dict[Any, Found] = {}
 """Size-free programs of C-ordered classes by (equation key, representative shapes, dtypes,
@@ -94,12 +105,13 @@ def generic_entry(
     dtype: np.dtype[Any] | None,
     optimize: Any,
     options: PlannerOptions,
-) -> Entry | None:
+) -> tuple[Entry | None, bool]:
     """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
-    class's size-free program, or None."""
+    class's size-free program (None without one), and whether the class's decisions were
+    made by this look."""
     opt_key = None if optimize is False else optimize_key(optimize)
     if opt_key is None:
-        return None
+        return None, False
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     reps = c_order_class(shapes, strides, dtypes)
     key = None if reps is None else (eq_key, reps, dtypes, dtype, opt_key, options)
@@ -110,23 +122,40 @@ def generic_entry(
         found = _class_found(eq_key, shapes, strides, dtypes, dtype, opt_key, options)
         reused = class_decisions.cache_info().misses == misses
         if found is None:
-            return None
+            return None, not reused
         if key is not None:
             if len(_C_ORDER) >= _C_ORDER_SIZE:
                 _C_ORDER.clear()
             _C_ORDER[key] = found
-    program, plan, label_axes = found
+    program, plan, label_axes, allocs, several = found
     sizes = [shapes[op][ax] for op, ax in label_axes]
-    allocs = plan.allocations()
-    largest = max([a.nbytes_at(sizes) for _, a in allocs]) if allocs else 0
-    peak = plan_peak(plan, sizes) if len(allocs) > 1 else largest
+    largest = 0
+    for labels, itemsize in allocs:
+        n = itemsize
+        for label in labels:
+            n *= sizes[label]
+        largest = max(largest, n)
+    peak = plan_peak(plan, sizes) if several else largest
+    make = functools.partial(_plan_of, eq_key, shapes, strides, dtypes, dtype, optimize, options,
+                             reused)  # fmt: skip
+    return Entry(None, program, largest, peak, make), not reused
 
-    def make() -> Plan:
-        spec = bind(equation_of(eq_key), shapes)
-        plan = build_plan(spec, dtypes, strides, dtype=dtype, optimize=optimize, options=options)
-        return replace(plan, reused=reused)  # reused or not when this entry was made
 
-    return Entry(None, program, largest, peak, make)
+def _plan_of(
+    eq_key: Any,
+    shapes: Sequence[tuple[int, ...]],
+    strides: Sequence[tuple[int, ...]],
+    dtypes: tuple[np.dtype[Any], ...],
+    dtype: np.dtype[Any] | None,
+    optimize: Any,
+    options: PlannerOptions,
+    reused: bool,
+) -> Plan:
+    """The plan of a shape-generic entry, built when asked for: the class's decisions
+    replayed with these sizes (``reused``: as they were when the entry was made)."""
+    spec = bind(equation_of(eq_key), shapes)
+    plan = build_plan(spec, dtypes, strides, dtype=dtype, optimize=optimize, options=options)
+    return replace(plan, reused=reused)
 
 
 def _class_found(
@@ -147,14 +176,15 @@ def _class_found(
     found = class_program(spec.equation, cls, dtypes, dtype, opt_key, options)
     if found is None:
         return None
-    where: dict[int, tuple[int, int]] = {}
-    for op, term in enumerate(spec.inputs):
-        for ax, label in enumerate(term):
-            if ax not in spec.stretched[op]:
-                where.setdefault(label, (op, ax))
-    if len(where) != len(spec.sizes):  # a label only under a stretched axis: size 1
-        return None
-    return found[0], found[1], tuple(where[label] for label in range(len(spec.sizes)))
+    program, plan, where = found
+    allocs = [alloc for _, alloc in plan.allocations()]
+    return (
+        program,
+        plan,
+        where,
+        tuple((alloc.labels, alloc.dtype.itemsize) for alloc in allocs),
+        len(allocs) > 1,
+    )
 
 
 def clear_generic() -> None:

@@ -1,0 +1,213 @@
+"""Size-free programs: a plan compiled to read every size from the arrays it is given.
+
+:func:`.execute.compile_plan` specialises a program on the plan's shapes (a reshape to
+``(64, 32)``, an output of ``(8, 64, 16)``). A plan of a shape class (:mod:`.skeleton`)
+makes the same decisions for every shape of the class, so the same steps, with the sizes
+read at run time (a reshape that merges the axes of a group, an output of the operands'
+label sizes), run the plan of every shape of the class. :func:`compile_generic` builds such
+a program from the class's plan, with the same kernels as the compiled plan; a step whose
+kernel needs a planned size (a product of split chunks, a loop over looped labels) makes
+the plan's program not size-free (None).
+
+>>> import numpy as np
+>>> from ...spec.equation import parse_equation
+>>> from .plan import build_plan
+>>> a, b = np.ones((4, 3, 5)), np.ones((5, 6))
+>>> plan = build_plan(parse_equation("bij,jk->bik", a.shape, b.shape), (a.dtype,) * 2,
+...                   (a.strides, b.strides))
+>>> run = compile_generic(plan, ((0, 0), (0, 1), (0, 2), (1, 1)))
+>>> run((np.ones((7, 2, 5)), b), None).shape          # another shape of the class
+(7, 2, 6)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, assert_never
+
+import numpy as np
+
+from .delivery import Delivery, OutputCreation
+from .execute import (
+    Array,
+    KernelFn,
+    Program,
+    ShapeOf,
+    StepFn,
+    compile_simple,
+    copy_kernel,
+    delivered,
+    destination,
+    fused_call,
+    loop_kernel,
+    matmul_only,
+    operands_reader,
+    pair_reader,
+    program_of,
+    reduce_kernel,
+    reshape_view,
+    view_step,
+)
+from .steps import (
+    BatchStep,
+    ContractStep,
+    CopyStep,
+    FusedStep,
+    Kernel,
+    Plan,
+    ReduceStep,
+    Step,
+    ViewStep,
+)
+
+__all__ = ["Where", "compile_generic"]
+
+Where = tuple[tuple[int, int], ...]
+"""Per label id: an operand and an axis of it that has the label's size."""
+
+
+def compile_generic(plan: Plan, where: Where) -> Program | None:
+    """The plan's program reading every size from the operands (``where``), or None when a
+    step needs a planned size."""
+    steps, output = plan.steps, plan.output
+    if output.create is OutputCreation.OUT:
+        return None
+    if not steps or (
+        len(steps) == 1 and output.create is OutputCreation.NONE and _simple(steps[0])
+    ):
+        return compile_simple(plan)
+    fns: list[StepFn] = []
+    for step in steps:
+        fn = _generic_step(step)
+        if fn is None:
+            return None
+        fns.append(fn)
+    return program_of(plan, fns, destination(output, _shape_reader(output.labels, where)))
+
+
+def _simple(step: Step) -> bool:
+    """The one-step closures of :func:`.execute.compile_simple` that read no planned size:
+    axis indices, NumPy's loop over label lists, a split reading its shapes at run time,
+    matmul of the operands as they are."""
+    return isinstance(step, (ViewStep, FusedStep, ReduceStep)) or (
+        isinstance(step, ContractStep) and matmul_only(step)
+    )
+
+
+def _shape_reader(labels: Sequence[int], where: Where) -> ShapeOf:
+    """``shape_of(operands)``: the sizes of ``labels``."""
+    found = [where[label] for label in labels]
+    return lambda ops: tuple([ops[op].shape[ax] for op, ax in found])
+
+
+def _input_reader(labels: Sequence[int], inputs: Sequence[Sequence[int]]) -> ShapeOf:
+    """``shape_of(arrays)``: the sizes of ``labels``, read from arrays whose axes carry
+    ``inputs`` (each label from the first array that has it)."""
+    found = []
+    for label in labels:
+        k = next(k for k, held in enumerate(inputs) if label in held)
+        found.append((k, list(inputs[k]).index(label)))
+    return lambda arrays: tuple([arrays[k].shape[ax] for k, ax in found])
+
+
+def _generic_step(step: Step) -> StepFn | None:
+    """A step's closure with every size read at run time, or None."""
+    match step:
+        case ViewStep():
+            return view_step(step)
+        case CopyStep():
+            return delivered(copy_kernel(step), _one(step.src), step.dst, step.delivery)
+        case FusedStep():
+            return delivered(
+                fused_call(step), operands_reader(step.operands), step.dst, step.delivery
+            )
+        case ReduceStep():
+            source = [0] * (len(step.axes) + len(step.kept))
+            kept_axes = [ax for ax in range(len(source)) if ax not in step.axes]
+            for ax, label in zip(step.axes, step.summed):
+                source[ax] = label
+            for ax, label in zip(kept_axes, step.kept):
+                source[ax] = label
+            found = [source.index(label) for label in step.labels]
+            buffer: ShapeOf = lambda x: tuple([x.shape[ax] for ax in found])  # noqa: E731
+            return delivered(
+                reduce_kernel(step), _one(step.src), step.dst, step.delivery,
+                read_buffer=(buffer, step.dtype),
+            )  # fmt: skip
+        case ContractStep() if not step.looped:
+            return delivered(_generic_contract(step), pair_reader(step), step.dst, step.delivery)
+        case BatchStep() if step.split is None and step.delivery.mode is not Delivery.TEMP:
+            if step.delivery.mode is Delivery.RETURN:
+                return None  # its kernel allocates the planned shape
+            pair = _input_reader(step.labels, [step.left.labels, step.right.labels])
+            return delivered(
+                _generic_batch(step), pair_reader(step), step.dst, step.delivery,
+                read_buffer=(pair, step.dtype),
+            )  # fmt: skip
+        case ContractStep() | BatchStep():
+            return None
+        case _:
+            assert_never(step)
+
+
+def _one(src: int) -> Any:
+    return lambda regs: regs[src]
+
+
+def _generic_contract(step: ContractStep) -> KernelFn:
+    """``contract((a, b), out=None)``: the compiled plan's contract kernel with every shape
+    read from ``a`` and ``b``: ``(batch, M, K) @ (batch, K, N)``, each group folded by a
+    reshape that the plan's class guarantees is a view, the product unfolded to batch + M +
+    N (or written into ``out`` through such a view)."""
+    g, geo = step.groups, step.geometry
+    nb, nm, nk = len(g.batch), len(g.left_free), len(g.contracted)
+    perm_a, perm_b = geo.left.perm, geo.right.perm
+    keep_a = perm_a == tuple(range(len(perm_a)))
+    keep_b = perm_b == tuple(range(len(perm_b)))
+    fold_a, fold_b = (nm, nk) != (1, 1), (nk, len(g.right_free)) != (1, 1)
+    prod = math.prod
+
+    def contract(pair: Sequence[Array], out: Array | None = None) -> Array:
+        a, b = pair
+        if not keep_a:
+            a = a.transpose(perm_a)
+        if not keep_b:
+            b = b.transpose(perm_b)
+        sa, sb = a.shape, b.shape
+        if fold_a:
+            a = a.reshape(sa[:nb] + (prod(sa[nb : nb + nm]), prod(sa[nb + nm :])))
+        if fold_b:
+            b = b.reshape(sb[:nb] + (prod(sb[nb : nb + nk]), prod(sb[nb + nk :])))
+        if out is not None:
+            np.matmul(a, b, out=reshape_view(out, a.shape[:-1] + b.shape[-1:]))
+            return out
+        c: Array = np.matmul(a, b)
+        if fold_a or fold_b:
+            c = c.reshape(sa[: nb + nm] + sb[nb + nk :])
+        return c
+
+    return contract
+
+
+def _generic_batch(step: BatchStep) -> KernelFn:
+    """The batch kernel (into ``out``, always given here): NumPy's loop over the registers'
+    own labels, or ``numpy.multiply`` of views that line up with the output (size 1 where
+    an operand lacks a label), the views made from the operands' own shapes."""
+    if step.kernel is Kernel.LOOP:
+        return loop_kernel(step)
+    g, dtype = step.groups, step.dtype
+    nb, nl, nr, nc = len(g.batch), len(g.left_free), len(g.right_free), len(g.contracted)
+    perm_a, perm_b = step.geometry.left.perm, step.geometry.right.perm
+
+    def multiply(pair: Sequence[Array], out: Array | None = None) -> Array:
+        assert out is not None
+        a, b = pair
+        a = a.transpose(perm_a)  # batch + left-free + contracted (of size 1)
+        b = b.transpose(perm_b)  # batch + contracted + right-free
+        a = a.reshape(a.shape[: nb + nl] + (1,) * nr)
+        b = b.reshape(b.shape[:nb] + (1,) * nl + b.shape[nb + nc :])
+        np.multiply(a, b, out=out, dtype=dtype, casting="unsafe")
+        return out
+
+    return multiply
