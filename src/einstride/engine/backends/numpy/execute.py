@@ -48,6 +48,7 @@ __all__ = [
     "Program",
     "ShapeOf",
     "StepFn",
+    "chunked",
     "compile_plan",
     "compile_simple",
     "copy_kernel",
@@ -432,7 +433,7 @@ def _part(x: Array, axis: int, lo: int, hi: int) -> Array:
     return x[(slice(None),) * axis + (slice(lo, hi),)]
 
 
-def _split(
+def chunked(
     kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, threads: int
 ) -> Callable[..., None]:
     """``kernel(*inputs, out)`` run as ``threads`` chunks along the output axis
@@ -464,7 +465,7 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
     n = len(step.axes) + len(step.kept)
     kept_axes = [ax for ax in range(n) if ax not in step.axes]
     out_axis = step.kept.index(step.split.label)
-    split_run = _split(reduce, [kept_axes[out_axis]], out_axis, step.split.threads)
+    split_run = chunked(reduce, [kept_axes[out_axis]], out_axis, step.split.threads)
     dtype = step.dtype
 
     def split_reduce(x: Array, out: Array | None = None) -> Array:
@@ -647,7 +648,7 @@ def _multiply_kernel(step: BatchStep) -> KernelFn:
 
 
 def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
-    """The batch kernel in chunks along ``step.split`` (see :func:`_split`)."""
+    """The batch kernel in chunks along ``step.split`` (see :func:`chunked`)."""
     assert step.split is not None
     label, threads, shape, dtype = step.split.label, step.split.threads, step.shape, step.dtype
     out_axis = step.labels.index(label)
@@ -656,11 +657,11 @@ def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
             labels.index(label) if label in labels else -1
             for labels in (step.left.labels, step.right.labels)
         ]
-        chunked = _split(lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads)
+        chunks = chunked(lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads)
         views: tuple[Callable[[Array], Array], ...] = (_same, _same)
     else:
         # the viewed operands line up with the output's axes (size 1 where they broadcast)
-        chunked = _split(
+        chunks = chunked(
             lambda a, b, out: _multiply(a, b, out=out, dtype=dtype, casting="unsafe"),
             [out_axis, out_axis],
             out_axis,
@@ -676,7 +677,7 @@ def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
         a, b = pair
         if out is None:
             out = _empty(shape, dtype)
-        chunked(view_a(a), view_b(b), out)
+        chunks(view_a(a), view_b(b), out)
         return out
 
     return split

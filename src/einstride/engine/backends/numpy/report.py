@@ -256,7 +256,7 @@ def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
 def _decided(plan: Plan) -> str:
     """Which level of the plan cache decided: the shape class (reused or new) or none."""
     if plan.decided_for is None:
-        return "made for these shapes (a layout that is not dense, or out=: no shape class)"
+        return "made for these shapes (an irregular layout, or out=: no shape class)"
     shapes = ", ".join(_shape(s) for s in plan.decided_for)
     how = "reused from the shape-generic cache" if plan.reused else "made now and cached"
     return f"of the shape class of {shapes} (half-octave sizes), {how}"

@@ -35,6 +35,7 @@ from .execute import (
     Program,
     ShapeOf,
     StepFn,
+    chunked,
     compile_simple,
     copy_kernel,
     delivered,
@@ -135,9 +136,9 @@ def _generic_step(step: Step) -> StepFn | None:
                 reduce_kernel(step), _one(step.src), step.dst, step.delivery,
                 read_buffer=(buffer, step.dtype),
             )  # fmt: skip
-        case ContractStep() if not step.looped:
+        case ContractStep():
             return delivered(_generic_contract(step), pair_reader(step), step.dst, step.delivery)
-        case BatchStep() if step.split is None and step.delivery.mode is not Delivery.TEMP:
+        case BatchStep() if step.delivery.mode is not Delivery.TEMP:
             if step.delivery.mode is Delivery.RETURN:
                 return None  # its kernel allocates the planned shape
             pair = _input_reader(step.labels, [step.left.labels, step.right.labels])
@@ -145,7 +146,7 @@ def _generic_step(step: Step) -> StepFn | None:
                 _generic_batch(step), pair_reader(step), step.dst, step.delivery,
                 read_buffer=(pair, step.dtype),
             )  # fmt: skip
-        case ContractStep() | BatchStep():
+        case BatchStep():
             return None
         case _:
             assert_never(step)
@@ -157,15 +158,25 @@ def _one(src: int) -> Any:
 
 def _generic_contract(step: ContractStep) -> KernelFn:
     """``contract((a, b), out=None)``: the compiled plan's contract kernel with every shape
-    read from ``a`` and ``b``: ``(batch, M, K) @ (batch, K, N)``, each group folded by a
-    reshape that the plan's class guarantees is a view, the product unfolded to batch + M +
-    N (or written into ``out`` through such a view)."""
-    g, geo = step.groups, step.geometry
-    nb, nm, nk = len(g.batch), len(g.left_free), len(g.contracted)
+    read from ``a`` and ``b``.  ``a`` viewed as ``(batch, loop M, 1.., loop K, M, K)`` and
+    ``b`` as ``(batch, 1.., loop N, loop K, K, N)`` (each group folded by a reshape that the
+    plan's class guarantees is a view, a size-1 axis for the other's looped free labels),
+    their product unfolded to the register's labels (batch + looped + M + N) or written
+    into ``out`` through such a view."""
+    g, geo, looped = step.groups, step.geometry, set(step.looped)
+    nb = len(g.batch)
+    lm = sum(1 for x in g.left_free if x in looped)
+    ln = sum(1 for x in g.right_free if x in looped)
+    lk = sum(1 for x in g.contracted if x in looped)
+    nm, nk = len(g.left_free) - lm, len(g.contracted) - lk
     perm_a, perm_b = geo.left.perm, geo.right.perm
     keep_a = perm_a == tuple(range(len(perm_a)))
     keep_b = perm_b == tuple(range(len(perm_b)))
-    fold_a, fold_b = (nm, nk) != (1, 1), (nk, len(g.right_free)) != (1, 1)
+    plain = (lm, ln, lk) == (0, 0, 0)
+    fold_a = not plain or (nm, nk) != (1, 1)
+    fold_b = not plain or (nk, len(g.right_free) - ln) != (1, 1)
+    am, ak = nb + lm + lk, nb + lm + lk + nm  # where a's M and K axes start
+    bk = nb + ln + lk  # where b's K axes start
     prod = math.prod
 
     def contract(pair: Sequence[Array], out: Array | None = None) -> Array:
@@ -176,15 +187,20 @@ def _generic_contract(step: ContractStep) -> KernelFn:
             b = b.transpose(perm_b)
         sa, sb = a.shape, b.shape
         if fold_a:
-            a = a.reshape(sa[:nb] + (prod(sa[nb : nb + nm]), prod(sa[nb + nm :])))
+            a = a.reshape(
+                sa[: nb + lm] + (1,) * ln + sa[nb + lm : am] + (prod(sa[am:ak]), prod(sa[ak:]))
+            )
         if fold_b:
-            b = b.reshape(sb[:nb] + (prod(sb[nb : nb + nk]), prod(sb[nb + nk :])))
+            b = b.reshape(
+                sb[:nb] + (1,) * lm + sb[nb:bk] + (prod(sb[bk : bk + nk]), prod(sb[bk + nk :]))
+            )
+        loops = sa[: nb + lm] + sb[nb : nb + ln] + sa[nb + lm : am]
         if out is not None:
-            np.matmul(a, b, out=reshape_view(out, a.shape[:-1] + b.shape[-1:]))
+            np.matmul(a, b, out=reshape_view(out, loops + (a.shape[-2], b.shape[-1])))
             return out
         c: Array = np.matmul(a, b)
         if fold_a or fold_b:
-            c = c.reshape(sa[: nb + nm] + sb[nb + nk :])
+            c = c.reshape(loops + sa[am:ak] + sb[bk + nk :])
         return c
 
     return contract
@@ -194,11 +210,34 @@ def _generic_batch(step: BatchStep) -> KernelFn:
     """The batch kernel (into ``out``, always given here): NumPy's loop over the registers'
     own labels, or ``numpy.multiply`` of views that line up with the output (size 1 where
     an operand lacks a label), the views made from the operands' own shapes."""
+    split = step.split
     if step.kernel is Kernel.LOOP:
-        return loop_kernel(step)
+        kernel = loop_kernel(step)
+        if split is None:
+            return kernel
+        in_axes = [labels.index(split.label) if split.label in labels else -1
+                   for labels in (step.left.labels, step.right.labels)]  # fmt: skip
+        loop_chunks = chunked(lambda a, b, out: kernel((a, b), out), in_axes,
+                              step.labels.index(split.label), split.threads)  # fmt: skip
+
+        def loop_split(pair: Sequence[Array], out: Array | None = None) -> Array:
+            assert out is not None
+            loop_chunks(pair[0], pair[1], out)
+            return out
+
+        return loop_split
     g, dtype = step.groups, step.dtype
     nb, nl, nr, nc = len(g.batch), len(g.left_free), len(g.right_free), len(g.contracted)
     perm_a, perm_b = step.geometry.left.perm, step.geometry.right.perm
+
+    def product(a: Array, b: Array, out: Array) -> None:
+        np.multiply(a, b, out=out, dtype=dtype, casting="unsafe")
+
+    # the views line up with the output's axes (size 1 where they broadcast)
+    run = product
+    if split is not None:
+        axis = step.labels.index(split.label)
+        run = chunked(product, [axis, axis], axis, split.threads)
 
     def multiply(pair: Sequence[Array], out: Array | None = None) -> Array:
         assert out is not None
@@ -207,7 +246,7 @@ def _generic_batch(step: BatchStep) -> KernelFn:
         b = b.transpose(perm_b)  # batch + contracted + right-free
         a = a.reshape(a.shape[: nb + nl] + (1,) * nr)
         b = b.reshape(b.shape[:nb] + (1,) * nl + b.shape[nb + nc :])
-        np.multiply(a, b, out=out, dtype=dtype, casting="unsafe")
+        run(a, b, out)
         return out
 
     return multiply

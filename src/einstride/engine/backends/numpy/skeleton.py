@@ -5,20 +5,22 @@ cache (keyed by shapes) on every call. Most of a plan's cost is deciding (the pa
 layout of every product, its copies, whether to split or fuse); the decisions depend on
 the operands' stride *pattern* (which axes are contiguous, transposed, broadcast, of size
 1) and only coarsely on the sizes.  So the planner decides on the operands' **shape
-class**, for every operand a dense layout (a permuted C-contiguous block, broadcast axes
-allowed):
+class**, for every operand a regular layout (a permuted C-contiguous block, or one taken
+with a whole step along each axis, broadcast axes allowed):
 
-* the *pattern*: per operand, its axes' memory order, which broadcast (stride 0) and which
-  have size 1;
+* the *pattern*: per operand, its axes' memory order, which broadcast (stride 0), which
+  have size 1, and each axis's step;
 * the *representative sizes*: every size rounded down to a half-octave (2, 3, 4, 6, 8, 12,
-  16, 24, ...; 0 and 1 kept).
+  16, 24, ...; 0 and 1 kept).  Networks of :data:`NETWORK_OPERANDS` operands and more keep
+  their exact sizes (their path decides their cost).
 
 The decisions are made once per class, by planning the representative operands (the class
-pattern at the representative sizes), and cached (:func:`class_decisions`); the plan for
-the actual shapes then *replays* them, binding the real numbers.  A plan is therefore the
-same whether its class was cached or not, and a new sequence length inside a half-octave
-never replans from scratch.  Layouts that are not dense (sliced with steps, negative or
-overlapping strides) and ``out=`` are planned directly at their own sizes.
+pattern at the representative sizes), and cached (:func:`.plan.class_decisions`); the plan
+for the actual shapes then *replays* them, binding the real numbers.  A plan is therefore
+the same whether its class was cached or not, and a new sequence length inside a
+half-octave never replans from scratch.  Irregular layouts (negative or overlapping
+strides, a slice whose step is not a whole span) and ``out=`` are planned directly at
+their own sizes.
 
 >>> rep_size(37), rep_size(48), rep_size(1), rep_size(0)
 (32, 48, 1, 0)
@@ -26,10 +28,13 @@ overlapping strides) and ``out=`` are planned directly at their own sizes.
 >>> a = np.ones((37, 5)).T                      # a transposed view
 >>> cls = shape_class(((5, 37),), (a.strides,), (a.dtype,))
 >>> cls.rep_shapes, cls.rep_strides, cls.pattern
-(((4, 32),), ((8, 32),), (((1, 0), (), ()),))
+(((4, 32),), ((8, 32),), (((1, 0), (), (), ()),))
+>>> b = np.ones((40, 30))[::2, ::3]             # a strided view: steps of 3, then of 2
+>>> shape_class((b.shape,), (b.strides,), (b.dtype,)).rep_strides
+((384, 24),)
 >>> shape_class(((5, 37),), ((296, 8),), (a.dtype,)).rep_strides    # C order
 ((256, 8),)
->>> shape_class(((5, 37),), ((8, 16),), (a.dtype,)) is None   # overlapping: not dense
+>>> shape_class(((5, 37),), ((8, 16),), (a.dtype,)) is None   # overlapping: irregular
 True
 """
 
@@ -50,9 +55,10 @@ __all__ = [
     "shape_class",
 ]
 
-Pattern = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+Pattern = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
 """One operand's pattern: its non-broadcast axes from outermost to innermost in memory, its
-broadcast (stride-0) axes, its size-1 axes."""
+broadcast (stride-0) axes, its size-1 axes, and the step of each axis of the order in
+spans of the axes inside it (empty: all 1, a dense block)."""
 
 
 class ReplayMismatch(Exception):
@@ -84,9 +90,10 @@ class ShapeClass:
 def _dense_pattern(
     shape: Sequence[int], strides: Sequence[int], itemsize: int
 ) -> tuple[Pattern, tuple[int, ...]] | None:
-    """The pattern of a dense layout and its axes' order (None: not dense).  Dense: the
-    axes of nonzero stride, outermost first by stride, are a C-contiguous block (a size-1
-    axis included, with the stride it would have there)."""
+    """The pattern of a regular layout (None: not regular).  Regular: the axes of nonzero
+    stride, outermost first by stride, each step a whole number of the span of the axes
+    inside it (a step of 1 everywhere: a C-contiguous block; a size-1 axis included, with
+    the stride it would have there).  The second item is unused (kept for the signature)."""
     n = len(shape)
     order: Sequence[int] = range(n)
     broadcast: tuple[int, ...] = ()
@@ -96,27 +103,32 @@ def _dense_pattern(
             break
         inner *= shape[ax]
     else:
-        return (tuple(order), broadcast, tuple(ax for ax in order if shape[ax] == 1)), ()
+        return (tuple(order), broadcast, tuple(ax for ax in order if shape[ax] == 1), ()), ()
     if 0 in shape:
         return None
     broadcast = tuple(ax for ax in range(n) if strides[ax] == 0 and shape[ax] != 1)
     order = sorted((ax for ax in range(n) if ax not in broadcast), key=lambda ax: -strides[ax])
-    inner = itemsize
+    inner, steps = itemsize, []
     for ax in reversed(order):
-        if strides[ax] != inner:
+        step, rest = divmod(strides[ax], inner)
+        if step < 1 or rest:
             return None
-        inner *= shape[ax]
-    return (tuple(order), broadcast, tuple(ax for ax in range(n) if shape[ax] == 1)), ()
+        steps.append(step)
+        inner = strides[ax] * shape[ax]
+    ones = tuple(ax for ax in range(n) if shape[ax] == 1)
+    kept = tuple(reversed(steps)) if any(step != 1 for step in steps) else ()
+    return (tuple(order), broadcast, ones, kept), ()
 
 
 def _rep_strides(pattern: Pattern, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """The strides of the pattern's layout at ``shape``."""
-    order, _, _ = pattern
+    order, _, _, steps = pattern
     strides = [0] * len(shape)
     inner = itemsize
-    for ax in reversed(order):
-        strides[ax] = inner
-        inner *= shape[ax]
+    for k in range(len(order) - 1, -1, -1):
+        ax = order[k]
+        strides[ax] = inner * (steps[k] if steps else 1)
+        inner = strides[ax] * shape[ax]
     return tuple(strides)
 
 
