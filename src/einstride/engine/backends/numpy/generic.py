@@ -17,7 +17,7 @@ planner makes) is built only when asked for (``explain``, the memory-limited pat
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -108,18 +108,19 @@ def generic_entry(
 ) -> tuple[Entry | None, bool]:
     """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
     class's size-free program (None without one), and whether the class's decisions were
-    made by this look."""
-    opt_key = None if optimize is False else optimize_key(optimize)
+    made by this look.  (A first call on a new shape: kept to a few dictionary looks.)"""
+    if optimize is False:
+        return None, False
+    opt_key = optimize if type(optimize) is str else optimize_key(optimize)
     if opt_key is None:
         return None, False
-    shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
-    reps = c_order_class(shapes, strides, dtypes)
-    key = None if reps is None else (eq_key, reps, dtypes, dtype, opt_key, options)
+    reps = c_order_class(facts)
+    key = None if reps is None else (eq_key, reps, dtype, opt_key, options)
     found = None if key is None else _C_ORDER.get(key)
     reused = found is not None
     if found is None:
         misses = class_decisions.cache_info().misses
-        found = _class_found(eq_key, shapes, strides, dtypes, dtype, opt_key, options)
+        found = _class_found(eq_key, facts, dtype, opt_key, options)
         reused = class_decisions.cache_info().misses == misses
         if found is None:
             return None, not reused
@@ -127,25 +128,23 @@ def generic_entry(
             if len(_C_ORDER) >= _C_ORDER_SIZE:
                 _C_ORDER.clear()
             _C_ORDER[key] = found
-    program, plan, label_axes, allocs, several = found
-    sizes = [shapes[op][ax] for op, ax in label_axes]
-    largest = 0
-    for labels, itemsize in allocs:
-        n = itemsize
-        for label in labels:
-            n *= sizes[label]
-        largest = max(largest, n)
-    peak = plan_peak(plan, sizes) if several else largest
-    make = functools.partial(_plan_of, eq_key, shapes, strides, dtypes, dtype, optimize, options,
-                             reused)  # fmt: skip
+    program, plan, where, allocs, several = found
+    largest = peak = 0
+    if allocs:
+        sizes = [facts[3 * op][ax] for op, ax in where]
+        for labels, itemsize in allocs:
+            n = itemsize
+            for label in labels:
+                n *= sizes[label]
+            largest = max(largest, n)
+        peak = plan_peak(plan, sizes) if several else largest
+    make = functools.partial(_plan_of, eq_key, facts, dtype, optimize, options, reused)
     return Entry(None, program, largest, peak, make), not reused
 
 
 def _plan_of(
     eq_key: Any,
-    shapes: Sequence[tuple[int, ...]],
-    strides: Sequence[tuple[int, ...]],
-    dtypes: tuple[np.dtype[Any], ...],
+    facts: tuple[Any, ...],
     dtype: np.dtype[Any] | None,
     optimize: Any,
     options: PlannerOptions,
@@ -153,6 +152,7 @@ def _plan_of(
 ) -> Plan:
     """The plan of a shape-generic entry, built when asked for: the class's decisions
     replayed with these sizes (``reused``: as they were when the entry was made)."""
+    shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     plan = build_plan(spec, dtypes, strides, dtype=dtype, optimize=optimize, options=options)
     return replace(plan, reused=reused)
@@ -160,15 +160,14 @@ def _plan_of(
 
 def _class_found(
     eq_key: Any,
-    shapes: Sequence[tuple[int, ...]],
-    strides: Sequence[tuple[int, ...]],
-    dtypes: tuple[np.dtype[Any], ...],
+    facts: tuple[Any, ...],
     dtype: np.dtype[Any] | None,
     opt_key: Any,
     options: PlannerOptions,
 ) -> Found | None:
     """The class's size-free program (with its plan and where each label's size is read),
     or None when it has none."""
+    shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     cls = shape_class(shapes, strides, dtypes)
     if cls is None:

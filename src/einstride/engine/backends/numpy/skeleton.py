@@ -157,33 +157,37 @@ def shape_class(
     return ShapeClass(tuple(patterns), tuple(rep_shapes), tuple(rep_strides))
 
 
-def c_order_class(
-    shapes: Sequence[tuple[int, ...]],
-    strides: Sequence[tuple[int, ...]],
-    dtypes: Sequence[np.dtype[Any]],
-) -> tuple[tuple[int, ...], ...] | None:
-    """The representative shapes when every operand is C-contiguous (then they name the
-    class: the pattern is C order with the size-1 axes the shapes show), else None; the
-    cheap first look of a cache miss.
+def c_order_class(facts: Sequence[Any]) -> tuple[Any, ...] | None:
+    """Every operand's representative shape and dtype when every operand is C-contiguous
+    (then they name the class: the pattern is C order with the size-1 axes the shapes
+    show), else None: the cheap first look of a cache miss (``facts``: shape, strides,
+    dtype of each operand in turn).
 
-    >>> c_order_class([(37, 5)], [(40, 8)], [np.dtype(float)])
-    ((32, 4),)
-    >>> c_order_class([(37, 5)], [(8, 296)], [np.dtype(float)]) is None
+    >>> c_order_class([(37, 5), (40, 8), np.dtype(float)])
+    ((32, 4), dtype('float64'))
+    >>> c_order_class([(37, 5), (8, 296), np.dtype(float)]) is None
     True
     """
-    if len(shapes) >= NETWORK_OPERANDS:
+    if len(facts) >= 3 * NETWORK_OPERANDS:
         return None
-    reps = []
-    for shape, st, dt in zip(shapes, strides, dtypes):
-        inner = dt.itemsize
-        for d, s in zip(reversed(shape), reversed(st)):
-            if s != inner:
+    found: list[Any] = []
+    for k in range(0, len(facts), 3):
+        shape, strides, dtype = facts[k], facts[k + 1], facts[k + 2]
+        inner = dtype.itemsize
+        ax = len(shape) - 1
+        while ax >= 0:
+            if strides[ax] != inner:
                 return None
-            inner *= d
+            inner *= shape[ax]
+            ax -= 1
         if inner == 0:
             return None
-        reps.append(tuple([_REP[d] if d < 1024 else rep_size(d) for d in shape]))
-    return tuple(reps)
+        try:
+            found.append(tuple(map(_REP.__getitem__, shape)))
+        except IndexError:
+            found.append(tuple(rep_size(d) for d in shape))
+        found.append(dtype)
+    return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)
