@@ -232,6 +232,7 @@ def choose(
     """The cheapest layout for ``a @ b`` (operands without left-/right-only labels), under
     the cost model of ``options``."""
     found: list[tuple[tuple[float, int, int], Choice]] = []
+    floor = _copy_floor(a, b, ct, sizes, options)
     for rank, out in enumerate(outs):
         for copy_a in (True,) if a.dtype != ct else (False, True):
             for copy_b in (True,) if b.dtype != ct else (False, True):
@@ -240,8 +241,26 @@ def choose(
                 )
                 if option is not None:
                     found.append(((option.cost, copy_a + copy_b, rank), option))
+                if option is not None and not (copy_a or copy_b) and option.cost <= floor:
+                    break  # no copy of this way can cost less than this view
+            else:
+                continue
+            break
     _, best = min(found, key=lambda item: item[0])
     return _with_reasons(best, a, b, g, ct, names)
+
+
+def _copy_floor(
+    a: Term, b: Term, ct: np.dtype[Any], sizes: Sequence[int], costs: PlannerOptions
+) -> float:
+    """The least any option that copies an operand can cost: the smaller copy plus the BLAS
+    work without a penalty (every option does all the multiply-adds), or -inf when the
+    operands must be cast (then every option copies)."""
+    if a.dtype != ct or b.dtype != ct:
+        return -math.inf
+    per_flop = _NS_PER_FLOP.get(ct, 0.0)
+    work = per_flop * 2.0 * math.prod(sizes[x] for x in set(a.labels) | set(b.labels))
+    return costs.copy_ns_per_byte * min(a.nbytes, b.nbytes) + work
 
 
 def _option(
