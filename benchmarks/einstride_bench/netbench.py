@@ -374,10 +374,15 @@ def _safe_measure(
 def _reference(
     network: Network, ops: Operands, results: Mapping[str, Any], entries: Sequence[NetworkEntry]
 ) -> tuple[str, Any]:
-    """NumPy's result if it ran, else opt_einsum's; else computed along the cheapest path."""
+    """NumPy's result if it ran, else opt_einsum's, else another peer's (cotengra's paths:
+    a greedy path that no peer was allowed to run may need more memory than the machine
+    has); else computed along opt_einsum's greedy path."""
     for name in ('numpy.einsum(optimize="greedy")', "opt_einsum auto", "opt_einsum greedy"):
         if results.get(name) is not None:
             return name, results[name]
+    for entry in entries[1:]:  # the peers, in order (the subject comes first)
+        if results.get(entry.name) is not None and not entry.problem:
+            return entry.name, results[entry.name]
     equation = network.ascii_equation()
     if equation is not None:
         return "numpy.einsum (greedy path)", np.einsum(equation, *ops, optimize="greedy")
