@@ -176,4 +176,8 @@ def test_new_shapes_of_a_class_run_without_planning(equation: str, make: Any) ->
         entry = make_entry(equation, facts_of(operands), None, None, "auto")
         assert entry._plan is None  # the size-free program, no plan built
         np.testing.assert_allclose(entry.run(operands, None), np.einsum(equation, *operands))
+        assert entry._plan is None
+        # the shape repeats (a warm cache): the plan is built and compiled like any other
+        np.testing.assert_allclose(entry.run(operands, None), np.einsum(equation, *operands))
+        assert entry._plan is not None and getattr(entry.run, "__self__", None) is not entry
     assert planner.class_decisions.cache_info().misses == misses

@@ -17,7 +17,7 @@ planner makes) is built only when asked for (``explain``, the memory-limited pat
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy as np
 from ...call import equation_of
 from ...spec.equation import Equation, bind
 from ...spec.paths import optimize_key
-from .execute import Program
+from .execute import Program, compile_plan
 from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: the doctest's)
 from .peak import plan_peak
 from .plan import build_plan, class_decisions
@@ -60,6 +60,27 @@ class Entry:
             assert self._make is not None
             self._plan = self._make()
         return self._plan
+
+    @classmethod
+    def shape_generic(
+        cls, program: Program, largest: int, peak: int, make: Callable[[], Plan]
+    ) -> Entry:
+        """The entry of a new shape of a known class: its first call runs the class's
+        size-free program; a second call (the shape repeats: a warm cache) builds the plan
+        and compiles it like any other, so that repeated shapes run the specialised
+        program."""
+        entry = cls(None, program, largest, peak, make)
+
+        def first(operands: Sequence[Any], out: Any) -> Any:
+            entry.run = entry._compiled
+            return program(operands, out)
+
+        entry.run = first
+        return entry
+
+    def _compiled(self, operands: Sequence[Any], out: Any) -> Any:
+        self.run = compile_plan(self.plan)
+        return self.run(operands, out)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -139,7 +160,7 @@ def generic_entry(
             largest = max(largest, n)
         peak = plan_peak(plan, sizes) if several else largest
     make = functools.partial(_plan_of, eq_key, facts, dtype, optimize, options, reused)
-    return Entry(None, program, largest, peak, make), not reused
+    return Entry.shape_generic(program, largest, peak, make), not reused
 
 
 def _plan_of(
