@@ -118,11 +118,11 @@ def test_threads_hammering_einsum_and_one_expression():
 
     calls = sum(c["einsum"] for c in counts)
     info = plan_cache_info()
-    # each einsum call was answered once: by a cache, or by a shape class's program
-    assert info.hits + info.misses + info.generic == calls
+    assert info.hits + info.misses == calls  # each einsum call was answered once
+    assert info.generic <= info.misses  # some misses ran a shape class's program
     for cache in (hot_cache, general_cache):  # the fast path's LRU and the general one
         assert cache.cache_info().currsize <= cache.cache_info().maxsize == info.maxsize
-    assert info.misses + info.generic > info.maxsize, "the workload should have made it evict"
+    assert info.misses > info.maxsize, "the workload should have made the cache evict"
     assert expression._entry.cache_info().currsize <= 64
     assert sum(c["expression"] for c in counts) > 0
 

@@ -104,6 +104,8 @@ def make_entry(
     if out_facts is None:
         generic, decided_now = generic_entry(eq_key, facts, dtype, optimize, chosen)
         if generic is not None:
+            with _COUNT_LOCK:
+                _GENERIC_ANSWERS[0] += 1
             return generic
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
@@ -155,13 +157,7 @@ def hot_cache(
     subscripts: str, facts: tuple[Any, ...], optimize: Any, options: PlannerOptions
 ) -> Entry:
     """The hot path's own LRU (fewer key parts than :func:`general_cache`, same plans): call
-    it with ``DEFAULT.options`` unless the call names its own.  A new shape of a known class
-    is answered by its size-free program without a look in the general LRU."""
-    generic, _ = generic_entry(subscripts, facts, None, optimize, options)
-    if generic is not None:
-        with _COUNT_LOCK:
-            _GENERIC_ANSWERS[0] += 1
-        return generic
+    it with ``DEFAULT.options`` unless the call names its own."""
     return general_cache(subscripts, facts, None, None, optimize, options)
 
 
@@ -258,14 +254,14 @@ class CacheInfo(NamedTuple):
     maxsize: int
     currsize: int
     generic: int = 0
-    """Hot-path misses answered by a shape class's size-free program (no plan built)."""
+    """Misses answered by a shape class's size-free program (no plan built)."""
 
 
 def plan_cache_info() -> CacheInfo:
     """Statistics of the plan caches (the hot path's and the general one's, added up); each
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
-    as a hit; one that the shape-generic level answers (:mod:`.generic`) counts in
-    ``generic``.
+    as a hit; ``generic`` counts the misses that a shape class's size-free program answered
+    (:mod:`.generic`: no plan was built).
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
