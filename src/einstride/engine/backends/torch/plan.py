@@ -31,6 +31,7 @@ from ....errors import EinsumError
 from ...call import equation_of
 from ...spec.equation import bind
 from ...spec.paths import optimize_key
+from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import PlannerOptions, default_options
 from ..numpy.plan import build_plan
 from ..numpy.steps import Plan
@@ -162,5 +163,9 @@ def entry_for(
 
 
 def clear_cache() -> None:
-    """Forget every cached torch plan."""
+    """Forget every cached torch plan (``einstride.clear_plan_cache()`` calls this too, once
+    the torch backend is loaded)."""
     _cached.cache_clear()
+
+
+CLEAR_HOOKS.append(clear_cache)

@@ -1,0 +1,18 @@
+"""``einstride.clear_plan_cache()`` empties the torch backend's plan cache too."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import einstride as es  # noqa: E402
+from einstride.engine.backends.torch import plan as torch_plan  # noqa: E402
+
+
+def test_clear_plan_cache_forgets_torch_plans() -> None:
+    a, b = torch.ones(3, 4), torch.ones(4, 5)
+    es.einsum("ij,jk->ik", a, b)
+    assert torch_plan._cached.cache_info().currsize > 0
+    es.clear_plan_cache()
+    assert torch_plan._cached.cache_info().currsize == 0
