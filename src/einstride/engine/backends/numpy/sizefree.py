@@ -23,8 +23,9 @@ the plan's program not size-free (None).
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
-from typing import Any, assert_never
+from typing import assert_never
 
 import numpy as np
 
@@ -118,7 +119,9 @@ def _generic_step(step: Step) -> StepFn | None:
         case ViewStep():
             return view_step(step)
         case CopyStep():
-            return delivered(copy_kernel(step), _one(step.src), step.dst, step.delivery)
+            return delivered(
+                copy_kernel(step), operator.itemgetter(step.src), step.dst, step.delivery
+            )
         case FusedStep():
             return delivered(
                 fused_call(step), operands_reader(step.operands), step.dst, step.delivery
@@ -133,7 +136,7 @@ def _generic_step(step: Step) -> StepFn | None:
             found = [source.index(label) for label in step.labels]
             buffer: ShapeOf = lambda x: tuple([x.shape[ax] for ax in found])  # noqa: E731
             return delivered(
-                reduce_kernel(step), _one(step.src), step.dst, step.delivery,
+                reduce_kernel(step), operator.itemgetter(step.src), step.dst, step.delivery,
                 read_buffer=(buffer, step.dtype),
             )  # fmt: skip
         case ContractStep():
@@ -150,10 +153,6 @@ def _generic_step(step: Step) -> StepFn | None:
             return None
         case _:
             assert_never(step)
-
-
-def _one(src: int) -> Any:
-    return lambda regs: regs[src]
 
 
 def _generic_contract(step: ContractStep) -> KernelFn:

@@ -78,6 +78,14 @@ def rep_size(size: int) -> int:
 _REP = tuple(rep_size(d) for d in range(1024))  # a look-up for the common sizes
 
 
+def _rounded(shape: Sequence[int]) -> tuple[int, ...]:
+    """Every size of ``shape`` rounded down to its half-octave."""
+    try:
+        return tuple(map(_REP.__getitem__, shape))
+    except IndexError:
+        return tuple(rep_size(d) for d in shape)
+
+
 @dataclass(frozen=True, slots=True)
 class ShapeClass:
     """The operands' pattern and their representative shapes and (dense) strides."""
@@ -87,13 +95,11 @@ class ShapeClass:
     rep_strides: tuple[tuple[int, ...], ...]
 
 
-def _dense_pattern(
-    shape: Sequence[int], strides: Sequence[int], itemsize: int
-) -> tuple[Pattern, tuple[int, ...]] | None:
+def _dense_pattern(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> Pattern | None:
     """The pattern of a regular layout (None: not regular).  Regular: the axes of nonzero
     stride, outermost first by stride, each step a whole number of the span of the axes
     inside it (a step of 1 everywhere: a C-contiguous block; a size-1 axis included, with
-    the stride it would have there).  The second item is unused (kept for the signature)."""
+    the stride it would have there)."""
     n = len(shape)
     order: Sequence[int] = range(n)
     broadcast: tuple[int, ...] = ()
@@ -103,7 +109,7 @@ def _dense_pattern(
             break
         inner *= shape[ax]
     else:
-        return (tuple(order), broadcast, tuple(ax for ax in order if shape[ax] == 1), ()), ()
+        return tuple(order), broadcast, tuple(ax for ax in order if shape[ax] == 1), ()
     if 0 in shape:
         return None
     broadcast = tuple(ax for ax in range(n) if strides[ax] == 0 and shape[ax] != 1)
@@ -117,7 +123,7 @@ def _dense_pattern(
         inner = strides[ax] * shape[ax]
     ones = tuple(ax for ax in range(n) if shape[ax] == 1)
     kept = tuple(reversed(steps)) if any(step != 1 for step in steps) else ()
-    return (tuple(order), broadcast, ones, kept), ()
+    return tuple(order), broadcast, ones, kept
 
 
 def _rep_strides(pattern: Pattern, shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -146,11 +152,10 @@ def shape_class(
     patterns, rep_shapes, rep_strides = [], [], []
     exact = len(shapes) >= NETWORK_OPERANDS
     for shape, st, dt in zip(shapes, strides, dtypes):
-        found = _dense_pattern(shape, st, dt.itemsize)
-        if found is None:
+        pattern = _dense_pattern(shape, st, dt.itemsize)
+        if pattern is None:
             return None
-        pattern = found[0]
-        rep = tuple(shape) if exact else tuple(_REP[d] if d < 1024 else rep_size(d) for d in shape)
+        rep = tuple(shape) if exact else _rounded(shape)
         patterns.append(pattern)
         rep_shapes.append(rep)
         rep_strides.append(_rep_strides(pattern, rep, dt.itemsize))
@@ -182,10 +187,7 @@ def c_order_class(facts: Sequence[Any]) -> tuple[Any, ...] | None:
             ax -= 1
         if inner == 0:
             return None
-        try:
-            found.append(tuple(map(_REP.__getitem__, shape)))
-        except IndexError:
-            found.append(tuple(rep_size(d) for d in shape))
+        found.append(_rounded(shape))
         found.append(dtype)
     return tuple(found)
 
