@@ -112,10 +112,18 @@ def test_only_operands_that_need_a_gradient_get_one(monkeypatch: pytest.MonkeyPa
         return original(call)
 
     monkeypatch.setattr(backend, "einsum", counting)  # what the graph's backward will call
-    result = es.einsum("ij,jk,kl->il", a, b, c)
+    result = es.einsum("ij,jk->ik", a, b)
     calls.clear()
     result.sum().backward()
     assert len(calls) == 1  # the backward einsum of a only
+    assert a.grad is not None and b.grad is None
+    torch.testing.assert_close(a.grad, torch.ones(2, 4, dtype=F64) @ b.T)
+    a.grad = None
+    result = es.einsum("ij,jk,kl->il", a, b, c)  # step by step, a graph on a's side
+    steps = len(es.einsum_path("ij,jk,kl->il", a, b, c)[0]) - 1
+    calls.clear()
+    result.sum().backward()
+    assert len(calls) == steps  # each step: the gradient of its operand on a's side only
     assert a.grad is not None and b.grad is None and c.grad is None
     torch.testing.assert_close(a.grad, torch.ones(2, 2, dtype=F64) @ (b @ c).T)
 

@@ -92,18 +92,34 @@ def vjp(
             if j != k:
                 operands.append(other.conj() if other.is_complex() else other)
                 terms.append(term)
+        broadcast = {label for label in fills[k][0] if inputs[k].count(label) == 1}
         ones = torch.ones(1, dtype=cotangent.dtype, device=cotangent.device)
         for label, size in zip(*fills[k]):
-            operands.append(ones.expand(size))  # a zero-stride vector carries a summed label
-            terms.append((label,))
+            if label not in broadcast:
+                operands.append(ones.expand(size))  # a zero-stride vector carries the label
+                terms.append((label,))
+        computed = tuple(label for label in inputs[k] if label not in broadcast)
         call = EinsumCall(
-            key=("sublists", tuple(terms), inputs[k]),
+            key=("sublists", tuple(terms), computed),
             operands=tuple(operands),
             optimize=optimize,
             memory_limit=backward.memory_limit,
         )
-        grads.append(_like(backward.einsum(call), x))
+        grad = backward.einsum(call)
+        if broadcast:
+            grad = _broadcast(grad, inputs[k], broadcast, x.shape)
+        grads.append(_like(grad, x))
     return grads
+
+
+def _broadcast(
+    grad: torch.Tensor, labels: Sequence[int], broadcast: set[int], shape: torch.Size
+) -> torch.Tensor:
+    """``grad`` (over ``labels`` less ``broadcast``) as a zero-stride view over all of
+    ``labels``: the gradient is constant along a label summed in the forward pass, so it is
+    not written out (``torch.sum``'s backward does the same)."""
+    index = tuple(None if label in broadcast else slice(None) for label in labels)
+    return grad[index].expand(shape)
 
 
 def _like(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,8 @@
 
 A call runs the cached plan for its operands' layouts over torch views; when an operand
 requires grad (and grad mode is on) it runs inside :class:`.autograd.EinsumFunction`, so the
-result carries a graph whose backward is einstride too.
+result carries a graph whose backward is einstride too (an n-ary call one path step at a
+time, see :mod:`.stepwise`).
 
 >>> import torch
 >>> from ...call import make_call
@@ -30,6 +31,7 @@ from .operands import as_tensors, check_out, facts_of
 from .plan import Entry, entry_for
 from .records import check_memory
 from .report import format_torch_plan
+from .stepwise import by_steps, runs_by_steps
 
 __all__ = ["einsum", "explain"]
 
@@ -78,6 +80,8 @@ def einsum(call: EinsumCall) -> torch.Tensor:
             )
         out = check_out(call.out, tensors, device, entry.result, entry.output_shape, entry.text)
     _guard(entry, device, call.memory_limit)
+    if graph and runs_by_steps(entry.plan, call):
+        return by_steps(entry.plan, call, tensors, einsum)
     if graph:
         backward = Backward(
             key=call.key, optimize=call.optimize, memory_limit=call.memory_limit, einsum=einsum
