@@ -36,7 +36,7 @@ from .call import (
     shape_and_dtype,
     split_sublists,
 )
-from .registry import backend_for
+from .registry import HOT_PATHS, backend_for
 
 __all__ = ["einsum", "einsum_path", "explain"]
 
@@ -104,6 +104,11 @@ def einsum(
             if entry.peak > _memory.LIMIT:
                 return run_limited(subscripts, operands, None, None, optimize, _memory.LIMIT)
             return entry.run(operands, None)
+        hot = HOT_PATHS.get(type(operands[0])) if operands else None
+        if hot is not None:
+            result = hot(subscripts, operands, optimize)
+            if result is not None:
+                return result
     if subscripts is _NO_SUBSCRIPTS:
         raise EinsumError("einsum: needs the subscripts and at least one operand")
     call = make_call(

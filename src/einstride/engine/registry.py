@@ -19,13 +19,30 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from .call import EinsumCall
 
-__all__ = ["BACKENDS", "Backend", "BackendEntry", "backend_for", "backend_named"]
+__all__ = [
+    "BACKENDS",
+    "HOT_PATHS",
+    "Backend",
+    "BackendEntry",
+    "HotPath",
+    "backend_for",
+    "backend_named",
+]
+
+HotPath = Callable[[str, tuple[Any, ...], Any], Any]
+"""``hot(subscripts, operands, optimize)``: a loaded backend's shortcut for a plain call
+(no ``out=``, ``dtype=``, ``memory_limit=``, ``casting=``, ``order``): the result, or None
+when the call needs the full path (which then runs it and raises what it raises)."""
+
+HOT_PATHS: dict[type, HotPath] = {}
+"""The hot path of each loaded backend, by the exact type of the first operand (a backend
+adds its own when it is imported; the front end asks with one dictionary lookup)."""
 
 
 class Backend(Protocol):

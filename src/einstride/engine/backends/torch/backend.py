@@ -19,21 +19,22 @@ tensor([[3., 3.],
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import torch
 
 from ....errors import EinsumError
 from ...call import EinsumCall
+from ...registry import HOT_PATHS
 from .autograd import Backward, EinsumFunction
 from .guard import limit_for
 from .operands import as_tensors, check_out, facts_of
-from .plan import Entry, entry_for
+from .plan import Entry, entry_for, hot_entry
 from .records import check_memory
 from .report import format_torch_plan
 from .stepwise import by_steps, runs_by_steps
 
-__all__ = ["einsum", "explain"]
+__all__ = ["einsum", "explain", "hot"]
 
 _apply = cast(Callable[..., torch.Tensor], EinsumFunction.apply)  # torch leaves it untyped
 
@@ -94,3 +95,39 @@ def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
     tensors, device = as_tensors(call.operands)
     return format_torch_plan(_entry(call, tensors), device)
+
+
+_Tensor = torch.Tensor
+_STRIDED = torch.strided
+
+
+def hot(subscripts: str, operands: tuple[Any, ...], optimize: Any) -> torch.Tensor | None:
+    """The registry's hot path: plain tensors on one device, no graph to build, a cached
+    plan within the memory limit; None for anything else (:func:`einsum` then runs it).
+
+    >>> hot("ij->ji", (torch.ones(2, 3),), "auto").shape
+    torch.Size([3, 2])
+    >>> hot("ij->ji", (torch.ones(2, 3, requires_grad=True),), "auto") is None
+    True
+    """
+    facts: list[Any] = []
+    device = operands[0].device
+    grad = torch.is_grad_enabled()
+    for t in operands:
+        if (
+            type(t) is not _Tensor
+            or t.layout is not _STRIDED
+            or t.device != device
+            or (grad and t.requires_grad)
+            or t.is_conj()
+            or t.is_neg()
+        ):
+            return None
+        facts += (t.shape, t.stride(), t.dtype)
+    entry = hot_entry(subscripts, tuple(facts), optimize)
+    if entry.peak > limit_for(device, None) or (entry.integer_products and device.type != "cpu"):
+        return None
+    return entry.run(operands, None)
+
+
+HOT_PATHS[_Tensor] = hot

@@ -46,6 +46,7 @@ __all__ = [
     "clear_cache",
     "entry_for",
     "facts_of",
+    "hot_entry",
     "make_entry",
     "planner_options",
 ]
@@ -160,6 +161,11 @@ def entry_for(
     if opt_key is None:
         return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
     return _cached(eq_key, facts, out_facts, dtype, opt_key, options)
+
+
+def hot_entry(subscripts: str, facts: Facts, optimize: Any) -> Entry:
+    """:func:`entry_for` of a plain call (the hot path's)."""
+    return entry_for(subscripts, facts, None, None, optimize)
 
 
 def clear_cache() -> None:

@@ -1,0 +1,89 @@
+"""The torch backend's hot path: a plain call skips the front end, gives what the full path
+gives, and leaves every other call (autograd, mixed devices or types, conjugate views,
+sparse tensors, over the memory limit) to the full path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import einstride as es  # noqa: E402
+from einstride.engine.backends.torch import backend  # noqa: E402
+from einstride.engine.registry import HOT_PATHS  # noqa: E402
+
+F64 = torch.float64
+
+CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ii->", [(5, 5)]),
+    ("bii->b", [(2, 3, 3)]),
+    ("i->iii", [(3,)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("ijk->kji", [(2, 3, 4)]),
+]
+
+
+def _operands(shapes: list[tuple[int, ...]]) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    return [torch.randn(s, dtype=F64, generator=gen) for s in shapes]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), CASES)
+def test_the_hot_path_gives_the_full_paths_result(
+    equation: str, shapes: list[tuple[int, ...]]
+) -> None:
+    ops = _operands(shapes)
+    es.einsum(equation, *ops)  # loads the backend (its hot path registers itself)
+    assert HOT_PATHS[torch.Tensor] is backend.hot
+    fast = backend.hot(equation, tuple(ops), "auto")
+    assert fast is not None
+    full = es.einsum(equation, *ops, memory_limit=2**40)  # a keyword: the full path
+    torch.testing.assert_close(fast, full, rtol=0, atol=0)
+    torch.testing.assert_close(
+        fast, torch.einsum(equation, *ops) if "iii" not in equation else full
+    )
+
+
+def test_einsum_takes_the_hot_path_after_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = _operands([(3, 4), (4, 5)])
+    es.einsum("ij,jk->ik", a, b)
+    calls: list[Any] = []
+    original = backend.einsum
+
+    def counting(call: Any) -> torch.Tensor:
+        calls.append(call)
+        return original(call)
+
+    monkeypatch.setattr("einstride.engine.backends.torch.einsum", counting)  # the registry's
+    for _ in range(3):
+        torch.testing.assert_close(es.einsum("ij,jk->ik", a, b), a @ b)
+    assert calls == []  # the backend's full entry point was never called
+
+
+def _declines(equation: str, *operands: Any) -> bool:
+    return backend.hot(equation, operands, "auto") is None
+
+
+def test_the_hot_path_declines_what_needs_the_full_path() -> None:
+    a = torch.ones(3, 3, dtype=F64)
+    assert not _declines("ij->ji", a)
+    assert _declines("ij->ji", a.clone().requires_grad_())  # a graph to build
+    with torch.no_grad():
+        assert not _declines("ij->ji", a.clone().requires_grad_())
+    assert _declines("ij,jk->ik", a, a.numpy())  # a NumPy operand to convert
+    assert _declines("ij->ji", torch.nn.Parameter(a.clone()))  # a subclass
+    assert _declines("ij->ji", torch.ones(3, 3, dtype=torch.complex128).conj())
+    assert _declines("ij->ji", a.to_sparse())
+    assert _declines("i->iii", torch.ones(10**5, dtype=F64))  # over the memory limit
+
+
+def test_declined_calls_still_run_or_raise_as_before() -> None:
+    a = torch.ones(2, 2, dtype=torch.complex128) * 1j
+    torch.testing.assert_close(es.einsum("ij->ji", a.conj()), a.conj().T.resolve_conj())
+    with pytest.raises(es.EinsumError, match="memory limit"):
+        es.einsum("i->iii", torch.ones(10**5, dtype=F64))
+    with pytest.raises(TypeError, match="strided"):
+        es.einsum("ij->ji", torch.ones(2, 2).to_sparse())
