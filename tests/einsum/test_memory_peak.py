@@ -224,7 +224,9 @@ def test_a_result_over_the_limit_raises_before_allocating():
     message = str(info.value)
     assert "output would allocate 8,000,000 bytes" in message
     assert "memory limit of 1,000,000 bytes" in message
-    assert measured < PYTHON_SLACK  # nothing of the result's size was allocated
+    # nothing of the result's size (8 MB) was allocated: only the Python objects of
+    # planning it (and of the exception), a few pages
+    assert measured < 4 * PYTHON_SLACK
     report = es.explain("ij,jk->ik", (1000, 10), (10, 1000), memory_limit=1_000_000)
     assert "einsum would raise EinsumError" in report and "8,000,000" in report
 

@@ -27,7 +27,14 @@ from ...errors import EinsumError, EinsumPathError
 from .costmodel import path_cost
 from .search import PathChoice, remember_choice, search_path
 
-__all__ = ["OPTIMIZE_NAMES", "check_optimize", "choose_path", "find_path", "optimize_key"]
+__all__ = [
+    "OPTIMIZE_NAMES",
+    "check_optimize",
+    "choose_path",
+    "find_path",
+    "given_path",
+    "optimize_key",
+]
 
 
 def _finder_names() -> tuple[str, ...]:
@@ -134,6 +141,18 @@ def find_path(
     entry of every operand left).
     """
     return choose_path(inputs, output, sizes, optimize, memory_limit).path
+
+
+def given_path(optimize: Any, n: int) -> tuple[tuple[int, ...], ...] | None:
+    """An explicit path over ``n`` operands, checked (and not rated: nothing to choose),
+    or None when ``optimize`` names a way to find one.
+
+    >>> given_path(["einsum_path", (0, 1), (0, 1)], 3), given_path("greedy", 3)
+    (((0, 1), (0, 1)), None)
+    """
+    if isinstance(optimize, (list, tuple)) and _limited(optimize) is None:
+        return _checked_path(optimize, n)
+    return None
 
 
 def check_optimize(optimize: Any) -> None:

@@ -28,12 +28,14 @@ from ...call import dtype_of, equation_of
 from ...spec.dtypes import check_numeric
 from ...spec.equation import bind, parse_subscripts
 from ...spec.paths import optimize_key
+from .direct import direct_entry
 from .execute import compile_plan
 from .fold import contiguous_strides
 from .generic import Entry, clear_generic, generic_entry
 from .options import DEFAULT, PlannerOptions
 from .peak import plan_peak
 from .plan import build_plan, class_decisions
+from .skeleton import NETWORK_OPERANDS
 from .steps import Plan
 
 __all__ = [
@@ -102,6 +104,13 @@ def make_entry(
     chosen = DEFAULT.options if options is None else options
     decided_now = False
     if out_facts is None:
+        direct = None
+        if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
+            direct = direct_entry(eq_key, facts, dtype, optimize, chosen, _planned_pair(chosen))
+        if direct is not None:
+            with _COUNT_LOCK:
+                _DIRECT_ANSWERS[0] += 1
+            return direct
         generic, decided_now = generic_entry(eq_key, facts, dtype, optimize, chosen)
         if generic is not None:
             with _COUNT_LOCK:
@@ -124,6 +133,18 @@ def make_entry(
     if decided_now:
         plan = replace(plan, reused=False)  # made for this call, by the generic level's look
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
+
+
+@functools.lru_cache(maxsize=8)
+def _planned_pair(options: PlannerOptions) -> Callable[[Any, Array, Array], Array]:
+    """A network's large product, run on its plan (see :mod:`.direct`)."""
+
+    def pair(key: Any, a: Array, b: Array) -> Array:
+        facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
+        result: Array = general_cache(key, facts, None, None, "auto", options).run((a, b), None)
+        return result
+
+    return pair
 
 
 def _check_out_facts(
@@ -162,6 +183,7 @@ def hot_cache(
 
 
 _GENERIC_ANSWERS = [0]
+_DIRECT_ANSWERS = [0]
 _COUNT_LOCK = threading.Lock()
 
 
@@ -242,7 +264,7 @@ def clear_plan_cache() -> None:
     class_decisions.cache_clear()
     clear_generic()
     with _COUNT_LOCK:
-        _GENERIC_ANSWERS[0] = 0
+        _GENERIC_ANSWERS[0] = _DIRECT_ANSWERS[0] = 0
     parse_subscripts.cache_clear()
     for clear in CLEAR_HOOKS:
         clear()
@@ -255,13 +277,16 @@ class CacheInfo(NamedTuple):
     currsize: int
     generic: int = 0
     """Misses answered by a shape class's size-free program (no plan built)."""
+    direct: int = 0
+    """Misses of networks answered by running their path directly (:mod:`.direct`)."""
 
 
 def plan_cache_info() -> CacheInfo:
     """Statistics of the plan caches (the hot path's and the general one's, added up); each
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
     as a hit; ``generic`` counts the misses that a shape class's size-free program answered
-    (:mod:`.generic`: no plan was built).
+    (:mod:`.generic`: no plan was built), ``direct`` those of networks whose path ran
+    directly (:mod:`.direct`).
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
@@ -274,4 +299,5 @@ def plan_cache_info() -> CacheInfo:
         CACHE_SIZE,
         hot.currsize + general.currsize,
         _GENERIC_ANSWERS[0],
+        _DIRECT_ANSWERS[0],
     )

@@ -1,0 +1,277 @@
+"""The first call of a tensor network: its path's products run directly, no step planned.
+
+Planning a network's steps (each product's layout, copies and output way under the cost
+model, :mod:`.pairs`) costs about half a millisecond a step, far more than most of a
+network's products take: a fresh 200-tensor circuit spent 130 ms planning for 2 ms of
+arithmetic.  On a plan-cache miss, a network of :data:`~.skeleton.NETWORK_OPERANDS` operands
+or more therefore runs its path at once, each product the way ``tensordot`` does it (sum
+the labels no one else needs, transpose, reshape -- a view where the layout allows, else a
+copy -- and one ``matmul``); the plan is built, and compiled, when the same shapes come
+again (the warm path, :meth:`.generic.Entry.shape_generic`).
+
+Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
+multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
+``out=``, pairwise steps.  The peak bytes (for the memory guard) count every intermediate
+alive at once and every copy a step may make, so they bound the direct run's.
+
+>>> import numpy as np
+>>> ops = [np.full((2, 3), 0.5), np.ones((3, 2))] * 4
+>>> eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+>>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
+>>> run = direct_program(eq, facts, None, "auto", pair=None)  # no product large enough
+>>> run is not None and np.allclose(run[0](ops, None), np.einsum(eq, *ops))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ...call import equation_of
+from ...spec.equation import EinsumSpec, bind
+from ...spec.paths import given_path
+from ...spec.walk import plan_path
+from .execute import Program
+from .fold import BLAS_TYPES
+from .generic import Entry
+from .options import PlannerOptions
+from .plan import build_plan
+from .skeleton import NETWORK_OPERANDS
+from .steps import Plan
+
+__all__ = ["PLANNED_FLOPS", "PairRun", "Product", "direct_entry", "direct_program", "products"]
+
+Labels = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    """One step: registers ``a`` and ``b`` (``b`` -1: a sum of ``a`` alone), each summed
+    over its ``sum_*`` axes, transposed by ``perm_*`` and reshaped to ``shape_*`` (swapping
+    the last two axes of a ``swap_*`` one: a transposed matrix BLAS takes as it is), one
+    ``matmul``, reshaped to ``shape``; the result goes to the end of the register list."""
+
+    a: int
+    b: int
+    sum_a: tuple[int, ...]
+    sum_b: tuple[int, ...]
+    perm_a: tuple[int, ...]
+    perm_b: tuple[int, ...]
+    shape_a: tuple[int, ...]
+    shape_b: tuple[int, ...]
+    swap_a: bool
+    swap_b: bool
+    shape: tuple[int, ...]
+    planned: Any = None
+    """For a product of :data:`PLANNED_FLOPS` multiply-adds or more: the pair's equation
+    key (labels renumbered in order of appearance, so that alike steps share plans), run
+    through the planner's cache: there the cost model's choice of views, loops and copies
+    is worth its planning."""
+
+
+PLANNED_FLOPS = 1 << 26
+MAX_RANK = 64  # NumPy's most dimensions
+PairRun = Callable[[Any, Any, Any], Any]
+"""``pair(key, a, b)``: the planned product of two arrays (the plan cache's)."""
+
+
+def direct_program(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, pair: PairRun
+) -> tuple[Program, int, int, list[tuple[int, ...]]] | None:
+    """``(run, largest, peak, path)`` of the direct way for these operands (``facts`` as
+    :func:`.cache.facts_of`), or None when the call is not a network it runs exactly."""
+    n = len(facts) // 3
+    dtypes = set(facts[2::3])
+    if n < NETWORK_OPERANDS or len(dtypes) != 1 or (dtype is not None and dtype not in dtypes):
+        return None
+    (item,) = dtypes
+    if item not in BLAS_TYPES:
+        return None
+    spec = bind(equation_of(eq_key), facts[0::3])
+    if any(spec.stretched) or not _distinct(spec):
+        return None
+    path = given_path(optimize, n) or plan_path(spec, optimize)
+    if any(len(step) > 2 for step in path):
+        return None
+    steps, output, largest, peak = products(spec, path, item.itemsize)
+    if max(len(step.shape) for step in steps) > MAX_RANK:
+        return None  # the planner names the step NumPy cannot hold
+    return _runner(steps, output, pair), largest, peak, [tuple(step) for step in path]
+
+
+def direct_entry(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions,
+    pair: PairRun,
+) -> Entry | None:
+    """The entry of a network's first call: it runs :func:`direct_program`; its plan (for
+    ``explain``, the memory-limited paths and the second call) is built on the path the
+    direct run took, when first asked for."""
+    found = direct_program(eq_key, facts, dtype, optimize, pair)
+    if found is None:
+        return None
+    run, largest, peak, path = found
+    make = functools.partial(_plan_on, eq_key, facts, dtype, path, options)
+    return Entry.shape_generic(run, largest, peak, make)
+
+
+def _plan_on(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: Any,
+    path: list[tuple[int, ...]],
+    options: PlannerOptions,
+) -> Plan:
+    spec = bind(equation_of(eq_key), facts[0::3])
+    plan = build_plan(spec, facts[2::3], facts[1::3], dtype=dtype, optimize=path, options=options)
+    return replace(plan, reused=False)
+
+
+def _distinct(spec: EinsumSpec) -> bool:
+    terms = (*spec.inputs, spec.output)
+    return all(len(set(term)) == len(term) for term in terms)
+
+
+def products(
+    spec: EinsumSpec, path: Sequence[Sequence[int]], itemsize: int
+) -> tuple[list[Product], tuple[int, ...], int, int]:
+    """The steps, the final transpose to the output's order, and the largest allocation
+    and the peak bytes (intermediates alive, plus every copy a step may make)."""
+    terms: list[Labels] = list(spec.inputs)
+    regs: list[int] = list(range(len(terms)))  # the register of each live operand
+    count: dict[int, int] = {}
+    for term in (*terms, spec.output):
+        for x in term:
+            count[x] = count.get(x, 0) + 1
+    sizes = spec.sizes
+    nbytes = {r: 0 for r in regs}  # intermediates only: the operands are the caller's
+    alive = largest = peak = 0
+    steps: list[Product] = []
+    for contraction in path:
+        picked = sorted(contraction, reverse=True)
+        taken = [(terms.pop(i), regs.pop(i)) for i in picked]
+        for term, _ in taken:
+            for x in term:
+                count[x] -= 1
+        step, labels, temps = _product(taken, count, sizes)
+        size = itemsize * math.prod(sizes[x] for x in labels)
+        reg = len(nbytes)
+        largest = max(largest, size, *(itemsize * t for t in temps))
+        peak = max(peak, alive + size + itemsize * sum(temps))
+        alive += size - sum(nbytes[r] for _, r in taken)
+        nbytes[reg] = size
+        for x in labels:
+            count[x] += 1
+        terms.append(labels)
+        regs.append(reg)
+        steps.append(step)
+    (last,) = terms
+    return steps, tuple(last.index(x) for x in spec.output), largest, peak
+
+
+def _product(
+    taken: list[tuple[Labels, int]], count: dict[int, int], sizes: Sequence[int]
+) -> tuple[Product, Labels, list[int]]:
+    """One step's product, its result's labels and the elements of every temporary it may
+    make (sums and copies)."""
+    (la, ra), (lb, rb) = taken if len(taken) == 2 else (taken[0], ((), -1))
+    sa, sb = set(la), set(lb)
+    kept_a = tuple(x for x in la if count[x] or x in sb)
+    kept_b = tuple(x for x in lb if count[x] or x in sa)
+    free_a = tuple(x for x in kept_a if x not in sb)
+    free_b = tuple(x for x in kept_b if x not in sa)
+    n_a, n_b = _elements(kept_a, sizes), _elements(kept_b, sizes)
+    # the shared labels in the order of an operand that is then a view (the larger one)
+    view_a, view_b = _views(kept_a, free_a, count), _views(kept_b, free_b, count)
+    lead = kept_a if (view_a, n_a) >= (view_b, n_b) else kept_b
+    batch = tuple(x for x in lead if x in sa and x in sb and count[x])
+    inner = tuple(x for x in lead if x in sa and x in sb and not count[x])
+    swap_a = bool(inner) and bool(free_a) and kept_a[-1] in free_a
+    swap_b = bool(inner) and bool(free_b) and kept_b[-1] in inner
+    m, k, n = _elements(free_a, sizes), _elements(inner, sizes), _elements(free_b, sizes)
+    head = (_elements(batch, sizes),) if batch else ()
+    labels = batch + free_a + free_b
+    step = Product(
+        a=ra,
+        b=rb,
+        sum_a=tuple(i for i, x in enumerate(la) if x not in kept_a),
+        sum_b=tuple(i for i, x in enumerate(lb) if x not in kept_b),
+        perm_a=tuple(map(kept_a.index, batch + (inner + free_a if swap_a else free_a + inner))),
+        perm_b=tuple(map(kept_b.index, batch + (free_b + inner if swap_b else inner + free_b))),
+        shape_a=head + ((k, m) if swap_a else (m, k)),
+        shape_b=head + ((n, k) if swap_b else (k, n)),
+        swap_a=swap_a,
+        swap_b=swap_b,
+        shape=tuple(sizes[x] for x in labels),
+    )
+    if rb >= 0 and _elements(tuple(sa | sb), sizes) >= PLANNED_FLOPS:
+        step = replace(step, planned=_pair_key(la, lb, labels))
+    # sums, then the reshapes should they copy
+    temps = [n_a * (kept_a != la), n_b * (kept_b != lb), n_a, n_b]
+    return step, labels, temps
+
+
+def _elements(labels: Labels, sizes: Sequence[int]) -> int:
+    n = 1
+    for x in labels:
+        n *= sizes[x]
+    return n
+
+
+def _pair_key(la: Labels, lb: Labels, out: Labels) -> Any:
+    names: dict[int, int] = {}
+    a, b, c = (tuple(names.setdefault(x, len(names)) for x in t) for t in (la, lb, out))
+    return ("sublists", (a, b), c)
+
+
+def _views(labels: Labels, free: Labels, count: dict[int, int]) -> bool:
+    """Whether a C-ordered operand over ``labels`` is a view as (batch, free, inner) or
+    (batch, inner, free), the shared labels in its own order: its batch labels come first,
+    then its free labels form one block."""
+    nb = sum(1 for x in labels if x not in free and count[x] > 0)
+    if any(x in free or count[x] == 0 for x in labels[:nb]):
+        return False
+    rest = labels[nb:]
+    at = [i for i, x in enumerate(rest) if x in free]
+    return not at or (at[-1] - at[0] + 1 == len(at) and (at[0] == 0 or at[-1] == len(rest) - 1))
+
+
+def _runner(steps: list[Product], output: tuple[int, ...], pair: PairRun) -> Program:
+    def run(operands: Sequence[Any], out: Any) -> Any:
+        regs: list[Any] = list(operands)
+        for step in steps:
+            a = regs[step.a]
+            regs[step.a] = None
+            if step.planned is not None:
+                regs.append(pair(step.planned, a, regs[step.b]))
+                regs[step.b] = None
+                continue
+            if step.sum_a:
+                a = a.sum(axis=step.sum_a)
+            if step.b < 0:
+                regs.append(a.transpose(step.perm_a).reshape(step.shape))
+                continue
+            b = regs[step.b]
+            regs[step.b] = None
+            if step.sum_b:
+                b = b.sum(axis=step.sum_b)
+            a = a.transpose(step.perm_a).reshape(step.shape_a)
+            b = b.transpose(step.perm_b).reshape(step.shape_b)
+            product = np.matmul(a.swapaxes(-1, -2) if step.swap_a else a,
+                                b.swapaxes(-1, -2) if step.swap_b else b)  # fmt: skip
+            regs.append(product.reshape(step.shape))
+        result = regs[-1].transpose(output)
+        if result.ndim == 0:
+            return result[()]
+        return result if result.flags.c_contiguous else result.copy()
+
+    return run

@@ -1,0 +1,149 @@
+"""The first call of a tensor network runs its path directly (engine/backends/numpy/direct.py):
+the same result as NumPy and as the plan built when the shapes repeat, peak bytes that bound
+what the direct run allocates, and the calls it leaves to the planner."""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opt_einsum.testing import rand_equation
+
+import einstride as es
+from einstride.engine.backends.numpy.direct import PLANNED_FLOPS, direct_program, products
+from einstride.engine.call import equation_of
+from einstride.engine.spec.equation import bind
+from einstride.engine.spec.walk import plan_path
+
+
+def _facts(ops: list[Any]) -> tuple[Any, ...]:
+    return tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
+
+
+def _network(seed: int, n: int, reg: int, dtype: str) -> tuple[str, list[Any]]:
+    eq, shapes, _ = rand_equation(n, reg, n_out=seed % 3, d_min=1, d_max=4, seed=seed,
+                                  return_size_dict=True)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    ops = [rng.random(s).astype(dtype) for s in shapes]
+    if dtype.startswith("complex"):
+        ops = [a + 1j * rng.random(a.shape).astype(dtype) for a in ops]
+    return eq, ops
+
+
+def _no_pair(key: Any, a: Any, b: Any) -> Any:
+    raise AssertionError("no product of these networks is large enough to be planned")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(8, 14),
+    reg=st.integers(2, 4),
+    dtype=st.sampled_from(["float64", "float32", "complex128"]),
+)
+def test_a_first_call_runs_the_path_directly_and_agrees(
+    seed: int, n: int, reg: int, dtype: str
+) -> None:
+    eq, ops = _network(seed, n, reg, dtype)
+    found = direct_program(eq, _facts(ops), None, "auto", _no_pair)
+    assert found is not None
+    run, _, _, path = found
+    expected = np.einsum(eq, *ops, optimize="greedy")
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    direct = run(ops, None)
+    np.testing.assert_allclose(direct, expected, rtol=tol, atol=tol)
+    assert np.shape(direct) == np.shape(expected) and np.result_type(direct) == np.dtype(dtype)
+    if np.ndim(direct):
+        assert direct.flags.c_contiguous
+    planned = es.einsum(eq, *ops, optimize=path, memory_limit=2**40)  # the planner's run
+    np.testing.assert_allclose(direct, planned, rtol=tol, atol=tol)
+
+
+def test_einsum_counts_the_direct_answer_and_plans_when_the_shapes_repeat() -> None:
+    eq, ops = _network(7, 10, 3, "float64")
+    es.clear_plan_cache()
+    first = es.einsum(eq, *ops)
+    assert es.plan_cache_info().direct == 1
+    second = es.einsum(eq, *ops)  # the same shapes: the plan is built and compiled now
+    third = es.einsum(eq, *ops)
+    assert es.plan_cache_info().direct == 1
+    np.testing.assert_allclose(first, second, rtol=1e-12)
+    np.testing.assert_allclose(second, third, rtol=0)
+    assert "step 1" in es.explain(eq, *ops)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_peak_bounds_what_the_direct_run_allocates(seed: int) -> None:
+    eq, shapes, _ = rand_equation(10, 3, d_min=4, d_max=9, seed=seed, return_size_dict=True)
+    ops = [np.random.default_rng(seed).random(s) for s in shapes]
+    found = direct_program(eq, _facts(ops), None, "auto", _no_pair)
+    assert found is not None
+    run, largest, peak, _ = found
+    tracemalloc.start()
+    try:
+        run(ops, None)
+        _, measured = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert largest <= peak
+    assert measured <= peak + 64 * 1024  # Python's own objects besides the arrays
+
+
+def test_a_large_product_is_run_on_its_plan() -> None:
+    eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+    sizes = {"a": 512, "b": 512, "c": 512}
+    terms = eq.split("->")[0].split(",")
+    ops = [np.full(tuple(sizes.get(x, 2) for x in t), 0.5) for t in terms]
+    path = [(0, 1)] * 7  # a x b x c first: 2**27 multiply-adds, then small ones
+    spec = bind(equation_of(eq), [a.shape for a in ops])
+    steps, *_ = products(spec, plan_path(spec, path), 8)
+    assert steps[0].planned is not None and all(s.planned is None for s in steps[1:])
+    assert 512 * 512 * 2 < PLANNED_FLOPS <= 512**3  # why it is the first step only
+    calls: list[Any] = []
+
+    def pair(key: Any, a: Any, b: Any) -> Any:
+        calls.append(key)
+        return es.einsum(a, key[1][0], b, key[1][1], key[2])
+
+    found = direct_program(eq, _facts(ops), None, path, pair)
+    assert found is not None
+    np.testing.assert_allclose(
+        found[0](ops, None), np.einsum(eq, *ops, optimize=["einsum_path", *path])
+    )
+    assert calls == [("sublists", ((0, 1), (2, 0)), (1, 2))]  # bc, ab -> ca, renumbered
+
+
+@pytest.mark.parametrize(
+    ("eq", "shapes", "why"),
+    [
+        ("ab,bc,cd,de,ef,fg,gh->ah", [(2, 2)] * 7, "fewer than 8 operands"),
+        ("aab,bc,cd,de,ef,fg,gh,hi->ai", [(2, 2, 2)] + [(2, 2)] * 7, "a diagonal"),
+        ("ab,bc,cd,de,ef,fg,gh,hi->aai", [(2, 2)] * 8, "an expansion"),
+        ("...b,...b,bc,cd,de,ef,fg,gh->...h", [(1, 2), (3, 2)] + [(2, 2)] * 6, "a broadcast"),
+    ],
+)
+def test_what_the_direct_way_leaves_to_the_planner(
+    eq: str, shapes: list[tuple[int, ...]], why: str
+) -> None:
+    ops = [np.ones(s) for s in shapes]
+    assert direct_program(eq, _facts(ops), None, "auto", _no_pair) is None, why
+    if eq.endswith("aai"):  # NumPy does not expand: the diagonal holds the product
+        base = np.einsum(eq.replace("aai", "ai"), *ops)
+        expected = np.zeros((2, 2, 2))
+        expected[[0, 1], [0, 1]] = base
+    else:
+        expected = np.einsum(eq, *ops)
+    np.testing.assert_allclose(es.einsum(eq, *ops), expected)
+
+
+def test_mixed_or_integer_dtypes_are_planned() -> None:
+    eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+    ints = [np.ones((2, 2), dtype=np.int64)] * 8
+    mixed = [np.ones((2, 2), dtype=np.float32)] + [np.ones((2, 2))] * 7
+    for ops in (ints, mixed):
+        assert direct_program(eq, _facts(ops), None, "auto", _no_pair) is None
+        np.testing.assert_array_equal(es.einsum(eq, *ops), np.einsum(eq, *ops))
