@@ -1,6 +1,7 @@
 """The torch backend's hot path: a plain call skips the front end, gives what the full path
-gives, and leaves every other call (autograd, mixed devices or types, conjugate views,
-sparse tensors, over the memory limit) to the full path."""
+gives (a graph too, for one or two operands), and leaves every other call (a graph of
+three operands or more, mixed devices or types, conjugate views, sparse tensors, over the
+memory limit) to the full path."""
 
 from __future__ import annotations
 
@@ -63,6 +64,10 @@ def test_einsum_takes_the_hot_path_after_the_first_call(monkeypatch: pytest.Monk
     assert calls == []  # the backend's full entry point was never called
 
 
+class _Subclass(torch.Tensor):
+    pass
+
+
 def _declines(equation: str, *operands: Any) -> bool:
     return backend.hot(equation, operands, "auto") is None
 
@@ -70,11 +75,15 @@ def _declines(equation: str, *operands: Any) -> bool:
 def test_the_hot_path_declines_what_needs_the_full_path() -> None:
     a = torch.ones(3, 3, dtype=F64)
     assert not _declines("ij->ji", a)
-    assert _declines("ij->ji", a.clone().requires_grad_())  # a graph to build
+    leaf = a.clone().requires_grad_()
+    assert backend.hot("ij->ji", (leaf,), "auto").grad_fn is not None  # one Function
+    assert _declines("ij,jk,kl->il", leaf, a, a)  # a graph built step by step
     with torch.no_grad():
-        assert not _declines("ij->ji", a.clone().requires_grad_())
+        assert not _declines("ij,jk,kl->il", leaf, a, a)
+        assert backend.hot("ij->ji", (leaf,), "auto").grad_fn is None
     assert _declines("ij,jk->ik", a, a.numpy())  # a NumPy operand to convert
-    assert _declines("ij->ji", torch.nn.Parameter(a.clone()))  # a subclass
+    assert not _declines("ij->ji", torch.nn.Parameter(a.clone()))  # a layer's weight
+    assert _declines("ij->ji", a.as_subclass(_Subclass))  # a subclass of its own
     assert _declines("ij->ji", torch.ones(3, 3, dtype=torch.complex128).conj())
     assert _declines("ij->ji", a.to_sparse())
     assert _declines("i->iii", torch.ones(10**5, dtype=F64))  # over the memory limit

@@ -341,7 +341,9 @@ def _gemm_ns(
     plain_b = bool(fb) and fold_stride(n, fb[0]) == item
     rows, cols = mm, nn
     if fc and fold_stride(n, fc[0]) != item:  # a column-major output: NumPy swaps the roles
-        plain_a, plain_b, rows, cols = not plain_b, not plain_a, nn, mm
+        # (out^T = b^T a^T: a view is plain the other way round; a copy still is not)
+        plain_a, plain_b = bool(fb) and not plain_b, bool(fa) and not plain_a
+        rows, cols = nn, mm
     penalty = 1.0 + 0.15 * (2 - plain_a - plain_b) + (0.1 if rows < cols else 0.0)
     return work * penalty
 

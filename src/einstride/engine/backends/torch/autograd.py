@@ -21,6 +21,7 @@ enter conjugated.  Only the operands that need a gradient get one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,40 @@ def _vjp_key(key: EquationKey) -> Any:
     return terms if output is None else (*terms, output)
 
 
+@dataclass(frozen=True, slots=True)
+class _Recipe:
+    """The backward einsum of one operand: its equation key, the other operands in it (by
+    position, after the cotangent), the sizes of the labels a vector of ones carries, and
+    the index that inserts the broadcast labels (None: there are none)."""
+
+    key: Any
+    others: tuple[int, ...]
+    ones: tuple[int, ...]
+    expand: tuple[slice | None, ...] | None
+
+
+@functools.lru_cache(maxsize=1024)
+def _recipes(key: Any, shapes: tuple[tuple[int, ...], ...]) -> tuple[_Recipe, ...]:
+    """Every operand's backward einsum (see the module docstring), cached per equation and
+    shapes: the backward of a repeated call only gathers its operands."""
+    spec, inputs, fills = backward_equations(key, shapes)
+    found = []
+    for k, term in enumerate(inputs):
+        others = tuple(j for j in range(len(inputs)) if j != k)
+        terms = [spec.output, *(inputs[j] for j in others)]
+        broadcast = {label for label in fills[k][0] if term.count(label) == 1}
+        ones = []
+        for label, size in zip(*fills[k]):
+            if label not in broadcast:  # a zero-stride vector of ones carries the label
+                terms.append((label,))
+                ones.append(size)
+        computed = tuple(label for label in term if label not in broadcast)
+        expand = tuple(None if x in broadcast else slice(None) for x in term)
+        eq_key = ("sublists", tuple(terms), computed)
+        found.append(_Recipe(eq_key, others, tuple(ones), expand if broadcast else None))
+    return tuple(found)
+
+
 def vjp(
     backward: Backward,
     tensors: Sequence[torch.Tensor],
@@ -79,47 +114,32 @@ def vjp(
     needs: Sequence[bool],
 ) -> list[torch.Tensor | None]:
     """The gradient of every operand that ``needs`` one (None for the others)."""
-    shapes = tuple(tuple(t.shape) for t in tensors)
-    spec, inputs, fills = backward_equations(_vjp_key(backward.key), shapes)
+    recipes = _recipes(_vjp_key(backward.key), tuple(tuple(t.shape) for t in tensors))
     optimize = "auto" if isinstance(backward.optimize, (list, tuple)) else backward.optimize
+    plain = [t.conj() if t.is_complex() else t for t in tensors]
     grads: list[torch.Tensor | None] = []
     for k, x in enumerate(tensors):
         if not needs[k]:
             grads.append(None)
             continue
-        operands, terms = [cotangent], [spec.output]
-        for j, (other, term) in enumerate(zip(tensors, inputs)):
-            if j != k:
-                operands.append(other.conj() if other.is_complex() else other)
-                terms.append(term)
-        broadcast = {label for label in fills[k][0] if inputs[k].count(label) == 1}
-        ones = torch.ones(1, dtype=cotangent.dtype, device=cotangent.device)
-        for label, size in zip(*fills[k]):
-            if label not in broadcast:
-                operands.append(ones.expand(size))  # a zero-stride vector carries the label
-                terms.append((label,))
-        computed = tuple(label for label in inputs[k] if label not in broadcast)
+        recipe = recipes[k]
+        operands = [cotangent, *(plain[j] for j in recipe.others)]
+        if recipe.ones:
+            ones = torch.ones(1, dtype=cotangent.dtype, device=cotangent.device)
+            operands += [ones.expand(size) for size in recipe.ones]
         call = EinsumCall(
-            key=("sublists", tuple(terms), computed),
+            key=recipe.key,
             operands=tuple(operands),
             optimize=optimize,
             memory_limit=backward.memory_limit,
         )
         grad = backward.einsum(call)
-        if broadcast:
-            grad = _broadcast(grad, inputs[k], broadcast, x.shape)
+        if recipe.expand is not None:
+            # constant along a label summed in the forward pass: a zero-stride view, not
+            # written out (torch.sum's backward does the same)
+            grad = grad[recipe.expand].expand(x.shape)
         grads.append(_like(grad, x))
     return grads
-
-
-def _broadcast(
-    grad: torch.Tensor, labels: Sequence[int], broadcast: set[int], shape: torch.Size
-) -> torch.Tensor:
-    """``grad`` (over ``labels`` less ``broadcast``) as a zero-stride view over all of
-    ``labels``: the gradient is constant along a label summed in the forward pass, so it is
-    not written out (``torch.sum``'s backward does the same)."""
-    index = tuple(None if label in broadcast else slice(None) for label in labels)
-    return grad[index].expand(shape)
 
 
 def _like(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -68,6 +68,10 @@ def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None
 
 def einsum(call: EinsumCall) -> torch.Tensor:
     """Run ``call`` on its torch operands' device; a torch tensor (``out=`` when given)."""
+    if call.out is None and call.dtype is None and call.operands:
+        result = _plain_run(call.key, call.operands, call.optimize, call.memory_limit)
+        if result is not None:
+            return result
     tensors, device = as_tensors(call.operands)
     entry = _entry(call, tensors)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
@@ -102,31 +106,52 @@ _STRIDED = torch.strided
 
 
 def hot(subscripts: str, operands: tuple[Any, ...], optimize: Any) -> torch.Tensor | None:
-    """The registry's hot path: plain tensors on one device, no graph to build, a cached
-    plan within the memory limit; None for anything else (:func:`einsum` then runs it).
+    """The registry's hot path: plain tensors on one device (a graph only for one or two
+    operands), a cached plan within the memory limit; None for anything else
+    (:func:`einsum` then runs it).
 
     >>> hot("ij->ji", (torch.ones(2, 3),), "auto").shape
     torch.Size([3, 2])
-    >>> hot("ij->ji", (torch.ones(2, 3, requires_grad=True),), "auto") is None
+    >>> hot("ij->ji", (torch.ones(2, 3, requires_grad=True),), "auto").grad_fn.name()
+    'EinsumFunctionBackward'
+    >>> hot("ij,jk,kl->il", (torch.ones(2, 2, requires_grad=True),) * 3, "auto") is None
     True
     """
+    return _plain_run(subscripts, operands, optimize, None)
+
+
+_PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
+
+
+def _plain_run(
+    key: Any, operands: tuple[Any, ...], optimize: Any, memory_limit: int | None
+) -> torch.Tensor | None:
+    """:func:`hot` for any equation key and memory limit (the backward's and the path
+    steps' calls take it too)."""
     facts: list[Any] = []
     device = operands[0].device
-    grad = torch.is_grad_enabled()
+    graph = False
     for t in operands:
         if (
-            type(t) is not _Tensor
+            type(t) not in _PLAIN_TYPES
             or t.layout is not _STRIDED
             or t.device != device
-            or (grad and t.requires_grad)
             or t.is_conj()
             or t.is_neg()
         ):
             return None
+        graph = graph or t.requires_grad
         facts += (t.shape, t.stride(), t.dtype)
-    entry = hot_entry(subscripts, tuple(facts), optimize)
-    if entry.peak > limit_for(device, None) or (entry.integer_products and device.type != "cpu"):
+    graph = graph and torch.is_grad_enabled()
+    if graph and len(operands) > 2:
+        return None  # step by step (:mod:`.stepwise`)
+    entry = hot_entry(key, tuple(facts), optimize)
+    limit = limit_for(device, memory_limit)
+    if entry.peak > limit or (entry.integer_products and device.type != "cpu"):
         return None
+    if graph:
+        backward = Backward(key=key, optimize=optimize, memory_limit=memory_limit, einsum=einsum)
+        return _apply(backward, entry.run, *operands)
     return entry.run(operands, None)
 
 

@@ -163,9 +163,9 @@ def entry_for(
     return _cached(eq_key, facts, out_facts, dtype, opt_key, options)
 
 
-def hot_entry(subscripts: str, facts: Facts, optimize: Any) -> Entry:
+def hot_entry(eq_key: Any, facts: Facts, optimize: Any) -> Entry:
     """:func:`entry_for` of a plain call (the hot path's)."""
-    return entry_for(subscripts, facts, None, None, optimize)
+    return entry_for(eq_key, facts, None, None, optimize)
 
 
 def clear_cache() -> None:
