@@ -7,7 +7,8 @@ arithmetic.  On a plan-cache miss, a network of :data:`~.skeleton.NETWORK_OPERAN
 or more therefore runs its path at once, each product the way ``tensordot`` does it (sum
 the labels no one else needs, transpose, reshape -- a view where the layout allows, else a
 copy -- and one ``matmul``); the plan is built, and compiled, when the same shapes come
-again (the warm path, :meth:`.generic.Entry.shape_generic`).
+again often enough that the direct runs have taken as long as planning would
+(:meth:`.generic.Entry.tiered`: then the warm path's program runs).
 
 Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
@@ -45,7 +46,15 @@ from .plan import build_plan
 from .skeleton import NETWORK_OPERANDS
 from .steps import Plan
 
-__all__ = ["PLANNED_FLOPS", "PairRun", "Product", "direct_entry", "direct_program", "products"]
+__all__ = [
+    "PLANNED_FLOPS",
+    "PLANNING_S_PER_STEP",
+    "PairRun",
+    "Product",
+    "direct_entry",
+    "direct_program",
+    "products",
+]
 
 Labels = tuple[int, ...]
 
@@ -75,6 +84,7 @@ class Product:
     is worth its planning."""
 
 
+PLANNING_S_PER_STEP = 0.6e-3  # planning a network's step (measured: 0.5-0.8 ms)
 PLANNED_FLOPS = 1 << 26
 MAX_RANK = 64  # NumPy's most dimensions
 PairRun = Callable[[Any, Any, Any], Any]
@@ -121,7 +131,7 @@ def direct_entry(
         return None
     run, largest, peak, path = found
     make = functools.partial(_plan_on, eq_key, facts, dtype, path, options)
-    return Entry.shape_generic(run, largest, peak, make)
+    return Entry.tiered(run, largest, peak, make, PLANNING_S_PER_STEP * len(path))
 
 
 def _plan_on(

@@ -17,6 +17,7 @@ planner makes) is built only when asked for (``explain``, the memory-limited pat
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -76,6 +77,41 @@ class Entry:
             return program(operands, out)
 
         entry.run = first
+        return entry
+
+    @classmethod
+    def tiered(
+        cls,
+        program: Program,
+        largest: int,
+        peak: int,
+        make: Callable[[], Plan],
+        planning_s: float,
+    ) -> Entry:
+        """The entry of a network's shapes (:mod:`.direct`): it runs ``program`` until the
+        time its runs took adds up to ``planning_s``, the estimated cost of planning, and
+        then builds the plan and compiles it (so that repeating the shapes never costs
+        more than twice what the best of the two ways would have).
+
+        >>> calls = []
+        >>> entry = Entry.tiered(lambda ops, out: calls.append(1), 0, 0, list, 0.0)
+        >>> _ = entry.run((), None)                  # the program, once (no time spent yet)
+        >>> entry.run.__name__, len(calls)
+        ('_compiled', 1)
+        """
+        entry = cls(None, program, largest, peak, make)
+        spent = [0.0]
+
+        def direct(operands: Sequence[Any], out: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return program(operands, out)
+            finally:
+                spent[0] += time.perf_counter() - start
+                if spent[0] >= planning_s:
+                    entry.run = entry._compiled
+
+        entry.run = direct
         return entry
 
     def _compiled(self, operands: Sequence[Any], out: Any) -> Any:
