@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from opt_einsum.testing import rand_equation
 
 import einstride as es
+from einstride.engine.backends.numpy import direct
 from einstride.engine.backends.numpy.cache import hot_entry
 from einstride.engine.backends.numpy.direct import PLANNED_FLOPS, direct_program, products
+from einstride.engine.backends.numpy.peak import plan_peak
 from einstride.engine.call import equation_of
 from einstride.engine.spec.equation import bind
 from einstride.engine.spec.walk import plan_path
@@ -64,21 +66,40 @@ def test_a_first_call_runs_the_path_directly_and_agrees(
     np.testing.assert_allclose(direct, planned, rtol=tol, atol=tol)
 
 
-def test_einsum_counts_the_direct_answer_and_plans_once_the_runs_took_as_long() -> None:
+@pytest.mark.parametrize("planning_s", [0.0, 1e9])
+def test_einsum_counts_the_direct_answer_and_plans_once_the_runs_took_as_long(
+    planning_s: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(direct, "PLANNING_S_PER_STEP", planning_s)  # free, or never paid
     eq, ops = _network(7, 10, 3, "float64")
     es.clear_plan_cache()
     first = es.einsum(eq, *ops)
     assert es.plan_cache_info().direct == 1
     entry = hot_entry(eq, _facts(ops), "auto")
-    assert entry.run.__name__ == "direct"
-    for _ in range(10_000):  # each run adds its time; planning is estimated per step
+    for _ in range(3):
         np.testing.assert_allclose(es.einsum(eq, *ops), first, rtol=1e-12)
-        if entry.run.__name__ != "direct":
-            break
-    assert entry.run.__name__ != "direct"  # the plan is compiled: the warm path from now on
-    np.testing.assert_allclose(es.einsum(eq, *ops), first, rtol=1e-12)
+    compiled = entry.run.__name__ != "direct"
+    assert compiled == (planning_s == 0.0)  # the warm path once the runs took as long
+    assert entry.peak == (plan_peak(entry.plan) if compiled else entry.peak)
     assert es.plan_cache_info().direct == 1
     assert "step 1" in es.explain(eq, *ops)
+
+
+def test_the_peak_counts_the_copy_into_the_outputs_order() -> None:
+    ops = [np.random.default_rng(0).random(6) for _ in range(8)]
+    eq = "a,b,c,d,e,f,g,h->abcdefgh"  # the last product's labels come out in another order
+    found = direct_program(eq, _facts(ops), None, "auto", _no_pair)
+    assert found is not None
+    run, _, peak, _ = found
+    tracemalloc.start()
+    try:
+        result = run(ops, None)
+        _, measured = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(result, np.einsum(eq, *ops))
+    assert measured <= peak + 64 * 1024
+    assert peak >= 2 * result.nbytes
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -170,3 +170,14 @@ def test_parameters_train_through_the_backend() -> None:
         loss.backward()
         opt.step()
     assert float(loss.detach()) < 1e-6
+
+
+@pytest.mark.parametrize(
+    "dtypes", [(torch.float32, torch.float32, torch.float64), (torch.float16,) * 2 + (F64,)]
+)
+def test_the_forward_value_does_not_depend_on_requires_grad(dtypes: tuple[Any, ...]) -> None:
+    gen = torch.Generator().manual_seed(3)
+    ops = [torch.randn(30, 30, generator=gen).to(d) for d in dtypes]
+    plain = es.einsum("ij,jk,kl->il", *ops)
+    graph = es.einsum("ij,jk,kl->il", ops[0].requires_grad_(), *ops[1:])
+    torch.testing.assert_close(graph.detach(), plain, rtol=0, atol=0)

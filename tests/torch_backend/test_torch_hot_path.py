@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -41,11 +42,24 @@ def test_the_hot_path_gives_the_full_paths_result(
     assert HOT_PATHS[torch.Tensor] is backend.hot
     fast = backend.hot(equation, tuple(ops), "auto")
     assert fast is not None
-    full = es.einsum(equation, *ops, memory_limit=2**40)  # a keyword: the full path
+    full = es.einsum(equation, *ops, dtype=F64)  # dtype=: the full path (same dtype)
     torch.testing.assert_close(fast, full, rtol=0, atol=0)
-    torch.testing.assert_close(
-        fast, torch.einsum(equation, *ops) if "iii" not in equation else full
-    )
+    if "iii" not in equation:  # torch.einsum does not expand
+        torch.testing.assert_close(fast, torch.einsum(equation, *ops))
+
+
+@pytest.mark.parametrize("kind", ["list", "scalar", "ndarray", "einstride"])
+def test_a_first_operand_that_is_not_a_torch_tensor_takes_the_full_path(kind: str) -> None:
+    t = torch.arange(3.0, dtype=F64)
+    first: Any = {
+        "list": [1.0, 1.0, 1.0],
+        "scalar": 1.0,
+        "ndarray": np.ones(3),
+        "einstride": es.as_tensor(np.ones(3)),
+    }[kind]
+    equation = ",i->" if kind == "scalar" else "i,i->"
+    assert backend.hot(equation, (first, t), "auto") is None
+    assert float(es.einsum(equation, first, t)) == 3.0  # converted onto t's device
 
 
 def test_einsum_takes_the_hot_path_after_the_first_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,7 +185,10 @@ def products(
         regs.append(reg)
         steps.append(step)
     (last,) = terms
-    return steps, tuple(last.index(x) for x in spec.output), largest, peak
+    output = tuple(last.index(x) for x in spec.output)
+    if output != tuple(range(len(output))):  # the result is copied into the output's order
+        peak = max(peak, alive + nbytes[regs[0]])
+    return steps, output, largest, peak
 
 
 def _product(

@@ -128,6 +128,8 @@ def _plain_run(
 ) -> torch.Tensor | None:
     """:func:`hot` for any equation key and memory limit (the backward's and the path
     steps' calls take it too)."""
+    if type(operands[0]) not in _PLAIN_TYPES:
+        return None  # a list, a scalar, an einstride Tensor: converted on the full path
     facts: list[Any] = []
     device = operands[0].device
     graph = False

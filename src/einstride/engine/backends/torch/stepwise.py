@@ -7,9 +7,10 @@ path's steps, each a two-operand einsum with its own backward, autograd reuses t
 intermediates: two products per step, as ``torch.einsum`` (which is a chain of ``bmm``) does.
 The intermediates are kept for the backward, as torch keeps them.
 
-Only plans whose steps compute in the result dtype go step by step (a float16 contraction
-accumulates in float32 across the whole plan; its steps would round in between), and only
-when no ``...`` axis broadcasts (a pairwise equation binds its label sizes strictly).
+Only plans whose operands all have the dtype they compute in go step by step (a float16
+contraction accumulates in float32 across the whole plan, and mixed dtypes are promoted at
+once; steps would round in between), and only when no ``...`` axis broadcasts (a pairwise
+equation binds its label sizes strictly).
 
 >>> import torch
 >>> from ...call import make_call
@@ -35,12 +36,15 @@ __all__ = ["by_steps", "runs_by_steps"]
 
 
 def runs_by_steps(plan: Plan, call: EinsumCall) -> bool:
-    """Whether the call's graph is built step by step (see the module's docstring)."""
+    """Whether the call's graph is built step by step (see the module's docstring): every
+    operand already in the dtype the plan computes in (a step of lower-precision operands
+    would round where the whole plan does not)."""
     return (
         len(plan.path) > 1
         and call.dtype is None
         and call.out is None
         and plan.compute_dtype == plan.result_dtype
+        and all(d == plan.result_dtype for d in plan.dtypes)
         and not any(plan.spec.stretched)
     )
 
