@@ -123,9 +123,10 @@ def direct_entry(
     options: PlannerOptions,
     pair: PairRun,
 ) -> Entry | None:
-    """The entry of a network's first call: it runs :func:`direct_program`; its plan (for
-    ``explain``, the memory-limited paths and the second call) is built on the path the
-    direct run took, when first asked for."""
+    """The entry of a network's shapes: it runs :func:`direct_program` until those runs
+    have taken as long as planning would (:meth:`.generic.Entry.tiered`); its plan (for
+    ``explain``, the memory-limited paths and the warm path) is built on the path the
+    direct runs take, when first asked for."""
     found = direct_program(eq_key, facts, dtype, optimize, pair)
     if found is None:
         return None
