@@ -27,10 +27,9 @@ True
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -59,12 +58,15 @@ __all__ = [
 Labels = tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Product:
+class Product(NamedTuple):
     """One step: registers ``a`` and ``b`` (``b`` -1: a sum of ``a`` alone), each summed
     over its ``sum_*`` axes, transposed by ``perm_*`` and reshaped to ``shape_*`` (swapping
     the last two axes of a ``swap_*`` one: a transposed matrix BLAS takes as it is), one
-    ``matmul``, reshaped to ``shape``; the result goes to the end of the register list."""
+    ``matmul``, reshaped to ``shape``; the result goes to the end of the register list.
+    ``planned``: for a product of :data:`PLANNED_FLOPS` multiply-adds or more, the pair's
+    equation key (labels renumbered in order of appearance, so that alike steps share
+    plans), run through the planner's cache: there the cost model's choice of views, loops
+    and copies is worth its planning."""
 
     a: int
     b: int
@@ -78,10 +80,6 @@ class Product:
     swap_b: bool
     shape: tuple[int, ...]
     planned: Any = None
-    """For a product of :data:`PLANNED_FLOPS` multiply-adds or more: the pair's equation
-    key (labels renumbered in order of appearance, so that alike steps share plans), run
-    through the planner's cache: there the cost model's choice of views, loops and copies
-    is worth its planning."""
 
 
 PLANNING_S_PER_STEP = 0.6e-3  # planning a network's step (measured: 0.5-0.8 ms)
@@ -164,29 +162,29 @@ def products(
         for x in term:
             count[x] = count.get(x, 0) + 1
     sizes = spec.sizes
-    nbytes = {r: 0 for r in regs}  # intermediates only: the operands are the caller's
+    nbytes = [0] * len(terms)  # intermediates only: the operands are the caller's
     alive = largest = peak = 0
     steps: list[Product] = []
     for contraction in path:
-        picked = sorted(contraction, reverse=True)
-        taken = [(terms.pop(i), regs.pop(i)) for i in picked]
+        taken = [(terms.pop(i), regs.pop(i)) for i in sorted(contraction, reverse=True)]
         for term, _ in taken:
             for x in term:
                 count[x] -= 1
         step, labels, temps = _product(taken, count, sizes)
-        size = itemsize * math.prod(sizes[x] for x in labels)
-        reg = len(nbytes)
-        largest = max(largest, size, *(itemsize * t for t in temps))
+        size = itemsize * _elements(labels, sizes)
+        largest = max(largest, size, itemsize * max(temps))
         peak = max(peak, alive + size + itemsize * sum(temps))
-        alive += size - sum(nbytes[r] for _, r in taken)
-        nbytes[reg] = size
+        for _, r in taken:
+            alive -= nbytes[r]
+        alive += size
         for x in labels:
             count[x] += 1
         terms.append(labels)
-        regs.append(reg)
+        regs.append(len(nbytes))
+        nbytes.append(size)
         steps.append(step)
     (last,) = terms
-    output = tuple(last.index(x) for x in spec.output)
+    output = tuple([last.index(x) for x in spec.output])
     if output != tuple(range(len(output))):  # the result is copied into the output's order
         peak = max(peak, alive + nbytes[regs[0]])
     return steps, output, largest, peak
@@ -199,39 +197,43 @@ def _product(
     make (sums and copies)."""
     (la, ra), (lb, rb) = taken if len(taken) == 2 else (taken[0], ((), -1))
     sa, sb = set(la), set(lb)
-    kept_a = tuple(x for x in la if count[x] or x in sb)
-    kept_b = tuple(x for x in lb if count[x] or x in sa)
-    free_a = tuple(x for x in kept_a if x not in sb)
-    free_b = tuple(x for x in kept_b if x not in sa)
+    kept_a = tuple([x for x in la if count[x] or x in sb])
+    kept_b = tuple([x for x in lb if count[x] or x in sa])
+    free_a = tuple([x for x in kept_a if x not in sb])
+    free_b = tuple([x for x in kept_b if x not in sa])
     n_a, n_b = _elements(kept_a, sizes), _elements(kept_b, sizes)
     # the shared labels in the order of an operand that is then a view (the larger one)
     view_a, view_b = _views(kept_a, free_a, count), _views(kept_b, free_b, count)
     lead = kept_a if (view_a, n_a) >= (view_b, n_b) else kept_b
-    batch = tuple(x for x in lead if x in sa and x in sb and count[x])
-    inner = tuple(x for x in lead if x in sa and x in sb and not count[x])
+    shared = [x for x in lead if x in sa and x in sb]
+    batch = tuple([x for x in shared if count[x]])
+    inner = tuple([x for x in shared if not count[x]])
     swap_a = bool(inner) and bool(free_a) and kept_a[-1] in free_a
     swap_b = bool(inner) and bool(free_b) and kept_b[-1] in inner
     m, k, n = _elements(free_a, sizes), _elements(inner, sizes), _elements(free_b, sizes)
     head = (_elements(batch, sizes),) if batch else ()
     labels = batch + free_a + free_b
+    order_a = batch + (inner + free_a if swap_a else free_a + inner)
+    order_b = batch + (free_b + inner if swap_b else inner + free_b)
+    planned = None
+    if rb >= 0 and n_a * n_b // max(1, k * _elements(batch, sizes)) >= PLANNED_FLOPS:
+        planned = _pair_key(la, lb, labels)
     step = Product(
         a=ra,
         b=rb,
-        sum_a=tuple(i for i, x in enumerate(la) if x not in kept_a),
-        sum_b=tuple(i for i, x in enumerate(lb) if x not in kept_b),
-        perm_a=tuple(map(kept_a.index, batch + (inner + free_a if swap_a else free_a + inner))),
-        perm_b=tuple(map(kept_b.index, batch + (free_b + inner if swap_b else inner + free_b))),
+        sum_a=tuple([i for i, x in enumerate(la) if x not in kept_a]),
+        sum_b=tuple([i for i, x in enumerate(lb) if x not in kept_b]),
+        perm_a=tuple([kept_a.index(x) for x in order_a]),
+        perm_b=tuple([kept_b.index(x) for x in order_b]),
         shape_a=head + ((k, m) if swap_a else (m, k)),
         shape_b=head + ((n, k) if swap_b else (k, n)),
         swap_a=swap_a,
         swap_b=swap_b,
-        shape=tuple(sizes[x] for x in labels),
+        shape=tuple([sizes[x] for x in labels]),
+        planned=planned,
     )
-    if rb >= 0 and _elements(tuple(sa | sb), sizes) >= PLANNED_FLOPS:
-        step = replace(step, planned=_pair_key(la, lb, labels))
     # sums, then the reshapes should they copy
-    temps = [n_a * (kept_a != la), n_b * (kept_b != lb), n_a, n_b]
-    return step, labels, temps
+    return step, labels, [n_a * (kept_a != la), n_b * (kept_b != lb), n_a, n_b]
 
 
 def _elements(labels: Labels, sizes: Sequence[int]) -> int:
@@ -251,12 +253,13 @@ def _views(labels: Labels, free: Labels, count: dict[int, int]) -> bool:
     """Whether a C-ordered operand over ``labels`` is a view as (batch, free, inner) or
     (batch, inner, free), the shared labels in its own order: its batch labels come first,
     then its free labels form one block."""
-    nb = sum(1 for x in labels if x not in free and count[x] > 0)
-    if any(x in free or count[x] == 0 for x in labels[:nb]):
-        return False
-    rest = labels[nb:]
-    at = [i for i, x in enumerate(rest) if x in free]
-    return not at or (at[-1] - at[0] + 1 == len(at) and (at[0] == 0 or at[-1] == len(rest) - 1))
+    at = [i for i, x in enumerate(labels) if x in free]
+    batch = [i for i, x in enumerate(labels) if x not in free and count[x]]
+    if batch and batch[-1] != len(batch) - 1:
+        return False  # a batch label after another label
+    if not at:
+        return True
+    return at[-1] - at[0] + 1 == len(at) and (at[0] == len(batch) or at[-1] == len(labels) - 1)
 
 
 def _runner(steps: list[Product], output: tuple[int, ...], pair: PairRun) -> Program:
