@@ -147,3 +147,33 @@ def test_half_precision_accumulates_exactly_in_float32(
     expected = brute_force(case.terms, case.output, [t.double().numpy() for t in tensors])
     assert result.dtype == dtype
     assert torch.equal(result, torch.from_numpy(np.asarray(expected)).to(dtype))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=SLOW)
+@given(st.data(), OPTIMIZE)
+def test_gradients_match_torch_einsums_step_by_step_or_not(data: Any, optimize: Any) -> None:
+    """Random equations of up to five operands (n-ary ones run step by step under autograd)
+    in float64 and complex128, any layout: every operand's gradient for a random cotangent
+    equals ``torch.einsum``'s, wherever torch takes the equation."""
+    case = data.draw(cases(max_operands=5))
+    letters = case.numpy_equation()
+    if letters is None or len(set(case.output)) != len(case.output):
+        return  # torch.einsum takes neither more than 52 labels nor expansion
+    dtype = data.draw(st.sampled_from(["float64", "complex128"]))
+    leaves = [data.draw(torch_layouts(s, dtype)).clone().requires_grad_() for s in case.shapes]
+    try:
+        expected_out = torch.einsum(letters, *leaves)
+    except RuntimeError:
+        return  # a named label of size 1 against a larger one: torch refuses it
+    out = es.einsum(case.render(), *leaves, optimize=optimize)
+    cotangent = torch.from_numpy(
+        np.asarray(values(np.random.default_rng(0), tuple(out.shape), dtype))
+    )
+    ours = torch.autograd.grad(out, leaves, cotangent, allow_unused=True)
+    theirs = torch.autograd.grad(expected_out, leaves, cotangent, allow_unused=True)
+    for k, (g, h) in enumerate(zip(ours, theirs)):
+        if h is None:
+            h = torch.zeros_like(leaves[k])
+        assert g is not None
+        _close(g.resolve_conj().detach().numpy(), h.resolve_conj().detach().numpy(),
+               f"{case.render()} operand {k}")  # fmt: skip
