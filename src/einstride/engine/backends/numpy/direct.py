@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -39,11 +38,9 @@ from ...spec.paths import given_path
 from ...spec.walk import plan_path
 from .execute import Program
 from .fold import BLAS_TYPES
-from .generic import Entry
+from .generic import Entry, plan_of
 from .options import PlannerOptions
-from .plan import build_plan
 from .skeleton import NETWORK_OPERANDS
-from .steps import Plan
 
 __all__ = [
     "PLANNED_FLOPS",
@@ -129,20 +126,8 @@ def direct_entry(
     if found is None:
         return None
     run, largest, peak, path = found
-    make = functools.partial(_plan_on, eq_key, facts, dtype, path, options)
+    make = functools.partial(plan_of, eq_key, facts, dtype, path, options, False)
     return Entry.tiered(run, largest, peak, make, PLANNING_S_PER_STEP * len(path))
-
-
-def _plan_on(
-    eq_key: Any,
-    facts: tuple[Any, ...],
-    dtype: Any,
-    path: list[tuple[int, ...]],
-    options: PlannerOptions,
-) -> Plan:
-    spec = bind(equation_of(eq_key), facts[0::3])
-    plan = build_plan(spec, facts[2::3], facts[1::3], dtype=dtype, optimize=path, options=options)
-    return replace(plan, reused=False)
 
 
 def _distinct(spec: EinsumSpec) -> bool:

@@ -35,7 +35,7 @@ from .sizefree import Where, compile_generic
 from .skeleton import ShapeClass, c_order_class, shape_class
 from .steps import Plan
 
-__all__ = ["Entry", "class_program", "clear_generic", "generic_entry"]
+__all__ = ["Entry", "class_program", "clear_generic", "generic_entry", "plan_of"]
 
 
 class Entry:
@@ -198,11 +198,11 @@ def generic_entry(
                 n *= sizes[label]
             largest = max(largest, n)
         peak = plan_peak(plan, sizes) if several else largest
-    make = functools.partial(_plan_of, eq_key, facts, dtype, optimize, options, reused)
+    make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, reused)
     return Entry.shape_generic(program, largest, peak, make), not reused
 
 
-def _plan_of(
+def plan_of(
     eq_key: Any,
     facts: tuple[Any, ...],
     dtype: np.dtype[Any] | None,
@@ -210,8 +210,9 @@ def _plan_of(
     options: PlannerOptions,
     reused: bool,
 ) -> Plan:
-    """The plan of a shape-generic entry, built when asked for: the class's decisions
-    replayed with these sizes (``reused``: as they were when the entry was made)."""
+    """The plan of a shape-generic (or direct) entry, built when asked for: the class's
+    decisions replayed with these sizes (``reused``: as they were when the entry was
+    made)."""
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     plan = build_plan(spec, dtypes, strides, dtype=dtype, optimize=optimize, options=options)
