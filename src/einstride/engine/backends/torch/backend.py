@@ -18,7 +18,7 @@ tensor([[3., 3.],
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import torch
@@ -29,7 +29,7 @@ from ...registry import HOT_PATHS
 from .autograd import Backward, EinsumFunction
 from .guard import limit_for
 from .operands import as_tensors, check_out, facts_of
-from .plan import Entry, entry_for, hot_entry
+from .plan import Entry, entry_for
 from .records import check_memory
 from .report import format_torch_plan
 from .stepwise import by_steps, runs_by_steps
@@ -88,11 +88,16 @@ def einsum(call: EinsumCall) -> torch.Tensor:
     if graph and runs_by_steps(entry.plan, call):
         return by_steps(entry.plan, call, tensors, einsum)
     if graph:
-        backward = Backward(
-            key=call.key, optimize=call.optimize, memory_limit=call.memory_limit, einsum=einsum
-        )
-        return _apply(backward, entry.run, *tensors)
+        return _with_graph(call.key, call.optimize, call.memory_limit, entry, tensors)
     return entry.run(tensors, out)
+
+
+def _with_graph(
+    key: Any, optimize: Any, memory_limit: int | None, entry: Entry, tensors: Sequence[Any]
+) -> torch.Tensor:
+    """The result inside :class:`.autograd.EinsumFunction`, whose backward is einstride."""
+    backward = Backward(key=key, optimize=optimize, memory_limit=memory_limit, einsum=einsum)
+    return _apply(backward, entry.run, *tensors)
 
 
 def explain(call: EinsumCall) -> str:
@@ -147,13 +152,12 @@ def _plain_run(
     graph = graph and torch.is_grad_enabled()
     if graph and len(operands) > 2:
         return None  # step by step (:mod:`.stepwise`)
-    entry = hot_entry(key, tuple(facts), optimize)
+    entry = entry_for(key, tuple(facts), None, None, optimize)
     limit = limit_for(device, memory_limit)
     if entry.peak > limit or (entry.integer_products and device.type != "cpu"):
         return None
     if graph:
-        backward = Backward(key=key, optimize=optimize, memory_limit=memory_limit, einsum=einsum)
-        return _apply(backward, entry.run, *operands)
+        return _with_graph(key, optimize, memory_limit, entry, operands)
     return entry.run(operands, None)
 
 

@@ -46,7 +46,6 @@ __all__ = [
     "clear_cache",
     "entry_for",
     "facts_of",
-    "hot_entry",
     "make_entry",
     "planner_options",
 ]
@@ -161,11 +160,6 @@ def entry_for(
     if opt_key is None:
         return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
     return _cached(eq_key, facts, out_facts, dtype, opt_key, options)
-
-
-def hot_entry(eq_key: Any, facts: Facts, optimize: Any) -> Entry:
-    """:func:`entry_for` of a plain call (the hot path's)."""
-    return entry_for(eq_key, facts, None, None, optimize)
 
 
 def clear_cache() -> None:
