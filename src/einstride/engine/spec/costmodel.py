@@ -53,7 +53,7 @@ class Problem:
         self.output = _mask(output, bit)
         self.terms = inputs
         self.output_labels = output
-        self._sizes: dict[int, int] = {0: 1}
+        self.sized: dict[int, int] = {0: 1}  # elements per label mask, memoized
 
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
@@ -62,7 +62,7 @@ class Problem:
 
     def size(self, mask: int) -> int:
         """The number of elements of a tensor over the labels of ``mask``."""
-        return self._sizes.get(mask) or self._fill(mask)
+        return self.sized.get(mask) or self._fill(mask)
 
     def _fill(self, mask: int) -> int:
         found, rest = 1, mask
@@ -70,12 +70,12 @@ class Problem:
             low = rest & -rest
             found *= self.label_sizes[low.bit_length() - 1]
             rest ^= low
-        self._sizes[mask] = found
+        self.sized[mask] = found
         return found
 
     def pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
         """:func:`pair_cost` over masks."""
-        known, fill = self._sizes.get, self._fill
+        known, fill = self.sized.get, self._fill
         ra, rb = a & (b | keep), b & (a | keep)
         union = ra | rb
         out = union & keep

@@ -5,13 +5,16 @@ estimates, with a cost model of einstride's own executor, how long the contracti
 take.  A share of that estimate is the search *budget*: nothing more for a contraction of
 microseconds, up to a few seconds for one of minutes.  Within the budget it tries more
 finders -- the exact optimum over the cost model for a few operands, opt_einsum's dynamic
-programming for a moderate number, then greedy trials (three fixed weightings of the
-operands' sizes, then seeded random ones) -- and keeps the candidate the cost model rates
-cheapest.  The budget follows the cheapest path found so far: a finder that finds a much
-cheaper path leaves less to gain, and the search stops sooner.
+programming for a moderate number, subtree reconfiguration of the best path so far
+(:mod:`.trees`: subtrees of four, then five branches re-solved exactly), then greedy trials
+(three fixed weightings of the operands' sizes, then seeded random ones) -- and keeps the
+candidate the cost model rates cheapest.  The budget follows the cheapest path found so
+far: a finder that finds a much cheaper path leaves less to gain, and the search stops
+sooner.
 
 The cost model (:mod:`.costmodel`) prices what the executor does, not FLOPs alone.  The
-budget is converted into work (how many trials) by a fixed estimate of their cost, never
+budget is converted into work (how many trials and pair costs) by a fixed estimate of
+their cost, never
 by a clock, so the search is deterministic for a seed;
 only a safety deadline (three budgets) stops the trials on a machine far slower than that
 estimate, and the choice then says so.
@@ -37,6 +40,7 @@ from typing import Any
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
 from .costmodel import Problem
+from .trees import optimal_pairs, optimal_tree, reconfigure, tree_to_path
 
 __all__ = [
     "PathChoice",
@@ -55,6 +59,8 @@ TRIAL_S_PER_TENSOR = 80e-6  # one greedy trial (and its scoring), per operand (m
 MAX_TRIALS = 256
 FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' sizes
 DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
+RECONF_S_PER_PAIR = 3.5e-6  # subtree reconfiguration, per pair cost (measured: 2.5-4 µs)
+RECONF_SUBTREES = (4, 5)  # its subtree sizes, in turn, while the budget lasts
 OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
@@ -65,7 +71,7 @@ class PathChoice:
     """A contraction path and how it was found.
 
     ``finder`` names the finder whose path won (``"optimal"``, ``"greedy"``, ``"dp"``,
-    ``"random-greedy"``; or for other ``optimize`` forms ``"given"``, ``"left to right"``,
+    ``"random-greedy"``, or ``"greedy, reconfigured"``/``"dp, reconfigured"``; or for other ``optimize`` forms ``"given"``, ``"left to right"``,
     an opt_einsum finder's name or an optimizer's class).  ``cost_ns`` and ``flops`` rate
     the path with :func:`path_cost`; ``baseline_ns`` is the greedy path's cost (what the
     budget was derived from); ``budget_s`` the search budget, ``tried`` the finders run
@@ -173,35 +179,10 @@ def _dp(problem: Problem) -> Path:
 
 
 def _optimal(problem: Problem) -> _Candidate:
-    """The cheapest contraction tree under the cost model: dynamic programming over every
-    subset of operands (``3**n / 2`` pair costs)."""
-    n = len(problem.inputs)
-    full = (1 << n) - 1
-    labels = [0] * (full + 1)  # the labels of each subset of operands
-    for subset in range(1, full + 1):
-        low = subset & -subset
-        labels[subset] = labels[subset ^ low] | problem.inputs[low.bit_length() - 1]
-    # per subset: (ns, its result's labels, tree, FLOPs, largest intermediate)
-    best: dict[int, tuple[float, int, Any, int, int]] = {
-        1 << i: (0.0, term, i, 0, 0) for i, term in enumerate(problem.inputs)
-    }
-    for subset in sorted(range(1, full + 1), key=int.bit_count)[n:]:
-        keep = labels[subset] & (problem.output | labels[full ^ subset])
-        low = subset & -subset
-        found: tuple[float, int, Any, int, int] | None = None
-        part = (subset - 1) & subset
-        while part:
-            if part & low:
-                a, b = best[part], best[subset ^ part]
-                ns, flops = problem.pair(a[1], b[1], keep)
-                if found is None or a[0] + b[0] + ns < found[0]:
-                    largest = max(a[4], b[4], problem.size(keep))
-                    found = (a[0] + b[0] + ns, keep, (a[2], b[2]), a[3] + b[3] + flops, largest)
-            part = (part - 1) & subset
-        assert found is not None
-        best[subset] = found
-    ns, _, tree, flops, largest = best[full]
-    return _Candidate("optimal", _tree_to_path(tree, n), ns, flops, largest)
+    """The cheapest contraction tree under the cost model, by dynamic programming over
+    every subset of operands (``3**n / 2`` pair costs)."""
+    ns, flops, largest, tree = optimal_tree(problem, problem.inputs, problem.output)
+    return _Candidate("optimal", tree_to_path(tree, len(problem.inputs)), ns, flops, largest)
 
 
 def _three(problem: Problem) -> _Candidate:
@@ -218,21 +199,6 @@ def _three(problem: Problem) -> _Candidate:
             found = _Candidate("optimal", (first, (0, 1)), ns1 + ns2, flops1 + flops2, largest)
     assert found is not None
     return found
-
-
-def _tree_to_path(tree: Any, n: int) -> Path:
-    """A nested pair tree of operand indices -> NumPy's path format."""
-    ssa: list[tuple[int, int]] = []
-
-    def walk(node: Any) -> int:
-        if isinstance(node, int):
-            return node
-        left, right = walk(node[0]), walk(node[1])
-        ssa.append((left, right))
-        return n + len(ssa) - 1
-
-    walk(tree)
-    return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
 
 
 # -- the search ------------------------------------------------------------------------------
@@ -325,6 +291,8 @@ class _Search:
         if n <= DP_MAX and self._fits(_dp_seconds(n)):
             self._add(_rate(self.problem, "dp", _dp(self.problem)), _dp_seconds(n))
             self.tried.append("dp")
+        if "optimal" not in self.tried:
+            self._reconfigure()
         trial, cost = 0, TRIAL_S_PER_TENSOR * n
         while trial < MAX_TRIALS and self._fits(cost):
             if trial and time.perf_counter() > self.deadline:
@@ -335,6 +303,19 @@ class _Search:
             trial += 1
         if trial:
             self.tried.append(f"random-greedy x{trial}")
+
+    def _reconfigure(self) -> None:
+        """Subtree reconfiguration of the best path so far, with subtrees of each size of
+        :data:`RECONF_SUBTREES` in turn, while the budget lasts."""
+        best = min(self.candidates, key=lambda c: c.ns)
+        path, finder = best.path, f"{best.finder}, reconfigured"
+        for size in RECONF_SUBTREES:
+            pairs = int((self._allowed() - self.spent) / RECONF_S_PER_PAIR)
+            if pairs < optimal_pairs(size):
+                return
+            path, used = reconfigure(self.problem, path, subtree=size, max_pairs=pairs)
+            self._add(_rate(self.problem, finder, path), used * RECONF_S_PER_PAIR)
+            self.tried.append(f"subtree reconfiguration ({size} branches, {used:,} pair costs)")
 
 
 def _chosen(

@@ -1,0 +1,228 @@
+"""Contraction trees: the exact optimum over a few operands, and subtree reconfiguration,
+which improves a whole path by re-solving its subtrees exactly.
+
+A greedy path is good at large and poor in places: it merges the pair that shrinks most
+now, and a few of its merges cost far more than another order of the same operands would.
+Reconfiguration (cotengra's ``subtree_reconfigure`` is the model) takes the path's tree,
+cuts out the subtree of up to ``k`` branches below each product (breadth first: balanced
+subtrees), the most expensive product first, solves that subtree's order exactly under the
+cost model (:func:`optimal_tree`, :func:`optimal_pairs` pair costs) and keeps it when it is
+cheaper.  Each step can only lower the path's cost, and the work is counted in pair costs,
+never by a clock, so it is deterministic.
+
+>>> from .costmodel import Problem, path_cost
+>>> chain = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)]          # a chain of five matrices
+>>> sizes = (2, 1000, 2, 1000, 2, 1000)
+>>> bad = ((0, 1), (0, 1), (0, 1), (0, 1))                    # strictly left to right
+>>> better, pairs = reconfigure(Problem(chain, (0, 5), sizes), bad, subtree=5, max_pairs=10**4)
+>>> path_cost(chain, (0, 5), sizes, better)[1] < path_cost(chain, (0, 5), sizes, bad)[1]
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
+
+from .costmodel import STEP_NS, Problem
+
+__all__ = [
+    "OptimalTree",
+    "optimal_pairs",
+    "optimal_tree",
+    "reconfigure",
+    "tree_to_path",
+]
+
+Path = tuple[tuple[int, ...], ...]
+# (ns, FLOPs, largest intermediate, tree): the tree nests pairs of indices into the inputs
+OptimalTree = tuple[float, int, int, Any]
+SKIP_SHARE = 1e-3  # a subtree costing less than this share of the whole is not re-solved
+
+
+def optimal_pairs(k: int) -> int:
+    """How many pair costs :func:`optimal_tree` evaluates for ``k`` inputs.
+
+    >>> [optimal_pairs(k) for k in (2, 3, 4, 5, 6)]
+    [1, 6, 25, 90, 301]
+    """
+    return int(3**k - 2 ** (k + 1) + 1) // 2
+
+
+def optimal_tree(problem: Problem, inputs: Sequence[int], output: int) -> OptimalTree:
+    """The cheapest contraction tree of ``inputs`` (label masks of ``problem``) into
+    ``output`` under the cost model: dynamic programming over every subset of the inputs
+    (:func:`optimal_pairs` pair costs).
+
+    >>> chain = Problem([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10))
+    >>> optimal_tree(chain, chain.inputs, chain.output)[1:]
+    (400000, 10000, (0, (1, 2)))
+    """
+    n = len(inputs)
+    full = (1 << n) - 1
+    labels = [0] * (full + 1)  # the labels of each subset of inputs
+    for subset in range(1, full + 1):
+        low = subset & -subset
+        labels[subset] = labels[subset ^ low] | inputs[low.bit_length() - 1]
+    # per subset: its cheapest tree's ns, result labels, tree, FLOPs, largest intermediate
+    ns, result, tree = [0.0] * (full + 1), [0] * (full + 1), [None] * (full + 1)  # type: list[float], list[int], list[Any]
+    flops, largest = [0] * (full + 1), [0] * (full + 1)
+    for i, term in enumerate(inputs):
+        result[1 << i], tree[1 << i] = term, i
+    pair = problem.pair
+    for subset in _by_size(n):
+        keep = result[subset] = labels[subset] & (output | labels[full ^ subset])
+        low, found, best, found_flops = subset & -subset, 0, -1.0, 0
+        part = (subset - 1) & subset
+        while part:
+            if part & low:
+                other = subset ^ part
+                step_ns, step_flops = pair(result[part], result[other], keep)
+                total = ns[part] + ns[other] + step_ns
+                if best < 0 or total < best:
+                    best, found, found_flops = total, part, step_flops
+            part = (part - 1) & subset
+        other = subset ^ found
+        ns[subset], tree[subset] = best, (tree[found], tree[other])
+        flops[subset] = flops[found] + flops[other] + found_flops
+        largest[subset] = max(largest[found], largest[other], problem.size(keep))
+    return ns[full], flops[full], largest[full], tree[full]
+
+
+@functools.cache
+def _by_size(n: int) -> tuple[int, ...]:
+    """The subsets of ``n`` items with two or more, smaller ones first."""
+    return tuple(s for s in sorted(range(1, 1 << n), key=int.bit_count) if s & (s - 1))
+
+
+def tree_to_path(tree: Any, n: int) -> Path:
+    """A nested pair tree of operand indices -> NumPy's path format.
+
+    >>> tree_to_path(((0, 2), (1, 3)), 4)
+    ((0, 2), (0, 1), (0, 1))
+    """
+    ssa: list[tuple[int, int]] = []
+
+    def walk(node: Any) -> int:
+        if isinstance(node, int):
+            return node
+        left, right = walk(node[0]), walk(node[1])
+        ssa.append((left, right))
+        return n + len(ssa) - 1
+
+    walk(tree)
+    return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
+
+
+def reconfigure(problem: Problem, path: Path, *, subtree: int, max_pairs: int) -> tuple[Path, int]:
+    """``path`` with its subtrees of up to ``subtree`` branches re-solved exactly under the
+    cost model, the most expensive first, sweep after sweep while one improves and ``max_pairs``
+    pair costs last; returns the path and the pair costs spent.  A path that is not a
+    sequence of pairwise contractions comes back as it is."""
+    n = len(problem.inputs)
+    if n < 3 or len(path) != n - 1 or any(len(entry) != 2 for entry in path):
+        return path, 0
+    tree = _Tree(problem, path)
+    spent, improved = 0, True
+    while improved and spent < max_pairs:
+        improved = False
+        floor = sum(tree.cost[n:]) * SKIP_SHARE
+        for node in sorted(range(n, 2 * n - 1), key=tree.cost.__getitem__, reverse=True):
+            used, better = tree.resolve(node, subtree, floor)
+            spent += used
+            improved |= better
+            if spent >= max_pairs:
+                break
+    return tree.path(), spent
+
+
+class _Tree:
+    """A pairwise path as a mutable binary tree: nodes ``0..n-1`` are the operands,
+    ``n..2n-2`` the products (the root last); per node its operands' labels, the labels of
+    every operand outside it, its result's labels and the cost of the product making it."""
+
+    def __init__(self, problem: Problem, path: Path) -> None:
+        self.problem, n = problem, len(problem.inputs)
+        size = 2 * n - 1
+        self.left, self.right = [-1] * size, [-1] * size
+        for step, (a, b) in enumerate(oe_paths.linear_to_ssa(path)):
+            self.left[n + step], self.right[n + step] = a, b
+        self.inside = list(problem.inputs) + [0] * (n - 1)
+        self.outside = [0] * size
+        self.result = list(problem.inputs) + [0] * (n - 1)
+        self.cost = [0.0] * size
+        self._update(size - 1, ())
+
+    def _update(self, top: int, kept: Sequence[int]) -> None:
+        """Recompute the products of ``top``'s subtree down to ``kept`` (nodes whose operand
+        set is unchanged: their labels and costs depend on nothing else)."""
+        n, order, stack = len(self.problem.inputs), [], [top]
+        while stack:  # pre-order: parents before children
+            node = stack.pop()
+            if node >= n and node not in kept:
+                order.append(node)
+                stack += (self.left[node], self.right[node])
+        left, right, inside, outside = self.left, self.right, self.inside, self.outside
+        for node in reversed(order):
+            inside[node] = inside[left[node]] | inside[right[node]]
+        for node in order:
+            outside[left[node]] = outside[node] | inside[right[node]]
+            outside[right[node]] = outside[node] | inside[left[node]]
+        for node in reversed(order):
+            keep = self.result[node] = inside[node] & (self.problem.output | outside[node])
+            a, b = self.result[left[node]], self.result[right[node]]
+            self.cost[node] = self.problem.pair(a, b, keep)[0]
+
+    def resolve(self, top: int, k: int, floor: float) -> tuple[int, bool]:
+        """Re-solve the subtree of up to ``k`` branches below ``top`` (taken breadth first,
+        which gives balanced subtrees); returns the pair costs spent and whether it improved."""
+        n = len(self.problem.inputs)
+        queue, branches, products = [self.left[top], self.right[top]], list[int](), [top]
+        while queue and len(queue) + len(branches) < k:
+            node = queue.pop(0)
+            if node < n:
+                branches.append(node)
+            else:
+                products.append(node)
+                queue += (self.left[node], self.right[node])
+        branches += queue
+        current = sum(self.cost[node] for node in products)
+        if len(branches) < 3 or current <= max(floor, len(products) * STEP_NS * 1.0001):
+            return 0, False  # too cheap to gain anything, or every product a fixed cost
+        ns, _, _, tree = optimal_tree(
+            self.problem, [self.result[b] for b in branches], self.result[top]
+        )
+        if ns >= current * (1 - 1e-9):
+            return optimal_pairs(len(branches)), False
+        free = [node for node in products if node != top]
+
+        def place(sub: Any, node: int) -> int:
+            if isinstance(sub, int):
+                return branches[sub]
+            self.left[node] = place(sub[0], -1 if isinstance(sub[0], int) else free.pop())
+            self.right[node] = place(sub[1], -1 if isinstance(sub[1], int) else free.pop())
+            return node
+
+        place(tree, top)
+        self._update(top, branches)
+        return optimal_pairs(len(branches)), True
+
+    def path(self) -> Path:
+        """The tree as NumPy's path format (each product after both of its operands)."""
+        n = len(self.problem.inputs)
+        ssa_id, ssa, stack = list(range(n)) + [-1] * (n - 1), [], [2 * n - 2]
+        while stack:  # post-order without recursion: a network may have thousands of tensors
+            node = stack[-1]
+            a, b = self.left[node], self.right[node]
+            if ssa_id[a] < 0:
+                stack.append(a)
+            elif ssa_id[b] < 0:
+                stack.append(b)
+            else:
+                stack.pop()
+                ssa.append((ssa_id[a], ssa_id[b]))
+                ssa_id[node] = n + len(ssa) - 1
+        return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
