@@ -14,10 +14,9 @@ sooner.
 
 The cost model (:mod:`.costmodel`) prices what the executor does, not FLOPs alone.  The
 budget is converted into work (how many trials and pair costs) by a fixed estimate of
-their cost, never
-by a clock, so the search is deterministic for a seed;
-only a safety deadline (three budgets) stops the trials on a machine far slower than that
-estimate, and the choice then says so.
+their cost, never by a clock, so the search is deterministic for a seed; only a safety
+deadline (three budgets) stops the trials on a machine far slower than that estimate, and
+the choice then says so.
 
 >>> inputs = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]           # a ring of five matrices
 >>> choice = search_path(inputs, (), (30, 40, 50, 60, 70))
