@@ -152,6 +152,19 @@ def test_the_cost_model_is_not_flops_alone() -> None:
     assert summed_ns > gemm_ns
 
 
+def test_the_cost_model_prices_copying_operands_of_many_small_axes() -> None:
+    # the same matmul, 4096 x 64 by 64 x 64: as matrices, or with the rows spread over
+    # twelve axes of 2: the executor copies such an operand into matmul's order first
+    flat_ns, flat_flops = pair_cost({0, 1}, {1, 2}, {0, 2}, [4096, 64, 64])
+    rows = set(range(3, 15))
+    spread_ns, spread_flops = pair_cost(rows | {1}, {1, 2}, rows | {2}, [1, 64, 64] + [2] * 12)
+    assert spread_flops == flat_flops
+    elements = 4096 * 64  # of the operand of 13 axes; its mean axis length is the run
+    run = elements ** (1 / 13)
+    copy = elements * (costmodel.COPY_NS_PER_ELEMENT + costmodel.COPY_NS_PER_RUN / run)
+    assert spread_ns == pytest.approx(flat_ns + copy, rel=1e-9)
+
+
 def test_find_path_keeps_every_optimize_form() -> None:
     inputs, output, sizes = [(0, 1), (1, 2), (2, 3), (3, 4)], (0, 4), [5, 6, 7, 8, 3]
     assert find_path(inputs, output, sizes, False) == ((0, 1, 2, 3),)  # NumPy: one entry

@@ -3,8 +3,10 @@
 It prices what the NumPy backend does, not FLOPs alone: a fixed cost per step, GEMM FLOPs at
 BLAS speed (plus a cost per matrix of matmul's batch loop), products without a contracted
 label (outer products, Hadamard products) at the much lower speed of a broadcast loop, a
-pass over an operand whose own labels are summed first, and every byte an operand,
-intermediate or result is read or written.  The constants are nanoseconds for float64 on
+pass over an operand whose own labels are summed first, a strided copy of a matmul's
+operand of three or more axes into matmul's order (slow per element when its axes are
+short, as in networks of bond dimension 2-4), and every byte an operand, intermediate or
+result is read or written.  The constants are nanoseconds for float64 on
 the reference two-core machine; only their ratios matter for ranking paths, while their
 scale sets the search budget.
 
@@ -36,6 +38,12 @@ GEMM_NS_PER_FLOP = 0.025  # a batched matmul (BLAS), per FLOP (thin ones are mem
 MATRIX_NS = 150.0  # the byte term); and per matrix of matmul's batch loop
 LOOP_NS_PER_ELEMENT = 0.5  # a broadcast multiply or outer product, per element of the loop
 BYTE_NS = 0.1  # one byte an operand, intermediate or result is read or written
+# An operand of three or more labels is usually copied into a matmul's (batch, rows, cols)
+# order first: a strided copy, per element plus per run along its innermost axis, whose
+# length is taken as the operand's mean axis length (measured: 0.8-2.8 ns per element for
+# 64**3, 6-7 ns for a tensor of 13-20 axes of 2-4)
+COPY_NS_PER_ELEMENT = 1.0
+COPY_NS_PER_RUN = 15.0
 ITEMSIZE = 8
 
 
@@ -54,6 +62,7 @@ class Problem:
         self.terms = inputs
         self.output_labels = output
         self.sized: dict[int, int] = {0: 1}  # elements per label mask, memoized
+        self.copied: dict[int, float] = {}  # ns of copying an operand per label mask
 
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
@@ -73,6 +82,15 @@ class Problem:
         self.sized[mask] = found
         return found
 
+    def _copy(self, mask: int) -> float:
+        rank, size = mask.bit_count(), self.size(mask)
+        found = 0.0
+        if rank >= 3:
+            run = size ** (1.0 / rank)
+            found = size * (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN / run)
+        self.copied[mask] = found
+        return found
+
     def pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
         """:func:`pair_cost` over masks."""
         known, fill = self.sized.get, self._fill
@@ -86,6 +104,8 @@ class Problem:
         if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
             batch = ra & rb & keep
             ns += GEMM_NS_PER_FLOP * 2.0 * loop + MATRIX_NS * (known(batch) or fill(batch))
+            copied = self.copied.get
+            ns += (copied(ra) or self._copy(ra)) + (copied(rb) or self._copy(rb))
         else:  # a broadcast multiply (outer or Hadamard product): NumPy's loop
             ns += LOOP_NS_PER_ELEMENT * loop
         if ra != a:

@@ -58,11 +58,13 @@ TRIAL_S_PER_TENSOR = 80e-6  # one greedy trial (and its scoring), per operand (m
 MAX_TRIALS = 256
 FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' sizes
 DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
-RECONF_S_PER_PAIR = 3.5e-6  # subtree reconfiguration, per pair cost (measured: 2.5-4 µs)
+RECONF_S_PER_PAIR = 5e-6  # subtree reconfiguration, per pair cost (measured: 3-6 µs)
 RECONF_SUBTREES = (4, 5)  # its subtree sizes, in turn, while the budget lasts
+RECONF_MIN_SUBTREES = 4  # ... and it lasts for this many subtrees or more
 OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
+INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,8 +72,9 @@ class PathChoice:
     """A contraction path and how it was found.
 
     ``finder`` names the finder whose path won (``"optimal"``, ``"greedy"``, ``"dp"``,
-    ``"random-greedy"``, or ``"greedy, reconfigured"``/``"dp, reconfigured"``; or for other ``optimize`` forms ``"given"``, ``"left to right"``,
-    an opt_einsum finder's name or an optimizer's class).  ``cost_ns`` and ``flops`` rate
+    ``"random-greedy"``, or one of these with ``", reconfigured"``; or for other
+    ``optimize`` forms ``"given"``, ``"left to right"``, an opt_einsum finder's name or an
+    optimizer's class).  ``cost_ns`` and ``flops`` rate
     the path with :func:`path_cost`; ``baseline_ns`` is the greedy path's cost (what the
     budget was derived from); ``budget_s`` the search budget, ``tried`` the finders run
     (random-greedy with its trial count) and ``candidates`` the paths scored.
@@ -290,30 +293,41 @@ class _Search:
         if n <= DP_MAX and self._fits(_dp_seconds(n)):
             self._add(_rate(self.problem, "dp", _dp(self.problem)), _dp_seconds(n))
             self.tried.append("dp")
+        trial = 0
+        if min(c.largest for c in self.candidates) > INFEASIBLE_ELEMENTS:
+            # no machine holds this path's intermediates: improving it step by step is slow
+            # where a single greedy trial of another weighting finds a sane one
+            trial = self._trials(0, len(FIXED_WEIGHTS))
         if "optimal" not in self.tried:
             self._reconfigure()
-        trial, cost = 0, TRIAL_S_PER_TENSOR * n
-        while trial < MAX_TRIALS and self._fits(cost):
+        self._trials(trial, MAX_TRIALS)
+
+    def _trials(self, first: int, stop: int) -> int:
+        """Greedy trials ``first..stop-1`` while the budget lasts; returns the next one."""
+        trial, cost = first, TRIAL_S_PER_TENSOR * len(self.problem.inputs)
+        while trial < stop and self._fits(cost):
             if trial and time.perf_counter() > self.deadline:
                 self.tried.append(f"random-greedy x{trial} (cut at the safety deadline)")
-                return
+                return MAX_TRIALS
             path = _greedy(self.problem, trial, self.seed)
             self._add(_rate(self.problem, "random-greedy", path), cost)
             trial += 1
-        if trial:
-            self.tried.append(f"random-greedy x{trial}")
+        if trial > first:
+            self.tried.append(f"random-greedy x{trial - first}")
+        return trial
 
     def _reconfigure(self) -> None:
         """Subtree reconfiguration of the best path so far, with subtrees of each size of
         :data:`RECONF_SUBTREES` in turn, while the budget lasts."""
         best = min(self.candidates, key=lambda c: c.ns)
         path, finder = best.path, f"{best.finder}, reconfigured"
+        overhead = 3 * len(self.problem.inputs)  # building the tree and rating its path
         for size in RECONF_SUBTREES:
-            pairs = int((self._allowed() - self.spent) / RECONF_S_PER_PAIR)
-            if pairs < optimal_pairs(size):
+            pairs = int((self._allowed() - self.spent) / RECONF_S_PER_PAIR) - overhead
+            if pairs < RECONF_MIN_SUBTREES * optimal_pairs(size):
                 return
             path, used = reconfigure(self.problem, path, subtree=size, max_pairs=pairs)
-            self._add(_rate(self.problem, finder, path), used * RECONF_S_PER_PAIR)
+            self._add(_rate(self.problem, finder, path), (used + overhead) * RECONF_S_PER_PAIR)
             self.tried.append(f"subtree reconfiguration ({size} branches, {used:,} pair costs)")
 
 

@@ -119,21 +119,21 @@ def tree_to_path(tree: Any, n: int) -> Path:
 
 def reconfigure(problem: Problem, path: Path, *, subtree: int, max_pairs: int) -> tuple[Path, int]:
     """``path`` with its subtrees of up to ``subtree`` branches re-solved exactly under the
-    cost model, the most expensive first, sweep after sweep while one improves and ``max_pairs``
-    pair costs last; returns the path and the pair costs spent.  A path that is not a
-    sequence of pairwise contractions comes back as it is."""
+    cost model, the most expensive first, sweep after sweep while one improves and the pair
+    costs spent stay under ``max_pairs``; returns the path and the pair costs spent.  A
+    path that is not a sequence of pairwise contractions comes back as it is."""
     n = len(problem.inputs)
     if n < 3 or len(path) != n - 1 or any(len(entry) != 2 for entry in path):
         return path, 0
     tree = _Tree(problem, path)
+    total = sum(tree.cost[n:])
     spent, improved = 0, True
     while improved and spent < max_pairs:
         improved = False
-        floor = sum(tree.cost[n:]) * SKIP_SHARE
+        floor = total * SKIP_SHARE
         for node in sorted(range(n, 2 * n - 1), key=tree.cost.__getitem__, reverse=True):
-            used, better = tree.resolve(node, subtree, floor)
-            spent += used
-            improved |= better
+            used, saved = tree.resolve(node, subtree, floor)
+            spent, total, improved = spent + used, total - saved, improved or saved > 0
             if spent >= max_pairs:
                 break
     return tree.path(), spent
@@ -176,9 +176,9 @@ class _Tree:
             a, b = self.result[left[node]], self.result[right[node]]
             self.cost[node] = self.problem.pair(a, b, keep)[0]
 
-    def resolve(self, top: int, k: int, floor: float) -> tuple[int, bool]:
+    def resolve(self, top: int, k: int, floor: float) -> tuple[int, float]:
         """Re-solve the subtree of up to ``k`` branches below ``top`` (taken breadth first,
-        which gives balanced subtrees); returns the pair costs spent and whether it improved."""
+        which gives balanced subtrees); returns the pair costs spent and the ns saved."""
         n = len(self.problem.inputs)
         queue, branches, products = [self.left[top], self.right[top]], list[int](), [top]
         while queue and len(queue) + len(branches) < k:
@@ -191,12 +191,12 @@ class _Tree:
         branches += queue
         current = sum(self.cost[node] for node in products)
         if len(branches) < 3 or current <= max(floor, len(products) * STEP_NS * 1.0001):
-            return 0, False  # too cheap to gain anything, or every product a fixed cost
+            return 0, 0.0  # too cheap to gain anything, or every product a fixed cost
         ns, _, _, tree = optimal_tree(
             self.problem, [self.result[b] for b in branches], self.result[top]
         )
         if ns >= current * (1 - 1e-9):
-            return optimal_pairs(len(branches)), False
+            return optimal_pairs(len(branches)), 0.0
         free = [node for node in products if node != top]
 
         def place(sub: Any, node: int) -> int:
@@ -208,7 +208,7 @@ class _Tree:
 
         place(tree, top)
         self._update(top, branches)
-        return optimal_pairs(len(branches)), True
+        return optimal_pairs(len(branches)), current - ns
 
     def path(self) -> Path:
         """The tree as NumPy's path format (each product after both of its operands)."""
