@@ -99,7 +99,7 @@ def test_the_search_reconfigures_greedy_where_the_budget_allows() -> None:
     problem = costmodel.Problem(inputs, output, sizes)
     greedy_ns, greedy_flops, _ = problem.cost(search._greedy(problem))
     assert choice.finder == "greedy, reconfigured"
-    assert any(t.startswith("subtree reconfiguration (4 branches") for t in choice.tried)
+    assert any(t.startswith("subtree reconfiguration (") for t in choice.tried)
     assert choice.cost_ns < 0.8 * greedy_ns and choice.flops < greedy_flops
     assert "reconfigured won among" in choice.describe()
     # a network whose contraction takes microseconds gets no reconfiguration

@@ -6,7 +6,7 @@ take.  A share of that estimate is the search *budget*: nothing more for a contr
 microseconds, up to a few seconds for one of minutes.  Within the budget it tries more
 finders -- the exact optimum over the cost model for a few operands, opt_einsum's dynamic
 programming for a moderate number, subtree reconfiguration of the best path so far
-(:mod:`.trees`: subtrees of four, then five branches re-solved exactly), then greedy trials
+(:mod:`.trees`: subtrees of four branches re-solved exactly), then greedy trials
 (three fixed weightings of the operands' sizes, then seeded random ones) -- and keeps the
 candidate the cost model rates cheapest.  The budget follows the cheapest path found so
 far: a finder that finds a much cheaper path leaves less to gain, and the search stops
@@ -59,8 +59,8 @@ MAX_TRIALS = 256
 FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' sizes
 DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
 RECONF_S_PER_PAIR = 5e-6  # subtree reconfiguration, per pair cost (measured: 3-6 µs)
-RECONF_SUBTREES = (4, 5)  # its subtree sizes, in turn, while the budget lasts
-RECONF_MIN_SUBTREES = 4  # ... and it lasts for this many subtrees or more
+RECONF_SUBTREE = 4  # branches per subtree (measured: 5 rarely finds more once 4 converged)
+RECONF_MIN_SUBTREES = 4  # it runs when the budget lasts for this many subtrees or more
 OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
@@ -317,18 +317,16 @@ class _Search:
         return trial
 
     def _reconfigure(self) -> None:
-        """Subtree reconfiguration of the best path so far, with subtrees of each size of
-        :data:`RECONF_SUBTREES` in turn, while the budget lasts."""
+        """Subtree reconfiguration of the best path so far, while the budget lasts."""
         best = min(self.candidates, key=lambda c: c.ns)
-        path, finder = best.path, f"{best.finder}, reconfigured"
         overhead = 3 * len(self.problem.inputs)  # building the tree and rating its path
-        for size in RECONF_SUBTREES:
-            pairs = int((self._allowed() - self.spent) / RECONF_S_PER_PAIR) - overhead
-            if pairs < RECONF_MIN_SUBTREES * optimal_pairs(size):
-                return
-            path, used = reconfigure(self.problem, path, subtree=size, max_pairs=pairs)
-            self._add(_rate(self.problem, finder, path), (used + overhead) * RECONF_S_PER_PAIR)
-            self.tried.append(f"subtree reconfiguration ({size} branches, {used:,} pair costs)")
+        pairs = int((self._allowed() - self.spent) / RECONF_S_PER_PAIR) - overhead
+        if pairs < RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE):
+            return
+        path, used = reconfigure(self.problem, best.path, subtree=RECONF_SUBTREE, max_pairs=pairs)
+        found = _rate(self.problem, f"{best.finder}, reconfigured", path)
+        self._add(found, (used + overhead) * RECONF_S_PER_PAIR)
+        self.tried.append(f"subtree reconfiguration ({used:,} pair costs)")
 
 
 def _chosen(
