@@ -130,7 +130,6 @@ def vjp(
         call = EinsumCall(
             key=recipe.key,
             operands=tuple(operands),
-            out=_grad_buffer(x, operands) if recipe.expand is None else None,
             optimize=optimize,
             memory_limit=backward.memory_limit,
         )
@@ -141,17 +140,6 @@ def vjp(
             grad = grad[recipe.expand].expand(x.shape)
         grads.append(_like(grad, x))
     return grads
-
-
-def _grad_buffer(x: torch.Tensor, operands: Sequence[torch.Tensor]) -> torch.Tensor | None:
-    """A gradient laid out as its operand (``torch.empty_like``), for the backward einsum
-    to write into: autograd then keeps it as ``.grad`` as it is, where a gradient in another
-    layout is copied into the operand's (and every later accumulation runs strided).
-    None under ``create_graph`` (``out=`` takes no graph) or when the einsum's result dtype
-    is not the operand's."""
-    if torch.is_grad_enabled() or any(t.dtype != x.dtype for t in operands):
-        return None
-    return torch.empty_like(x, memory_format=torch.preserve_format)
 
 
 def _like(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
