@@ -109,10 +109,10 @@ def test_split_into_out_and_at_real_size() -> None:
     one = _run(1, "bii->b", [d])
     two, split = _planned(PlannerOptions(threads=2, split_min_bytes=1 << 20), "bii->b", [d])
     assert np.array_equal(two, one) and split == [2]
-    assert _splits("bii->b", [d], PlannerOptions(threads=2)) == [1]  # under the default 4 MiB
-    a = rng.standard_normal((128, 128, 64))  # 8 MiB: over the default threshold
+    assert _splits("bii->b", [d], PlannerOptions(threads=2)) == [1]  # under the default 32 MiB
+    a = rng.standard_normal((256, 256, 64))  # 32 MiB: at the default threshold
     assert _run(2, "ijk->i", [a]) is not None and _splits("ijk->i", [a]) == [2]
-    out = np.full(128, np.nan)
+    out = np.full(256, np.nan)
     es.einsum("ijk->i", a, out=out)
     assert np.array_equal(out, _run(1, "ijk->i", [a]))
     x, y = rng.standard_normal(1024), rng.standard_normal(1024)
@@ -124,11 +124,11 @@ def test_split_into_out_and_at_real_size() -> None:
 
 def test_explain_reports_the_split_and_thread_count() -> None:
     threads.set_num_threads(2)
-    report = explain("ijk->i", (128, 128, 64))
+    report = explain("ijk->i", (256, 256, 64))
     assert "split over 2 threads along i" in report
-    assert "split over 2 threads along i" in explain("ij,ij->ij", (1024, 1024), (1024, 1024))
+    assert "split over 2 threads along i" in explain("ij,ij->ij", (2048, 2048), (2048, 2048))
     threads.set_num_threads(1)
-    assert "split" not in explain("ijk->i", (128, 128, 64))
+    assert "split" not in explain("ijk->i", (256, 256, 64))
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_explain_reports_the_split_and_thread_count() -> None:
         ("bii->b", [(256, 128, 128)]),  # 2 MiB of strided reads: the handoff would cost more
         ("i,j->ij", [(64,), (64,)]),
         ("ij,ij->ij", [(64, 64), (64, 64)]),
-        ("ijk->k", [(128, 128, 64)]),  # only an inner axis is kept: chunks would be slower
+        ("ijk->k", [(256, 256, 64)]),  # only an inner axis is kept: chunks would be slower
     ],
 )
 def test_small_or_inner_axis_steps_are_never_split(
@@ -153,11 +153,11 @@ def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "1")
     threads.set_num_threads(None)  # the environment is read when the defaults are made
     assert threads.num_threads() == 1
-    assert "split" not in explain("ijk->i", (128, 128, 64))  # 1 disables splitting
+    assert "split" not in explain("ijk->i", (256, 256, 64))  # 1 disables splitting
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "3")
     threads.set_num_threads(None)
     assert threads.num_threads() == 3
-    assert "split over 3 threads along i" in explain("ijk->i", (128, 128, 64))
+    assert "split over 3 threads along i" in explain("ijk->i", (256, 256, 64))
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "lots")
     threads.set_num_threads(None)
     assert 1 <= threads.num_threads() <= 2
@@ -173,7 +173,7 @@ def test_split_steps_work_in_a_forked_child() -> None:
     import multiprocessing
 
     threads.set_num_threads(2)
-    a = np.random.default_rng(2).standard_normal((128, 128, 64))
+    a = np.random.default_rng(2).standard_normal((256, 256, 64))
     expected = es.einsum("ijk->i", a)  # starts the pool in the parent
     with multiprocessing.get_context("fork").Pool(1) as pool:
         got = pool.apply_async(es.einsum, ("ijk->i", a)).get(timeout=60)
@@ -198,7 +198,7 @@ def test_a_chunk_the_pool_has_not_started_runs_on_the_caller() -> None:
 
 
 def test_options_are_part_of_the_plan_key_so_nothing_is_cleared() -> None:
-    a = np.random.default_rng(3).standard_normal((128, 128, 64))
+    a = np.random.default_rng(3).standard_normal((256, 256, 64))
     two = entry_for("ijk->i", [a], None, None, "auto", options=PlannerOptions(threads=2))
     assert two is entry_for("ijk->i", [a], None, None, "auto", options=PlannerOptions(threads=2))
     one = entry_for("ijk->i", [a], None, None, "auto", options=PlannerOptions(threads=1))
@@ -223,7 +223,7 @@ def _threads_of(plan: object) -> list[int]:
 
 
 def test_the_hot_path_plans_with_the_default_options() -> None:
-    a = np.random.default_rng(4).standard_normal((128, 128, 64))
+    a = np.random.default_rng(4).standard_normal((256, 256, 64))
     facts = (a.shape, a.strides, a.dtype)
     threads.set_num_threads(1)
     one = es.einsum("ijk->i", a)  # the hot path: cached for 1 thread

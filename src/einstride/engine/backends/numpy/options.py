@@ -65,10 +65,13 @@ class PlannerOptions(metaclass=_Interned):
 
     threads: int = 1
     """Chunks a large memory-bound step may be split into (1: never split)."""
-    split_min_bytes: int = 4 << 20
-    """A step is split only when it moves at least this many bytes through memory (below,
-    the ~30-50 us of handing work to another thread eats the gain: measured on 2 cores, a
-    2 MiB diagonal sum got slower, a 32 MiB reduction 25% faster)."""
+    split_min_bytes: int = 32 << 20
+    """A step is split only when it moves at least this many bytes through memory.  Below,
+    handing work to another thread costs more than it gains: waking it takes 30-150 us on
+    a virtual machine, and two threads writing a fresh output contend on its page faults
+    (measured on 2 cores: a 724x724 Hadamard product, 12 MiB moved, took 0.25-0.31 ms on
+    one thread and 0.66-0.90 ms on two; a 16 MiB reduction gained nothing; a 64 MiB one
+    ran 25% faster)."""
     copy_ns_per_byte: float = 0.25
     """Copying an operand or a result (read + write)."""
     partial_ns_per_byte: float = 0.5
