@@ -154,7 +154,9 @@ def network_section(suite: SuiteResult, chart: str | None, chart_note: str) -> l
     return [
         "## Tensor networks",
         "",
-        f"A fresh call on each network: path search (timed), then the contraction (timed; "
+        f"A fresh call on each network, after one untimed contraction of it (so that no "
+        f"contender pays for the allocator's first growth to its sizes): path search "
+        f"(timed), then the contraction (timed; "
         f"{suite.engine}'s includes planning the steps, the first call of its expression); "
         f"FLOPs of each path as opt_einsum counts them; peak bytes the contraction allocates "
         f"(tracemalloc, a separate pass; torch's allocator is not visible to it). Targets: "
