@@ -16,7 +16,12 @@ from opt_einsum.testing import rand_equation
 import einstride as es
 from einstride.engine.backends.numpy import direct
 from einstride.engine.backends.numpy.cache import hot_entry
-from einstride.engine.backends.numpy.direct import PLANNED_FLOPS, direct_program, products
+from einstride.engine.backends.numpy.direct import (
+    PLANNED_FLOPS,
+    PLANNED_MAX_AXES,
+    direct_program,
+    products,
+)
 from einstride.engine.backends.numpy.peak import plan_peak
 from einstride.engine.call import equation_of
 from einstride.engine.spec.equation import bind
@@ -141,6 +146,25 @@ def test_a_large_product_is_run_on_its_plan() -> None:
         found[0](ops, None), np.einsum(eq, *ops, optimize=["einsum_path", *path])
     )
     assert calls == [("sublists", ((0, 1), (2, 0)), (1, 2))]  # bc, ab -> ca, renumbered
+
+
+def test_a_large_product_of_many_small_axes_runs_tensordot_style() -> None:
+    # operands of 18 axes of 2 sharing 9 (2**27 multiply-adds): the planner would search
+    # layouts of 18 axes where every choice copies both operands, as tensordot's does
+    eq = "ABCDEFGHIabcdefghi,abcdefghiJKLMNOPQR,A,B,C,D,E,F->GHIJKLMNOPQR"
+    terms = eq.split("->")[0].split(",")
+    rng = np.random.default_rng(5)
+    ops = [rng.random((2,) * len(t)) for t in terms]
+    path = [(0, 1)] * 7
+    spec = bind(equation_of(eq), [a.shape for a in ops])
+    steps, *_ = products(spec, plan_path(spec, path), 8)
+    assert max(len(terms[0]), len(terms[1])) > PLANNED_MAX_AXES
+    assert PLANNED_FLOPS <= 2**27 and all(s.planned is None for s in steps)
+    found = direct_program(eq, _facts(ops), None, path, _no_pair)
+    assert found is not None
+    np.testing.assert_allclose(
+        found[0](ops, None), np.einsum(eq, *ops, optimize=["einsum_path", *path]), rtol=1e-10
+    )
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,7 @@ from .skeleton import NETWORK_OPERANDS
 
 __all__ = [
     "PLANNED_FLOPS",
+    "PLANNED_MAX_AXES",
     "PLANNING_S_PER_STEP",
     "PairRun",
     "Product",
@@ -60,10 +61,10 @@ class Product(NamedTuple):
     over its ``sum_*`` axes, transposed by ``perm_*`` and reshaped to ``shape_*`` (swapping
     the last two axes of a ``swap_*`` one: a transposed matrix BLAS takes as it is), one
     ``matmul``, reshaped to ``shape``; the result goes to the end of the register list.
-    ``planned``: for a product of :data:`PLANNED_FLOPS` multiply-adds or more, the pair's
-    equation key (labels renumbered in order of appearance, so that alike steps share
-    plans), run through the planner's cache: there the cost model's choice of views, loops
-    and copies is worth its planning."""
+    ``planned``: for a product of :data:`PLANNED_FLOPS` multiply-adds or more (of operands
+    of at most :data:`PLANNED_MAX_AXES` axes), the pair's equation key (labels renumbered in
+    order of appearance, so that alike steps share plans), run through the planner's cache:
+    there the cost model's choice of views, loops and copies is worth its planning."""
 
     a: int
     b: int
@@ -81,6 +82,10 @@ class Product(NamedTuple):
 
 PLANNING_S_PER_STEP = 0.6e-3  # planning a network's step (measured: 0.5-0.8 ms)
 PLANNED_FLOPS = 1 << 26
+# ... of operands of at most this many axes: past it the planner's layout search takes
+# milliseconds (13 ms for a pair of 15 axes of 2-4) and every layout copies both operands
+# anyway, as the tensordot-style step does (measured: random-100's first call 97 -> 78 ms)
+PLANNED_MAX_AXES = 10
 MAX_RANK = 64  # NumPy's most dimensions
 PairRun = Callable[[Any, Any, Any], Any]
 """``pair(key, a, b)``: the planned product of two arrays (the plan cache's)."""
@@ -201,7 +206,11 @@ def _product(
     order_a = batch + (inner + free_a if swap_a else free_a + inner)
     order_b = batch + (free_b + inner if swap_b else inner + free_b)
     planned = None
-    if rb >= 0 and n_a * n_b // max(1, k * _elements(batch, sizes)) >= PLANNED_FLOPS:
+    if (
+        rb >= 0
+        and max(len(la), len(lb)) <= PLANNED_MAX_AXES
+        and n_a * n_b // max(1, k * _elements(batch, sizes)) >= PLANNED_FLOPS
+    ):
         planned = _pair_key(la, lb, labels)
     step = Product(
         a=ra,
