@@ -6,9 +6,9 @@ label (outer products, Hadamard products) at the much lower speed of a broadcast
 pass over an operand whose own labels are summed first, a strided copy of a matmul's
 operand of three or more axes into matmul's order (slow per element when its axes are
 short, as in networks of bond dimension 2-4), and every byte an operand, intermediate or
-result is read or written.  The constants are nanoseconds for float64 on
-the reference two-core machine; only their ratios matter for ranking paths, while their
-scale sets the search budget.
+result is read or written.  The constants are nanoseconds for float64 on the reference
+two-core machine; only their ratios matter for ranking paths, while their scale sets the
+search budget.
 
 >>> path_cost([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10), ((1, 2), (0, 1)))[1:]
 (400000, 10000)
@@ -61,8 +61,8 @@ class Problem:
         self.output = _mask(output, bit)
         self.terms = inputs
         self.output_labels = output
-        self.sized: dict[int, int] = {0: 1}  # elements per label mask, memoized
-        self.copied: dict[int, float] = {}  # ns of copying an operand per label mask
+        self._sizes: dict[int, int] = {0: 1}  # elements per label mask, memoized
+        self._copies: dict[int, float] = {}  # ns of copying an operand per label mask
 
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
@@ -71,7 +71,7 @@ class Problem:
 
     def size(self, mask: int) -> int:
         """The number of elements of a tensor over the labels of ``mask``."""
-        return self.sized.get(mask) or self._fill(mask)
+        return self._sizes.get(mask) or self._fill(mask)
 
     def _fill(self, mask: int) -> int:
         found, rest = 1, mask
@@ -79,21 +79,22 @@ class Problem:
             low = rest & -rest
             found *= self.label_sizes[low.bit_length() - 1]
             rest ^= low
-        self.sized[mask] = found
+        self._sizes[mask] = found
         return found
 
     def _copy(self, mask: int) -> float:
-        rank, size = mask.bit_count(), self.size(mask)
-        found = 0.0
-        if rank >= 3:
-            run = size ** (1.0 / rank)
-            found = size * (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN / run)
-        self.copied[mask] = found
+        """ns of copying an operand over ``mask`` into matmul's order (memoized)."""
+        found = self._copies.get(mask)
+        if found is None:
+            rank, size = mask.bit_count(), self.size(mask)
+            run = size ** (1.0 / rank) if rank >= 3 else 0.0
+            found = size * (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN / run) if run else 0.0
+            self._copies[mask] = found
         return found
 
     def pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
         """:func:`pair_cost` over masks."""
-        known, fill = self.sized.get, self._fill
+        known, fill = self._sizes.get, self._fill
         ra, rb = a & (b | keep), b & (a | keep)
         union = ra | rb
         out = union & keep
@@ -104,8 +105,7 @@ class Problem:
         if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
             batch = ra & rb & keep
             ns += GEMM_NS_PER_FLOP * 2.0 * loop + MATRIX_NS * (known(batch) or fill(batch))
-            copied = self.copied.get
-            ns += (copied(ra) or self._copy(ra)) + (copied(rb) or self._copy(rb))
+            ns += self._copy(ra) + self._copy(rb)
         else:  # a broadcast multiply (outer or Hadamard product): NumPy's loop
             ns += LOOP_NS_PER_ELEMENT * loop
         if ra != a:

@@ -74,10 +74,10 @@ class PathChoice:
     ``finder`` names the finder whose path won (``"optimal"``, ``"greedy"``, ``"dp"``,
     ``"random-greedy"``, or one of these with ``", reconfigured"``; or for other
     ``optimize`` forms ``"given"``, ``"left to right"``, an opt_einsum finder's name or an
-    optimizer's class).  ``cost_ns`` and ``flops`` rate
-    the path with :func:`path_cost`; ``baseline_ns`` is the greedy path's cost (what the
-    budget was derived from); ``budget_s`` the search budget, ``tried`` the finders run
-    (random-greedy with its trial count) and ``candidates`` the paths scored.
+    optimizer's class).  ``cost_ns`` and ``flops`` rate the path with :func:`path_cost`;
+    ``baseline_ns`` is the greedy path's cost (what the budget was derived from);
+    ``budget_s`` the search budget, ``tried`` the finders run (random-greedy with its trial
+    count, reconfiguration with its pair costs) and ``candidates`` the paths scored.
     """
 
     path: Path
