@@ -68,7 +68,9 @@ def optimal_tree(problem: Problem, inputs: Sequence[int], output: int) -> Optima
         low = subset & -subset
         labels[subset] = labels[subset ^ low] | inputs[low.bit_length() - 1]
     # per subset: its cheapest tree's ns, result labels, tree, FLOPs, largest intermediate
-    ns, result, tree = [0.0] * (full + 1), [0] * (full + 1), [None] * (full + 1)  # type: list[float], list[int], list[Any]
+    ns: list[float] = [0.0] * (full + 1)
+    result: list[int] = [0] * (full + 1)
+    tree: list[Any] = [None] * (full + 1)
     flops, largest = [0] * (full + 1), [0] * (full + 1)
     for i, term in enumerate(inputs):
         result[1 << i], tree[1 << i] = term, i
