@@ -171,7 +171,7 @@ def test_new_shapes_of_a_class_run_without_planning(equation: str, make: Any) ->
     """The issue's cold cases: after the first shape of a half-octave, no shape is planned
     (no plan is built until one is asked for)."""
     clear_plan_cache()
-    es.einsum(equation, *make(40))
+    make_entry(equation, facts_of(make(40)), None, None, "auto")  # (einsum: unary lanes)
     misses = planner.class_decisions.cache_info().misses
     for k in range(41, 48):
         operands = make(k)

@@ -25,6 +25,8 @@ import numpy as np
 from .. import memory as _memory
 from ..errors import EinsumError
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
+from .backends.numpy.lanes import LANES as _LANES
+from .backends.numpy.lanes import lane_for
 from .backends.numpy.limited import explain_within, run_limited, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.report import format_plan
@@ -45,6 +47,7 @@ _ndarray = np.ndarray
 
 
 _NO_SUBSCRIPTS: Any = object()
+_AUTO = "auto"  # the default's very object (an interned literal): an identity test
 
 
 def einsum(
@@ -54,7 +57,7 @@ def einsum(
     dtype: Any = None,
     order: Any = "K",
     casting: Any = None,
-    optimize: Any = "auto",
+    optimize: Any = _AUTO,
     memory_limit: Any = None,
 ) -> Any:
     """Evaluate an Einstein-summation equation (see docs/einsum.md).
@@ -78,6 +81,16 @@ def einsum(
       ...
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
+    if (
+        type(subscripts) is str
+        and out is dtype is memory_limit is casting is None
+        and order == "K"
+        and (optimize is _AUTO or type(optimize) is bool)
+    ):
+        # the equation's lane (one or two NumPy arrays, see lanes.py): no cache look
+        result = (_LANES.get(subscripts) or lane_for(subscripts))(operands)
+        if result is not None:
+            return result
     if (
         out is dtype is memory_limit is casting is None
         and order == "K"
@@ -171,7 +184,7 @@ def explain(
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
         plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
-        return explain_within(
+        report = explain_within(
             plan,
             subscripts,
             shape_facts(shaped),
@@ -180,12 +193,33 @@ def explain(
             optimize,
             _memory.LIMIT if limit is None else limit,
         )
+        if dtype is memory_limit is None:
+            stand_ins = tuple(np.broadcast_to(np.zeros((), dt), s) for s, dt in shaped)
+            report = _with_lane(report, subscripts, stand_ins, optimize)
+        return report
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(
         subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit
     )
-    return backend_for(call.operands).explain(call)
+    report = backend_for(call.operands).explain(call)
+    if dtype is memory_limit is None and isinstance(subscripts, str):
+        report = _with_lane(report, subscripts, operands, optimize)
+    return report
+
+
+def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: Any) -> str:
+    """The report with a line saying that einsum answers the call in the equation's lane
+    (:mod:`.backends.numpy.lanes`), when it does."""
+    if not (optimize == "auto" or type(optimize) is bool):
+        return report
+    lane = lane_for(subscripts)
+    runs = lane(tuple(operands), dry=True)
+    if runs is None:
+        return report
+    head, _, rest = report.partition("\n")
+    line = f"  lane: einsum runs this call without a plan, as {runs}; the plan it replaces:"
+    return f"{head}\n{line}\n{rest}"
 
 
 def _as_shape(x: Any) -> Sequence[Any] | None:

@@ -32,6 +32,7 @@ from .direct import direct_entry
 from .execute import compile_plan
 from .fold import contiguous_strides
 from .generic import Entry, clear_generic, generic_entry
+from .lanes import clear_lanes, lane_answers
 from .options import DEFAULT, PlannerOptions
 from .peak import plan_peak
 from .plan import build_plan, class_decisions
@@ -263,6 +264,7 @@ def clear_plan_cache() -> None:
     general_cache.cache_clear()
     class_decisions.cache_clear()
     clear_generic()
+    clear_lanes()
     with _COUNT_LOCK:
         _GENERIC_ANSWERS[0] = _DIRECT_ANSWERS[0] = 0
     parse_subscripts.cache_clear()
@@ -279,6 +281,9 @@ class CacheInfo(NamedTuple):
     """Misses answered by a shape class's size-free program (no plan built)."""
     direct: int = 0
     """Misses of networks answered by running their path directly (:mod:`.direct`)."""
+    lanes: int = 0
+    """One-operand calls answered by their equation's lane, without a cache look
+    (:mod:`.lanes`): neither hits nor misses."""
 
 
 def plan_cache_info() -> CacheInfo:
@@ -286,7 +291,8 @@ def plan_cache_info() -> CacheInfo:
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
     as a hit; ``generic`` counts the misses that a shape class's size-free program answered
     (:mod:`.generic`: no plan was built), ``direct`` those of networks whose path ran
-    directly (:mod:`.direct`).
+    directly (:mod:`.direct`), ``lanes`` the one-operand calls that no cache saw
+    (:mod:`.lanes`).
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
@@ -300,4 +306,5 @@ def plan_cache_info() -> CacheInfo:
         hot.currsize + general.currsize,
         _GENERIC_ANSWERS[0],
         _DIRECT_ANSWERS[0],
+        lane_answers(),
     )

@@ -54,6 +54,7 @@ __all__ = [
     "copy_kernel",
     "delivered",
     "destination",
+    "diagonal_view",
     "fused_call",
     "loop_kernel",
     "matmul_only",
@@ -203,8 +204,8 @@ def _simple_view(
     if len(step.diagonals) == 1 and not step.squeeze:
         ((d1, d2),) = step.diagonals
         if identity:
-            return lambda ops, out: ops[0].diagonal(0, d1, d2)
-        return lambda ops, out: ops[0].diagonal(0, d1, d2).transpose(final_perm)
+            return lambda ops, out: diagonal_view(ops[0], d1, d2)
+        return lambda ops, out: diagonal_view(ops[0], d1, d2).transpose(final_perm)
     view = view_step(step)
 
     def viewed(ops: Sequence[Array], out: Any) -> Any:
@@ -413,10 +414,19 @@ def view_step(step: ViewStep) -> StepFn:
         if squeeze:
             x = x.squeeze(axis=squeeze)
         for a, b in diagonals:
-            x = x.diagonal(0, a, b)
+            x = diagonal_view(x, a, b)
         regs[dst] = x
 
     return run
+
+
+def diagonal_view(x: Array, a: int, b: int) -> Array:
+    """The diagonal of axes ``a`` and ``b`` as the last axis, writeable when ``x`` is (as
+    ``numpy.einsum("ii->i", x)`` gives it; ``ndarray.diagonal`` alone is read-only)."""
+    view = x.diagonal(0, a, b)
+    if x.flags.writeable:
+        view.flags.writeable = True
+    return view
 
 
 def _reduce_labels(step: ReduceStep) -> tuple[list[int], list[int]]:

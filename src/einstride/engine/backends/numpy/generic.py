@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...call import equation_of
-from ...spec.equation import Equation, bind
+from ...spec.equation import EinsumSpec, Equation, bind
 from ...spec.paths import optimize_key
 from .execute import Program, compile_plan
 from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: the doctest's)
@@ -148,10 +148,15 @@ def class_program(
     return None if program is None else (program, plan, where)
 
 
-Found = tuple[Program, Plan, Where, tuple[tuple[tuple[int, ...], int], ...], bool]
+Same = tuple[tuple[int, int, int, int], ...]
+"""``(op, ax, op2, ax2)``: axes that must have one size (a label's other axes, against the
+one its size is read from)."""
+
+Found = tuple[Program, Plan, Where, tuple[tuple[tuple[int, ...], int], ...], bool, Same]
 """A class's size-free program, its plan, where each label's size is read (operand, axis),
-each allocation's labels and item size, and whether there are several (then the peak is
-walked)."""
+each allocation's labels and item size, whether there are several (then the peak is
+walked), and the axes whose sizes must agree (a shape class rounds sizes: (4, 5) and
+(4, 4) are one class, and only one of them fits ``ij,jk``)."""
 
 _C_ORDER: dict[Any, Found] = {}
 """Size-free programs of C-ordered classes by (equation key, representative shapes, dtypes,
@@ -188,7 +193,10 @@ def generic_entry(
             if len(_C_ORDER) >= _C_ORDER_SIZE:
                 _C_ORDER.clear()
             _C_ORDER[key] = found
-    program, plan, where, allocs, several = found
+    program, plan, where, allocs, several, same = found
+    for op, ax, op2, ax2 in same:
+        if facts[3 * op][ax] != facts[3 * op2][ax2]:
+            return None, False  # the planned way binds the shapes and says what is wrong
     largest = peak = 0
     if allocs:
         sizes = [facts[3 * op][ax] for op, ax in where]
@@ -244,6 +252,18 @@ def _class_found(
         where,
         tuple((alloc.labels, alloc.dtype.itemsize) for alloc in allocs),
         len(allocs) > 1,
+        _same_sizes(plan.spec, where),
+    )
+
+
+def _same_sizes(spec: EinsumSpec, where: Where) -> Same:
+    """Every axis of a label but the one its size is read from, paired with that one
+    (stretched ``...`` axes have size 1 in every shape of the class: none)."""
+    return tuple(
+        (op, ax, *where[label])
+        for op, term in enumerate(spec.inputs)
+        for ax, label in enumerate(term)
+        if ax not in spec.stretched[op] and where[label] != (op, ax)
     )
 
 

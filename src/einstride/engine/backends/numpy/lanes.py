@@ -1,0 +1,310 @@
+"""Lanes: a call on plain NumPy arrays answered without a plan-cache look.
+
+Every call on a new shape misses the plan cache, and even a hit hashes the operands'
+shapes, strides and dtypes; for a diagonal, a trace or a 4 x 4 product that look costs more
+than the work.  An equation's lane is compiled once per equation string and runs, for every
+shape and every strides it fits, what the planned way runs:
+
+* one operand: a plan is a view (diagonals of repeated labels), at most one reduction whose
+  kernel is NumPy's sum-of-products loop, and a transpose.  Unless the reduction would be
+  split across threads, that loop run over the operand itself (NumPy takes the diagonals as
+  views first) is the plan in one call.
+* two operands of the matmul form (no label summed inside one operand, at most one label of
+  each of the left-free, right-free and contracted kinds, batch labels shared): a plan is
+  one batched matmul over views, which ``numpy.matmul`` over the transposed operands is.
+  Only for tiny products (:attr:`~.options.PlannerOptions.lane_max_combos` index
+  combinations), where no layout decision of the planner can pay for its own cost.
+
+A call the lane does not fit (another operand count, rank or dtype, sizes that disagree, a
+reduction large enough to split, a result over the memory limit) goes the planned way, which
+also raises the errors.
+
+>>> import numpy as np
+>>> trace = lane_for("ii->")
+>>> float(trace((np.eye(3),)))
+3.0
+>>> trace((np.ones((2, 3)),)) is None                  # sizes disagree: planned
+True
+>>> lane_for("bij,bjk->bik")((np.ones((2, 3, 4)), np.ones((2, 4, 5)))).shape
+(2, 3, 5)
+>>> lane_for("i->ii") is NO_LANE                                  # an expansion: planned
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .... import memory as _memory
+from ...spec.equation import parse_subscripts
+from .execute import sum_of_products
+from .options import DEFAULT
+
+__all__ = [
+    "LANES",
+    "LINE_BYTES",
+    "NO_LANE",
+    "Lane",
+    "clear_lanes",
+    "lane_answers",
+    "lane_for",
+]
+
+Lane = Callable[..., Any]
+"""``lane(operands, dry=False)``: the einsum of the operands, or None (then the planned way
+runs); ``dry``: what the lane would run (a sentence), computing nothing.  Lanes read the
+default options and the memory limit themselves (a call that names its own takes the
+planned way)."""
+
+LINE_BYTES = 128
+"""A bound on the bytes a reduction moves per index combination of its view (a cache line
+per element of a strided diagonal, plus its share of the output): below
+``split_min_bytes`` / this, the planner never splits the reduction.  It bounds the bytes of
+its result too (an element has at most 32)."""
+
+_ITEM_BYTES = 32
+"""The largest item of a lane dtype (complex256): ``combos`` times this bounds a product's
+result, without reading the dtype's item size."""
+
+_LANE_DTYPES = tuple(np.dtype(c) for c in "dfDFgG")
+"""Native floating and complex dtypes, commonest first (a tuple: ``in`` tries identity
+before equality, and NumPy's dtype hash builds a tuple): the plan computes in them
+(float16 would be cast)."""
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_CACHE_SIZE = 1024
+_ndarray = np.ndarray
+_matmul = np.matmul
+
+
+def _no_lane(operands: tuple[Any, ...], dry: bool = False) -> Any:
+    return None
+
+
+NO_LANE: Lane = _no_lane
+"""The lane of an equation that has none (an expansion, ``...``, three operands, ...)."""
+
+LANES: dict[str, Lane] = {}
+"""Each equation string's lane (read directly by the hot path)."""
+
+_answered = itertools.count()  # next() is one atomic C call: no lock on the lane
+
+
+def lane_answers() -> int:
+    """How many calls the lanes answered since the caches were last cleared."""
+    return int(repr(_answered)[len("count(") : -1])
+
+
+def clear_lanes() -> None:
+    """Forget the compiled lanes and restart their count."""
+    global _answered
+    LANES.clear()
+    _answered = itertools.count()
+
+
+def lane_for(subscripts: str) -> Lane:
+    """The equation's lane (cached), :data:`NO_LANE` when it has none (parse errors raise)."""
+    lane = LANES.get(subscripts)
+    if lane is None:
+        equation = parse_subscripts(subscripts)
+        lane = NO_LANE
+        if not equation.has_ellipsis and len(set(equation.output)) == len(equation.output):
+            if len(equation.terms) == 1:
+                lane = _unary_lane(equation.terms[0], equation.output)
+            elif len(equation.terms) == 2:
+                lane = _pair_lane(*equation.terms, equation.output)
+        if len(LANES) >= _CACHE_SIZE:
+            LANES.clear()
+        LANES[subscripts] = lane
+    return lane
+
+
+# -- one operand -----------------------------------------------------------------------------
+
+
+def _unary_lane(term: tuple[int, ...], output: tuple[int, ...]) -> Lane:
+    if max(term, default=0) >= len(_LETTERS):
+        return NO_LANE
+    letters = "".join(_LETTERS[lab] for lab in term) + "->"
+    letters += "".join(_LETTERS[lab] for lab in output)
+    first = {lab: term.index(lab) for lab in term}
+    if len(output) == len(first):
+        return _view_lane(letters)
+    same = tuple((first[lab], ax) for ax, lab in enumerate(term) if first[lab] != ax)
+    return _reduce_lane(letters, len(term), same, tuple(first.values()))
+
+
+# NumPy raises ValueError for another operand count or rank, or sizes of one label that
+# disagree: the checks of a one-operand lane that cost nothing when they pass (a try block
+# is free in CPython 3.11); the planned way then binds the shapes and raises our error.
+
+
+def _view_lane(letters: str) -> Lane:
+    """Nothing is summed: the result is a view of the operand (diagonals, a transpose)."""
+
+    def view(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        try:
+            (a,) = operands
+            if type(a) is _ndarray and a.dtype in _LANE_DTYPES:
+                result = sum_of_products(letters, a)  # a view: dry or not, nothing is done
+                if dry:
+                    return "one call of NumPy's sum-of-products loop: a view of the operand"
+                next(_answered)
+                return result
+        except ValueError:
+            pass
+        return None
+
+    return view
+
+
+def _reduce_lane(
+    letters: str,
+    rank: int,
+    same: tuple[tuple[int, int], ...],
+    distinct: tuple[int, ...],
+) -> Lane:
+    """Labels are summed: one reduction, unless it is large enough to split or its result
+    would pass the memory limit."""
+
+    def reduce(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        try:
+            (a,) = operands
+            if type(a) is not _ndarray or a.dtype not in _LANE_DTYPES:
+                return None
+            # plain loops and one bound for both limits: on a cold cache,
+            # math.prod(map(...)) and dtype.itemsize each cost microseconds here
+            shape, combos = a.shape, 1
+            for ax in distinct:
+                combos *= shape[ax]
+            moved = combos * LINE_BYTES  # >= the result's bytes too (an item is <= 32 B)
+            options = DEFAULT.options
+            if moved > _memory.LIMIT or (moved >= options.split_min_bytes and options.threads > 1):
+                return None
+            if dry:
+                if a.ndim != rank or any(shape[x] != shape[y] for x, y in same):
+                    return None
+                return "one call of NumPy's sum-of-products loop over the operand, on one thread"
+            result = sum_of_products(letters, a)
+            next(_answered)
+            return result
+        except (ValueError, IndexError):  # IndexError: a lower rank, while counting
+            return None
+
+    return reduce
+
+
+# -- two operands ----------------------------------------------------------------------------
+
+_NEW = None  # a new axis of length 1 (NumPy's ``None`` index)
+
+
+def _pair_lane(left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...]) -> Lane:
+    """The matmul form, or :data:`NO_LANE`."""
+    if len(set(left)) != len(left) or len(set(right)) != len(right):
+        return NO_LANE  # a diagonal first
+    if any(lab not in right and lab not in output for lab in left) or any(
+        lab not in left and lab not in output for lab in right
+    ):
+        return NO_LANE  # a label summed inside one operand: a reduction first
+    batch = [lab for lab in output if lab in left and lab in right]
+    rows = [lab for lab in output if lab in left and lab not in right]
+    cols = [lab for lab in output if lab in right and lab not in left]
+    inner = [lab for lab in left if lab in right and lab not in output]
+    if len(rows) > 1 or len(cols) > 1 or len(inner) > 1:
+        return NO_LANE  # groups of several labels: a reshape, the planner's to decide
+    made = batch + rows + cols
+    return _matmul_lane(
+        (len(left), len(right)),
+        (
+            tuple(left.index(lab) for lab in batch + rows + inner),
+            tuple(right.index(lab) for lab in batch + inner + cols),
+            tuple(made.index(lab) for lab in output),
+        ),
+        (
+            _core_index(bool(rows), bool(inner), _NEW),
+            _core_index(bool(inner), bool(cols), _NEW),
+            _core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # (0, 0): a scalar
+        ),
+        tuple((left.index(lab), right.index(lab)) for lab in batch + inner),
+        tuple((0, ax) for ax in range(len(left))) + tuple((1, right.index(lab)) for lab in cols),
+    )
+
+
+def _core_index(first: bool, second: bool, fill: int | None) -> tuple[Any, ...] | None:
+    """The index that gives the last two axes of a matrix whose two kinds of labels are
+    there or not (``fill``: None inserts a length-1 axis, 0 drops it); None: no index.
+
+    >>> _core_index(True, False, None), _core_index(False, True, 0)
+    ((Ellipsis, None), (Ellipsis, 0, slice(None, None, None)))
+    """
+    if first and second:
+        return None
+    if first:
+        return (Ellipsis, fill)
+    return (Ellipsis, fill, slice(None)) if second else (Ellipsis, fill, fill)
+
+
+def _matmul_lane(
+    ranks: tuple[int, int],
+    perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    indices: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None],
+    same: tuple[tuple[int, int], ...],
+    sized: tuple[tuple[int, int], ...],
+) -> Lane:
+    """``numpy.matmul`` over the operands transposed to ``(batch, rows, inner)`` and
+    ``(batch, inner, cols)`` (``same``: axes of equal size; ``sized``: one axis per label),
+    its result transposed to the output's order."""
+    left_rank, right_rank = ranks
+    left_perm, right_perm, out_perm = perms
+    left_index, right_index, result_index = indices
+    left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
+    right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
+    out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
+
+    def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 2:
+            return None
+        a, b = operands
+        if type(a) is not _ndarray or type(b) is not _ndarray:
+            return None
+        dtype = a.dtype
+        if a.ndim != left_rank or b.ndim != right_rank or dtype not in _LANE_DTYPES:
+            return None
+        if b.dtype is not dtype and b.dtype != dtype:
+            return None
+        shapes = (a.shape, b.shape)
+        left, right = shapes
+        for x, y in same:
+            if left[x] != right[y]:
+                return None
+        combos = 1
+        for op, ax in sized:
+            combos *= shapes[op][ax]
+        # the result has at most ``combos`` elements: a bound for the memory limit
+        options = DEFAULT.options
+        if combos > options.lane_max_combos or combos * _ITEM_BYTES > _memory.LIMIT:
+            return None
+        if dry:
+            return (
+                f"one numpy.matmul over transposed views ({combos:,} index combinations, "
+                f"at most {options.lane_max_combos:,})"
+            )
+        next(_answered)
+        if left_moved is not None:
+            a = a.transpose(left_moved)
+        if left_index is not None:
+            a = a[left_index]
+        if right_moved is not None:
+            b = b.transpose(right_moved)
+        if right_index is not None:
+            b = b[right_index]
+        result = _matmul(a, b)
+        if result_index is not None:
+            result = result[result_index]
+        return result if out_moved is None else result.transpose(out_moved)
+
+    return product

@@ -1,0 +1,229 @@
+"""The one-operand lane (:mod:`einstride.engine.backends.numpy.lanes`) gives exactly what the
+planned way gives, on every layout, and hands every call it does not fit to the planner;
+and a shape class never answers shapes whose sizes disagree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from einsum_strategies import layouts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride.engine.backends.numpy.cache import clear_plan_cache, plan_cache_info
+from einstride.engine.backends.numpy.lanes import NO_LANE, lane_for
+from einstride.engine.backends.numpy.options import PlannerOptions, set_default_options
+from einstride.memory import set_memory_limit
+
+LABELS = "abcd"
+PLANNED = {"memory_limit": 1 << 40}  # any explicit option takes the planned way
+
+
+@st.composite
+def unary_cases(draw: Any) -> tuple[str, np.ndarray]:
+    """A one-operand equation (repeats, sums, transposes, implicit mode) and an operand of
+    any layout and a lane dtype."""
+    term = draw(st.lists(st.sampled_from(LABELS), min_size=0, max_size=4))
+    sizes = {x: draw(st.integers(0, 4)) for x in LABELS}
+    used = list(dict.fromkeys(term))
+    if draw(st.booleans()):
+        equation = "".join(term)  # implicit: the labels seen once, sorted
+    else:
+        out = draw(st.permutations(used))[: draw(st.integers(0, len(used)))]
+        equation = "".join(term) + "->" + "".join(out)
+    dtype = draw(st.sampled_from(["float64", "float32", "complex128", "complex64"]))
+    shape = tuple(sizes[x] for x in term)
+    return equation, np.asarray(draw(layouts(shape, dtype)))  # rank 0: a 0-d array
+
+
+@settings(max_examples=300, deadline=None)
+@given(unary_cases())
+def test_the_lane_gives_what_the_plan_gives(case: tuple[str, np.ndarray]) -> None:
+    equation, a = case
+    assert lane_for(equation) is not NO_LANE
+    before = plan_cache_info().lanes
+    got = es.einsum(equation, a)
+    assert plan_cache_info().lanes == before + 1  # the lane answered
+    planned = es.einsum(equation, a, **PLANNED)
+    assert type(got) is type(planned)
+    assert got.dtype == planned.dtype and np.shape(got) == np.shape(planned)
+    np.testing.assert_allclose(got, planned, rtol=1e-5, atol=1e-5)
+    if isinstance(got, np.ndarray):
+        assert np.shares_memory(got, a) == np.shares_memory(planned, a)  # a view iff planned
+        assert got.flags.writeable == planned.flags.writeable
+
+
+def test_a_diagonal_is_a_writeable_view_as_numpy_gives_it() -> None:
+    a = np.arange(9.0).reshape(3, 3)
+    for got in (es.einsum("ii->i", a), es.einsum("ii->i", a, **PLANNED)):
+        assert np.shares_memory(got, a) and got.flags.writeable
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    for got in (es.einsum("ii->i", frozen), es.einsum("ii->i", frozen, **PLANNED)):
+        assert not got.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("equation", "operand"),
+    [
+        ("ij->i", np.ones((3, 4), np.int64)),  # integers: the plan's own dtype rules
+        ("ij->i", np.ones((3, 4), np.float16)),  # float16 accumulates in float32
+        ("ij->i", np.ones((3, 4)).astype(">f8")),  # not native
+        ("ij->i", np.ones((3, 4, 5))),  # another rank: the planned way's error
+    ],
+)
+def test_calls_the_lane_does_not_fit_are_planned(equation: str, operand: np.ndarray) -> None:
+    before = plan_cache_info().lanes
+    try:
+        got = es.einsum(equation, operand)
+    except es.EinsumError:
+        pass
+    else:
+        np.testing.assert_allclose(got, np.einsum(equation, operand.astype(np.float64)))
+    assert plan_cache_info().lanes == before
+
+
+def test_sizes_that_disagree_raise_the_planned_error() -> None:
+    with pytest.raises(es.EinsumError, match="label 'i'"):
+        es.einsum("ii->i", np.ones((3, 4)))
+
+
+@pytest.mark.parametrize(
+    ("equation", "has_lane"),
+    [
+        ("i->", True),
+        ("ij,jk->ik", True),
+        ("bhqd,bhkd->bhqk", True),
+        ("i,j->ij", True),
+        ("i,i->", True),
+        ("i->ii", False),  # an expansion
+        ("...ii->...i", False),  # '...'
+        ("bsi,oi->bso", False),  # two left-free labels: a reshape, the planner's
+        ("ij,jk->i", False),  # k is summed inside the right operand
+        ("iij,jk->ik", False),  # a diagonal
+        ("ij,jk,kl->il", False),  # three operands: a path
+    ],
+)
+def test_which_equations_have_a_lane(equation: str, has_lane: bool) -> None:
+    assert (lane_for(equation) is not NO_LANE) == has_lane
+
+
+@st.composite
+def matmul_cases(draw: Any) -> tuple[str, np.ndarray, np.ndarray]:
+    """An equation of the matmul form (batch labels, at most one label of each other kind,
+    in any order) and operands of any layout."""
+    batch = "bc"[: draw(st.integers(0, 2))]
+    rows, inner, cols = ("i" if draw(st.booleans()) else "", "j" if draw(st.booleans()) else "",
+                         "k" if draw(st.booleans()) else "")  # fmt: skip
+    left = "".join(draw(st.permutations(batch + rows + inner)))
+    right = "".join(draw(st.permutations(batch + inner + cols)))
+    out = "".join(draw(st.permutations(batch + rows + cols)))
+    sizes = {x: draw(st.integers(0, 4)) for x in "bcijk"}
+    dtype = draw(st.sampled_from(["float64", "float32", "complex128"]))
+    a = np.asarray(draw(layouts(tuple(sizes[x] for x in left), dtype)))
+    b = np.asarray(draw(layouts(tuple(sizes[x] for x in right), dtype)))
+    return f"{left},{right}->{out}", a, b
+
+
+@settings(max_examples=300, deadline=None)
+@given(matmul_cases())
+def test_the_matmul_lane_gives_what_the_plan_gives(
+    case: tuple[str, np.ndarray, np.ndarray],
+) -> None:
+    equation, a, b = case
+    before = plan_cache_info().lanes
+    got = es.einsum(equation, a, b)
+    assert plan_cache_info().lanes == before + 1
+    planned = es.einsum(equation, a, b, **PLANNED)
+    assert type(got) is type(planned)
+    assert got.dtype == planned.dtype and np.shape(got) == np.shape(planned)
+    np.testing.assert_allclose(got, planned, rtol=1e-5, atol=1e-5)
+
+
+def test_the_matmul_lane_is_for_tiny_products_only() -> None:
+    a, b = np.ones((64, 32)), np.ones((32, 33))  # 67,584 combinations
+    lanes = plan_cache_info().lanes
+    es.einsum("ij,jk->ik", a[:, :31], b[:31])  # 63,488: the lane
+    assert plan_cache_info().lanes == lanes + 1
+    es.einsum("ij,jk->ik", a, b)
+    assert plan_cache_info().lanes == lanes + 1
+    before = set_default_options(PlannerOptions(lane_max_combos=0))
+    try:
+        es.einsum("ij,jk->ik", a[:2, :2], b[:2, :2])
+        assert plan_cache_info().lanes == lanes + 1  # 0: never
+    finally:
+        set_default_options(before)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (np.ones((3, 4), np.int64), np.ones((4, 5), np.int64)),  # integers
+        (np.ones((3, 4), np.float32), np.ones((4, 5))),  # mixed dtypes: promoted
+        (np.ones((3, 4)), np.ones((5, 5))),  # sizes disagree: the planned error
+    ],
+)
+def test_pairs_the_lane_does_not_fit_are_planned(left: np.ndarray, right: np.ndarray) -> None:
+    before = plan_cache_info().lanes
+    try:
+        got = es.einsum("ij,jk->ik", left, right)
+    except es.EinsumError:
+        pass
+    else:
+        np.testing.assert_allclose(got, left.astype(float) @ right.astype(float))
+        assert got.dtype == np.result_type(left, right)
+    assert plan_cache_info().lanes == before
+
+
+def test_a_reduction_large_enough_to_split_is_planned() -> None:
+    a = np.ones((64, 64))
+    before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 10))
+    try:
+        lanes = plan_cache_info().lanes
+        assert es.einsum("ij->i", a)[0] == 64.0  # 4096 combinations x 128 B > 1 KiB
+        assert plan_cache_info().lanes == lanes
+        assert "split" in es.explain("ij->i", a)
+    finally:
+        set_default_options(before)
+
+
+def test_a_result_over_the_memory_limit_is_planned() -> None:
+    before = set_memory_limit(1000)  # the result needs 1600 B: the planned way raises
+    try:
+        lanes = plan_cache_info().lanes
+        with pytest.raises(es.EinsumError, match=r"memory|limit"):
+            es.einsum("ij->i", np.ones((200, 3)))
+        assert plan_cache_info().lanes == lanes
+        assert es.einsum("ii->i", np.ones((200, 200))).shape == (200,)  # a view: no bytes
+        assert plan_cache_info().lanes == lanes + 1
+    finally:
+        set_memory_limit(before)
+
+
+def test_clearing_the_caches_restarts_the_count() -> None:
+    es.einsum("ii->", np.eye(2))
+    assert plan_cache_info().lanes >= 1
+    clear_plan_cache()
+    assert plan_cache_info().lanes == 0
+
+
+@pytest.mark.parametrize(
+    ("equation", "good", "bad"),
+    [
+        ("ij,jk->ik", [(4, 4), (4, 4)], [(4, 5), (4, 4)]),  # (4, 5) rounds to (4, 4)
+        ("bij,bjk->bik", [(2, 6, 4), (2, 4, 6)], [(2, 6, 4), (2, 5, 6)]),
+        ("...i,...i->...", [(4, 5), (4, 5)], [(5, 5), (4, 5)]),
+    ],
+)
+def test_a_shape_class_never_answers_sizes_that_disagree(
+    equation: str, good: list[tuple[int, ...]], bad: list[tuple[int, ...]]
+) -> None:
+    """Shapes of one class (half-octave sizes) may not fit the equation: the planned way
+    binds them and raises, never NumPy's error or a wrong result."""
+    clear_plan_cache()
+    es.einsum(equation, *(np.ones(s) for s in good))
+    with pytest.raises(es.EinsumError, match="size"):
+        es.einsum(equation, *(np.ones(s) for s in bad))
