@@ -184,24 +184,34 @@ def _product(
     taken: list[tuple[Labels, int]], count: dict[int, int], sizes: Sequence[int]
 ) -> tuple[Product, Labels, list[int]]:
     """One step's product, its result's labels and the elements of every temporary it may
-    make (sums and copies)."""
+    make (sums and copies).  (Loops rather than a comprehension per list: a network's
+    first call builds every step, and in CPython 3.11 each comprehension is a call.)"""
     (la, ra), (lb, rb) = taken if len(taken) == 2 else (taken[0], ((), -1))
     sa, sb = set(la), set(lb)
-    kept_a = tuple([x for x in la if count[x] or x in sb])
-    kept_b = tuple([x for x in lb if count[x] or x in sa])
-    free_a = tuple([x for x in kept_a if x not in sb])
-    free_b = tuple([x for x in kept_b if x not in sa])
-    n_a, n_b = _elements(kept_a, sizes), _elements(kept_b, sizes)
+    kept_a, free_a, sum_a, n_a = _split(la, sb, count, sizes)
+    kept_b, free_b, sum_b, n_b = _split(lb, sa, count, sizes)
     # the shared labels in the order of an operand that is then a view (the larger one)
     view_a, view_b = _views(kept_a, free_a, count), _views(kept_b, free_b, count)
     lead = kept_a if (view_a, n_a) >= (view_b, n_b) else kept_b
-    shared = [x for x in lead if x in sa and x in sb]
-    batch = tuple([x for x in shared if count[x]])
-    inner = tuple([x for x in shared if not count[x]])
+    batch_l: list[int] = []
+    inner_l: list[int] = []
+    m = n = k = nb = 1
+    for x in lead:
+        if x in sa and x in sb:
+            if count[x]:
+                batch_l.append(x)
+                nb *= sizes[x]
+            else:
+                inner_l.append(x)
+                k *= sizes[x]
+    for x in free_a:
+        m *= sizes[x]
+    for x in free_b:
+        n *= sizes[x]
+    batch, inner = tuple(batch_l), tuple(inner_l)
     swap_a = bool(inner) and bool(free_a) and kept_a[-1] in free_a
     swap_b = bool(inner) and bool(free_b) and kept_b[-1] in inner
-    m, k, n = _elements(free_a, sizes), _elements(inner, sizes), _elements(free_b, sizes)
-    head = (_elements(batch, sizes),) if batch else ()
+    head = (nb,) if batch else ()
     labels = batch + free_a + free_b
     order_a = batch + (inner + free_a if swap_a else free_a + inner)
     order_b = batch + (free_b + inner if swap_b else inner + free_b)
@@ -209,25 +219,47 @@ def _product(
     if (
         rb >= 0
         and max(len(la), len(lb)) <= PLANNED_MAX_AXES
-        and n_a * n_b // max(1, k * _elements(batch, sizes)) >= PLANNED_FLOPS
+        and n_a * n_b // max(1, k * nb) >= PLANNED_FLOPS
     ):
         planned = _pair_key(la, lb, labels)
     step = Product(
         a=ra,
         b=rb,
-        sum_a=tuple([i for i, x in enumerate(la) if x not in kept_a]),
-        sum_b=tuple([i for i, x in enumerate(lb) if x not in kept_b]),
-        perm_a=tuple([kept_a.index(x) for x in order_a]),
-        perm_b=tuple([kept_b.index(x) for x in order_b]),
+        sum_a=sum_a,
+        sum_b=sum_b,
+        perm_a=tuple(map(kept_a.index, order_a)),
+        perm_b=tuple(map(kept_b.index, order_b)),
         shape_a=head + ((k, m) if swap_a else (m, k)),
         shape_b=head + ((n, k) if swap_b else (k, n)),
         swap_a=swap_a,
         swap_b=swap_b,
-        shape=tuple([sizes[x] for x in labels]),
+        shape=tuple(map(sizes.__getitem__, labels)),
         planned=planned,
     )
     # sums, then the reshapes should they copy
     return step, labels, [n_a * (kept_a != la), n_b * (kept_b != lb), n_a, n_b]
+
+
+def _split(
+    labels: Labels, other: set[int], count: dict[int, int], sizes: Sequence[int]
+) -> tuple[Labels, Labels, tuple[int, ...], int]:
+    """An operand's kept labels (shared, or needed later), its free ones (kept, not
+    shared), the axes it sums alone, and its kept elements."""
+    kept: list[int] = []
+    free: list[int] = []
+    summed: list[int] = []
+    elements = 1
+    for i, x in enumerate(labels):
+        if x in other:
+            kept.append(x)
+        elif count[x]:
+            kept.append(x)
+            free.append(x)
+        else:
+            summed.append(i)
+            continue
+        elements *= sizes[x]
+    return tuple(kept), tuple(free), tuple(summed), elements
 
 
 def _elements(labels: Labels, sizes: Sequence[int]) -> int:
