@@ -17,6 +17,7 @@ array([0, 4, 8])
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,19 +48,10 @@ _ndarray = np.ndarray
 
 
 _NO_SUBSCRIPTS: Any = object()
-_AUTO = "auto"  # the default's very object (an interned literal): an identity test
+_AUTO_ONLY = {"optimize": "auto"}  # the default, named: still the lane
 
 
-def einsum(
-    subscripts: Any = _NO_SUBSCRIPTS,
-    *operands: Any,
-    out: Any = None,
-    dtype: Any = None,
-    order: Any = "K",
-    casting: Any = None,
-    optimize: Any = _AUTO,
-    memory_limit: Any = None,
-) -> Any:
+def einsum(subscripts: Any = _NO_SUBSCRIPTS, *operands: Any, **options: Any) -> Any:
     """Evaluate an Einstein-summation equation (see docs/einsum.md).
 
     ``einsum("ij,jk->ik", a, b)`` or the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
@@ -81,16 +73,26 @@ def einsum(
       ...
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
-    if (
-        type(subscripts) is str
-        and out is dtype is memory_limit is casting is None
-        and order == "K"
-        and (optimize is _AUTO or type(optimize) is bool)
-    ):
-        # the equation's lane (one or two NumPy arrays, see lanes.py): no cache look
+    if type(subscripts) is str and (not options or options == _AUTO_ONLY):
+        # the equation's lane (one or two NumPy arrays, see lanes.py): no cache look, and
+        # no keyword to check (on a cold cache each check costs as much as a diagonal)
         result = (_LANES.get(subscripts) or lane_for(subscripts))(operands)
         if result is not None:
             return result
+    return _einsum(subscripts, *operands, **options)
+
+
+def _einsum(
+    subscripts: Any = _NO_SUBSCRIPTS,
+    *operands: Any,
+    out: Any = None,
+    dtype: Any = None,
+    order: Any = "K",
+    casting: Any = None,
+    optimize: Any = "auto",
+    memory_limit: Any = None,
+) -> Any:
+    """:func:`einsum` with its keywords (and its name in their errors)."""
     if (
         out is dtype is memory_limit is casting is None
         and order == "K"
@@ -135,6 +137,10 @@ def einsum(
         casting=casting,
     )
     return backend_for(call.operands).einsum(call)
+
+
+_einsum.__name__ = _einsum.__qualname__ = "einsum"  # its TypeErrors name the public function
+einsum.__signature__ = inspect.signature(_einsum)  # type: ignore[attr-defined]
 
 
 def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tuple[list[Any], str]:
@@ -211,8 +217,8 @@ def explain(
 def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: Any) -> str:
     """The report with a line saying that einsum answers the call in the equation's lane
     (:mod:`.backends.numpy.lanes`), when it does."""
-    if not (optimize == "auto" or type(optimize) is bool):
-        return report
+    if optimize != "auto":
+        return report  # a call naming another optimize= takes the planned way
     lane = lane_for(subscripts)
     runs = lane(tuple(operands), dry=True)
     if runs is None:
