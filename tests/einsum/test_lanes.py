@@ -101,7 +101,8 @@ def test_sizes_that_disagree_raise_the_planned_error() -> None:
         ("i,i->", True),
         ("i->ii", False),  # an expansion
         ("...ii->...i", False),  # '...'
-        ("bsi,oi->bso", False),  # two left-free labels: a reshape, the planner's
+        ("bsi,oi->bso", True),  # two left-free labels, merged by a reshape (a view)
+        ("abc,cbd->ad", False),  # contracted labels in two orders: merging would copy
         ("ij,jk->i", False),  # k is summed inside the right operand
         ("iij,jk->ik", False),  # a diagonal
         ("ij,jk,kl->il", False),  # three operands: a path
@@ -113,40 +114,59 @@ def test_which_equations_have_a_lane(equation: str, has_lane: bool) -> None:
 
 @st.composite
 def matmul_cases(draw: Any) -> tuple[str, np.ndarray, np.ndarray]:
-    """An equation of the matmul form (batch labels, one contracted label, at most one
-    free label on each side, in any order) and operands of any layout."""
+    """An equation of the matmul form (batch labels, one or two contracted labels, up to
+    two free labels on each side, in any order) and operands of any layout."""
     batch = "bc"[: draw(st.integers(0, 2))]
-    rows, inner, cols = ("i" if draw(st.booleans()) else "", "j",
-                         "k" if draw(st.booleans()) else "")  # fmt: skip
+    rows = "il"[: draw(st.integers(0, 2))]
+    inner = "jm"[: draw(st.integers(1, 2))]
+    cols = "kn"[: draw(st.integers(0, 2))]
     left = "".join(draw(st.permutations(batch + rows + inner)))
     right = "".join(draw(st.permutations(batch + inner + cols)))
     out = "".join(draw(st.permutations(batch + rows + cols)))
-    sizes = {x: draw(st.integers(0, 4)) for x in "bcijk"}
+    sizes = {x: draw(st.integers(0, 3)) for x in "bcijklmn"}
     dtype = draw(st.sampled_from(["float64", "float32", "complex128"]))
     a = np.asarray(draw(layouts(tuple(sizes[x] for x in left), dtype)))
     b = np.asarray(draw(layouts(tuple(sizes[x] for x in right), dtype)))
     return f"{left},{right}->{out}", a, b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(matmul_cases())
 def test_the_matmul_lane_gives_what_the_plan_gives(
     case: tuple[str, np.ndarray, np.ndarray],
 ) -> None:
     equation, a, b = case
+    takes = lane_for(equation)((a, b), dry=True) is not None
     before = plan_cache_info().lanes
     got = es.einsum(equation, a, b)
-    assert plan_cache_info().lanes == before + 1
+    assert plan_cache_info().lanes == before + takes
     planned = es.einsum(equation, a, b, **PLANNED)
     assert type(got) is type(planned)
     assert got.dtype == planned.dtype and np.shape(got) == np.shape(planned)
     np.testing.assert_allclose(got, planned, rtol=1e-5, atol=1e-5)
 
 
+def test_one_label_of_each_kind_takes_the_lane_in_any_layout() -> None:
+    a, b = np.ones((6, 4, 5)), np.ones((6, 5, 3))
+    for left, right in ((a, b), (a.transpose(0, 2, 1).copy().transpose(0, 2, 1), b[:, ::-1])):
+        before = plan_cache_info().lanes
+        es.einsum("bij,bjk->bik", left, right)
+        assert plan_cache_info().lanes == before + 1
+
+
+def test_merged_labels_take_the_lane_only_as_views() -> None:
+    x, w = np.ones((2, 17, 32)), np.ones((8, 32))
+    before = plan_cache_info().lanes
+    np.testing.assert_allclose(es.einsum("bsi,oi->bso", x, w), np.full((2, 17, 8), 32.0))
+    assert plan_cache_info().lanes == before + 1
+    es.einsum("bsi,oi->bso", np.ones((17, 2, 32)).transpose(1, 0, 2), w)  # b, s: no view
+    assert plan_cache_info().lanes == before + 1
+
+
 def test_the_matmul_lane_is_for_tiny_products_only() -> None:
-    a, b = np.ones((64, 32)), np.ones((32, 33))  # 67,584 combinations
+    a, b = np.ones((256, 32)), np.ones((32, 33))  # 270,336 combinations
     lanes = plan_cache_info().lanes
-    es.einsum("ij,jk->ik", a[:, :31], b[:31])  # 63,488: the lane
+    es.einsum("ij,jk->ik", a[:, :31], b[:31])  # 261,888: the lane
     assert plan_cache_info().lanes == lanes + 1
     es.einsum("ij,jk->ik", a, b)
     assert plan_cache_info().lanes == lanes + 1

@@ -9,11 +9,12 @@ shape and every strides it fits, what the planned way runs:
   kernel is NumPy's sum-of-products loop, and a transpose.  Unless the reduction would be
   split across threads, that loop run over the operand itself (NumPy takes the diagonals as
   views first) is the plan in one call.
-* two operands of the matmul form (no label summed inside one operand, one contracted label,
-  at most one left-free and one right-free label, batch labels shared): a plan is
-  one batched matmul over views, which ``numpy.matmul`` over the transposed operands is.
-  Only for tiny products (:attr:`~.options.PlannerOptions.lane_max_combos` index
-  combinations), where no layout decision of the planner can pay for its own cost.
+* two operands of the matmul form (no label summed inside one operand, a contracted label,
+  batch labels shared): a plan is one batched matmul over views, which ``numpy.matmul``
+  over the transposed operands is (a kind of several labels merged by a reshape, only
+  where that is a view).  Only for small products
+  (:attr:`~.options.PlannerOptions.lane_max_combos` index combinations), where no layout
+  decision of the planner can pay for its own cost.
 
 A call the lane does not fit (another operand count, rank or dtype, sizes that disagree, a
 reduction large enough to split, a result over the memory limit) goes the planned way, which
@@ -34,6 +35,7 @@ True
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -211,29 +213,49 @@ def _pair_lane(left: tuple[int, ...], right: tuple[int, ...], output: tuple[int,
     ):
         return NO_LANE  # a label summed inside one operand: a reduction first
     batch = [lab for lab in output if lab in left and lab in right]
-    rows = [lab for lab in output if lab in left and lab not in right]
-    cols = [lab for lab in output if lab in right and lab not in left]
+    rows = [lab for lab in left if lab in output and lab not in right]
+    cols = [lab for lab in right if lab in output and lab not in left]
     inner = [lab for lab in left if lab in right and lab not in output]
-    if len(rows) > 1 or len(cols) > 1 or len(inner) > 1:
-        return NO_LANE  # groups of several labels: a reshape, the planner's to decide
     if not inner:  # a broadcast multiply: NumPy's loop, 5x faster than 1 x 1 matmuls
         return NO_LANE
     made = batch + rows + cols
-    return _matmul_lane(
-        (len(left), len(right)),
-        (
-            tuple(left.index(lab) for lab in batch + rows + inner),
-            tuple(right.index(lab) for lab in batch + inner + cols),
-            tuple(made.index(lab) for lab in output),
-        ),
-        (
-            _core_index(bool(rows), bool(inner), _NEW),
-            _core_index(bool(inner), bool(cols), _NEW),
-            _core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # (0, 0): a scalar
-        ),
-        tuple((left.index(lab), right.index(lab)) for lab in batch + inner),
-        tuple((0, ax) for ax in range(len(left))) + tuple((1, right.index(lab)) for lab in cols),
+    perms = (
+        tuple(left.index(lab) for lab in batch + rows + inner),
+        tuple(right.index(lab) for lab in batch + inner + cols),
+        tuple(made.index(lab) for lab in output),
     )
+    same = tuple((left.index(lab), right.index(lab)) for lab in batch + inner)
+    sized = tuple((0, ax) for ax in range(len(left))) + tuple((1, right.index(lab)) for lab in cols)
+    ranks = (len(left), len(right))
+    if len(rows) <= 1 and len(cols) <= 1 and len(inner) == 1:
+        return _matmul_lane(
+            ranks,
+            perms,
+            (
+                _core_index(bool(rows), True, _NEW),
+                _core_index(True, bool(cols), _NEW),
+                _core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # a scalar
+            ),
+            same,
+            sized,
+        )
+    if not all(_block(term, group) for term, group in
+               ((left, rows), (left, inner), (right, inner), (right, cols))):  # fmt: skip
+        return NO_LANE  # merging the group would copy: the planner's to decide
+    groups = (
+        tuple(left.index(lab) for lab in batch),
+        tuple(left.index(lab) for lab in rows),
+        tuple(left.index(lab) for lab in inner),
+        tuple(right.index(lab) for lab in cols),
+    )
+    return _merged_lane(ranks, perms, groups, same, sized)
+
+
+def _block(term: tuple[int, ...], group: list[int]) -> bool:
+    """Whether ``group`` is a run of consecutive axes of ``term``, in its order (then a
+    C-contiguous operand's axes merge as a view)."""
+    at = [term.index(lab) for lab in group]
+    return at == list(range(at[0], at[0] + len(at))) if at else True
 
 
 def _core_index(first: bool, second: bool, fill: int | None) -> tuple[Any, ...] | None:
@@ -259,7 +281,8 @@ def _matmul_lane(
 ) -> Lane:
     """``numpy.matmul`` over the operands transposed to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)`` (``same``: axes of equal size; ``sized``: one axis per label),
-    its result transposed to the output's order."""
+    its result transposed to the output's order: one label of each kind (a missing one is
+    an axis of length 1)."""
     left_rank, right_rank = ranks
     left_perm, right_perm, out_perm = perms
     left_index, right_index, result_index = indices
@@ -307,6 +330,70 @@ def _matmul_lane(
         result = _matmul(a, b)
         if result_index is not None:
             result = result[result_index]
+        return result if out_moved is None else result.transpose(out_moved)
+
+    return product
+
+
+def _merged_lane(
+    ranks: tuple[int, int],
+    perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    groups: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    same: tuple[tuple[int, int], ...],
+    sized: tuple[tuple[int, int], ...],
+) -> Lane:
+    """:func:`_matmul_lane` with kinds of several labels (``bsi,oi->bso``): each merged
+    into one axis by a reshape, a view for a C-contiguous operand whose group is a run of
+    its axes (checked when compiled); an operand that is not C-contiguous is planned."""
+    left_rank, right_rank = ranks
+    left_perm, right_perm, out_perm = perms
+    batch_axes, row_axes, inner_axes, col_axes = groups
+    merge_left, merge_right = (
+        len(row_axes) > 1 or len(inner_axes) > 1,
+        len(col_axes) > 1 or len(inner_axes) > 1,
+    )
+    out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
+    scalar = not out_perm
+
+    def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 2:
+            return None
+        a, b = operands
+        if type(a) is not _ndarray or type(b) is not _ndarray:
+            return None
+        dtype = a.dtype
+        if a.ndim != left_rank or b.ndim != right_rank or dtype not in _LANE_DTYPES:
+            return None
+        if b.dtype is not dtype and b.dtype != dtype:
+            return None
+        left, right = a.shape, b.shape
+        for x, y in same:
+            if left[x] != right[y]:
+                return None
+        combos = 1
+        for op, ax in sized:
+            combos *= (left, right)[op][ax]
+        options = DEFAULT.options
+        if combos > options.lane_max_combos or combos * _ITEM_BYTES > _memory.LIMIT:
+            return None
+        if (merge_left and not a.flags.c_contiguous) or (merge_right and not b.flags.c_contiguous):
+            return None
+        if dry:
+            return (
+                f"one numpy.matmul over transposed views, label groups merged as views "
+                f"({combos:,} index combinations, at most {options.lane_max_combos:,})"
+            )
+        next(_answered)
+        head = tuple(map(left.__getitem__, batch_axes))
+        rows = tuple(map(left.__getitem__, row_axes))
+        cols = tuple(map(right.__getitem__, col_axes))
+        m, k, n = math.prod(rows), math.prod(map(left.__getitem__, inner_axes)), math.prod(cols)
+        result = _matmul(
+            a.transpose(left_perm).reshape((*head, m, k)),
+            b.transpose(right_perm).reshape((*head, k, n)),
+        ).reshape(head + rows + cols)
+        if scalar:
+            return result[()]
         return result if out_moved is None else result.transpose(out_moved)
 
     return product
