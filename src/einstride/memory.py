@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from .errors import MemoryLimitError
 
 __all__ = [
     "LIMIT",
+    "LIMIT_HOOKS",
     "MemoryLimitError",
     "array_bytes",
     "check_allocation",
@@ -60,6 +61,9 @@ def physical_memory() -> int:
 
 _configured: int | None = None  # set_memory_limit's value; None: the physical memory
 LIMIT: int = physical_memory()
+
+LIMIT_HOOKS: list[Callable[[], None]] = []
+"""Called after the limit changes (what was compiled with the old one is forgotten)."""
 """The limit in force (read directly by einsum's hot path; change it with set_memory_limit)."""
 
 
@@ -89,6 +93,8 @@ def set_memory_limit(nbytes: int | None) -> int | None:
         nbytes = int(nbytes)
     previous, _configured = _configured, nbytes
     LIMIT = physical_memory() if nbytes is None else nbytes
+    for hook in LIMIT_HOOKS:
+        hook()
     return previous
 
 

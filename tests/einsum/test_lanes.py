@@ -247,3 +247,22 @@ def test_a_shape_class_never_answers_sizes_that_disagree(
     es.einsum(equation, *(np.ones(s) for s in good))
     with pytest.raises(es.EinsumError, match="size"):
         es.einsum(equation, *(np.ones(s) for s in bad))
+
+
+def test_a_lane_forgets_the_limit_and_options_it_was_compiled_with() -> None:
+    a = np.ones((200, 3))
+    es.einsum("ij->i", a)  # compiled under the default limit
+    before = set_memory_limit(1000)
+    try:
+        with pytest.raises(es.EinsumError, match=r"memory|limit"):
+            es.einsum("ij->i", a)  # 1600 B of result: planned, and refused
+    finally:
+        set_memory_limit(before)
+    es.einsum("ij,jk->ik", np.ones((4, 4)), np.ones((4, 4)))
+    options = set_default_options(PlannerOptions(lane_max_combos=0))
+    try:
+        lanes = plan_cache_info().lanes
+        es.einsum("ij,jk->ik", np.ones((4, 4)), np.ones((4, 4)))
+        assert plan_cache_info().lanes == lanes
+    finally:
+        set_default_options(options)

@@ -37,14 +37,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .... import memory as _memory
-from ...spec.equation import parse_subscripts
+from ...spec.equation import Equation, parse_subscripts
 from .execute import sum_of_products
-from .options import DEFAULT
+from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 
 __all__ = [
     "LANES",
@@ -58,9 +58,9 @@ __all__ = [
 
 Lane = Callable[..., Any]
 """``lane(operands, dry=False)``: the einsum of the operands, or None (then the planned way
-runs); ``dry``: what the lane would run (a sentence), computing nothing.  Lanes read the
-default options and the memory limit themselves (a call that names its own takes the
-planned way)."""
+runs); ``dry``: what the lane would run (a sentence), computing nothing.  A lane holds the
+default options and the memory limit it was compiled with (a call that names its own takes
+the planned way)."""
 
 LINE_BYTES = 128
 """A bound on the bytes a reduction moves per index combination of its view (a cache line
@@ -108,26 +108,61 @@ def clear_lanes() -> None:
 
 
 def lane_for(subscripts: str) -> Lane:
-    """The equation's lane (cached), :data:`NO_LANE` when it has none (parse errors raise)."""
+    """The equation's lane (cached), :data:`NO_LANE` when it has none (parse errors raise).
+    A lane is compiled with the default options and the memory limit of the moment (one
+    comparison per call, not four attribute reads: on a cold cache that is microseconds);
+    changing either forgets every lane."""
     lane = LANES.get(subscripts)
     if lane is None:
-        equation = parse_subscripts(subscripts)
-        lane = NO_LANE
-        if not equation.has_ellipsis and len(set(equation.output)) == len(equation.output):
-            if len(equation.terms) == 1:
-                lane = _unary_lane(equation.terms[0], equation.output)
-            elif len(equation.terms) == 2:
-                lane = _pair_lane(*equation.terms, equation.output)
+        options, limit = DEFAULT.options, _memory.LIMIT
+        lane = _compile(parse_subscripts(subscripts), _Bounds.of(options, limit))
         if len(LANES) >= _CACHE_SIZE:
             LANES.clear()
-        LANES[subscripts] = lane
+        if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
+            LANES[subscripts] = lane
     return lane
+
+
+class _Bounds(NamedTuple):
+    """What a lane takes from the options and the memory limit."""
+
+    moved: int  # a reduction moving more bytes than this is planned (the limit) ...
+    split: int  # ... or at least this many (the planner splits it across threads)
+    combos: int  # a product of more index combinations is planned
+    lane_max: int  # the option itself (for explain)
+
+    @classmethod
+    def of(cls, options: PlannerOptions, limit: int) -> _Bounds:
+        split = options.split_min_bytes if options.threads > 1 else _NEVER
+        combos = min(options.lane_max_combos, limit // _ITEM_BYTES)
+        return cls(limit, split, combos, options.lane_max_combos)
+
+
+_NEVER = 1 << 126
+
+
+def _compile(equation: Equation, bounds: _Bounds) -> Lane:
+    if equation.has_ellipsis or len(set(equation.output)) != len(equation.output):
+        return NO_LANE
+    if len(equation.terms) == 1:
+        return _unary_lane(equation.terms[0], equation.output, bounds)
+    if len(equation.terms) == 2:
+        return _pair_lane(*equation.terms, equation.output, bounds)
+    return NO_LANE
+
+
+def _forget() -> None:
+    LANES.clear()
+
+
+OPTIONS_HOOKS.append(_forget)
+_memory.LIMIT_HOOKS.append(_forget)
 
 
 # -- one operand -----------------------------------------------------------------------------
 
 
-def _unary_lane(term: tuple[int, ...], output: tuple[int, ...]) -> Lane:
+def _unary_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds) -> Lane:
     if max(term, default=0) >= len(_LETTERS):
         return NO_LANE
     letters = "".join(_LETTERS[lab] for lab in term) + "->"
@@ -136,7 +171,7 @@ def _unary_lane(term: tuple[int, ...], output: tuple[int, ...]) -> Lane:
     if len(output) == len(first):
         return _view_lane(letters)
     same = tuple((first[lab], ax) for ax, lab in enumerate(term) if first[lab] != ax)
-    return _reduce_lane(letters, len(term), same, tuple(first.values()))
+    return _reduce_lane(letters, len(term), same, tuple(first.values()), bounds)
 
 
 # NumPy raises ValueError for another operand count or rank, or sizes of one label that
@@ -168,9 +203,11 @@ def _reduce_lane(
     rank: int,
     same: tuple[tuple[int, int], ...],
     distinct: tuple[int, ...],
+    bounds: _Bounds,
 ) -> Lane:
     """Labels are summed: one reduction, unless it is large enough to split or its result
     would pass the memory limit."""
+    most, split = bounds.moved, bounds.split
 
     def reduce(operands: tuple[Any, ...], dry: bool = False) -> Any:
         try:
@@ -183,8 +220,7 @@ def _reduce_lane(
             for ax in distinct:
                 combos *= shape[ax]
             moved = combos * LINE_BYTES  # >= the result's bytes too (an item is <= 32 B)
-            options = DEFAULT.options
-            if moved > _memory.LIMIT or (moved >= options.split_min_bytes and options.threads > 1):
+            if moved > most or moved >= split:
                 return None
             if dry:
                 if a.ndim != rank or any(shape[x] != shape[y] for x, y in same):
@@ -204,7 +240,9 @@ def _reduce_lane(
 _NEW = None  # a new axis of length 1 (NumPy's ``None`` index)
 
 
-def _pair_lane(left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...]) -> Lane:
+def _pair_lane(
+    left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds
+) -> Lane:
     """The matmul form, or :data:`NO_LANE`."""
     if len(set(left)) != len(left) or len(set(right)) != len(right):
         return NO_LANE  # a diagonal first
@@ -238,6 +276,7 @@ def _pair_lane(left: tuple[int, ...], right: tuple[int, ...], output: tuple[int,
             ),
             same,
             sized,
+            bounds,
         )
     if not all(_block(term, group) for term, group in
                ((left, rows), (left, inner), (right, inner), (right, cols))):  # fmt: skip
@@ -248,7 +287,7 @@ def _pair_lane(left: tuple[int, ...], right: tuple[int, ...], output: tuple[int,
         tuple(left.index(lab) for lab in inner),
         tuple(right.index(lab) for lab in cols),
     )
-    return _merged_lane(ranks, perms, groups, same, sized)
+    return _merged_lane(ranks, perms, groups, same, sized, bounds)
 
 
 def _block(term: tuple[int, ...], group: list[int]) -> bool:
@@ -278,6 +317,7 @@ def _matmul_lane(
     indices: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None],
     same: tuple[tuple[int, int], ...],
     sized: tuple[tuple[int, int], ...],
+    bounds: _Bounds,
 ) -> Lane:
     """``numpy.matmul`` over the operands transposed to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)`` (``same``: axes of equal size; ``sized``: one axis per label),
@@ -286,6 +326,7 @@ def _matmul_lane(
     left_rank, right_rank = ranks
     left_perm, right_perm, out_perm = perms
     left_index, right_index, result_index = indices
+    most = bounds.combos
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
     out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
@@ -309,14 +350,12 @@ def _matmul_lane(
         combos = 1
         for op, ax in sized:
             combos *= shapes[op][ax]
-        # the result has at most ``combos`` elements: a bound for the memory limit
-        options = DEFAULT.options
-        if combos > options.lane_max_combos or combos * _ITEM_BYTES > _memory.LIMIT:
+        if combos > most:  # (the result has at most ``combos`` elements: the memory limit)
             return None
         if dry:
             return (
                 f"one numpy.matmul over transposed views ({combos:,} index combinations, "
-                f"at most {options.lane_max_combos:,})"
+                f"at most {bounds.lane_max:,})"
             )
         next(_answered)
         if left_moved is not None:
@@ -341,6 +380,7 @@ def _merged_lane(
     groups: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]],
     same: tuple[tuple[int, int], ...],
     sized: tuple[tuple[int, int], ...],
+    bounds: _Bounds,
 ) -> Lane:
     """:func:`_matmul_lane` with kinds of several labels (``bsi,oi->bso``): each merged
     into one axis by a reshape, a view for a C-contiguous operand whose group is a run of
@@ -354,6 +394,7 @@ def _merged_lane(
     )
     out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
     scalar = not out_perm
+    most = bounds.combos
 
     def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
         if len(operands) != 2:
@@ -373,15 +414,14 @@ def _merged_lane(
         combos = 1
         for op, ax in sized:
             combos *= (left, right)[op][ax]
-        options = DEFAULT.options
-        if combos > options.lane_max_combos or combos * _ITEM_BYTES > _memory.LIMIT:
+        if combos > most:
             return None
         if (merge_left and not a.flags.c_contiguous) or (merge_right and not b.flags.c_contiguous):
             return None
         if dry:
             return (
                 f"one numpy.matmul over transposed views, label groups merged as views "
-                f"({combos:,} index combinations, at most {options.lane_max_combos:,})"
+                f"({combos:,} index combinations, at most {bounds.lane_max:,})"
             )
         next(_answered)
         head = tuple(map(left.__getitem__, batch_axes))

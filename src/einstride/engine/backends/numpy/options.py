@@ -23,6 +23,7 @@ import dataclasses
 import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,6 +31,7 @@ from ....errors import EinsumError
 
 __all__ = [
     "DEFAULT",
+    "OPTIONS_HOOKS",
     "PlannerOptions",
     "default_options",
     "set_default_options",
@@ -162,6 +164,10 @@ class _Default:
 
 DEFAULT = _Default()
 
+OPTIONS_HOOKS: list[Callable[[], None]] = []
+"""Called after the default options change (what was compiled with the old ones is
+forgotten)."""
+
 
 def default_options() -> PlannerOptions:
     """The options plans are made with when a call names none."""
@@ -184,4 +190,6 @@ def set_default_options(options: PlannerOptions | None) -> PlannerOptions:
         )
     before = DEFAULT.options
     DEFAULT.options = options if options is not None else PlannerOptions(threads=threads_from_env())
+    for hook in OPTIONS_HOOKS:
+        hook()
     return before
