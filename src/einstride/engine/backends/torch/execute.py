@@ -133,9 +133,10 @@ def _view_fn(op: ViewOp) -> OpFn:
 
 
 def _sum_kernel(
-    axes: tuple[int, ...], dtype: torch.dtype
+    axes: tuple[int, ...], dtype: torch.dtype, whole: bool = False
 ) -> Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]:
-    """Sum ``axes`` in ``dtype`` (OR for bool), into ``out`` when given."""
+    """Sum ``axes`` in ``dtype`` (OR for bool), into ``out`` when given (``whole``: the
+    result is a scalar)."""
     if dtype == torch.bool:
 
         def any_of(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
@@ -153,14 +154,21 @@ def _sum_kernel(
         # on a 2048-element strided sum)
         return torch.sum(x, dim=axes) if out is None else torch.sum(x, dim=axes, out=out)
 
-    return sum_of
+    def sum_all(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is not None or x.dim() != len(axes):
+            return sum_of(x, out)
+        # every axis summed into a new scalar: no dim= (a 2048-element strided trace,
+        # 31 -> 28 us)
+        return torch.sum(x) if x.dtype == dtype else torch.sum(x, dtype=dtype)
+
+    return sum_all if whole else sum_of
 
 
 def _reduce_fn(op: ReduceOp) -> OpFn:
     assert op.axes, "a reduce op sums at least one axis (torch.sum(dim=()) sums them all)"
     src, shape, kept_perm, to = op.src, op.shape, op.kept_perm, op.to
     dtype = torch_dtype(op.dtype, "the compute dtype")
-    kernel = _sum_kernel(op.axes, dtype)
+    kernel = _sum_kernel(op.axes, dtype, whole=not shape)
 
     def run(regs: list[Any], dest: Any) -> None:
         x = regs[src]
