@@ -282,8 +282,8 @@ class CacheInfo(NamedTuple):
     direct: int = 0
     """Misses of networks answered by running their path directly (:mod:`.direct`)."""
     lanes: int = 0
-    """One-operand calls answered by their equation's lane, without a cache look
-    (:mod:`.lanes`): neither hits nor misses."""
+    """Calls answered by their equation's lane (one operand, or a small matmul-form pair),
+    without a cache look (:mod:`.lanes`): neither hits nor misses."""
 
 
 def plan_cache_info() -> CacheInfo:
@@ -291,8 +291,7 @@ def plan_cache_info() -> CacheInfo:
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
     as a hit; ``generic`` counts the misses that a shape class's size-free program answered
     (:mod:`.generic`: no plan was built), ``direct`` those of networks whose path ran
-    directly (:mod:`.direct`), ``lanes`` the one-operand calls that no cache saw
-    (:mod:`.lanes`).
+    directly (:mod:`.direct`), ``lanes`` the calls that no cache saw (:mod:`.lanes`).
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize

@@ -266,28 +266,22 @@ def _pair_lane(
     sized = tuple((0, ax) for ax in range(len(left))) + tuple((1, right.index(lab)) for lab in cols)
     ranks = (len(left), len(right))
     if len(rows) <= 1 and len(cols) <= 1 and len(inner) == 1:
-        return _matmul_lane(
-            ranks,
-            perms,
-            (
-                _core_index(bool(rows), True, _NEW),
-                _core_index(True, bool(cols), _NEW),
-                _core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # a scalar
-            ),
-            same,
-            sized,
-            bounds,
+        indices = _Indices(
+            _core_index(bool(rows), True, _NEW),
+            _core_index(True, bool(cols), _NEW),
+            _core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # (0, 0): a scalar
         )
+        return _matmul_lane(ranks, perms, indices, same, sized, bounds)
     if not all(_block(term, group) for term, group in
                ((left, rows), (left, inner), (right, inner), (right, cols))):  # fmt: skip
         return NO_LANE  # merging the group would copy: the planner's to decide
-    groups = (
+    groups = _Groups(
         tuple(left.index(lab) for lab in batch),
         tuple(left.index(lab) for lab in rows),
         tuple(left.index(lab) for lab in inner),
         tuple(right.index(lab) for lab in cols),
     )
-    return _merged_lane(ranks, perms, groups, same, sized, bounds)
+    return _matmul_lane(ranks, perms, groups, same, sized, bounds)
 
 
 def _block(term: tuple[int, ...], group: list[int]) -> bool:
@@ -314,22 +308,30 @@ def _core_index(first: bool, second: bool, fill: int | None) -> tuple[Any, ...] 
 def _matmul_lane(
     ranks: tuple[int, int],
     perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-    indices: tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, tuple[Any, ...] | None],
+    shaping: _Indices | _Groups,
     same: tuple[tuple[int, int], ...],
     sized: tuple[tuple[int, int], ...],
     bounds: _Bounds,
 ) -> Lane:
     """``numpy.matmul`` over the operands transposed to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)`` (``same``: axes of equal size; ``sized``: one axis per label),
-    its result transposed to the output's order: one label of each kind (a missing one is
-    an axis of length 1)."""
+    its result transposed to the output's order.  With one label of each kind
+    (:class:`_Indices`), a missing kind is an axis of length 1; kinds of several labels
+    (:class:`_Groups`, ``bsi,oi->bso``) are merged into one axis each by a reshape, a view
+    for a C-contiguous operand whose group is a run of its axes (checked when compiled): an
+    operand that is not C-contiguous is planned."""
     left_rank, right_rank = ranks
     left_perm, right_perm, out_perm = perms
-    left_index, right_index, result_index = indices
     most = bounds.combos
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
     out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
+    groups = shaping if isinstance(shaping, _Groups) else None
+    indices = shaping if isinstance(shaping, _Indices) else _Indices(None, None, None)
+    left_index, right_index, result_index = indices  # closure cells: no attribute reads
+    merge_left = groups is not None and (len(groups.rows) > 1 or len(groups.inner) > 1)
+    merge_right = groups is not None and (len(groups.cols) > 1 or len(groups.inner) > 1)
+    merged = ", label groups merged as views" if groups is not None else ""
 
     def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
         if len(operands) != 2:
@@ -352,18 +354,22 @@ def _matmul_lane(
             combos *= shapes[op][ax]
         if combos > most:  # (the result has at most ``combos`` elements: the memory limit)
             return None
+        if (merge_left and not a.flags.c_contiguous) or (merge_right and not b.flags.c_contiguous):
+            return None
         if dry:
             return (
-                f"one numpy.matmul over transposed views ({combos:,} index combinations, "
-                f"at most {bounds.lane_max:,})"
+                f"one numpy.matmul over transposed views{merged} ({combos:,} index "
+                f"combinations, at most {bounds.lane_max:,})"
             )
         next(_answered)
         if left_moved is not None:
             a = a.transpose(left_moved)
-        if left_index is not None:
-            a = a[left_index]
         if right_moved is not None:
             b = b.transpose(right_moved)
+        if groups is not None:
+            return _merged_product(a, b, left, right, groups, out_moved)
+        if left_index is not None:
+            a = a[left_index]
         if right_index is not None:
             b = b[right_index]
         result = _matmul(a, b)
@@ -374,66 +380,33 @@ def _matmul_lane(
     return product
 
 
-def _merged_lane(
-    ranks: tuple[int, int],
-    perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-    groups: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-    same: tuple[tuple[int, int], ...],
-    sized: tuple[tuple[int, int], ...],
-    bounds: _Bounds,
-) -> Lane:
-    """:func:`_matmul_lane` with kinds of several labels (``bsi,oi->bso``): each merged
-    into one axis by a reshape, a view for a C-contiguous operand whose group is a run of
-    its axes (checked when compiled); an operand that is not C-contiguous is planned."""
-    left_rank, right_rank = ranks
-    left_perm, right_perm, out_perm = perms
-    batch_axes, row_axes, inner_axes, col_axes = groups
-    merge_left, merge_right = (
-        len(row_axes) > 1 or len(inner_axes) > 1,
-        len(col_axes) > 1 or len(inner_axes) > 1,
-    )
-    out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
-    scalar = not out_perm
-    most = bounds.combos
+class _Indices(NamedTuple):
+    """One label of each kind: the indices that give each side its matrix axes and drop
+    them from the result (None: none needed, see :func:`_core_index`)."""
 
-    def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
-        if len(operands) != 2:
-            return None
-        a, b = operands
-        if type(a) is not _ndarray or type(b) is not _ndarray:
-            return None
-        dtype = a.dtype
-        if a.ndim != left_rank or b.ndim != right_rank or dtype not in _LANE_DTYPES:
-            return None
-        if b.dtype is not dtype and b.dtype != dtype:
-            return None
-        left, right = a.shape, b.shape
-        for x, y in same:
-            if left[x] != right[y]:
-                return None
-        combos = 1
-        for op, ax in sized:
-            combos *= (left, right)[op][ax]
-        if combos > most:
-            return None
-        if (merge_left and not a.flags.c_contiguous) or (merge_right and not b.flags.c_contiguous):
-            return None
-        if dry:
-            return (
-                f"one numpy.matmul over transposed views, label groups merged as views "
-                f"({combos:,} index combinations, at most {bounds.lane_max:,})"
-            )
-        next(_answered)
-        head = tuple(map(left.__getitem__, batch_axes))
-        rows = tuple(map(left.__getitem__, row_axes))
-        cols = tuple(map(right.__getitem__, col_axes))
-        m, k, n = math.prod(rows), math.prod(map(left.__getitem__, inner_axes)), math.prod(cols)
-        result = _matmul(
-            a.transpose(left_perm).reshape((*head, m, k)),
-            b.transpose(right_perm).reshape((*head, k, n)),
-        ).reshape(head + rows + cols)
-        if scalar:
-            return result[()]
-        return result if out_moved is None else result.transpose(out_moved)
+    left: tuple[Any, ...] | None
+    right: tuple[Any, ...] | None
+    result: tuple[Any, ...] | None
 
-    return product
+
+class _Groups(NamedTuple):
+    """Kinds of several labels: the left operand's batch, row and contracted axes, the
+    right one's column axes."""
+
+    batch: tuple[int, ...]
+    rows: tuple[int, ...]
+    inner: tuple[int, ...]
+    cols: tuple[int, ...]
+
+
+def _merged_product(a: Any, b: Any, left: Any, right: Any, groups: _Groups, out_moved: Any) -> Any:
+    """The product of transposed operands whose kinds are merged by reshapes (views)."""
+    head = tuple(map(left.__getitem__, groups.batch))
+    rows = tuple(map(left.__getitem__, groups.rows))
+    cols = tuple(map(right.__getitem__, groups.cols))
+    m, k, n = math.prod(rows), math.prod(map(left.__getitem__, groups.inner)), math.prod(cols)
+    result = _matmul(a.reshape((*head, m, k)), b.reshape((*head, k, n)))
+    result = result.reshape(head + rows + cols)
+    if not result.ndim:
+        return result[()]
+    return result if out_moved is None else result.transpose(out_moved)
