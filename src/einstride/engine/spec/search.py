@@ -95,7 +95,7 @@ class PathChoice:
         """One line for the plan report: which finder won and why.
 
         >>> print(search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6)).describe())
-        optimal over the cost model (3 operands: every order scored); est. 20.6 µs, 1,536 FLOPs
+        optimal over the cost model (3 operands: every order scored); est. 21.4 µs, 1,536 FLOPs
         """
         rated = f"est. {_fmt_ns(self.cost_ns)}, {self.flops:,} FLOPs"
         if not self.tried:

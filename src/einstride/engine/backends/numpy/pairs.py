@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ...spec.costmodel import thin_factor
 from .delivery import Delivery
 from .fold import BLAS_TYPES, Term, blas_ready, fold_group, fold_stride
 from .options import PlannerOptions
@@ -332,7 +333,7 @@ def _gemm_ns(
     if per_flop is None:
         return 0.0
     mm, kk, nn = (math.prod(sizes[x] for x in grp) for grp in (m, k, n))
-    work = per_flop * 2.0 * mm * kk * nn * calls
+    work = per_flop * 2.0 * mm * kk * nn * calls * thin_factor(mm, kk, nn)
     if min(mm, kk, nn) <= 1:
         return work
     item = ct.itemsize
