@@ -44,6 +44,7 @@ __all__ = [
     "Geometry",
     "Groups",
     "Out",
+    "blas_ns",
     "choose",
     "classify",
     "matmul_geometry",
@@ -329,12 +330,9 @@ def _gemm_ns(
 ) -> float:
     """BLAS time, with what OpenBLAS measurably prefers: operands with a unit stride along
     K ("no transpose") and, for the row-major output it writes, more rows than columns."""
-    per_flop = _NS_PER_FLOP.get(ct)
-    if per_flop is None:
-        return 0.0
     mm, kk, nn = (math.prod(sizes[x] for x in grp) for grp in (m, k, n))
-    work = per_flop * 2.0 * mm * kk * nn * calls * thin_factor(mm, kk, nn)
-    if min(mm, kk, nn) <= 1:
+    work = blas_ns(ct, mm, kk, nn, calls)
+    if work == 0.0 or min(mm, kk, nn) <= 1:
         return work
     item = ct.itemsize
     # a copied operand counts as transposed: copying never pays for itself through this term
@@ -347,6 +345,18 @@ def _gemm_ns(
         rows, cols = nn, mm
     penalty = 1.0 + 0.15 * (2 - plain_a - plain_b) + (0.1 if rows < cols else 0.0)
     return work * penalty
+
+
+def blas_ns(ct: np.dtype[Any], rows: int, inner: int, cols: int, calls: int = 1) -> float:
+    """Estimated ns of ``calls`` BLAS products ``(rows x inner) @ (inner x cols)`` in ``ct``
+    (0 for dtypes BLAS does not take), thin matrices priced at their lower speed.
+
+    >>> f8 = np.dtype(np.float64)
+    >>> round(blas_ns(f8, 512, 512, 512) / 1e6, 1), round(blas_ns(f8, 576, 3, 140) / 1e3)
+    (7.2, 51)
+    """
+    per_flop = _NS_PER_FLOP.get(ct, 0.0)
+    return per_flop * 2.0 * rows * inner * cols * calls * thin_factor(rows, inner, cols)
 
 
 def _blas_ok(

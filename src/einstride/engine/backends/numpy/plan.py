@@ -46,7 +46,17 @@ from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, contiguous_strides
 from .options import PlannerOptions, default_options
-from .pairs import Choice, Fold, Geometry, Groups, Out, choose, classify, matmul_geometry
+from .pairs import (
+    Choice,
+    Fold,
+    Geometry,
+    Groups,
+    Out,
+    blas_ns,
+    choose,
+    classify,
+    matmul_geometry,
+)
 from .skeleton import Decisions, Recorder, ReplayMismatch, ShapeClass, shape_class
 from .steps import (
     BatchStep,
@@ -222,12 +232,22 @@ def _worth_fusing(plan: Plan, options: PlannerOptions) -> bool:
     if combos > options.fuse_max_combos:
         return False
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
-    planned = (
-        options.step_ns * len(plan.steps)
-        + options.flop_ns * plan.flops
-        + options.byte_ns * plan.allocated_bytes
-    )
-    return fused < planned
+    return fused < _planned_ns(plan, options)
+
+
+def _planned_ns(plan: Plan, options: PlannerOptions) -> float:
+    """The steps' estimated ns, for :func:`_worth_fusing`: matmuls at BLAS speed (thin ones
+    slower), other FLOPs and the intermediates' bytes at the options' rates.  The output is
+    not counted: the fused loop writes it too."""
+    flops, ns = plan.flops, options.step_ns * len(plan.steps)
+    for step in plan.steps:
+        if isinstance(step, ContractStep) and step.dtype in BLAS_TYPES:
+            *batch, rows, cols = step.geometry.out_shape
+            inner = step.geometry.left.shape[-1]
+            ns += blas_ns(step.dtype, rows, inner, cols, math.prod(batch))
+            flops -= 2 * rows * inner * cols * math.prod(batch)
+    made = sum(a.nbytes for _, a in plan.allocations() if a.what != "output")
+    return ns + options.flop_ns * max(flops, 0) + options.byte_ns * made
 
 
 class _Planner:
