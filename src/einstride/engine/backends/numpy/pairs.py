@@ -343,7 +343,7 @@ def _gemm_ns(
         # (out^T = b^T a^T: a view is plain the other way round; a copy still is not)
         plain_a, plain_b = bool(fb) and not plain_b, bool(fa) and not plain_a
         rows, cols = nn, mm
-    penalty = 1.0 + 0.15 * (2 - plain_a - plain_b) + (0.1 if rows < cols else 0.0)
+    penalty = 1.0 + 0.05 * (2 - plain_a - plain_b) + (0.25 if rows < cols else 0.0)
     return work * penalty
 
 

@@ -275,6 +275,9 @@ class _Planner:
         self.result = -1
         self.final_perm: tuple[int, ...] = ()
         self.distinct = tuple(dict.fromkeys(spec.output))
+        self.shared_out = frozenset(
+            lab for lab in self.distinct if sum(lab in term for term in spec.inputs) > 1
+        )  # output labels of several operands: batch labels wherever two of them meet
         self.expand = tuple(
             tuple(ax for ax, lab in enumerate(spec.output) if lab == u) for u in self.distinct
         )
@@ -792,9 +795,22 @@ class _Planner:
             # the product may also run as b @ a (its result viewed transposed); BLAS is
             # measurably faster one way round for some shapes and strides
             alt = self._choose(b, a, g.swapped(), free, final)
-            if alt.cost < 0.97 * pick.cost:
+            alt_cost = alt.cost + self._later_copy(alt, g.batch, final)
+            if alt_cost < 0.97 * (pick.cost + self._later_copy(pick, g.batch, final)):
                 return alt, True
         return pick, False
+
+    def _later_copy(self, pick: Choice, batch: tuple[int, ...], final: bool) -> float:
+        """What an intermediate's layout costs a later step: a label that is a batch label
+        there (an output label of an operand still to come) on its unit-stride axis leaves
+        no matrix BLAS takes, and the intermediate is copied (a bilinear form
+        ``bi,ioj,bj->bo``: ``ojb`` from the faster way round of the first product, then a
+        copy to ``boj``)."""
+        labels = batch + pick.loop_m + pick.loop_n + pick.loop_k + pick.m + pick.n
+        if final or len(labels) < 2 or labels[-1] not in self.shared_out:
+            return 0.0
+        elements = math.prod(self.sizes[lab] for lab in labels)
+        return self.options.copy_ns_per_byte * elements * self.ct.itemsize
 
     def _choose(self, a: Term, b: Term, g: Groups, ways: list[Out], final: bool) -> Choice:
         return choose(
