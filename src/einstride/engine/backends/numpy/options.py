@@ -80,6 +80,17 @@ class PlannerOptions(metaclass=_Interned):
     """A partial result written, then read back by a reduce."""
     call_ns: float = 500.0
     """One more BLAS call in matmul's batch loop."""
+    transposed_cost: float = 0.05
+    """BLAS time added, as a share, per operand that has no unit stride along the
+    contracted labels (a transposed matrix; OpenBLAS through NumPy: 0-10% measured)."""
+    both_transposed_cost: float = 0.0
+    """BLAS time added, as a share, when both operands are transposed (NumPy's OpenBLAS:
+    nothing more measured; torch's MKL: 2.5-3.5x slower, so torch's plans take 2)."""
+    wide_cost: float = 0.25
+    """BLAS time added, as a share, when the row-major result has fewer rows than columns
+    (OpenBLAS: 1.1-1.5x measured, (24 x 24) @ (24 x 13824) against its transpose); the
+    planner then runs the product the other way round.  Torch's plans take their own
+    values (:mod:`..torch.plan`: MKL measures otherwise)."""
     step_ns: float = 1500.0
     """The Python cost of one more step (fusing: one loop instead of several steps)."""
     flop_ns: float = 0.2

@@ -300,7 +300,7 @@ def _option(
         costs.copy_ns_per_byte * copied
         + (costs.partial_ns_per_byte * out_bytes if loop_k else out.cost)
         + costs.call_ns * (calls - batch_calls)
-        + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls)
+        + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls, costs)
     )
     chosen_out = Out(mode=Delivery.NEW) if loop_k else out
     return Choice(
@@ -327,6 +327,7 @@ def _gemm_ns(
     k: tuple[int, ...],
     n: tuple[int, ...],
     calls: int,
+    costs: PlannerOptions,
 ) -> float:
     """BLAS time, with what OpenBLAS measurably prefers: operands with a unit stride along
     K ("no transpose") and, for the row-major output it writes, more rows than columns."""
@@ -343,7 +344,11 @@ def _gemm_ns(
         # (out^T = b^T a^T: a view is plain the other way round; a copy still is not)
         plain_a, plain_b = bool(fb) and not plain_b, bool(fa) and not plain_a
         rows, cols = nn, mm
-    penalty = 1.0 + 0.05 * (2 - plain_a - plain_b) + (0.25 if rows < cols else 0.0)
+    penalty = 1.0 + costs.transposed_cost * (2 - plain_a - plain_b)
+    if not (plain_a or plain_b):
+        penalty += costs.both_transposed_cost
+    if rows < cols:
+        penalty += costs.wide_cost
     return work * penalty
 
 

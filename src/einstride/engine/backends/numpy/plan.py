@@ -805,9 +805,16 @@ class _Planner:
         there (an output label of an operand still to come) on its unit-stride axis leaves
         no matrix BLAS takes, and the intermediate is copied (a bilinear form
         ``bi,ioj,bj->bo``: ``ojb`` from the faster way round of the first product, then a
-        copy to ``boj``)."""
+        copy to ``boj``).  A result is returned with the output's last label on that axis
+        unless the other way saves more than a copy: the caller's next product would pay it
+        (torch's step-by-step products and the backward einsums are such callers)."""
         labels = batch + pick.loop_m + pick.loop_n + pick.loop_k + pick.m + pick.n
-        if final or len(labels) < 2 or labels[-1] not in self.shared_out:
+        if len(labels) < 2:
+            return 0.0
+        if final:
+            if labels[-1] == self.distinct[-1]:
+                return 0.0
+        elif labels[-1] not in self.shared_out:
             return 0.0
         elements = math.prod(self.sizes[lab] for lab in labels)
         return self.options.copy_ns_per_byte * elements * self.ct.itemsize
