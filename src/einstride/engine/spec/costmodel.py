@@ -120,16 +120,15 @@ class Problem:
         union = ra | rb
         out = union & keep
         loop = known(union) or fill(union)
-        ns = STEP_NS + BYTE_NS * ITEMSIZE * (
-            (known(ra) or fill(ra)) + (known(rb) or fill(rb)) + (known(out) or fill(out))
-        )
+        size_a, size_b = known(ra) or fill(ra), known(rb) or fill(rb)
+        size_out = known(out) or fill(out)
+        ns = STEP_NS + BYTE_NS * ITEMSIZE * (size_a + size_b + size_out)
         if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
-            batch, rows, cols = ra & rb & keep, ra & ~rb & keep, rb & ~ra & keep
-            thin = thin_factor(
-                known(rows) or fill(rows), known(union ^ out) or fill(union ^ out),
-                known(cols) or fill(cols),
-            )  # fmt: skip
-            ns += GEMM_NS_PER_FLOP * 2.0 * loop * thin + MATRIX_NS * (known(batch) or fill(batch))
+            batch = ra & rb & keep
+            matrices = known(batch) or fill(batch)
+            inner = loop // size_out  # the matrix sizes from known sizes: no new mask to fill
+            thin = thin_factor(size_a // (matrices * inner), inner, size_b // (matrices * inner))
+            ns += GEMM_NS_PER_FLOP * 2.0 * loop * thin + MATRIX_NS * matrices
             ns += self._copy(ra) + self._copy(rb)
         else:  # a broadcast multiply (outer or Hadamard product): NumPy's loop
             ns += LOOP_NS_PER_ELEMENT * loop
