@@ -243,9 +243,9 @@ def _planned_ns(plan: Plan, options: PlannerOptions) -> float:
     for step in plan.steps:
         if isinstance(step, ContractStep) and step.dtype in BLAS_TYPES:
             *batch, rows, cols = step.geometry.out_shape
-            inner = step.geometry.left.shape[-1]
-            ns += blas_ns(step.dtype, rows, inner, cols, math.prod(batch))
-            flops -= 2 * rows * inner * cols * math.prod(batch)
+            inner, calls = step.geometry.left.shape[-1], math.prod(batch)
+            ns += blas_ns(step.dtype, rows, inner, cols, calls)
+            flops -= 2 * rows * inner * cols * calls
     made = sum(a.nbytes for _, a in plan.allocations() if a.what != "output")
     return ns + options.flop_ns * max(flops, 0) + options.byte_ns * made
 
@@ -809,8 +809,8 @@ class _Planner:
         unless the other way saves more than a copy: the caller's next product would pay it
         (torch's step-by-step products and the backward einsums are such callers)."""
         labels = batch + pick.loop_m + pick.loop_n + pick.loop_k + pick.m + pick.n
-        if len(labels) < 2:
-            return 0.0
+        if len(labels) < 2 or pick.out.term is not None:
+            return 0.0  # (written into a given array: its layout is that array's)
         if final:
             if labels[-1] == self.distinct[-1]:
                 return 0.0
