@@ -73,6 +73,33 @@ def test_the_work_stops_at_the_pair_budget() -> None:
     assert trees.reconfigure(problem, ((0, 1, 2),) * 29, subtree=4, max_pairs=10**6)[1] == 0
 
 
+def test_reconfiguration_stops_when_its_work_no_longer_pays_back() -> None:
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    greedy = search._greedy(costmodel.Problem(inputs, output, sizes))
+    before = path_cost(inputs, output, sizes, greedy)[0]
+
+    def run(pair_ns: float) -> tuple[float, int]:
+        problem = costmodel.Problem(inputs, output, sizes)
+        found, spent = trees.reconfigure(
+            problem, greedy, subtree=4, max_pairs=10**6, pair_ns=pair_ns
+        )
+        return path_cost(inputs, output, sizes, found)[0], spent
+
+    free_ns, free_spent = run(0.0)  # no price on the work: sweeps until nothing improves
+    dear_ns, dear_spent = run(before)  # a pair cost worth the whole contraction: one window
+    fair_ns, fair_spent = run(10e3)  # the search's price (10 µs)
+    assert free_ns <= fair_ns <= dear_ns <= before
+    assert trees.PAYBACK_WINDOW <= dear_spent < trees.PAYBACK_WINDOW + trees.optimal_pairs(4)
+    assert dear_spent < fair_spent < free_spent
+
+
+def test_no_jittered_trials_follow_a_reconfiguration() -> None:
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
+    assert tried[1].startswith("subtree reconfiguration")
+    assert tried[2:] == (f"random-greedy x{len(search.FIXED_WEIGHTS)}",)
+
+
 def _network(tensors: int, *, seed: int, d_max: int) -> tuple[Any, Any, list[int]]:
     equation, shapes = rand_equation(tensors, 3, seed=seed, d_min=2, d_max=d_max)
     lhs, rhs = equation.split("->")

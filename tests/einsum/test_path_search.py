@@ -134,6 +134,7 @@ def test_a_machine_too_slow_for_the_budget_cuts_the_trials_and_says_so(
 ) -> None:
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 0.0)
     monkeypatch.setattr(search, "TRIAL_S_PER_TENSOR", 1e-9)
+    monkeypatch.setattr(search, "RECONF_S_PER_PAIR", 1.0)  # no reconfiguration: every trial
     ring = [(k, (k + 1) % 9) for k in range(9)]
     choice = search_path(ring, (), [2] * 9, budget_s=0.05)
     assert choice.tried[-1].endswith("(cut at the safety deadline)")
@@ -234,3 +235,33 @@ def test_auto_contracts_random_networks_like_numpy() -> None:
         eq, shapes = rand_equation(8, 3, seed=seed, d_min=2, d_max=4)
         ops = [RNG.random(s) for s in shapes]
         np.testing.assert_allclose(es.einsum(eq, *ops), np.einsum(eq, *ops, optimize=True))
+
+
+@given(networks(), st.integers(0, 2**32 - 1))
+@settings(max_examples=150)
+def test_a_pairwise_path_costs_the_same_as_a_tree_and_as_a_walk(
+    problem: Network, seed: int
+) -> None:
+    inputs, output, sizes = problem
+    n, rng = len(inputs), random.Random(seed)
+    path, live = [], n
+    while live > 1:
+        path.append(tuple(rng.sample(range(live), 2)))
+        live -= 1
+    tree = costmodel.Problem(inputs, output, sizes)._tree_cost(path)
+    walk = costmodel.Problem(inputs, output, sizes)._walk_cost(path)
+    assert tree[1:] == walk[1:] and tree[0] == pytest.approx(walk[0], rel=1e-12)
+
+
+@given(networks(max_operands=4))
+@settings(max_examples=80)
+def test_a_memoized_pair_cost_is_the_pair_cost_either_way_round(problem: Network) -> None:
+    inputs, output, sizes = problem
+    if len(inputs) < 2:
+        return
+    memo = costmodel.Problem(inputs, output, sizes)
+    a, b, keep = memo.inputs[0], memo.inputs[1], memo.output | memo.inputs[-1]
+    fresh = costmodel.Problem(inputs, output, sizes)._pair(a, b, keep)
+    assert memo.pair(a, b, keep) == fresh
+    assert memo.pair(b, a, keep) == fresh  # from the memo
+    assert costmodel.Problem(inputs, output, sizes)._pair(b, a, keep) == pytest.approx(fresh)

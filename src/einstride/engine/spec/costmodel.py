@@ -84,6 +84,7 @@ class Problem:
         self.output_labels = output
         self._sizes: dict[int, int] = {0: 1}  # elements per label mask, memoized
         self._copies: dict[int, float] = {}  # ns of copying an operand per label mask
+        self._pairs: dict[tuple[int, int, int], tuple[float, int]] = {}  # pair costs made
 
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
@@ -114,7 +115,15 @@ class Problem:
         return found
 
     def pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
-        """:func:`pair_cost` over masks."""
+        """:func:`pair_cost` over masks (memoized: reconfiguration re-solves overlapping
+        subtrees, and a third to a half of its pair costs repeat one already made)."""
+        key = (a, b, keep) if a <= b else (b, a, keep)
+        found = self._pairs.get(key)
+        if found is None:
+            found = self._pairs[key] = self._pair(a, b, keep)
+        return found
+
+    def _pair(self, a: int, b: int, keep: int) -> tuple[float, int]:
         known, fill = self._sizes.get, self._fill
         ra, rb = a & (b | keep), b & (a | keep)
         union = ra | rb
@@ -144,6 +153,12 @@ class Problem:
     def cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
         """:func:`path_cost` over masks: labels stay while the output or a live operand
         (one waiting in the same entry included) holds them."""
+        if len(path) == len(self.inputs) - 1 and all(len(entry) == 2 for entry in path):
+            return self._tree_cost(path)
+        return self._walk_cost(path)
+
+    def _walk_cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
+        """:meth:`cost` of any path, walking the live operands' label counts."""
         live = list(self.inputs)
         holders = [0] * len(self.labels)
         for term in live:
@@ -172,6 +187,36 @@ class Problem:
                 largest = max(largest, self.size(acc))
             _count(holders, acc, 1)
             live.append(acc)
+        return total_ns, total_flops, largest
+
+    def _tree_cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
+        """:meth:`cost` of a path of pairs, as a tree: a product keeps the labels that the
+        output or an operand outside its subtree holds (a few mask operations per product
+        where the walk over live operands counts every label: 3-4x faster at 100 tensors)."""
+        n = len(self.inputs)
+        inside = list(self.inputs)
+        children: list[tuple[int, int]] = []
+        ids = list(range(n))  # the tree node of each live operand
+        for i, j in path:
+            a, b = ids[i], ids[j]
+            for k in sorted((i, j), reverse=True):
+                del ids[k]
+            ids.append(len(inside))
+            children.append((a, b))
+            inside.append(inside[a] | inside[b])
+        need = [0] * len(inside)  # the labels the output or the rest of the tree hold
+        need[-1] = self.output
+        for node in range(len(inside) - 1, n - 1, -1):
+            a, b = children[node - n]
+            need[a], need[b] = need[node] | inside[b], need[node] | inside[a]
+        result = list(self.inputs) + [0] * len(children)
+        total_ns, total_flops, largest, pair, size = 0.0, 0, 0, self.pair, self.size
+        for node in range(n, len(inside)):
+            a, b = children[node - n]
+            keep = result[node] = inside[node] & need[node]
+            ns, flops = pair(result[a], result[b], keep)
+            total_ns, total_flops = total_ns + ns, total_flops + flops
+            largest = max(largest, size(keep))
         return total_ns, total_flops, largest
 
 

@@ -41,6 +41,7 @@ Path = tuple[tuple[int, ...], ...]
 # (ns, FLOPs, largest intermediate, tree): the tree nests pairs of indices into the inputs
 OptimalTree = tuple[float, int, int, Any]
 SKIP_SHARE = 1e-3  # a subtree costing less than this share of the whole is not re-solved
+PAYBACK_WINDOW = 250  # pair costs (ten subtrees of four) between payback checks
 
 
 def optimal_pairs(k: int) -> int:
@@ -119,23 +120,35 @@ def tree_to_path(tree: Any, n: int) -> Path:
     return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
 
 
-def reconfigure(problem: Problem, path: Path, *, subtree: int, max_pairs: int) -> tuple[Path, int]:
+def reconfigure(
+    problem: Problem, path: Path, *, subtree: int, max_pairs: int, pair_ns: float = 0.0
+) -> tuple[Path, int]:
     """``path`` with its subtrees of up to ``subtree`` branches re-solved exactly under the
     cost model, the most expensive first, sweep after sweep while one improves and the pair
     costs spent stay under ``max_pairs``; returns the path and the pair costs spent.  A
-    path that is not a sequence of pairwise contractions comes back as it is."""
+    path that is not a sequence of pairwise contractions comes back as it is.
+
+    With ``pair_ns`` (what one pair cost takes to compute) it stops as soon as the last
+    :data:`PAYBACK_WINDOW` pair costs saved less time than they took: the products left are
+    cheaper, or already re-solved, so the rest would pay back less still."""
     n = len(problem.inputs)
     if n < 3 or len(path) != n - 1 or any(len(entry) != 2 for entry in path):
         return path, 0
     tree = _Tree(problem, path)
     total = sum(tree.cost[n:])
     spent, improved = 0, True
+    window_used, window_saved = 0, 0.0  # since the last payback check
     while improved and spent < max_pairs:
         improved = False
         floor = total * SKIP_SHARE
         for node in sorted(range(n, 2 * n - 1), key=tree.cost.__getitem__, reverse=True):
             used, saved = tree.resolve(node, subtree, floor)
             spent, total, improved = spent + used, total - saved, improved or saved > 0
+            window_used, window_saved = window_used + used, window_saved + saved
+            if pair_ns and window_used >= PAYBACK_WINDOW:
+                if window_saved < window_used * pair_ns:
+                    return tree.path(), spent
+                window_used, window_saved = 0, 0.0
             if spent >= max_pairs:
                 break
     return tree.path(), spent
