@@ -18,6 +18,7 @@ from opt_einsum.testing import rand_equation
 import einstride as es
 from einstride.engine.spec import costmodel, search
 from einstride.engine.spec.costmodel import pair_cost, path_cost
+from einstride.engine.spec.greedy import greedy_ssa
 from einstride.engine.spec.paths import choose_path, find_path
 from einstride.engine.spec.search import search_path
 
@@ -265,3 +266,48 @@ def test_a_memoized_pair_cost_is_the_pair_cost_either_way_round(problem: Network
     assert memo.pair(a, b, keep) == fresh
     assert memo.pair(b, a, keep) == fresh  # from the memo
     assert costmodel.Problem(inputs, output, sizes)._pair(b, a, keep) == pytest.approx(fresh)
+
+
+@given(networks(max_operands=12))
+@settings(max_examples=200)
+def test_the_greedy_over_masks_finds_opt_einsums_greedy_path(problem: Network) -> None:
+    inputs, output, sizes = problem
+    prepared = costmodel.Problem(inputs, output, sizes)
+    ours = [tuple(step) for step in greedy_ssa(prepared)]
+    theirs = opt_einsum.paths.ssa_greedy_optimize(*prepared.oe_problem())
+    assert ours == [tuple(step) for step in theirs]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_greedy_over_masks_matches_on_random_regular_networks(seed: int) -> None:
+    eq, shapes = rand_equation(30 + 10 * seed, 3 + seed % 2, seed=seed, d_min=2, d_max=6)
+    lhs, rhs = eq.split("->")
+    ids = {c: k for k, c in enumerate(dict.fromkeys(eq.replace(",", "").replace("->", "")))}
+    sizes = [0] * len(ids)
+    for term, shape in zip(lhs.split(","), shapes, strict=True):
+        for c, d in zip(term, shape, strict=True):
+            sizes[ids[c]] = d
+    prepared = costmodel.Problem(
+        [[ids[c] for c in term] for term in lhs.split(",")], [ids[c] for c in rhs], sizes
+    )
+    ours = [tuple(step) for step in greedy_ssa(prepared)]
+    assert ours == [tuple(s) for s in opt_einsum.paths.ssa_greedy_optimize(*prepared.oe_problem())]
+
+
+@given(networks(max_operands=6))
+@settings(max_examples=100)
+def test_a_label_sets_size_counted_by_size_class_is_the_product_of_its_sizes(
+    problem: Network,
+) -> None:
+    inputs, output, sizes = problem
+    prepared = costmodel.Problem(inputs, output, sizes)
+    for mask in {
+        *prepared.inputs,
+        prepared.output,
+        sum(1 << k for k in range(len(prepared.labels))),
+    }:
+        expected = 1
+        for k, size in enumerate(prepared.label_sizes):
+            if mask >> k & 1:
+                expected *= size
+        assert prepared.size(mask) == expected

@@ -46,6 +46,7 @@ BYTE_NS = 0.1  # one byte an operand, intermediate or result is read or written
 COPY_NS_PER_ELEMENT = 1.0
 COPY_NS_PER_RUN = 15.0
 ITEMSIZE = 8
+MAX_SIZE_CLASSES = 12  # distinct label sizes up to which a set's size is counted by size
 # BLAS's kernels are blocked for matrices of 16 and more rows and columns: a thinner product
 # runs at a fraction of its speed (measured, float64, (1440 x 56) @ (56 x n): n = 64, 16, 8,
 # 4, 2 cost 1.2x, 1.6x, 2.5x, 5.7x, 12x per FLOP of n = 288; k = 8, 4, 2 with m = 1440,
@@ -83,6 +84,12 @@ class Problem:
         self.terms = inputs
         self.output_labels = output
         self._sizes: dict[int, int] = {0: 1}  # elements per label mask, memoized
+        # the labels of each size above 1, as masks: a set's size is then a few popcounts
+        classes: dict[int, int] = {}
+        for k, size in enumerate(self.label_sizes):
+            if size > 1:
+                classes[size] = classes.get(size, 0) | 1 << k
+        self._classes = tuple(classes.items()) if len(classes) <= MAX_SIZE_CLASSES else None
         self._copies: dict[int, float] = {}  # ns of copying an operand per label mask
         self._pairs: dict[tuple[int, int, int], tuple[float, int]] = {}  # pair costs made
 
@@ -96,11 +103,18 @@ class Problem:
         return self._sizes.get(mask) or self._fill(mask)
 
     def _fill(self, mask: int) -> int:
-        found, rest = 1, mask
-        while rest:
-            low = rest & -rest
-            found *= self.label_sizes[low.bit_length() - 1]
-            rest ^= low
+        found = 1
+        if self._classes is not None:
+            for size, labels in self._classes:
+                count = (mask & labels).bit_count()
+                if count:
+                    found *= size**count
+        else:
+            rest = mask
+            while rest:
+                low = rest & -rest
+                found *= self.label_sizes[low.bit_length() - 1]
+                rest ^= low
         self._sizes[mask] = found
         return found
 

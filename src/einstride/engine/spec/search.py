@@ -40,6 +40,7 @@ from typing import Any
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
 from .costmodel import Problem
+from .greedy import greedy_ssa
 from .trees import optimal_pairs, optimal_tree, reconfigure, tree_to_path
 
 __all__ = [
@@ -151,12 +152,12 @@ class _Candidate:
 
 
 def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
-    """opt_einsum's greedy (trial -1); a trial ``>= 0`` weighs the operands' sizes by a
+    """opt_einsum's greedy (trial -1; :mod:`.greedy`, its algorithm over masks); a trial
+    ``>= 0`` weighs the operands' sizes by a
     factor (trials 0-2: fixed ones) and, from trial 3 on, jitters every candidate's score
     with a generator of its own (opt_einsum's random-greedy uses the global one)."""
-    sets, output, size_dict = problem.oe_problem()
     if trial < 0:
-        return _linear(oe_paths.ssa_greedy_optimize(sets, output, size_dict))
+        return _linear(greedy_ssa(problem))
     rng: random.Random | None = None
     if trial < len(FIXED_WEIGHTS):
         weight, spread = FIXED_WEIGHTS[trial], 0.0
@@ -164,11 +165,11 @@ def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
         rng = random.Random(f"einstride-search:{seed}:{trial}")
         weight, spread = rng.uniform(0.5, 2.0), 10 ** rng.uniform(-2.0, -0.5)
 
-    def score(size12: int, size1: int, size2: int, *_: Any) -> float:
+    def score(size12: int, size1: int, size2: int) -> float:
         removed = size12 - weight * (size1 + size2)
         return removed if rng is None else removed * rng.gauss(1.0, spread)
 
-    return _linear(oe_paths.ssa_greedy_optimize(sets, output, size_dict, None, score))
+    return _linear(greedy_ssa(problem, score))
 
 
 def _linear(ssa: Sequence[Sequence[int]]) -> Path:
