@@ -93,11 +93,11 @@ def test_reconfiguration_stops_when_its_work_no_longer_pays_back() -> None:
     assert dear_spent < fair_spent < free_spent
 
 
-def test_no_jittered_trials_follow_a_reconfiguration() -> None:
+def test_only_the_fixed_restarts_follow_a_reconfiguration() -> None:
     inputs, output, sizes = _network(60, seed=4, d_max=6)
     tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
     assert tried[1].startswith("subtree reconfiguration")
-    assert tried[2:] == (f"random-greedy x{len(search.FIXED_WEIGHTS)}",)
+    assert tried[2:] == (f"greedy restarts x{len(search.FIXED_WEIGHTS)}",)
 
 
 def _network(tensors: int, *, seed: int, d_max: int) -> tuple[Any, Any, list[int]]:
@@ -117,7 +117,7 @@ def _network(tensors: int, *, seed: int, d_max: int) -> tuple[Any, Any, list[int
 def test_the_search_reconfigures_greedy_where_the_budget_allows() -> None:
     # a random 60-tensor network whose contraction is estimated at tens of milliseconds:
     # the search reconfigures greedy's path and finds a much cheaper one
-    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    inputs, output, sizes = _network(60, seed=1, d_max=6)
     search.DEADLINE_FACTOR, saved = 1e9, search.DEADLINE_FACTOR
     try:
         choice = search.search_path(inputs, output, sizes)
@@ -138,18 +138,18 @@ def test_the_search_reconfigures_greedy_where_the_budget_allows() -> None:
 def test_a_path_no_machine_can_hold_gets_greedy_trials_before_reconfiguration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    inputs, output, sizes = _network(60, seed=1, d_max=6)
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
     usual = search.search_path(inputs, output, sizes).tried
     assert usual[1].startswith("subtree reconfiguration")
-    monkeypatch.setattr(search, "INFEASIBLE_ELEMENTS", 0)
-    tried = search.search_path(inputs, output, sizes).tried
-    assert tried[1].startswith("random-greedy x")
+    monkeypatch.setattr(search, "INFEASIBLE_ELEMENTS", 0)  # every path: no machine holds it
+    tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
+    assert tried[1] == f"greedy restarts x{len(search.FIXED_WEIGHTS)}"
     assert tried[2].startswith("subtree reconfiguration")
 
 
 def test_einsum_runs_the_reconfigured_path() -> None:
-    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    inputs, output, sizes = _network(60, seed=1, d_max=6)
     rng = np.random.default_rng(0)
     ops = [rng.random(tuple(sizes[x] for x in term)) / 2 for term in inputs]
     sublists = [x for op, term in zip(ops, inputs, strict=True) for x in (op, list(term))]
@@ -158,3 +158,16 @@ def test_einsum_runs_the_reconfigured_path() -> None:
     expected = opt_einsum.contract(*sublists, list(output), optimize="greedy")
     np.testing.assert_allclose(es.einsum(*sublists, list(output)), expected, rtol=1e-9)
     np.testing.assert_allclose(es.einsum(equation, *ops), expected, rtol=1e-9)
+
+
+def test_a_restart_of_another_weighting_can_win_and_says_so() -> None:
+    # greedy's own path on this random 60-tensor network (the benchmark's) costs 3.5x the
+    # path of greedy with the operands' sizes weighed 3x: the restart wins after the
+    # reconfiguration, with its own budget
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    choice = search.search_path(inputs, output, sizes)
+    problem = costmodel.Problem(inputs, output, sizes)
+    greedy_ns, greedy_flops, _ = problem.cost(search._greedy(problem))
+    assert choice.finder == "greedy, weight 3"
+    assert choice.flops < 0.5 * greedy_flops and choice.cost_ns < 0.5 * greedy_ns
+    assert "greedy, weight 3 won among" in choice.describe()

@@ -8,10 +8,11 @@ finders -- the exact optimum over the cost model for a few operands, opt_einsum'
 programming for a moderate number, subtree reconfiguration of the best path so far
 (:mod:`.trees`: subtrees of four branches re-solved exactly, while that pays back its
 time), then greedy trials (three fixed weightings of the operands' sizes, then, where no
-reconfiguration ran, seeded random ones) -- and keeps the
-candidate the cost model rates cheapest.  The budget follows the cheapest path found so
-far: a finder that finds a much cheaper path leaves less to gain, and the search stops
-sooner.
+reconfiguration ran, seeded random ones) -- and keeps the candidate the cost model rates
+cheapest.  The budget follows the cheapest path found so far: a finder that finds a much
+cheaper path leaves less to gain, and the search stops sooner; only the fixed weightings
+keep the budget of the best path before reconfiguration (they are restarts that find other
+paths, not refinements of the best one).
 
 The cost model (:mod:`.costmodel`) prices what the executor does, not FLOPs alone.  The
 budget is converted into work (how many trials and pair costs) by a fixed estimate of
@@ -58,7 +59,9 @@ BUDGET_SHARE = 0.25  # of the estimated contraction time, spent on the search
 MAX_BUDGET_S = 4.0
 TRIAL_S_PER_TENSOR = 80e-6  # one greedy trial (and its scoring), per operand (measured: 63-85 µs)
 MAX_TRIALS = 256
-FIXED_WEIGHTS = (2.0, 1.5, 0.5)  # the first trials' weights of the operands' sizes
+FIXED_WEIGHTS = (3.0, 0.0, 2.0)  # the first trials' weights of the operands' sizes (restarts)
+TRIALS_FIRST = False
+FIXED_ON_INITIAL = False  # the first trials' weights of the operands' sizes
 DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
 RECONF_S_PER_PAIR = 10e-6  # subtree reconfiguration, per pair cost (measured: 6-16 µs)
 RECONF_SUBTREE = 4  # branches per subtree (measured: 5 rarely finds more once 4 converged)
@@ -74,12 +77,14 @@ class PathChoice:
     """A contraction path and how it was found.
 
     ``finder`` names the finder whose path won (``"optimal"``, ``"greedy"``, ``"dp"``,
+    ``"greedy, weight 3"`` (a restart: greedy with the operands' sizes weighed so),
     ``"random-greedy"``, or one of these with ``", reconfigured"``; or for other
     ``optimize`` forms ``"given"``, ``"left to right"``, an opt_einsum finder's name or an
     optimizer's class).  ``cost_ns`` and ``flops`` rate the path with :func:`path_cost`;
     ``baseline_ns`` is the greedy path's cost (what the budget was derived from);
-    ``budget_s`` the search budget, ``tried`` the finders run (random-greedy with its trial
-    count, reconfiguration with its pair costs) and ``candidates`` the paths scored.
+    ``budget_s`` the search budget, ``tried`` the finders run (greedy restarts and
+    random-greedy with their trial counts, reconfiguration with its pair costs) and
+    ``candidates`` the paths scored.
     """
 
     path: Path
@@ -153,9 +158,10 @@ class _Candidate:
 
 def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
     """opt_einsum's greedy (trial -1; :mod:`.greedy`, its algorithm over masks); a trial
-    ``>= 0`` weighs the operands' sizes by a
-    factor (trials 0-2: fixed ones) and, from trial 3 on, jitters every candidate's score
-    with a generator of its own (opt_einsum's random-greedy uses the global one)."""
+    ``>= 0`` weighs the operands' sizes by a factor (the first trials: the fixed ones, 3
+    finds paths of a third of the FLOPs of greedy's on random regular networks, 0 on MPS
+    sandwiches) and the later ones also jitter every candidate's score with a generator of
+    their own (opt_einsum's random-greedy uses the global one)."""
     if trial < 0:
         return _linear(greedy_ssa(problem))
     rng: random.Random | None = None
@@ -170,6 +176,17 @@ def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
         return removed if rng is None else removed * rng.gauss(1.0, spread)
 
     return _linear(greedy_ssa(problem, score))
+
+
+def _trial_name(trial: int) -> str:
+    """The finder name of greedy trial ``trial`` (a fixed weighting, or a seeded one).
+
+    >>> _trial_name(0), _trial_name(len(FIXED_WEIGHTS))
+    ('greedy, weight 3', 'random-greedy')
+    """
+    if trial < len(FIXED_WEIGHTS):
+        return f"greedy, weight {FIXED_WEIGHTS[trial]:g}"
+    return "random-greedy"
 
 
 def _linear(ssa: Sequence[Sequence[int]]) -> Path:
@@ -273,7 +290,7 @@ class _Search:
         self.problem, self.seed, self.fixed = problem, seed, budget_s
         self.candidates, self.tried = [greedy], ["greedy"]
         self.best_ns, self.spent = greedy.ns, 0.0
-        self.budget = self._allowed()
+        self.budget = self.restarts = self._allowed()
         self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
 
     def _allowed(self) -> float:
@@ -296,27 +313,40 @@ class _Search:
             self._add(_rate(self.problem, "dp", _dp(self.problem)), _dp_seconds(n))
             self.tried.append("dp")
         trial = 0
-        if min(c.largest for c in self.candidates) > INFEASIBLE_ELEMENTS:
+        if self._infeasible():
             # no machine holds this path's intermediates: improving it step by step is slow
             # where a single greedy trial of another weighting finds a sane one
-            trial = self._trials(0, len(FIXED_WEIGHTS))
+            trial = self._trials(0, len(FIXED_WEIGHTS), until_feasible=True)
+        self.restarts = self._allowed()  # the fixed weightings' budget: it does not shrink
         reconfigured = "optimal" not in self.tried and self._reconfigure()
         # after a reconfiguration only the fixed weightings: on the benchmark's networks no
         # jittered trial beat a reconfigured path, and at 100 tensors each costs ~8 ms
         self._trials(trial, len(FIXED_WEIGHTS) if reconfigured else MAX_TRIALS)
 
-    def _trials(self, first: int, stop: int) -> int:
-        """Greedy trials ``first..stop-1`` while the budget lasts; returns the next one."""
+    def _infeasible(self) -> bool:
+        return min(c.largest for c in self.candidates) > INFEASIBLE_ELEMENTS
+
+    def _trials(self, first: int, stop: int, *, until_feasible: bool = False) -> int:
+        """Greedy trials ``first..stop-1`` while the budget lasts (for the fixed weightings,
+        the budget of the best path before reconfiguration: they are restarts, which find
+        other paths, not refinements of the best); returns the next one."""
         trial, cost = first, TRIAL_S_PER_TENSOR * len(self.problem.inputs)
-        while trial < stop and self._fits(cost):
+        while trial < stop and (
+            self._fits(cost) or (trial < len(FIXED_WEIGHTS) and self.spent + cost <= self.restarts)
+        ):
+            if until_feasible and not self._infeasible():
+                break
             if trial and time.perf_counter() > self.deadline:
                 self.tried.append(f"random-greedy x{trial} (cut at the safety deadline)")
                 return MAX_TRIALS
             path = _greedy(self.problem, trial, self.seed)
-            self._add(_rate(self.problem, "random-greedy", path), cost)
+            self._add(_rate(self.problem, _trial_name(trial), path), cost)
             trial += 1
-        if trial > first:
-            self.tried.append(f"random-greedy x{trial - first}")
+        fixed = max(0, min(trial, len(FIXED_WEIGHTS)) - first)
+        if fixed:
+            self.tried.append(f"greedy restarts x{fixed}")
+        if trial - first > fixed:
+            self.tried.append(f"random-greedy x{trial - first - fixed}")
         return trial
 
     def _reconfigure(self) -> bool:
