@@ -26,8 +26,7 @@ import numpy as np
 from .. import memory as _memory
 from ..errors import EinsumError
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
-from .backends.numpy.lanes import LANES as _LANES
-from .backends.numpy.lanes import lane_for
+from .backends.numpy.lanes import lane_for, public_einsum
 from .backends.numpy.limited import explain_within, run_limited, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.report import format_plan
@@ -48,11 +47,9 @@ _ndarray = np.ndarray
 
 
 _NO_SUBSCRIPTS: Any = object()
-_AUTO_ONLY = {"optimize": "auto"}  # the default, named: still the lane
 
 
-def einsum(subscripts: Any = _NO_SUBSCRIPTS, *operands: Any, **options: Any) -> Any:
-    """Evaluate an Einstein-summation equation (see docs/einsum.md).
+_EINSUM_DOC = """Evaluate an Einstein-summation equation (see docs/einsum.md).
 
     ``einsum("ij,jk->ik", a, b)`` or the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``.
     ``out=``: an array of the result's shape (any strides) that shares no memory with the
@@ -73,13 +70,6 @@ def einsum(subscripts: Any = _NO_SUBSCRIPTS, *operands: Any, **options: Any) -> 
       ...
     einstride.errors.EinsumError: einsum 'i->iii': output would allocate ...
     """
-    if type(subscripts) is str and (not options or options == _AUTO_ONLY):
-        # the equation's lane (one or two NumPy arrays, see lanes.py): no cache look, and
-        # no keyword to check (on a cold cache each check costs as much as a diagonal)
-        result = (_LANES.get(subscripts) or lane_for(subscripts))(operands)
-        if result is not None:
-            return result
-    return _einsum(subscripts, *operands, **options)
 
 
 def _einsum(
@@ -140,7 +130,15 @@ def _einsum(
 
 
 _einsum.__name__ = _einsum.__qualname__ = "einsum"  # its TypeErrors name the public function
+
+# The public einsum is the lanes' entry (one Python frame for a lane's call, see
+# lanes.public_einsum; the keywords are checked behind it, in _einsum).
+einsum = public_einsum(_einsum, _NO_SUBSCRIPTS)
+einsum.__name__ = einsum.__qualname__ = "einsum"
+einsum.__module__ = __name__
+einsum.__doc__ = _EINSUM_DOC
 einsum.__signature__ = inspect.signature(_einsum)  # type: ignore[attr-defined]
+__test__ = {"einsum": _EINSUM_DOC}  # doctest: the function's globals are the lanes module's
 
 
 def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tuple[list[Any], str]:
