@@ -60,6 +60,7 @@ wheel-check: $(STAMP)
 # BENCH_ARGS passes options through, e.g. make bench-quick BENCH_ARGS="-k attention"
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/torch_table.py
 	$(BIN)/python benchmarks/run.py --memory $(BENCH_ARGS)
 
 bench-quick: $(BENCH_STAMP)

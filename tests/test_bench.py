@@ -412,3 +412,28 @@ def test_main_runs_one_section_alone(tmp_path: Path, monkeypatch: pytest.MonkeyP
     text = output.read_text(encoding="utf-8")
     assert "## Cold calls" in text and "| cold trace | `ii->` |" in text
     assert "## Tensor networks" not in text
+
+
+def test_the_torch_table_is_filled_from_the_reports_torch_rows() -> None:
+    import torch_table  # benchmarks/ is on sys.path
+
+    header = "| case | equation | dtype | einstride | torch.einsum | ratio | status |"
+    report = "\n".join(
+        [
+            "`einstride` against its peers, full run of 2026-12-02 12:45 UTC.",
+            header,
+            "|---|---|---|---|---|---|---|",
+            "| matmul | `ij,jk->ik` | float64 | 1 ms | 1 ms | 1.00x | **PASS** |",
+            "| torch: matmul | `ij,jk->ik` | float64 | 1 ms | **2 ms** | 0.50x | **PASS** |",
+            "| torch fwd+bwd: matmul | `ij,jk->ik` | float64 | 4 ms | **2 ms** | 2.00x | **MISS** |",
+            "",
+        ]
+    )
+    page = f"# Torch\n\n{torch_table.MARKER}\n\nold text\n\n| old | table |\n\n## Next\n"
+    filled = torch_table.fill(report, page, "Prose.")
+    assert "old text" not in filled and filled.endswith("## Next\n")
+    assert "1 of 2 cases within their targets" in filled
+    assert "geometric mean 1.00x" in filled and "0.50x over the forward cases" in filled
+    assert "The misses: torch fwd+bwd: matmul 2.00x." in filled
+    assert "| torch: matmul | `ij,jk->ik` | float64 | 1 ms | **2 ms** | 0.50x |" in filled
+    assert "| matmul |" not in filled
