@@ -4,6 +4,7 @@ and a shape class never answers shapes whose sizes disagree."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -266,3 +267,37 @@ def test_a_lane_forgets_the_limit_and_options_it_was_compiled_with() -> None:
         assert plan_cache_info().lanes == lanes
     finally:
         set_default_options(options)
+
+
+@pytest.mark.parametrize("equation", ["ii->i", "ii->", "ij->i", "bii->b", "ijk->kji", "iji->j"])
+@pytest.mark.parametrize(
+    "shape_dtype",
+    [
+        ((4, 4), np.float64),
+        ((3, 3, 3), np.float32),
+        ((4, 5), np.float64),  # sizes of one label disagree (for a repeated label)
+        ((2, 3, 3), np.complex128),
+        ((5,), np.float64),  # a rank too low
+        ((3, 3), np.int64),  # not a lane dtype
+        ((1024, 1024), np.float64),  # large: a reduction the planner may split
+    ],
+)
+def test_the_public_einsum_runs_a_one_operand_lane_as_the_lane_itself_does(
+    equation: str, shape_dtype: tuple[tuple[int, ...], Any]
+) -> None:
+    # public_einsum writes UnaryLane.__call__ out inline: both must answer the same calls
+    shape, dtype = shape_dtype
+    a = np.arange(math.prod(shape), dtype=dtype).reshape(shape)
+    lane = lane_for(equation)
+    before = plan_cache_info().lanes
+    direct = lane((a,))
+    answered = plan_cache_info().lanes - before
+    assert answered == (direct is not None)
+    before = plan_cache_info().lanes
+    try:
+        public = es.einsum(equation, a)
+    except es.EinsumError:
+        public = None
+    assert plan_cache_info().lanes - before == answered
+    if direct is not None:
+        np.testing.assert_array_equal(public, direct)
