@@ -31,6 +31,7 @@ __all__ = [
     "pair_cost",
     "path_cost",
     "thin_factor",
+    "tree_of",
 ]
 
 # -- the cost model (nanoseconds; float64 on the reference two-core machine) ----------------
@@ -210,14 +211,8 @@ class Problem:
         tensors)."""
         n = len(self.inputs)
         inside = list(self.inputs)
-        children: list[tuple[int, int]] = []
-        ids = list(range(n))  # the tree node of each live operand
-        for i, j in path:
-            a, b = ids[i], ids[j]
-            for k in sorted((i, j), reverse=True):
-                del ids[k]
-            ids.append(len(inside))
-            children.append((a, b))
+        children = tree_of(path, n)
+        for a, b in children:
             inside.append(inside[a] | inside[b])
         need = [0] * len(inside)  # the labels the output or the rest of the tree hold
         need[-1] = self.output
@@ -233,6 +228,23 @@ class Problem:
             total_ns, total_flops = total_ns + ns, total_flops + flops
             largest = max(largest, size(keep))
         return total_ns, total_flops, largest
+
+
+def tree_of(path: Sequence[Sequence[int]], n: int) -> list[tuple[int, int]]:
+    """A path of pairs over ``n`` operands as a tree: the two children of each product, in
+    order (node ``n + k`` is the ``k``-th product; opt_einsum's ``linear_to_ssa``).
+
+    >>> tree_of(((0, 2), (0, 1), (0, 1)), 4)
+    [(0, 2), (1, 3), (4, 5)]
+    """
+    children: list[tuple[int, int]] = []
+    ids = list(range(n))  # the tree node of each live operand
+    for i, j in path:
+        children.append((ids[i], ids[j]))
+        for k in sorted((i, j), reverse=True):
+            del ids[k]
+        ids.append(n + len(children) - 1)
+    return children
 
 
 def _mask(labels: Iterable[int], bit: dict[int, int]) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
-from .costmodel import STEP_NS, Problem
+from .costmodel import STEP_NS, Problem, tree_of
 
 __all__ = [
     "OptimalTree",
@@ -163,7 +163,7 @@ class _Tree:
         self.problem, n = problem, len(problem.inputs)
         size = 2 * n - 1
         self.left, self.right = [-1] * size, [-1] * size
-        for step, (a, b) in enumerate(oe_paths.linear_to_ssa(path)):
+        for step, (a, b) in enumerate(tree_of(path, n)):
             self.left[n + step], self.right[n + step] = a, b
         self.inside = list(problem.inputs) + [0] * (n - 1)
         self.outside = [0] * size
