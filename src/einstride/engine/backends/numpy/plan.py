@@ -246,7 +246,7 @@ def _planned_ns(plan: Plan, options: PlannerOptions) -> float:
             inner, calls = step.geometry.left.shape[-1], math.prod(batch)
             ns += blas_ns(step.dtype, rows, inner, cols, calls)
             flops -= 2 * rows * inner * cols * calls
-    made = sum(a.nbytes for _, a in plan.allocations() if a.what != "output")
+    made = sum(a.nbytes for _, a in plan.intermediates())
     return ns + options.flop_ns * max(flops, 0) + options.byte_ns * made
 
 

@@ -318,7 +318,11 @@ class Plan:
         largest = self.largest_allocation()
         return 0 if largest is None else largest[1].nbytes
 
+    def intermediates(self) -> list[tuple[str, Alloc]]:
+        """:meth:`allocations` other than the output itself."""
+        return [(name, a) for name, a in self.allocations() if a.what != "output"]
+
     def largest_intermediate(self) -> tuple[str, Alloc] | None:
         """The largest allocation other than the output itself."""
-        found = [(name, a) for name, a in self.allocations() if a.what != "output"]
+        found = self.intermediates()
         return max(found, key=lambda item: item[1].nbytes) if found else None
