@@ -34,7 +34,7 @@ import numpy as np
 
 from .case import Operands, Skip
 from .contenders import Engine, opt_einsum, optional_module
-from .networks import Network
+from .networks import Network, random_regular
 from .results import geometric_mean
 
 __all__ = [
@@ -416,6 +416,27 @@ def _warm_up(network: Network, ops: Operands, settings: NetworkSettings) -> None
         opt_einsum.contract(network.equation, *ops, optimize=path)
 
 
+WARM_UP_CALLS = 3
+
+
+def _warm_up_contenders(subject: NetworkPeer, peers: Mapping[str, NetworkPeer]) -> None:
+    """Each contender's first calls in the process, untimed, on a small network of their
+    own: the first call pays for lazy imports and for CPython's warm-up of the code it runs
+    (measured: einstride's first fresh call of random-10 took 2.3 ms, the next ones
+    1.1-1.3 ms), which would otherwise fall on whichever network comes first.  cotengra's
+    optimizers are left out: their search takes its time budget on any network."""
+    network = random_regular(8, 3, 2, 4, seed=0)
+    ops = network.operands()
+    for name, peer in [("subject", subject), *peers.items()]:
+        if name.startswith(COTENGRA):
+            continue
+        for _ in range(WARM_UP_CALLS):
+            try:
+                _search(peer, network, ops)[1].contract()
+            except Exception:  # a failing contender is reported when it is measured
+                break
+
+
 def run_network(
     network: Network,
     subject: NetworkPeer,
@@ -446,12 +467,14 @@ def run_networks(
     settings: NetworkSettings,
     progress: TextIO,
 ) -> list[NetworkResult]:
-    """Run the section, reporting progress."""
+    """Run the section, reporting progress (after every contender's untimed first call)."""
+    subject = subject_peer(engine)
+    _warm_up_contenders(subject, peers)
     results = []
     for number, network in enumerate(networks, 1):
         print(f"[network {number:2d}/{len(networks)}] {network.name} ({network.tensors} tensors)"
               " ...", file=progress, flush=True)  # fmt: skip
-        result = run_network(network, subject_peer(engine), peers, settings, engine.name)
+        result = run_network(network, subject, peers, settings, engine.name)
         mine = result.subject.total
         ratio = "-" if result.ratio is None else f"{result.ratio:.2f}x"
         print(f"        {engine.name} " + ("-" if mine is None else f"{mine:.3g} s") +

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tracemalloc
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -17,8 +18,11 @@ import einstride as es
 from einstride.engine.backends.numpy import direct
 from einstride.engine.backends.numpy.cache import hot_entry
 from einstride.engine.backends.numpy.direct import (
+    LOOP_ELEMENTS,
     PLANNED_FLOPS,
     PLANNED_MAX_AXES,
+    LoopProduct,
+    Product,
     direct_program,
     products,
 )
@@ -52,23 +56,41 @@ def _no_pair(key: Any, a: Any, b: Any) -> Any:
     n=st.integers(8, 14),
     reg=st.integers(2, 4),
     dtype=st.sampled_from(["float64", "float32", "complex128"]),
+    loop_elements=st.sampled_from([0, 64, LOOP_ELEMENTS]),
 )
 def test_a_first_call_runs_the_path_directly_and_agrees(
-    seed: int, n: int, reg: int, dtype: str
+    seed: int, n: int, reg: int, dtype: str, loop_elements: int
 ) -> None:
     eq, ops = _network(seed, n, reg, dtype)
-    found = direct_program(eq, _facts(ops), None, "auto", _no_pair)
+    with mock.patch.object(direct, "LOOP_ELEMENTS", loop_elements):  # 0: no loop products
+        found = direct_program(eq, _facts(ops), None, "auto", _no_pair)
     assert found is not None
     run, _, _, path = found
     expected = np.einsum(eq, *ops, optimize="greedy")
     tol = 1e-4 if dtype == "float32" else 1e-10
-    direct = run(ops, None)
-    np.testing.assert_allclose(direct, expected, rtol=tol, atol=tol)
-    assert np.shape(direct) == np.shape(expected) and np.result_type(direct) == np.dtype(dtype)
-    if np.ndim(direct):
-        assert direct.flags.c_contiguous
+    answer = run(ops, None)
+    np.testing.assert_allclose(answer, expected, rtol=tol, atol=tol)
+    assert np.shape(answer) == np.shape(expected) and np.result_type(answer) == np.dtype(dtype)
+    if np.ndim(answer):
+        assert answer.flags.c_contiguous
     planned = es.einsum(eq, *ops, optimize=path, memory_limit=2**40)  # the planner's run
-    np.testing.assert_allclose(direct, planned, rtol=tol, atol=tol)
+    np.testing.assert_allclose(answer, planned, rtol=tol, atol=tol)
+
+
+def test_small_products_are_one_einsum_call_and_large_ones_a_matmul() -> None:
+    eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+    shapes = {"ab": (64, 64), "bc": (64, 2)}
+    ops = [np.full(shapes.get(t, (2, 2)), 0.5) for t in eq[:-4].split(",")]
+    spec = bind(equation_of(eq), [a.shape for a in ops])
+    path = [(0, 1)] * 7  # a x b x c (8,192 elements) first, then products of a few
+    steps, *_ = products(spec, plan_path(spec, path), 8)
+    assert isinstance(steps[0], Product)
+    # the second step takes de and cd (local letters, the result's in order of appearance)
+    assert isinstance(steps[1], LoopProduct) and steps[1].subscripts == "ab,ca->bc"
+    assert all(isinstance(s, LoopProduct) for s in steps[1:])
+    found = direct_program(eq, _facts(ops), None, path, _no_pair)
+    assert found is not None
+    np.testing.assert_allclose(found[0](ops, None), np.einsum(eq, *ops), rtol=1e-12)
 
 
 @pytest.mark.parametrize("planning_s", [0.0, 1e9])
@@ -132,7 +154,8 @@ def test_a_large_product_is_run_on_its_plan() -> None:
     path = [(0, 1)] * 7  # a x b x c first: 2**27 multiply-adds, then small ones
     spec = bind(equation_of(eq), [a.shape for a in ops])
     steps, *_ = products(spec, plan_path(spec, path), 8)
-    assert steps[0].planned is not None and all(s.planned is None for s in steps[1:])
+    assert isinstance(steps[0], Product) and steps[0].planned is not None
+    assert all(isinstance(s, LoopProduct) or s.planned is None for s in steps[1:])
     assert 512 * 512 * 2 < PLANNED_FLOPS <= 512**3  # why it is the first step only
     calls: list[Any] = []
 
@@ -159,7 +182,8 @@ def test_a_large_product_of_many_small_axes_runs_tensordot_style() -> None:
     spec = bind(equation_of(eq), [a.shape for a in ops])
     steps, *_ = products(spec, plan_path(spec, path), 8)
     assert max(len(terms[0]), len(terms[1])) > PLANNED_MAX_AXES
-    assert PLANNED_FLOPS <= 2**27 and all(s.planned is None for s in steps)
+    assert isinstance(steps[0], Product) and steps[0].planned is None
+    assert PLANNED_FLOPS <= 2**27
     found = direct_program(eq, _facts(ops), None, path, _no_pair)
     assert found is not None
     np.testing.assert_allclose(

@@ -81,6 +81,11 @@ def check_the_search(
     random.setstate(state)
     assert first == again
     assert contracts_to_one(first.path, len(inputs))
+    if not first.rated:  # greedy's path, taken where a bound of its cost fits no finder
+        assert first.finder == "greedy" and budget is None and first.bound_ns > 0
+        assert first.budget_s < search._cheapest_finder_s(len(inputs))
+        first = search.rated_choice(first, inputs, output, sizes)
+        assert first.cost_ns <= first.bound_ns
     ns, flops, _ = path_cost(inputs, output, sizes, first.path)
     assert (ns, flops) == (pytest.approx(first.cost_ns, rel=1e-12), first.flops)
     if len(inputs) > search.OPTIMAL_ALWAYS:
@@ -91,6 +96,34 @@ def check_the_search(
         )
         assert first.cost_ns <= greedy.ns
         assert first.baseline_ns == greedy.ns
+
+
+@given(networks(max_operands=14), st.sampled_from([None, (1.0, 0.0), (3.0, 0.3)]))
+@settings(max_examples=150)
+def test_the_bound_of_a_greedy_path_bounds_its_rating(
+    problem: Network, weights: tuple[float, float] | None
+) -> None:
+    """Where greedy's path is taken unrated, its bound decided: it must never undercut the
+    cost model (any greedy scoring; labels of size 1 and 0 included)."""
+    inputs, output, sizes = problem
+    sizes = [0 if size == 7 else size for size in sizes]  # some empty labels
+    prepared = costmodel.Problem(inputs, output, sizes)
+    if len(prepared.inputs) < 2:
+        return
+    products: list[tuple[int, int, int]] = []
+    if weights is None:
+        ssa = greedy_ssa(prepared, products=products)
+    else:
+        weight, spread = weights
+        rng = random.Random(5)
+        ssa = greedy_ssa(
+            prepared,
+            lambda s12, s1, s2: (s12 - weight * (s1 + s2)) * rng.gauss(1.0, spread),
+            products,
+        )
+    path = search._linear(ssa)
+    assert len(products) == len(path)
+    assert prepared.cost(path)[0] <= prepared.cost_bound(products)
 
 
 def every_path(n: int) -> Iterator[tuple[tuple[int, ...], ...]]:

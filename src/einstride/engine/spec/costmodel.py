@@ -172,6 +172,27 @@ class Problem:
             return self._tree_cost(path)
         return self._walk_cost(path)
 
+    def cost_bound(self, products: Iterable[tuple[int, int, int]]) -> float:
+        """An upper bound of :meth:`cost`'s nanoseconds for a path of ``products``
+        (``(a, b, keep)`` masks, keeping at least what the path's products keep): every
+        term of :meth:`pair` at its worst (the thinnest matmul, a batch loop per element,
+        both operands copied and first summed), from four sizes per product.
+
+        >>> chain = Problem([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10))
+        >>> chain.cost(((1, 2), (0, 1)))[0] <= chain.cost_bound([(2, 4, 10), (1, 10, 9)])
+        True
+        """
+        total, size = 0.0, self.size
+        for a, b, keep in products:
+            operands = size(a) + size(b)
+            total += (
+                3 * STEP_NS
+                + BYTE_NS * ITEMSIZE * (2 * operands + size(keep))
+                + (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN) * operands
+                + _LOOP_BOUND_NS * size(a | b)
+            )
+        return total
+
     def _walk_cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
         """:meth:`cost` of any path, walking the live operands' label counts."""
         live = list(self.inputs)
@@ -228,6 +249,10 @@ class Problem:
             total_ns, total_flops = total_ns + ns, total_flops + flops
             largest = max(largest, size(keep))
         return total_ns, total_flops, largest
+
+
+# the most a pair costs per element of its loop: the thinnest matmul plus a matrix per element
+_LOOP_BOUND_NS = GEMM_NS_PER_FLOP * 2.0 * thin_factor(2, 2, 2) + MATRIX_NS
 
 
 def tree_of(path: Sequence[Sequence[int]], n: int) -> list[tuple[int, int]]:

@@ -23,10 +23,12 @@ from collections.abc import Callable
 
 from .costmodel import Problem
 
-__all__ = ["Score", "greedy_ssa", "memory_removed"]
+__all__ = ["Products", "Score", "greedy_ssa", "memory_removed"]
 
 Score = Callable[[int, int, int], float]
 """``score(size12, size1, size2)``: lower is contracted first."""
+Products = list[tuple[int, int, int]]
+"""Each product's label masks ``(k1, k2, k12)``, as greedy made it."""
 
 
 def memory_removed(size12: int, size1: int, size2: int) -> float:
@@ -47,8 +49,8 @@ class _State:
     """The live operands (label mask -> SSA id), which operands hold each contractible
     label, and the labels held by two and by three or more of them."""
 
-    def __init__(self, problem: Problem, score: Score) -> None:
-        self.size, self.score = problem.size, score
+    def __init__(self, problem: Problem, score: Score, products: Products) -> None:
+        self.size, self.score, self.products = problem.size, score, products
         inputs = problem.inputs
         common = -1
         for mask in inputs:
@@ -61,6 +63,7 @@ class _State:
         for ssa_id, key in enumerate(inputs):  # Hadamard products of equal label sets first
             if key in self.remaining:
                 self.ssa.append((self.remaining[key], ssa_id))
+                self.products.append((key, key, key))
                 self.remaining[key] = next(self.ids)
             else:
                 self.remaining[key] = ssa_id
@@ -101,11 +104,13 @@ class _State:
     def contract(self, k1: int, k2: int, k12: int) -> None:
         remaining, holders = self.remaining, self.holders
         self.ssa.append((remaining.pop(k1), remaining.pop(k2)))
+        self.products.append((k1, k2, k12))
         for key in (k1, k2):
             for bit in _bits(key & ~self.output):
                 holders[bit].discard(key)
         if k12 in remaining:
             self.ssa.append((remaining[k12], next(self.ids)))
+            self.products.append((k12, k12, k12))
         else:
             for bit in _bits(k12 & ~self.output):
                 holders[bit].add(k12)
@@ -114,12 +119,15 @@ class _State:
             self._count(bit, len(holders[bit]))
 
 
-def greedy_ssa(problem: Problem, score: Score = memory_removed) -> list[tuple[int, int]]:
+def greedy_ssa(
+    problem: Problem, score: Score = memory_removed, products: Products | None = None
+) -> list[tuple[int, int]]:
     """opt_einsum's ``ssa_greedy_optimize(inputs, output, sizes, cost_fn=score)`` (SSA
-    ids: the inputs ``0..n-1``, each product the next id)."""
+    ids: the inputs ``0..n-1``, each product the next id); ``products``, when given, gets
+    each product's masks (labels every operand holds are kept to the last one)."""
     if len(problem.inputs) == 1:
         return [(0,)]  # type: ignore[list-item]  # opt_einsum's single-operand path
-    state = _State(problem, score)
+    state = _State(problem, score, [] if products is None else products)
     remaining = state.remaining
     for keys in state.holders.values():
         ordered = sorted(keys, key=remaining.__getitem__)
@@ -148,5 +156,6 @@ def _outer_products(state: _State) -> list[tuple[int, int]]:
         _, id2, k2 = heapq.heappop(final)
         state.ssa.append((min(id1, id2), max(id1, id2)))
         k12 = (k1 | k2) & output
+        state.products.append((k1, k2, k12))
         _, id1, k1 = heapq.heappushpop(final, (size(k12), next(state.ids), k12))
     return state.ssa

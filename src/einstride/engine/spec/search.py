@@ -35,7 +35,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
@@ -46,6 +46,7 @@ from .trees import optimal_pairs, optimal_tree, reconfigure, tree_to_path
 
 __all__ = [
     "PathChoice",
+    "rated_choice",
     "recall_choice",
     "remember_choice",
     "search_budget",
@@ -82,7 +83,10 @@ class PathChoice:
     ``baseline_ns`` is the greedy path's cost (what the budget was derived from);
     ``budget_s`` the search budget, ``tried`` the finders run (greedy restarts and
     random-greedy with their trial counts, reconfiguration with its pair costs) and
-    ``candidates`` the paths scored.
+    ``candidates`` the paths scored.  When a bound of greedy's cost (``bound_ns``, from
+    its products' sizes: :meth:`.costmodel.Problem.cost_bound`) already leaves a budget
+    that fits no other finder, greedy's path is taken unrated (``rated`` False: the cost
+    fields are 0 until :func:`rated_choice` fills them in, as the plan report asks).
     """
 
     path: Path
@@ -95,6 +99,8 @@ class PathChoice:
     tried: tuple[str, ...] = ()
     candidates: int = 1
     seed: int = 0
+    bound_ns: float = 0.0
+    rated: bool = True
 
     def describe(self) -> str:
         """One line for the plan report: which finder won and why.
@@ -115,6 +121,11 @@ class PathChoice:
             if self.budget_s == search_budget(self.baseline_ns)
             else " (given)"
         )
+        if self.bound_ns:
+            budget = (
+                f"budget {_fmt_s(self.budget_s)} = {BUDGET_SHARE:.0%} of at most "
+                f"{_fmt_ns(self.bound_ns)}, a bound of greedy's est. from its products' sizes"
+            )
         if self.tried == ("greedy",):
             return f"greedy (no other finder fits the search {budget}); {rated}"
         gain = self.baseline_ns / self.cost_ns if self.cost_ns > 0 else 1.0
@@ -237,6 +248,18 @@ def search_budget(estimate_ns: float) -> float:
     return min(MAX_BUDGET_S, BUDGET_SHARE * estimate_ns * 1e-9)
 
 
+def _cheapest_finder_s(n: int) -> float:
+    """The least budget in which :class:`_Search` runs any finder after greedy on ``n``
+    operands (its checks, in the order it runs them)."""
+    found = TRIAL_S_PER_TENSOR * n
+    if n <= OPTIMAL_MAX:
+        found = min(found, _optimal_seconds(n))
+    if n <= DP_MAX:
+        found = min(found, _dp_seconds(n))
+    reconfigure = RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE) + 3 * n
+    return min(found, reconfigure * RECONF_S_PER_PAIR)
+
+
 def _optimal_seconds(n: int) -> float:
     return 1e-6 * 3.0**n
 
@@ -266,7 +289,17 @@ def search_path(
     if n <= OPTIMAL_ALWAYS:
         best = _three(problem) if n == 3 else _optimal(problem)
         return _chosen(best, ("optimal",), best.ns, 0.0, n, seed)
-    greedy = _rate(problem, "greedy", _greedy(problem))
+    products: list[tuple[int, int, int]] = []
+    path = _linear(greedy_ssa(problem, products=products))
+    if budget_s is None:
+        bound = problem.cost_bound(products)
+        if search_budget(bound) < _cheapest_finder_s(n):  # the rating could change nothing
+            return PathChoice(
+                path=path, finder="greedy", cost_ns=0.0, flops=0, largest=0,
+                budget_s=search_budget(bound), tried=("greedy",), seed=seed, bound_ns=bound,
+                rated=False,
+            )  # fmt: skip
+    greedy = _rate(problem, "greedy", path)
     search = _Search(problem, greedy, budget_s, seed)
     search.run()
     best = min(search.candidates, key=lambda c: c.ns)  # the first of equals: greedy's
@@ -429,8 +462,33 @@ def recall_choice(
     >>> recall_choice([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6), choice.path) is choice
     True
     """
+    key = _recent_key(inputs, output, sizes)
     with _RECENT_LOCK:
-        found = _RECENT.get(_recent_key(inputs, output, sizes))
+        found = _RECENT.get(key)
     if found is None or found.path != tuple(tuple(e) for e in path):
         return None
+    if not found.rated:
+        found = rated_choice(found, inputs, output, sizes)
+        with _RECENT_LOCK:
+            _RECENT[key] = found
     return found
+
+
+def rated_choice(
+    choice: PathChoice,
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+) -> PathChoice:
+    """``choice`` with its cost fields filled in (an unrated greedy path: its own cost is
+    also the baseline).
+
+    >>> ring = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
+    >>> choice = search_path(ring, (), (3, 4, 5, 6, 7))
+    >>> choice.rated, rated_choice(choice, ring, (), (3, 4, 5, 6, 7)).flops
+    (False, 576)
+    """
+    if choice.rated:
+        return choice
+    ns, flops, largest = Problem(inputs, output, sizes).cost(choice.path)
+    return replace(choice, cost_ns=ns, flops=flops, largest=largest, baseline_ns=ns, rated=True)
