@@ -179,6 +179,16 @@ def test_every_remedy_gives_the_same_values(problem, optimize, costs):
     _check(case, result, operands)
 
 
+def test_a_scalar_result_of_looped_contracted_labels_is_planned_under_costly_copies():
+    # found by the test above: the last product of a scalar result has no output label
+    # to compare its layout with (it raised IndexError)
+    a = np.full((2, 2, 2), 2.0)
+    b = np.arange(8.0).reshape(2, 2, 2).transpose(0, 2, 1).copy().transpose(0, 2, 1)
+    with _costs(1e9, 0.0, 0.0):
+        result = es.einsum("abd,...abd", a, b, optimize=False)
+    assert result == np.einsum("abd,...abd", a, b)
+
+
 def test_loops_replace_a_large_copy_when_cheaper():
     a = np.ones((64, 32, 16, 64))  # labels c d b a: c and a do not fold
     report = _report("cdba,ca->db", a, np.ones((64, 64)))

@@ -169,6 +169,9 @@ def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
     return found
 
 
+_INT = {int}
+
+
 def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
     """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
 
@@ -177,6 +180,12 @@ def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
       ...
     einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
     """
+    if (  # the common case, checked cheaply
+        type(shape) is tuple
+        and set(map(type, shape)) <= _INT
+        and (not shape or (min(shape) >= 0 and max(shape) < 2**63))
+    ):
+        return shape
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
     dims = tuple(shape)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 __all__ = [
     "BYTE_NS",
@@ -102,6 +102,17 @@ class Problem:
     def size(self, mask: int) -> int:
         """The number of elements of a tensor over the labels of ``mask``."""
         return self._sizes.get(mask) or self._fill(mask)
+
+    @property
+    def known_size(self) -> Callable[[int], int | None]:
+        """The memo's lookup (None when not yet known): with :attr:`fill_size`, a hot loop's
+        ``known(mask) or fill(mask)`` is :meth:`size` without a call per known mask."""
+        return self._sizes.get
+
+    @property
+    def fill_size(self) -> Callable[[int], int]:
+        """The size of a mask not yet known, memoized."""
+        return self._fill
 
     def _fill(self, mask: int) -> int:
         found = 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .costmodel import Problem
 
@@ -47,10 +47,12 @@ def _bits(mask: int) -> list[int]:
 
 class _State:
     """The live operands (label mask -> SSA id), which operands hold each contractible
-    label, and the labels held by two and by three or more of them."""
+    label, and the labels held by two and by three or more of them.  (Loops are written
+    out: a network's first call runs this once, and each helper call or list costs.)"""
 
     def __init__(self, problem: Problem, score: Score, products: Products) -> None:
-        self.size, self.score, self.products = problem.size, score, products
+        self.known, self.fill, self.products = problem.known_size, problem.fill_size, products
+        self.score = None if score is memory_removed else score  # None: computed inline
         inputs = problem.inputs
         common = -1
         for mask in inputs:
@@ -80,17 +82,18 @@ class _State:
         self.two = self.two | bit if count >= 2 else self.two & ~bit
         self.three = self.three | bit if count >= 3 else self.three & ~bit
 
-    def push_best(self, k1: int, partners: list[int]) -> None:
+    def push_best(self, k1: int, partners: Iterable[int]) -> None:
         """The best candidate pairing ``k1`` with one of ``partners`` onto the heap."""
-        remaining, size, score, output = self.remaining, self.size, self.score, self.output
-        size1, id_k1 = size(k1), remaining[k1]
+        remaining, known, fill, score = self.remaining, self.known, self.fill, self.score
+        output, two, three = self.output, self.two, self.three
+        size1, id_k1 = known(k1) or fill(k1), remaining[k1]
         best: tuple[tuple[float, int, int], int, int, int] | None = None
         for k2 in partners:
-            two = k1 & k2
-            one = (k1 | k2) ^ two
-            k12 = ((k1 | k2) & output) | (two & self.three) | (one & self.two)
+            both, shared = k1 | k2, k1 & k2
+            k12 = (both & output) | (shared & three) | ((both ^ shared) & two)
+            size12, size2 = known(k12) or fill(k12), known(k2) or fill(k2)
+            cost = size12 - size1 - size2 if score is None else score(size12, size1, size2)
             id_k2 = remaining[k2]
-            cost = score(size(k12), size1, size(k2))
             found = (
                 ((cost, id_k2, id_k1), k1, k2, k12)
                 if id_k1 <= id_k2
@@ -102,21 +105,44 @@ class _State:
             heapq.heappush(self.queue, best)
 
     def contract(self, k1: int, k2: int, k12: int) -> None:
-        remaining, holders = self.remaining, self.holders
+        remaining, holders, free = self.remaining, self.holders, ~self.output
         self.ssa.append((remaining.pop(k1), remaining.pop(k2)))
         self.products.append((k1, k2, k12))
         for key in (k1, k2):
-            for bit in _bits(key & ~self.output):
+            rest = key & free
+            while rest:
+                bit = rest & -rest
                 holders[bit].discard(key)
+                rest ^= bit
         if k12 in remaining:
             self.ssa.append((remaining[k12], next(self.ids)))
             self.products.append((k12, k12, k12))
         else:
-            for bit in _bits(k12 & ~self.output):
+            rest = k12 & free
+            while rest:
+                bit = rest & -rest
                 holders[bit].add(k12)
+                rest ^= bit
         remaining[k12] = next(self.ids)
-        for bit in _bits((k1 | k2) & ~self.output):
-            self._count(bit, len(holders[bit]))
+        two, three, rest = self.two, self.three, (k1 | k2) & free
+        while rest:
+            bit = rest & -rest
+            count = len(holders[bit])
+            two = two | bit if count >= 2 else two & ~bit
+            three = three | bit if count >= 3 else three & ~bit
+            rest ^= bit
+        self.two, self.three = two, three
+
+    def partners(self, key: int) -> set[int]:
+        """The live operands sharing a contractible label with ``key`` (not itself)."""
+        found: set[int] = set()
+        holders, rest = self.holders, key & ~self.output
+        while rest:
+            bit = rest & -rest
+            found |= holders[bit]
+            rest ^= bit
+        found.discard(key)
+        return found
 
 
 def greedy_ssa(
@@ -139,16 +165,19 @@ def greedy_ssa(
         if k1 not in remaining or k2 not in remaining:
             continue  # an operand of it was contracted since
         state.contract(k1, k2, k12)
-        partners = {k for bit in _bits(k12 & ~state.output) for k in state.holders[bit]}
-        partners.discard(k12)
+        partners = state.partners(k12)
         if partners:
-            state.push_best(k12, list(partners))
+            state.push_best(k12, partners)
     return _outer_products(state)
 
 
 def _outer_products(state: _State) -> list[tuple[int, int]]:
     """What is left (no label in common) as outer products, the smallest results first."""
-    size, output = state.size, state.output
+    output = state.output
+
+    def size(mask: int) -> int:
+        return state.known(mask) or state.fill(mask)
+
     final = [(size(key & output), ssa_id, key) for key, ssa_id in state.remaining.items()]
     heapq.heapify(final)
     _, id1, k1 = heapq.heappop(final)

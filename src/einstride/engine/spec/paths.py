@@ -267,20 +267,17 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
     live = n
     checked = []
     for k, entry in enumerate(entries):
-        try:
-            positions = tuple(_index(i) for i in entry)
-        except TypeError:
-            raise EinsumError(
-                f"einsum: path entry {k} ({entry!r}) is not a tuple of ints"
-            ) from None
-        if not positions or len(set(positions)) != len(positions):
-            raise EinsumError(f"einsum: path entry {k} {positions} must name distinct operands")
-        bad = [i for i in positions if not 0 <= i < live]
-        if bad:
-            raise EinsumError(
-                f"einsum: path entry {k} {positions} names operand {bad[0]}, but only {live} "
-                "are left at that point"
-            )
+        if (  # the common case, checked cheaply: a tuple of distinct ints in range
+            type(entry) is tuple
+            and entry
+            and set(map(type, entry)) <= _INT
+            and len(set(entry)) == len(entry)
+            and min(entry) >= 0
+            and max(entry) < live
+        ):
+            positions: tuple[int, ...] = entry
+        else:
+            positions = _checked_entry(k, entry, live)
         live -= len(positions) - 1
         checked.append(positions)
     if live != 1 and n > 0:
@@ -288,6 +285,26 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
             f"einsum: the path {checked} leaves {live} operands; it must contract all {n} to one"
         )
     return tuple(checked)
+
+
+_INT = {int}
+
+
+def _checked_entry(k: int, entry: Any, live: int) -> tuple[int, ...]:
+    """Path entry ``k`` as a tuple of ints naming distinct operands of the ``live`` ones."""
+    try:
+        positions = tuple(_index(i) for i in entry)
+    except TypeError:
+        raise EinsumError(f"einsum: path entry {k} ({entry!r}) is not a tuple of ints") from None
+    if not positions or len(set(positions)) != len(positions):
+        raise EinsumError(f"einsum: path entry {k} {positions} must name distinct operands")
+    bad = [i for i in positions if not 0 <= i < live]
+    if bad:
+        raise EinsumError(
+            f"einsum: path entry {k} {positions} names operand {bad[0]}, but only {live} "
+            "are left at that point"
+        )
+    return positions
 
 
 def _index(value: Any) -> int:

@@ -279,7 +279,7 @@ def _loop_product(
             loop *= sizes[x]
     if loop > LOOP_ELEMENTS:
         return None
-    labels = tuple([x for x in letters if count[x]])
+    labels = tuple([x for x in letters if count[x]])  # those needed later
     name = letters.__getitem__
     result = "".join(map(name, labels))
     left = "".join(map(name, la))

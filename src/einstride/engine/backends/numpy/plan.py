@@ -812,8 +812,8 @@ class _Planner:
         if len(labels) < 2 or pick.out.term is not None:
             return 0.0  # (written into a given array: its layout is that array's)
         if final:
-            if labels[-1] == self.distinct[-1]:
-                return 0.0
+            if not self.distinct or labels[-1] == self.distinct[-1]:
+                return 0.0  # (a scalar result: no later copy)
         elif labels[-1] not in self.shared_out:
             return 0.0
         elements = math.prod(self.sizes[lab] for lab in labels)
