@@ -183,11 +183,14 @@ class Problem:
             return self._tree_cost(path)
         return self._walk_cost(path)
 
-    def cost_bound(self, products: Iterable[tuple[int, int, int]]) -> float:
+    def cost_bound(
+        self, products: Iterable[tuple[int, int, int]], past: float = float("inf")
+    ) -> float:
         """An upper bound of :meth:`cost`'s nanoseconds for a path of ``products``
         (``(a, b, keep)`` masks, keeping at least what the path's products keep): every
         term of :meth:`pair` at its worst (the thinnest matmul, a batch loop per element,
-        both operands copied and first summed), from four sizes per product.
+        both operands copied and first summed), from four sizes per product.  It stops
+        once the sum passes ``past`` (the caller only asks whether it stays below).
 
         >>> chain = Problem([(0, 1), (1, 2), (2, 3)], (0, 3), (1000, 10, 1000, 10))
         >>> chain.cost(((1, 2), (0, 1)))[0] <= chain.cost_bound([(2, 4, 10), (1, 10, 9)])
@@ -202,6 +205,8 @@ class Problem:
                 + (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN) * operands
                 + _LOOP_BOUND_NS * size(a | b)
             )
+            if total > past:
+                break
         return total
 
     def _walk_cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:

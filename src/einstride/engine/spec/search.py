@@ -292,7 +292,8 @@ def search_path(
     products: list[tuple[int, int, int]] = []
     path = _linear(greedy_ssa(problem, products=products))
     if budget_s is None:
-        bound = problem.cost_bound(products)
+        # (past the estimate whose budget buys a finder the bound's sum can stop)
+        bound = problem.cost_bound(products, past=_cheapest_finder_s(n) / BUDGET_SHARE * 1e9)
         if search_budget(bound) < _cheapest_finder_s(n):  # the rating could change nothing
             return PathChoice(
                 path=path, finder="greedy", cost_ns=0.0, flops=0, largest=0,
