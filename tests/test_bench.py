@@ -6,6 +6,7 @@ The harness (benchmarks/einstride_bench) is not part of the wheel; pyproject's p
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import re
 from pathlib import Path
@@ -43,6 +44,7 @@ from einstride_bench.netbench import (
     Prepared,
     default_network_peers,
     run_network,
+    run_networks,
     subject_peer,
 )
 from einstride_bench.networks import (
@@ -386,6 +388,30 @@ def test_network_run_times_searches_and_contractions_and_checks_results() -> Non
     wrong = NetworkPeer(lambda n, ops: Prepared(None, lambda: 2.0))
     bad = run_network(net, wrong, _small_peers(), NETWORK_QUICK)
     assert bad.status == "WRONG" and bad.subject.problem.startswith("wrong: max abs error")
+
+
+def test_every_contender_but_cotengra_makes_its_first_calls_before_the_first_network() -> None:
+    calls: list[str] = []
+
+    def counting(name: str) -> NetworkPeer:
+        def search(network: Any, ops: Any) -> Prepared:
+            calls.append(f"{name} {network.tensors}")
+            return Prepared(None, lambda: np.einsum(network.equation, *ops))
+
+        return NetworkPeer(search)
+
+    peers = {"peer": counting("peer"), "cotengra 1 s": counting("cotengra")}
+    base = stand_in()
+
+    def expression(equation: str, *shapes: Any, **options: Any) -> Any:
+        calls.append(f"subject {len(shapes)}")
+        return base.contract_expression(equation, *shapes, **options)
+
+    engine = dataclasses.replace(base, contract_expression=expression)
+    net = grid(2, 2, 2)  # 4 tensors: the warm-up network has 8
+    run_networks([net], engine, peers, NETWORK_QUICK, io.StringIO())
+    assert calls[:6] == ["subject 8"] * 3 + ["peer 8"] * 3
+    assert "cotengra 8" not in calls and {"subject 4", "peer 4", "cotengra 4"} <= set(calls)
 
 
 def test_network_paths_too_costly_are_not_run() -> None:

@@ -155,7 +155,9 @@ def network_section(suite: SuiteResult, chart: str | None, chart_note: str) -> l
         "## Tensor networks",
         "",
         f"A fresh call on each network, after one untimed contraction of it (so that no "
-        f"contender pays for the allocator's first growth to its sizes): path search "
+        f"contender pays for the allocator's first growth to its sizes; before the first "
+        f"network every contender but cotengra makes its own first calls, untimed, on a "
+        f"small network, so that none pays its imports there): path search "
         f"(timed), then the contraction (timed; "
         f"{suite.engine}'s includes planning the steps, the first call of its expression); "
         f"FLOPs of each path as opt_einsum counts them; peak bytes the contraction allocates "
