@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import EinsumError
 from ..memory import check_allocation
-from .spec.equation import Equation, parse_sublists, parse_subscripts
+from .spec.equation import Equation, int_tuple, parse_sublists, parse_subscripts
 
 __all__ = [
     "CASTINGS",
@@ -169,9 +169,6 @@ def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
     return found
 
 
-_INT = {int}
-
-
 def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
     """A shape given instead of an operand: ints (not bools) in ``[0, 2**63)``.
 
@@ -181,9 +178,7 @@ def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
     einstride.errors.EinsumError: einsum: shape 0 (2, -1) has a length outside [0, 2**63)
     """
     if (  # the common case, checked cheaply
-        type(shape) is tuple
-        and set(map(type, shape)) <= _INT
-        and (not shape or (min(shape) >= 0 and max(shape) < 2**63))
+        int_tuple(shape) and (not shape or (min(shape) >= 0 and max(shape) < 2**63))
     ):
         return shape
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):

@@ -26,7 +26,7 @@ import functools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from ...errors import EinsumError, EinsumTypeError
 from ...memory import check_listing
@@ -37,6 +37,7 @@ __all__ = [
     "EinsumSpec",
     "Equation",
     "bind",
+    "int_tuple",
     "parse_equation",
     "parse_sublists",
     "parse_subscripts",
@@ -50,6 +51,19 @@ _SPECIAL = frozenset(",.->")
 
 MAX_LABEL: Final = 2**63 - 1
 """The largest int label of the sublist form."""
+
+_INT = {int}
+
+
+def int_tuple(value: object) -> TypeGuard[tuple[int, ...]]:
+    """Whether ``value`` is a tuple of plain ints (no bools, no NumPy integers): the common
+    shape or path entry, which callers check cheaply before the general way.
+
+    >>> int_tuple((2, 3)), int_tuple((2, True)), int_tuple([2, 3]), int_tuple(())
+    (True, False, False, True)
+    """
+    return type(value) is tuple and set(map(type, value)) <= _INT
+
 
 # Messages quote at most this many characters of an equation (or a term, or a shape).
 _SHOWN = 80

@@ -75,12 +75,11 @@ class _State:
                 self.holders.setdefault(bit, set()).add(key)
         self.two = self.three = 0
         for bit, keys in self.holders.items():
-            self._count(bit, len(keys))
+            if len(keys) >= 2:
+                self.two |= bit
+            if len(keys) >= 3:
+                self.three |= bit
         self.queue: list[tuple[tuple[float, int, int], int, int, int]] = []
-
-    def _count(self, bit: int, count: int) -> None:
-        self.two = self.two | bit if count >= 2 else self.two & ~bit
-        self.three = self.three | bit if count >= 3 else self.three & ~bit
 
     def push_best(self, k1: int, partners: Iterable[int]) -> None:
         """The best candidate pairing ``k1`` with one of ``partners`` onto the heap."""

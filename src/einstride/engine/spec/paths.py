@@ -25,6 +25,7 @@ from opt_einsum import paths as oe_paths
 
 from ...errors import EinsumError, EinsumPathError
 from .costmodel import path_cost
+from .equation import int_tuple
 from .search import PathChoice, remember_choice, search_path
 
 __all__ = [
@@ -268,9 +269,8 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
     checked = []
     for k, entry in enumerate(entries):
         if (  # the common case, checked cheaply: a tuple of distinct ints in range
-            type(entry) is tuple
+            int_tuple(entry)
             and entry
-            and set(map(type, entry)) <= _INT
             and len(set(entry)) == len(entry)
             and min(entry) >= 0
             and max(entry) < live
@@ -285,9 +285,6 @@ def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
             f"einsum: the path {checked} leaves {live} operands; it must contract all {n} to one"
         )
     return tuple(checked)
-
-
-_INT = {int}
 
 
 def _checked_entry(k: int, entry: Any, live: int) -> tuple[int, ...]:

@@ -292,9 +292,9 @@ def search_path(
     products: list[tuple[int, int, int]] = []
     path = _linear(greedy_ssa(problem, products=products))
     if budget_s is None:
-        # (past the estimate whose budget buys a finder the bound's sum can stop)
-        bound = problem.cost_bound(products, past=_cheapest_finder_s(n) / BUDGET_SHARE * 1e9)
-        if search_budget(bound) < _cheapest_finder_s(n):  # the rating could change nothing
+        cheapest = _cheapest_finder_s(n)  # (past an estimate that buys it, the sum can stop)
+        bound = problem.cost_bound(products, past=cheapest / BUDGET_SHARE * 1e9)
+        if search_budget(bound) < cheapest:  # the rating could change nothing
             return PathChoice(
                 path=path, finder="greedy", cost_ns=0.0, flops=0, largest=0,
                 budget_s=search_budget(bound), tried=("greedy",), seed=seed, bound_ns=bound,

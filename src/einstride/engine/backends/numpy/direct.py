@@ -36,7 +36,7 @@ from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import given_path
 from ...spec.walk import plan_path
-from .execute import Program
+from .execute import EINSUM_LETTERS, Program
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
 from .options import PlannerOptions
@@ -106,7 +106,6 @@ PLANNED_MAX_AXES = 10
 # tensordot's 16-18 µs up to 2,560 elements, 53 against 22 µs at 18,144; the step's build
 # is ~25 µs cheaper
 LOOP_ELEMENTS = 4096
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MAX_RANK = 64  # NumPy's most dimensions
 PairRun = Callable[[Any, Any, Any], Any]
 """``pair(key, a, b)``: the planned product of two arrays (the plan cache's)."""
@@ -273,9 +272,9 @@ def _loop_product(
     loop = 1
     for x in la + lb:
         if x not in letters:
-            if len(letters) == len(_LETTERS):
+            if len(letters) == len(EINSUM_LETTERS):
                 return None
-            letters[x] = _LETTERS[len(letters)]
+            letters[x] = EINSUM_LETTERS[len(letters)]
             loop *= sizes[x]
     if loop > LOOP_ELEMENTS:
         return None

@@ -43,6 +43,7 @@ from .steps import (
 from .threads import run_chunks
 
 __all__ = [
+    "EINSUM_LETTERS",
     "Array",
     "KernelFn",
     "Program",
@@ -96,7 +97,8 @@ _matmul = np.matmul
 _multiply = np.multiply
 _copyto = np.copyto
 _empty = np.empty
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""The labels ``numpy.einsum`` takes (a step's equation is written in these)."""
 
 
 def compile_plan(plan: Plan) -> Program:
@@ -229,9 +231,11 @@ def destination(output: OutputPlan, shape_of: ShapeOf | None = None) -> MakeDest
     shape, dtype = output.shape, output.dtype
     groups = output.expand if output.expands else None
     equation = None
-    if groups is not None and len(groups) <= len(_LETTERS):
-        letter = {ax: _LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
-        equation = "".join(letter[ax] for ax in range(len(shape))) + "->" + _LETTERS[: len(groups)]
+    if groups is not None and len(groups) <= len(EINSUM_LETTERS):
+        letter = {ax: EINSUM_LETTERS[k] for k, axes in enumerate(groups) for ax in axes}
+        equation = (
+            "".join(letter[ax] for ax in range(len(shape))) + "->" + EINSUM_LETTERS[: len(groups)]
+        )
 
     def write_view(full: Array) -> tuple[Array, Array]:
         if groups is None:
@@ -376,7 +380,7 @@ def operands_reader(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
 def _fused_equation(step: FusedStep) -> str:
     """NumPy's own equation string for the step (at most 52 labels: the planner checked)."""
     ids = {
-        lab: _LETTERS[k]
+        lab: EINSUM_LETTERS[k]
         for k, lab in enumerate(
             dict.fromkeys([lab for term in step.labels for lab in term] + list(step.out_labels))
         )

@@ -43,7 +43,7 @@ import numpy as np
 
 from .... import memory as _memory
 from ...spec.equation import Equation, parse_subscripts
-from .execute import sum_of_products
+from .execute import EINSUM_LETTERS, sum_of_products
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 
 __all__ = [
@@ -78,7 +78,6 @@ _LANE_DTYPES = tuple(np.dtype(c) for c in "dfDFgG")
 """Native floating and complex dtypes, commonest first (a tuple: ``in`` tries identity
 before equality, and NumPy's dtype hash builds a tuple): the plan computes in them
 (float16 would be cast)."""
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _CACHE_SIZE = 1024
 _ndarray = np.ndarray
 _matmul = np.matmul
@@ -171,10 +170,10 @@ _memory.LIMIT_HOOKS.append(_forget)
 
 
 def _unary_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds) -> Lane:
-    if max(term, default=0) >= len(_LETTERS):
+    if max(term, default=0) >= len(EINSUM_LETTERS):
         return NO_LANE
-    letters = "".join(_LETTERS[lab] for lab in term) + "->"
-    letters += "".join(_LETTERS[lab] for lab in output)
+    letters = "".join(EINSUM_LETTERS[lab] for lab in term) + "->"
+    letters += "".join(EINSUM_LETTERS[lab] for lab in output)
     first = {lab: term.index(lab) for lab in term}
     same = tuple((first[lab], ax) for ax, lab in enumerate(term) if first[lab] != ax)
     if len(output) == len(first):  # nothing summed: a view (diagonals, a transpose)
