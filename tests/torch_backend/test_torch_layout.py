@@ -234,3 +234,51 @@ def test_torch_plans_avoid_a_product_of_two_transposed_operands() -> None:
     assert "operand 0 x operand 1 -> boj" in on_torch and "transposed view" in on_torch
     assert "written straight into the output" in on_numpy
     torch.testing.assert_close(es.einsum("bi,ioj->ojb", x, w), torch.einsum("bi,ioj->ojb", x, w))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.rand(6, 6, dtype=F64),
+        lambda: torch.rand(6, 6, dtype=F64).T,
+        lambda: torch.rand(12, 12, dtype=torch.float32)[::2, 1::2],
+        lambda: torch.rand(5, 5, dtype=torch.complex128),
+        lambda: torch.rand(5, dtype=F64).expand(5, 5),  # zero stride: the diagonal still reads
+        lambda: torch.rand(1, 1, dtype=F64),
+    ],
+)
+def test_a_trace_runs_torchs_trace_kernel(make: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = make()
+    traced: list[torch.Tensor] = []
+    original = torch.trace
+    monkeypatch.setattr(torch, "trace", lambda t: traced.append(t) or original(t))
+    result = es.einsum("ii->", x)
+    expected = torch.einsum("ii->", x)
+    assert result.dtype == expected.dtype and torch.allclose(result, expected)
+    assert len(traced) == 1 and traced[0] is x  # the operand itself: no view, no copy
+
+
+@pytest.mark.parametrize(
+    ("equation", "x"),
+    [
+        ("ii->", torch.rand(6, 6, dtype=torch.float16)),  # summed in float32: not its kernel
+        ("ii->i", torch.rand(6, 6, dtype=F64)),  # a diagonal, not summed
+        ("iij->", torch.rand(4, 4, 3, dtype=F64)),  # more axes
+        ("ii", torch.rand(4, 4, dtype=F64)),  # implicit: the same trace
+    ],
+)
+def test_what_is_not_a_square_trace_runs_the_general_program(
+    equation: str, x: torch.Tensor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    traced: list[torch.Tensor] = []
+    original = torch.trace
+    monkeypatch.setattr(torch, "trace", lambda t: traced.append(t) or original(t))
+    result = es.einsum(equation, x)
+    expected = torch.einsum(equation, x.double()).to(result.dtype)
+    assert torch.allclose(result, expected, rtol=1e-3)
+    assert bool(traced) == (equation == "ii")
+
+
+def test_a_trace_into_out_writes_out() -> None:
+    x, out = torch.rand(4, 4, dtype=F64), torch.empty((), dtype=F64)
+    assert es.einsum("ii->", x, out=out) is out and torch.allclose(out, torch.trace(x))

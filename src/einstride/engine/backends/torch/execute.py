@@ -50,6 +50,11 @@ View = Callable[[torch.Tensor], torch.Tensor]
 
 def compile_program(program: TorchProgram) -> Run:
     """The program as one callable ``run(tensors, out) -> result``."""
+    general = _general(program)
+    return _trace(program, general) or general
+
+
+def _general(program: TorchProgram) -> Run:
     fns = [_compile(op) for op in program.steps]
     work = list(zip(fns, program.frees))
     pad = [None] * (program.n_registers - program.n_inputs)
@@ -64,6 +69,41 @@ def compile_program(program: TorchProgram) -> Run:
             for reg in free:
                 regs[reg] = None
         return finish(full, regs)
+
+    return run
+
+
+def _trace(program: TorchProgram, general: Run) -> Run | None:
+    """``torch.trace`` for a program that sums the main diagonal of one square matrix into a
+    new scalar in its own dtype: its kernel takes 17 µs on a 2,048 x 2,048 float64 matrix
+    where the strided sum of the diagonal's view takes 21-29 µs (measured).  Any other
+    operand (not that matrix, another dtype) runs ``general``."""
+    match program.steps:
+        case (
+            ViewOp(src=0, dst=view, shape=(n,), strides=(step,)),
+            ReduceOp(src=summed, axes=(0,), shape=(), dtype=dtype, to=to),
+        ) if (
+            program.n_inputs == 1
+            and summed == view
+            and to.write is Write.RETURN
+            and program.output.create == "none"
+            and dtype.kind in "fc"
+        ):
+            pass
+        case _:
+            return None
+    want = torch_dtype(dtype, "the compute dtype")
+
+    def run(tensors: Sequence[torch.Tensor], out: torch.Tensor | None) -> torch.Tensor:
+        (x,) = tensors
+        if (
+            out is None
+            and x.dtype == want
+            and x.shape == (n, n)
+            and x.stride(0) + x.stride(1) == step
+        ):
+            return torch.trace(x)
+        return general(tensors, out)
 
     return run
 
