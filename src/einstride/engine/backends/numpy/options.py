@@ -84,13 +84,26 @@ class PlannerOptions(metaclass=_Interned):
     """BLAS time added, as a share, per operand that has no unit stride along the
     contracted labels (a transposed matrix; OpenBLAS through NumPy: 0-10% measured)."""
     both_transposed_cost: float = 0.0
-    """BLAS time added, as a share, when both operands are transposed (NumPy's OpenBLAS:
-    nothing more measured; torch's MKL: 2.5-3.5x slower, so torch's plans take 2)."""
+    """BLAS time added, as a share, when both operands are transposed and the row-major
+    result has more rows than columns (NumPy's OpenBLAS: nothing more measured; torch's
+    MKL: 1.5-3x slower there, and no slower for a result at least as wide as tall)."""
     wide_cost: float = 0.25
     """BLAS time added, as a share, when the row-major result has fewer rows than columns
     (OpenBLAS: 1.1-1.5x measured, (24 x 24) @ (24 x 13824) against its transpose); the
     planner then runs the product the other way round.  Torch's plans take their own
     values (:mod:`..torch.plan`: MKL measures otherwise)."""
+    tall_cost: float = 0.0
+    """BLAS time added, as a share, when the row-major result is tall and narrow: at least
+    ``tall_ratio`` times as many rows as columns, and at most ``tall_max_cols`` columns
+    (OpenBLAS: nothing; torch's MKL: 1.4-2.3x slower than the same product the other way
+    round, e.g. (13824 x 64) @ (64 x 64) 7.3 ms against its transpose's 3.3 ms in float64,
+    so torch's plans take 1)."""
+    tall_ratio: int = 8
+    """How many times as many rows as columns make a result tall (MKL: at 2x, both ways
+    round measure alike)."""
+    tall_max_cols: int = 128
+    """The most columns a tall result may have for ``tall_cost`` to apply (MKL: from 256
+    columns on, both ways round measure alike)."""
     step_ns: float = 1500.0
     """The Python cost of one more step (fusing: one loop instead of several steps)."""
     flop_ns: float = 0.2

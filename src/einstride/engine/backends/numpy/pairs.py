@@ -329,8 +329,9 @@ def _gemm_ns(
     calls: int,
     costs: PlannerOptions,
 ) -> float:
-    """BLAS time, with what OpenBLAS measurably prefers: operands with a unit stride along
-    K ("no transpose") and, for the row-major output it writes, more rows than columns."""
+    """BLAS time, with what the BLAS measurably prefers (``costs`` says how much): operands
+    with a unit stride along K ("no transpose") and, for the row-major output it writes,
+    more rows than columns (OpenBLAS) or, for a narrow one, fewer (MKL)."""
     mm, kk, nn = (math.prod(sizes[x] for x in grp) for grp in (m, k, n))
     work = blas_ns(ct, mm, kk, nn, calls)
     if work == 0.0 or min(mm, kk, nn) <= 1:
@@ -345,10 +346,13 @@ def _gemm_ns(
         plain_a, plain_b = bool(fb) and not plain_b, bool(fa) and not plain_a
         rows, cols = nn, mm
     penalty = 1.0 + costs.transposed_cost * (2 - plain_a - plain_b)
-    if not (plain_a or plain_b):
-        penalty += costs.both_transposed_cost
     if rows < cols:
         penalty += costs.wide_cost
+    elif rows > cols:
+        if not (plain_a or plain_b):
+            penalty += costs.both_transposed_cost
+        if cols <= costs.tall_max_cols and rows >= costs.tall_ratio * cols:
+            penalty += costs.tall_cost
     return work * penalty
 
 

@@ -73,15 +73,17 @@ class Entry:
 
 @functools.lru_cache(maxsize=8)
 def _options_for(defaults: PlannerOptions) -> PlannerOptions:
-    # MKL (torch's CPU matmul) runs a product of two transposed operands 2.5-3.5x slower
-    # and a wide result no slower (measured): NumPy's BLAS preferences do not carry over
+    # MKL (torch's CPU matmul) runs a tall, narrow row-major result about 2x slower than
+    # the same product the other way round, and two transposed operands 1.5-3x slower
+    # unless the result is wide (measured): NumPy's BLAS preferences do not carry over
     return dataclasses.replace(
         defaults,
         threads=1,
         loop_ns=math.inf,
         transposed_cost=0.15,
-        both_transposed_cost=2.0,
-        wide_cost=0.1,
+        both_transposed_cost=1.0,
+        wide_cost=0.0,
+        tall_cost=1.0,
     )
 
 
