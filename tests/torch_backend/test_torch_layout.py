@@ -87,6 +87,58 @@ def test_batch_dims_that_do_not_fold_are_looped_not_copied(monkeypatch: pytest.M
     torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
+def test_batch_dims_that_fold_run_as_one_bmm_of_their_views(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(2, 3, 5, 4, generator=g, dtype=F64)  # (b, h, q, k)
+    b = torch.randn(2, 3, 6, 4, generator=g, dtype=F64).transpose(-1, -2)  # (b, h, k, d)
+    seen: list[dict[str, Any]] = []
+    original = torch.bmm
+    monkeypatch.setattr(torch, "bmm", lambda *args, **kw: seen.append(kw) or original(*args, **kw))
+    folds = _spy_on_products(monkeypatch)
+    for _ in range(2):  # the second call takes the same path
+        seen.clear()
+        folds.clear()
+        result, allocations = _allocated_bytes(lambda: es.einsum("bhqk,bhkd->bhqd", a, b))
+        assert allocations == [2 * 3 * 5 * 6 * 8]
+        ((left, right),) = folds
+        assert seen == [{}]  # bmm allocates the result itself: no torch.empty, no out=
+        assert left.shape == (6, 5, 4) and right.shape == (6, 4, 6)
+        assert _same_memory(left, a) and _same_memory(right, b)
+        torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
+    # batch axes that do not fold, and free labels looped on both sides (batch views of
+    # different shapes): no merge, no copy, the same values
+    pa = torch.randn(3, 2, 5, 4, generator=g, dtype=F64).permute(1, 0, 2, 3)
+    for x, y, equation in ((pa, b, "bhqk,bhkd->bhqd"), (a, b, "bhqk,bhkd->bhdq")):
+        expected = torch.einsum(equation, x, y)
+        for _ in range(2):
+            torch.testing.assert_close(es.einsum(equation, x, y), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("tall", [True, False])
+def test_a_tall_narrow_product_runs_the_other_way_round(
+    tall: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # MKL computes a (rows >> cols, cols <= 128) row-major result about 2x slower than its
+    # transpose: the plan writes the transpose (a wide result) and returns its view
+    g = torch.Generator().manual_seed(2)
+    rows = 4096 if tall else 256
+    a, b = (
+        torch.randn(rows, 64, generator=g, dtype=F64),
+        torch.randn(64, 64, generator=g, dtype=F64),
+    )
+    seen = _spy_on_products(monkeypatch)
+    result = es.einsum("ik,kj->ij", a, b)
+    ((left, right),) = seen
+    if tall:
+        assert left.shape == (64, 64) and right.shape == (64, rows)
+        assert result.stride() == (1, rows)  # the wide product, viewed transposed
+    else:
+        assert left.shape == (rows, 64) and result.stride() == (64, 1)
+    torch.testing.assert_close(result, a @ b, rtol=1e-12, atol=1e-12)
+
+
 # -- out= -------------------------------------------------------------------------------------
 
 
