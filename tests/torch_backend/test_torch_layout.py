@@ -107,6 +107,13 @@ def test_batch_dims_that_fold_run_as_one_bmm_of_their_views(
         assert left.shape == (6, 5, 4) and right.shape == (6, 4, 6)
         assert _same_memory(left, a) and _same_memory(right, b)
         torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
+    # into out= (matmul_into): the batch axes merged by views too, one bmm into out's memory
+    out = torch.empty(2, 3, 6, 5, dtype=F64).transpose(-1, -2)
+    seen.clear()
+    assert es.einsum("bhqk,bhkd->bhqd", a, b, out=out) is out
+    (kw,) = seen
+    assert kw["out"].shape == (6, 6, 5) and _same_memory(kw["out"], out)  # out^T = b^T a^T
+    torch.testing.assert_close(out, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
     # batch axes that do not fold, and free labels looped on both sides (batch views of
     # different shapes): no merge, no copy, the same values
     pa = torch.randn(3, 2, 5, 4, generator=g, dtype=F64).permute(1, 0, 2, 3)

@@ -382,10 +382,19 @@ def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         # torch's mm/bmm into a column-major ``out`` go through a temporary and a copy
         # (twice the time for a 64x128x128 bmm); out^T = b^T a^T writes it in place
         a, b, out = b.mT, a.mT, out.mT
-    batch = tuple(out.shape[:-2])
+    batch = out.shape[:-2]
     if not batch:
         torch.mm(a, b, out=out)
         return
+    if a.shape[:-2] == batch == b.shape[:-2]:
+        try:  # view never copies: it raises where the batch axes do not fold (looped below)
+            a3, b3 = a.view(-1, *a.shape[-2:]), b.view(-1, *b.shape[-2:])
+            o3 = out.view(-1, *out.shape[-2:])
+        except RuntimeError:
+            pass
+        else:
+            torch.bmm(a3, b3, out=o3)
+            return
     a = a.expand(*batch, *a.shape[-2:])
     b = b.expand(*batch, *b.shape[-2:])
     a3, b3, o3, loops = _fold_batch(a, b, out)
