@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import einstride as es
-from einstride.engine.backends.torch import backend
+from einstride import memory
+from einstride.errors import EinsumError
 
 F64 = torch.float64
 
@@ -104,30 +105,32 @@ def test_second_derivatives_equal_torch_einsums() -> None:
 def test_only_operands_that_need_a_gradient_get_one(monkeypatch: pytest.MonkeyPatch) -> None:
     a = torch.randn(2, 3, dtype=F64, requires_grad=True)
     b, c = torch.randn(3, 4, dtype=F64), torch.randn(4, 40, dtype=F64)
-    calls: list[Any] = []
-    original = backend.einsum
+    products: list[Any] = []
+    original = torch.mm
 
-    def counting(call: Any) -> torch.Tensor:
-        calls.append(call)
-        return original(call)
+    def counting(*args: Any, **kwargs: Any) -> torch.Tensor:
+        products.append(args)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(backend, "einsum", counting)  # what the graph's backward will call
-    result = es.einsum("ij,jk->ik", a, b)
-    calls.clear()
-    result.sum().backward()
-    assert len(calls) == 1  # the backward einsum of a only
-    assert a.grad is not None and b.grad is None
-    torch.testing.assert_close(a.grad, torch.ones(2, 4, dtype=F64) @ b.T)
-    a.grad = None
-    result = es.einsum("ij,jk,kl->il", a, b, c)  # step by step, a graph on a's side
+    monkeypatch.setattr(torch, "mm", counting)  # what every product here runs
+    for _ in range(2):  # the second backward runs the gradients' plans cached by the first
+        a.grad = None
+        result = es.einsum("ij,jk->ik", a, b)
+        products.clear()
+        result.sum().backward()
+        assert len(products) == 1  # the backward einsum of a only
+        assert a.grad is not None and b.grad is None
+        torch.testing.assert_close(a.grad, torch.ones(2, 4, dtype=F64) @ b.T)
     path = es.einsum_path("ij,jk,kl->il", a, b, c)[0]
     assert path[1:] == [(0, 1), (0, 1)]  # a and b first: both steps on a's side
-    steps = 2
-    calls.clear()
-    result.sum().backward()
-    assert len(calls) == steps  # each step: the gradient of its operand on a's side only
-    assert a.grad is not None and b.grad is None and c.grad is None
-    torch.testing.assert_close(a.grad, torch.ones(2, 40, dtype=F64) @ (b @ c).T)
+    for _ in range(2):
+        a.grad = None
+        result = es.einsum("ij,jk,kl->il", a, b, c)  # step by step, a graph on a's side
+        products.clear()
+        result.sum().backward()
+        assert len(products) == 2  # each step: the gradient of its operand on a's side only
+        assert a.grad is not None and b.grad is None and c.grad is None
+        torch.testing.assert_close(a.grad, torch.ones(2, 40, dtype=F64) @ (b @ c).T)
 
 
 def test_a_graph_only_when_needed() -> None:
@@ -183,3 +186,27 @@ def test_the_forward_value_does_not_depend_on_requires_grad(dtypes: tuple[Any, .
     plain = es.einsum("ij,jk,kl->il", *ops)
     graph = es.einsum("ij,jk,kl->il", ops[0].requires_grad_(), *ops[1:])
     torch.testing.assert_close(graph.detach(), plain, rtol=0, atol=0)
+
+
+def test_cached_gradients_follow_the_cotangent_layout_and_the_memory_limit() -> None:
+    # the gradients' plans are cached per forward plan and cotangent layout; a cotangent of
+    # another layout gets its own, and a limit set later still stops them
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(4, 3, 5, generator=g, dtype=F64, requires_grad=True)
+    b = torch.randn(4, 5, 6, generator=g, dtype=F64, requires_grad=True)
+    cotangents = [
+        torch.randn(4, 3, 6, generator=g, dtype=F64),
+        torch.randn(6, 3, 4, generator=g, dtype=F64).permute(2, 1, 0),  # another layout
+    ]
+    for cot in cotangents * 2:
+        ours = torch.autograd.grad(es.einsum("bij,bjk->bik", a, b), (a, b), cot)
+        theirs = torch.autograd.grad(torch.einsum("bij,bjk->bik", a, b), (a, b), cot)
+        for x, y in zip(ours, theirs):
+            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+    result = es.einsum("bij,bjk->bik", a, b)
+    before = memory.set_memory_limit(4 * 3 * 6 * 8)  # the forward fits, a gradient does not
+    try:
+        with pytest.raises(EinsumError, match="memory limit"):
+            torch.autograd.grad(result, (a, b), cotangents[0])
+    finally:
+        memory.set_memory_limit(before)

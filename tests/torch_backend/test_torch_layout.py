@@ -346,3 +346,20 @@ def test_what_is_not_a_square_trace_runs_the_general_program(
 def test_a_trace_into_out_writes_out() -> None:
     x, out = torch.rand(4, 4, dtype=F64), torch.empty((), dtype=F64)
     assert es.einsum("ii->", x, out=out) is out and torch.allclose(out, torch.trace(x))
+
+
+def test_a_last_product_returns_its_own_buffer_rather_than_write_into_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a product of the output's shape is the output: run the way round that makes it
+    # C-ordered (b^T a^T) instead of writing a transposed product into a new tensor, which
+    # costs torch.empty, views and checks (PlannerOptions.into_ns)
+    g = torch.Generator().manual_seed(4)
+    cot, b = torch.randn(4, 16, 8, generator=g, dtype=F64), torch.randn(4, 16, 12, generator=g)
+    b = b.to(F64)
+    seen: list[dict[str, Any]] = []
+    original = torch.bmm
+    monkeypatch.setattr(torch, "bmm", lambda *args, **kw: seen.append(kw) or original(*args, **kw))
+    result = es.einsum("bik,bij->bjk", cot, b)
+    assert seen == [{}] and result.is_contiguous()
+    torch.testing.assert_close(result, b.mT @ cot, rtol=1e-12, atol=1e-12)

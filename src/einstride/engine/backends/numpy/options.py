@@ -104,6 +104,12 @@ class PlannerOptions(metaclass=_Interned):
     tall_max_cols: int = 128
     """The most columns a tall result may have for ``tall_cost`` to apply (MKL: from 256
     columns on, both ways round measure alike)."""
+    into_ns: float = 0.0
+    """The fixed cost of a last product written into the output the plan allocates (in the
+    output's order) over returning the product's own buffer (NumPy: nothing, ``out=`` is
+    one more argument of the same call; torch: 50-60 µs of views, checks and
+    ``torch.empty`` measured warm, several times that after a large product, so torch's
+    plans take 50,000)."""
     step_ns: float = 1500.0
     """The Python cost of one more step (fusing: one loop instead of several steps)."""
     flop_ns: float = 0.2

@@ -324,7 +324,8 @@ class _Planner:
             return ([Out(mode=Delivery.INTO, term=dest)] if dest.dtype == self.ct else []) + [temp]
         if self.ct != self.rt:
             return [Out(mode=Delivery.TEMP)]
-        return [Out(mode=Delivery.INTO, term=self._own_term(), own=True), Out(mode=Delivery.RETURN)]
+        own = Out(mode=Delivery.INTO, term=self._own_term(), own=True, cost=self.options.into_ns)
+        return [own, Out(mode=Delivery.RETURN)]
 
     def _delivery(
         self, way: Out, labels: tuple[int, ...], shape: tuple[int, ...], what: str = "intermediate"

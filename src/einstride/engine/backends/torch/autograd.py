@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -37,13 +37,19 @@ __all__ = ["Backward", "EinsumFunction", "vjp"]
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Backward:
     """What the backward einsums need of the forward call (not its operands: the Function
-    saves those with ``save_for_backward``), and the torch backend's ``einsum`` that runs
-    them (passed in: the backend imports this module)."""
+    saves those with ``save_for_backward``), and the torch backend's functions that run
+    them (passed in: the backend imports this module): ``einsum``; ``lookup``, the plan a
+    backward einsum runs on without a graph (None: only ``einsum`` runs it);
+    ``within_limit``, whether a plan still fits the memory limit; and ``gradients``, the
+    forward plan's cache of its compiled backward per cotangent layout."""
 
     key: EquationKey
     optimize: Any
     memory_limit: int | None
     einsum: Callable[[EinsumCall], torch.Tensor]
+    gradients: dict[Any, Any]
+    lookup: Callable[[EinsumCall], Any]
+    within_limit: Callable[[Any, torch.device, int | None], bool]
 
 
 class EinsumFunction(torch.autograd.Function):
@@ -113,33 +119,114 @@ def vjp(
     cotangent: torch.Tensor,
     needs: Sequence[bool],
 ) -> list[torch.Tensor | None]:
-    """The gradient of every operand that ``needs`` one (None for the others)."""
-    recipes = _recipes(_vjp_key(backward.key), tuple(tuple(t.shape) for t in tensors))
+    """The gradient of every operand that ``needs`` one (None for the others).
+
+    Without a graph to build (no ``create_graph``), the plans of the gradients are looked
+    up once per forward plan and cotangent layout (:func:`_compiled`): after a large
+    product the caches are cold, and the Python of each look costs several times its warm
+    time, more than torch's own backward spends between its kernels."""
+    cached: _Grads | Literal[False] | None = None
+    if not torch.is_grad_enabled():
+        layout = (cotangent.shape, cotangent.stride(), cotangent.dtype, *needs)
+        cached = backward.gradients.get(layout)
+        if cached is None:
+            cached = backward.gradients[layout] = _compiled(backward, tensors, cotangent, needs)
+    if cached:
+        grads = cached(tensors, cotangent)
+        if grads is not None:
+            return grads
+    return [
+        None if call is None else _finished(backward.einsum(call), recipe, x)
+        for call, recipe, x in zip(
+            _calls(backward, tensors, cotangent, needs), _recipes_of(backward, tensors), tensors
+        )
+    ]
+
+
+def _recipes_of(backward: Backward, tensors: Sequence[torch.Tensor]) -> tuple[_Recipe, ...]:
+    return _recipes(_vjp_key(backward.key), tuple(tuple(t.shape) for t in tensors))
+
+
+def _calls(
+    backward: Backward,
+    tensors: Sequence[torch.Tensor],
+    cotangent: torch.Tensor,
+    needs: Sequence[bool],
+) -> list[EinsumCall | None]:
+    """The backward einsum of every operand that needs a gradient (None for the others)."""
+    recipes = _recipes_of(backward, tensors)
     optimize = "auto" if isinstance(backward.optimize, (list, tuple)) else backward.optimize
     plain = [t.conj() if t.is_complex() else t for t in tensors]
-    grads: list[torch.Tensor | None] = []
-    for k, x in enumerate(tensors):
+    calls: list[EinsumCall | None] = []
+    for k, recipe in enumerate(recipes):
         if not needs[k]:
-            grads.append(None)
+            calls.append(None)
             continue
-        recipe = recipes[k]
         operands = [cotangent, *(plain[j] for j in recipe.others)]
         if recipe.ones:
             ones = torch.ones(1, dtype=cotangent.dtype, device=cotangent.device)
             operands += [ones.expand(size) for size in recipe.ones]
-        call = EinsumCall(
-            key=recipe.key,
-            operands=tuple(operands),
-            optimize=optimize,
-            memory_limit=backward.memory_limit,
+        calls.append(
+            EinsumCall(
+                key=recipe.key,
+                operands=tuple(operands),
+                optimize=optimize,
+                memory_limit=backward.memory_limit,
+            )
         )
-        grad = backward.einsum(call)
-        if recipe.expand is not None:
-            # constant along a label summed in the forward pass: a zero-stride view, not
-            # written out (torch.sum's backward does the same)
-            grad = grad[recipe.expand].expand(x.shape)
-        grads.append(_like(grad, x))
+    return calls
+
+
+_Grads = Callable[[Sequence[torch.Tensor], torch.Tensor], "list[torch.Tensor | None] | None"]
+
+
+def _compiled(
+    backward: Backward,
+    tensors: Sequence[torch.Tensor],
+    cotangent: torch.Tensor,
+    needs: Sequence[bool],
+) -> _Grads | Literal[False]:
+    """The gradients as one function of the operands and the cotangent, each running its
+    looked-up plan directly; False where a gradient takes the full path (complex operands
+    enter conjugated, a vector of ones is made per call).  It answers None when a plan no
+    longer fits the memory limit (then the full path runs, and says so)."""
+    recipes = _recipes_of(backward, tensors)
+    if any(t.is_complex() for t in tensors) or any(r.ones for r, n in zip(recipes, needs) if n):
+        return False
+    entries = [
+        None if call is None else backward.lookup(call)
+        for call in _calls(backward, tensors, cotangent, needs)
+    ]
+    if any(e is None for e, n in zip(entries, needs) if n):
+        return False
+    device, limit, fits = cotangent.device, backward.memory_limit, backward.within_limit
+    work = [
+        (e.run, recipe.others, recipe) if e is not None else None
+        for e, recipe in zip(entries, recipes)
+    ]
+    planned = [e for e in entries if e is not None]
+
+    def grads(
+        tensors: Sequence[torch.Tensor], cot: torch.Tensor
+    ) -> list[torch.Tensor | None] | None:
+        if not all(fits(e, device, limit) for e in planned):
+            return None
+        return [
+            None
+            if item is None
+            else _finished(item[0]((cot, *[tensors[j] for j in item[1]]), None), item[2], x)
+            for item, x in zip(work, tensors)
+        ]
+
     return grads
+
+
+def _finished(grad: torch.Tensor, recipe: _Recipe, x: torch.Tensor) -> torch.Tensor:
+    if recipe.expand is not None:
+        # constant along a label summed in the forward pass: a zero-stride view, not
+        # written out (torch.sum's backward does the same)
+        grad = grad[recipe.expand].expand(x.shape)
+    return _like(grad, x)
 
 
 def _like(grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

@@ -96,7 +96,15 @@ def _with_graph(
     key: Any, optimize: Any, memory_limit: int | None, entry: Entry, tensors: Sequence[Any]
 ) -> torch.Tensor:
     """The result inside :class:`.autograd.EinsumFunction`, whose backward is einstride."""
-    backward = Backward(key=key, optimize=optimize, memory_limit=memory_limit, einsum=einsum)
+    backward = Backward(
+        key=key,
+        optimize=optimize,
+        memory_limit=memory_limit,
+        einsum=einsum,
+        gradients=entry.gradients,
+        lookup=_gradient_entry,
+        within_limit=within_limit,
+    )
     return _apply(backward, entry.run, *tensors)
 
 
@@ -133,6 +141,20 @@ def _plain_run(
 ) -> torch.Tensor | None:
     """:func:`hot` for any equation key and memory limit (the backward's and the path
     steps' calls take it too)."""
+    found = _plain_entry(key, operands, optimize, memory_limit)
+    if found is None:
+        return None
+    entry, graph = found
+    if graph:
+        return _with_graph(key, optimize, memory_limit, entry, operands)
+    return entry.run(operands, None)
+
+
+def _plain_entry(
+    key: Any, operands: tuple[Any, ...], optimize: Any, memory_limit: int | None
+) -> tuple[Entry, bool] | None:
+    """The cached entry of plain tensors on one device, within the memory limit, and
+    whether its result needs a graph; None for anything else (the full path runs it)."""
     if type(operands[0]) not in _PLAIN_TYPES:
         return None  # a list, a scalar, an einstride Tensor: converted on the full path
     facts: list[Any] = []
@@ -153,12 +175,23 @@ def _plain_run(
     if graph and len(operands) > 2:
         return None  # step by step (:mod:`.stepwise`)
     entry = entry_for(key, tuple(facts), None, None, optimize)
-    limit = limit_for(device, memory_limit)
-    if entry.peak > limit or (entry.integer_products and device.type != "cpu"):
+    if not within_limit(entry, device, memory_limit):
         return None
-    if graph:
-        return _with_graph(key, optimize, memory_limit, entry, operands)
-    return entry.run(operands, None)
+    return entry, graph
+
+
+def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -> bool:
+    """Whether ``entry`` runs on ``device`` as it is: its peak within the memory limit, and
+    no integer matrix product off the CPU (else the full path raises the error)."""
+    if entry.integer_products and device.type != "cpu":
+        return False
+    return entry.peak <= limit_for(device, memory_limit)
+
+
+def _gradient_entry(call: EinsumCall) -> Entry | None:
+    """The entry a backward einsum runs on without a graph (None: it takes the full path)."""
+    found = _plain_entry(call.key, call.operands, call.optimize, call.memory_limit)
+    return found[0] if found is not None and not found[1] else None
 
 
 HOT_PATHS[_Tensor] = hot

@@ -57,8 +57,9 @@ CACHE_SIZE = 512
 class Entry:
     """A cached plan: the NumPy plan (for reports), its torch program and compiled ``run``,
     the torch result dtype, the output shape, the largest single allocation, the peak (the
-    most bytes its allocations hold at once), and whether a matrix product runs in an
-    integer (or bool) dtype."""
+    most bytes its allocations hold at once), whether a matrix product runs in an integer
+    (or bool) dtype, and the gradients' plans of a call on it, per cotangent layout (filled
+    by :mod:`.autograd`)."""
 
     text: str
     plan: Plan
@@ -69,6 +70,7 @@ class Entry:
     largest: int
     peak: int
     integer_products: bool
+    gradients: dict[Any, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
 
 @functools.lru_cache(maxsize=8)
@@ -84,6 +86,7 @@ def _options_for(defaults: PlannerOptions) -> PlannerOptions:
         both_transposed_cost=1.0,
         wide_cost=0.0,
         tall_cost=1.0,
+        into_ns=50000.0,
     )
 
 
