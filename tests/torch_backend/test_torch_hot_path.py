@@ -91,7 +91,9 @@ def test_the_hot_path_declines_what_needs_the_full_path() -> None:
     assert not _declines("ij->ji", a)
     leaf = a.clone().requires_grad_()
     assert backend.hot("ij->ji", (leaf,), "auto").grad_fn is not None  # one Function
-    assert _declines("ij,jk,kl->il", leaf, a, a)  # a graph built step by step
+    stepped = backend.hot("ij,jk,kl->il", (leaf, a, a), "auto")  # a graph built step by step
+    assert stepped is not None and stepped.grad_fn.name() == "EinsumFunctionBackward"
+    assert stepped.grad_fn.next_functions[0][0].name() == "EinsumFunctionBackward"
     with torch.no_grad():
         assert not _declines("ij,jk,kl->il", leaf, a, a)
         assert backend.hot("ij->ji", (leaf,), "auto").grad_fn is None

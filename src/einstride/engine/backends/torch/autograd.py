@@ -40,14 +40,15 @@ class Backward:
     saves those with ``save_for_backward``), and the torch backend's functions that run
     them (passed in: the backend imports this module): ``einsum``; ``lookup``, the plan a
     backward einsum runs on without a graph (None: only ``einsum`` runs it);
-    ``within_limit``, whether a plan still fits the memory limit; and ``gradients``, the
-    forward plan's cache of its compiled backward per cotangent layout."""
+    ``within_limit``, whether a plan still fits the memory limit; and ``memo``, the forward
+    plan's (:class:`~.plan.Entry`), which keeps its compiled backward per cotangent
+    layout."""
 
     key: EquationKey
     optimize: Any
     memory_limit: int | None
     einsum: Callable[[EinsumCall], torch.Tensor]
-    gradients: dict[Any, Any]
+    memo: dict[Any, Any]
     lookup: Callable[[EinsumCall], Any]
     within_limit: Callable[[Any, torch.device, int | None], bool]
 
@@ -127,10 +128,10 @@ def vjp(
     time, more than torch's own backward spends between its kernels."""
     cached: _Grads | Literal[False] | None = None
     if not torch.is_grad_enabled():
-        layout = (cotangent.shape, cotangent.stride(), cotangent.dtype, *needs)
-        cached = backward.gradients.get(layout)
+        layout = ("gradients", cotangent.shape, cotangent.stride(), cotangent.dtype, *needs)
+        cached = backward.memo.get(layout)
         if cached is None:
-            cached = backward.gradients[layout] = _compiled(backward, tensors, cotangent, needs)
+            cached = backward.memo[layout] = _compiled(backward, tensors, cotangent, needs)
     if cached:
         grads = cached(tensors, cotangent)
         if grads is not None:

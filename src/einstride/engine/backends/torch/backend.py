@@ -85,11 +85,36 @@ def einsum(call: EinsumCall) -> torch.Tensor:
             )
         out = check_out(call.out, tensors, device, entry.result, entry.output_shape, entry.text)
     _guard(entry, device, call.memory_limit)
-    if graph and runs_by_steps(entry.plan, call):
-        return by_steps(entry.plan, call, tensors, einsum)
     if graph:
-        return _with_graph(call.key, call.optimize, call.memory_limit, entry, tensors)
+        by_steps_too = call.dtype is None and call.out is None
+        return _graph(call.key, call.optimize, call.memory_limit, entry, tensors, by_steps_too)
     return entry.run(tensors, out)
+
+
+def _graph(
+    key: Any,
+    optimize: Any,
+    memory_limit: int | None,
+    entry: Entry,
+    tensors: Sequence[Any],
+    by_steps_too: bool = True,
+) -> torch.Tensor:
+    """The result with its graph: one :class:`.autograd.EinsumFunction` for the call, or one
+    per path step (:mod:`.stepwise`)."""
+    if by_steps_too and runs_by_steps(entry.plan):
+        optimize = "auto" if isinstance(optimize, (list, tuple)) else optimize
+
+        def step(step_key: Any, operands: tuple[torch.Tensor, ...]) -> torch.Tensor:
+            result = _plain_run(step_key, operands, optimize, memory_limit)
+            if result is None:  # not plain, or over the limit: the full path says why
+                call = EinsumCall(
+                    key=step_key, operands=operands, optimize=optimize, memory_limit=memory_limit
+                )
+                result = einsum(call)
+            return result
+
+        return by_steps(entry.plan, entry.memo, tensors, step)
+    return _with_graph(key, optimize, memory_limit, entry, tensors)
 
 
 def _with_graph(
@@ -101,7 +126,7 @@ def _with_graph(
         optimize=optimize,
         memory_limit=memory_limit,
         einsum=einsum,
-        gradients=entry.gradients,
+        memo=entry.memo,
         lookup=_gradient_entry,
         within_limit=within_limit,
     )
@@ -119,15 +144,16 @@ _STRIDED = torch.strided
 
 
 def hot(subscripts: str, operands: tuple[Any, ...], optimize: Any) -> torch.Tensor | None:
-    """The registry's hot path: plain tensors on one device (a graph only for one or two
-    operands), a cached plan within the memory limit; None for anything else
-    (:func:`einsum` then runs it).
+    """The registry's hot path: plain tensors on one device, a cached plan within the
+    memory limit; None for anything else (:func:`einsum` then runs it).
 
     >>> hot("ij->ji", (torch.ones(2, 3),), "auto").shape
     torch.Size([3, 2])
     >>> hot("ij->ji", (torch.ones(2, 3, requires_grad=True),), "auto").grad_fn.name()
     'EinsumFunctionBackward'
-    >>> hot("ij,jk,kl->il", (torch.ones(2, 2, requires_grad=True),) * 3, "auto") is None
+    >>> hot("ij,jk,kl->il", (torch.ones(2, 2, requires_grad=True),) * 3, "auto").sum()
+    tensor(16., grad_fn=<SumBackward0>)
+    >>> hot("ij->ji", ([[1.0]],), "auto") is None      # not a tensor: the full path
     True
     """
     return _plain_run(subscripts, operands, optimize, None)
@@ -146,7 +172,7 @@ def _plain_run(
         return None
     entry, graph = found
     if graph:
-        return _with_graph(key, optimize, memory_limit, entry, operands)
+        return _graph(key, optimize, memory_limit, entry, operands)
     return entry.run(operands, None)
 
 
@@ -172,8 +198,6 @@ def _plain_entry(
         graph = graph or t.requires_grad
         facts += (t.shape, t.stride(), t.dtype)
     graph = graph and torch.is_grad_enabled()
-    if graph and len(operands) > 2:
-        return None  # step by step (:mod:`.stepwise`)
     entry = entry_for(key, tuple(facts), None, None, optimize)
     if not within_limit(entry, device, memory_limit):
         return None

@@ -58,8 +58,8 @@ class Entry:
     """A cached plan: the NumPy plan (for reports), its torch program and compiled ``run``,
     the torch result dtype, the output shape, the largest single allocation, the peak (the
     most bytes its allocations hold at once), whether a matrix product runs in an integer
-    (or bool) dtype, and the gradients' plans of a call on it, per cotangent layout (filled
-    by :mod:`.autograd`)."""
+    (or bool) dtype, and ``memo``: what later calls on it reuse (the step-by-step equations
+    of :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
 
     text: str
     plan: Plan
@@ -70,7 +70,7 @@ class Entry:
     largest: int
     peak: int
     integer_products: bool
-    gradients: dict[Any, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    memo: dict[Any, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
 
 @functools.lru_cache(maxsize=8)

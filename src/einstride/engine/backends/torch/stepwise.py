@@ -26,23 +26,25 @@ equation binds its label sizes strictly).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
-from ...call import EinsumCall
 from ..numpy.steps import Plan
 
 __all__ = ["by_steps", "runs_by_steps"]
 
+Step = Callable[[Any, tuple[torch.Tensor, ...]], torch.Tensor]
+"""Runs one step: ``step(equation key, operands)``."""
 
-def runs_by_steps(plan: Plan, call: EinsumCall) -> bool:
-    """Whether the call's graph is built step by step (see the module's docstring): every
-    operand already in the dtype the plan computes in (a step of lower-precision operands
-    would round where the whole plan does not)."""
+
+def runs_by_steps(plan: Plan) -> bool:
+    """Whether a call on ``plan`` (with no ``dtype=`` or ``out=``) builds its graph step by
+    step (see the module's docstring): every operand already in the dtype the plan
+    computes in (a step of lower-precision operands would round where the whole plan does
+    not)."""
     return (
         len(plan.path) > 1
-        and call.dtype is None
-        and call.out is None
         and plan.compute_dtype == plan.result_dtype
         and all(d == plan.result_dtype for d in plan.dtypes)
         and not any(plan.spec.stretched)
@@ -50,32 +52,36 @@ def runs_by_steps(plan: Plan, call: EinsumCall) -> bool:
 
 
 def by_steps(
-    plan: Plan,
-    call: EinsumCall,
-    tensors: Sequence[torch.Tensor],
-    einsum: Callable[[EinsumCall], torch.Tensor],
+    plan: Plan, memo: dict[Any, Any], tensors: Sequence[torch.Tensor], step: Step
 ) -> torch.Tensor:
-    """The result, each path step one ``einsum`` call of its own (which builds its graph
-    where an operand requires grad)."""
+    """The result, each path step one ``step`` call of its own (which builds its graph
+    where an operand requires grad); the steps' equations are made once per plan and kept
+    in ``memo``."""
+    keys = memo.get("steps")
+    if keys is None:
+        keys = memo["steps"] = _step_keys(plan)
+    operands = list(tensors)
+    for key, picked in keys:
+        step_operands = tuple([operands.pop(i) for i in picked])
+        operands.append(step(key, step_operands))
+    (result,) = operands
+    return result
+
+
+def _step_keys(plan: Plan) -> tuple[tuple[Any, tuple[int, ...]], ...]:
+    """Each path step's equation key (a sublist key: the labels are ids) and the positions
+    of its operands in the list of those still to contract, in pop order."""
     spec = plan.spec
-    terms, operands = list(spec.inputs), list(tensors)
-    optimize = "auto" if isinstance(call.optimize, (list, tuple)) else call.optimize
+    terms = list(spec.inputs)
+    found = []
     for n, contraction in enumerate(plan.path):
-        picked = sorted(contraction, reverse=True)
+        picked = tuple(sorted(contraction, reverse=True))
         step_terms = [terms.pop(i) for i in picked]
-        step_operands = [operands.pop(i) for i in picked]
         if n == len(plan.path) - 1:
             output = spec.output
         else:
             kept = set(spec.output).union(*terms)
             output = tuple(dict.fromkeys(x for term in step_terms for x in term if x in kept))
-        step = EinsumCall(
-            key=("sublists", tuple(step_terms), output),
-            operands=tuple(step_operands),
-            optimize=optimize,
-            memory_limit=call.memory_limit,
-        )
+        found.append((("sublists", tuple(step_terms), output), picked))
         terms.append(output)
-        operands.append(einsum(step))
-    (result,) = operands
-    return result
+    return tuple(found)
