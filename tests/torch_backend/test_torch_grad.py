@@ -210,3 +210,15 @@ def test_cached_gradients_follow_the_cotangent_layout_and_the_memory_limit() -> 
             torch.autograd.grad(result, (a, b), cotangents[0])
     finally:
         memory.set_memory_limit(before)
+
+
+def test_cached_gradients_take_each_call_s_own_memory_limit() -> None:
+    # two calls on one plan, the second with a memory limit: the gradients' plans cached by
+    # the first must still be held to the second's limit
+    a = torch.randn(4, 3, 5, dtype=F64, requires_grad=True)
+    b = torch.randn(4, 5, 6, dtype=F64, requires_grad=True)
+    cot = torch.ones(4, 3, 6, dtype=F64)
+    torch.autograd.grad(es.einsum("bij,bjk->bik", a, b), (a, b), cot)  # fills the cache
+    limited = es.einsum("bij,bjk->bik", a, b, memory_limit=4 * 3 * 6 * 8)  # the forward fits
+    with pytest.raises(EinsumError, match="memory limit"):
+        torch.autograd.grad(limited, (a, b), cot)

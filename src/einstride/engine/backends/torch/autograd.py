@@ -31,7 +31,7 @@ import torch
 from ...call import EinsumCall, EquationKey
 from ...spec.backward import backward_equations
 
-__all__ = ["Backward", "EinsumFunction", "vjp"]
+__all__ = ["Backward", "EinsumFunction", "own_search", "vjp"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,15 +133,22 @@ def vjp(
         if cached is None:
             cached = backward.memo[layout] = _compiled(backward, tensors, cotangent, needs)
     if cached:
-        grads = cached(tensors, cotangent)
+        grads = cached(tensors, cotangent, backward.memory_limit)
         if grads is not None:
             return grads
+    recipes = _recipes_of(backward, tensors)
     return [
         None if call is None else _finished(backward.einsum(call), recipe, x)
         for call, recipe, x in zip(
-            _calls(backward, tensors, cotangent, needs), _recipes_of(backward, tensors), tensors
+            _calls(backward, recipes, tensors, cotangent, needs), recipes, tensors
         )
     ]
+
+
+def own_search(optimize: Any) -> Any:
+    """``optimize=`` for an einsum made from a call's (a path step, a gradient): a path
+    given for the call names its operands, not this einsum's, which searches its own."""
+    return "auto" if isinstance(optimize, (list, tuple)) else optimize
 
 
 def _recipes_of(backward: Backward, tensors: Sequence[torch.Tensor]) -> tuple[_Recipe, ...]:
@@ -150,13 +157,13 @@ def _recipes_of(backward: Backward, tensors: Sequence[torch.Tensor]) -> tuple[_R
 
 def _calls(
     backward: Backward,
+    recipes: Sequence[_Recipe],
     tensors: Sequence[torch.Tensor],
     cotangent: torch.Tensor,
     needs: Sequence[bool],
 ) -> list[EinsumCall | None]:
     """The backward einsum of every operand that needs a gradient (None for the others)."""
-    recipes = _recipes_of(backward, tensors)
-    optimize = "auto" if isinstance(backward.optimize, (list, tuple)) else backward.optimize
+    optimize = own_search(backward.optimize)
     plain = [t.conj() if t.is_complex() else t for t in tensors]
     calls: list[EinsumCall | None] = []
     for k, recipe in enumerate(recipes):
@@ -178,7 +185,9 @@ def _calls(
     return calls
 
 
-_Grads = Callable[[Sequence[torch.Tensor], torch.Tensor], "list[torch.Tensor | None] | None"]
+_Grads = Callable[
+    [Sequence[torch.Tensor], torch.Tensor, "int | None"], "list[torch.Tensor | None] | None"
+]
 
 
 def _compiled(
@@ -187,20 +196,21 @@ def _compiled(
     cotangent: torch.Tensor,
     needs: Sequence[bool],
 ) -> _Grads | Literal[False]:
-    """The gradients as one function of the operands and the cotangent, each running its
-    looked-up plan directly; False where a gradient takes the full path (complex operands
-    enter conjugated, a vector of ones is made per call).  It answers None when a plan no
-    longer fits the memory limit (then the full path runs, and says so)."""
+    """The gradients as one function of the operands, the cotangent and the call's memory
+    limit, each running its looked-up plan directly; False where a gradient takes the full
+    path (complex operands enter conjugated, a vector of ones is made per call).  It
+    answers None when a plan does not fit the limit (then the full path runs, and says
+    so)."""
     recipes = _recipes_of(backward, tensors)
     if any(t.is_complex() for t in tensors) or any(r.ones for r, n in zip(recipes, needs) if n):
         return False
     entries = [
         None if call is None else backward.lookup(call)
-        for call in _calls(backward, tensors, cotangent, needs)
+        for call in _calls(backward, recipes, tensors, cotangent, needs)
     ]
     if any(e is None for e, n in zip(entries, needs) if n):
         return False
-    device, limit, fits = cotangent.device, backward.memory_limit, backward.within_limit
+    device, fits = cotangent.device, backward.within_limit
     work = [
         (e.run, recipe.others, recipe) if e is not None else None
         for e, recipe in zip(entries, recipes)
@@ -208,7 +218,7 @@ def _compiled(
     planned = [e for e in entries if e is not None]
 
     def grads(
-        tensors: Sequence[torch.Tensor], cot: torch.Tensor
+        tensors: Sequence[torch.Tensor], cot: torch.Tensor, limit: int | None
     ) -> list[torch.Tensor | None] | None:
         if not all(fits(e, device, limit) for e in planned):
             return None

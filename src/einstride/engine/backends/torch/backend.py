@@ -26,7 +26,7 @@ import torch
 from ....errors import EinsumError
 from ...call import EinsumCall
 from ...registry import HOT_PATHS
-from .autograd import Backward, EinsumFunction
+from .autograd import Backward, EinsumFunction, own_search
 from .guard import limit_for
 from .operands import as_tensors, check_out, facts_of
 from .plan import Entry, entry_for
@@ -102,7 +102,7 @@ def _graph(
     """The result with its graph: one :class:`.autograd.EinsumFunction` for the call, or one
     per path step (:mod:`.stepwise`)."""
     if by_steps_too and runs_by_steps(entry.plan):
-        optimize = "auto" if isinstance(optimize, (list, tuple)) else optimize
+        optimize = own_search(optimize)
 
         def step(step_key: Any, operands: tuple[torch.Tensor, ...]) -> torch.Tensor:
             result = _plain_run(step_key, operands, optimize, memory_limit)
