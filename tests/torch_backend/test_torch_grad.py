@@ -222,3 +222,24 @@ def test_cached_gradients_take_each_call_s_own_memory_limit() -> None:
     limited = es.einsum("bij,bjk->bik", a, b, memory_limit=4 * 3 * 6 * 8)  # the forward fits
     with pytest.raises(EinsumError, match="memory limit"):
         torch.autograd.grad(limited, (a, b), cot)
+
+
+def test_a_tight_memory_limit_once_does_not_send_later_backwards_the_full_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from einstride.engine.backends.torch import backend
+
+    a = torch.randn(5, 3, 4, dtype=F64, requires_grad=True)
+    b = torch.randn(5, 4, 6, dtype=F64, requires_grad=True)
+    cot = torch.ones(5, 3, 6, dtype=F64)
+    limited = es.einsum("bij,bjk->bik", a, b, memory_limit=5 * 3 * 6 * 8)
+    with pytest.raises(EinsumError, match="memory limit"):
+        torch.autograd.grad(limited, (a, b), cot)  # the first backward on this plan
+    full_calls: list[Any] = []
+    original = backend.einsum
+    monkeypatch.setattr(backend, "einsum", lambda call: full_calls.append(call) or original(call))
+    grads = torch.autograd.grad(es.einsum("bij,bjk->bik", a, b), (a, b), cot)
+    assert full_calls == []  # the gradients' plans, looked up once, run directly
+    expected = torch.autograd.grad(torch.einsum("bij,bjk->bik", a, b), (a, b), cot)
+    for x, y in zip(grads, expected):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)

@@ -167,20 +167,23 @@ def _plain_run(
 ) -> torch.Tensor | None:
     """:func:`hot` for any equation key and memory limit (the backward's and the path
     steps' calls take it too)."""
-    found = _plain_entry(key, operands, optimize, memory_limit)
+    found = _plain_entry(key, operands, optimize)
     if found is None:
         return None
-    entry, graph = found
+    entry, graph, device = found
+    if not within_limit(entry, device, memory_limit):
+        return None
     if graph:
         return _graph(key, optimize, memory_limit, entry, operands)
     return entry.run(operands, None)
 
 
 def _plain_entry(
-    key: Any, operands: tuple[Any, ...], optimize: Any, memory_limit: int | None
-) -> tuple[Entry, bool] | None:
-    """The cached entry of plain tensors on one device, within the memory limit, and
-    whether its result needs a graph; None for anything else (the full path runs it)."""
+    key: Any, operands: tuple[Any, ...], optimize: Any
+) -> tuple[Entry, bool, torch.device] | None:
+    """The cached entry of plain tensors on one device, whether its result needs a graph,
+    and the device; None for anything else (the full path runs it).  The memory limit is
+    the caller's to check: it may change from call to call on the same entry."""
     if type(operands[0]) not in _PLAIN_TYPES:
         return None  # a list, a scalar, an einstride Tensor: converted on the full path
     facts: list[Any] = []
@@ -198,10 +201,7 @@ def _plain_entry(
         graph = graph or t.requires_grad
         facts += (t.shape, t.stride(), t.dtype)
     graph = graph and torch.is_grad_enabled()
-    entry = entry_for(key, tuple(facts), None, None, optimize)
-    if not within_limit(entry, device, memory_limit):
-        return None
-    return entry, graph
+    return entry_for(key, tuple(facts), None, None, optimize), graph, device
 
 
 def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -> bool:
@@ -213,8 +213,10 @@ def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -
 
 
 def _gradient_entry(call: EinsumCall) -> Entry | None:
-    """The entry a backward einsum runs on without a graph (None: it takes the full path)."""
-    found = _plain_entry(call.key, call.operands, call.optimize, call.memory_limit)
+    """The entry a backward einsum runs on without a graph (None: it takes the full path);
+    the memory limit is checked on each run (:func:`within_limit`), not here, so that one
+    call's tight ``memory_limit=`` does not send every later backward the full way."""
+    found = _plain_entry(call.key, call.operands, call.optimize)
     return found[0] if found is not None and not found[1] else None
 
 
