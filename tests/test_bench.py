@@ -9,6 +9,7 @@ import dataclasses
 import io
 import math
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -412,6 +413,28 @@ def test_every_contender_but_cotengra_makes_its_first_calls_before_the_first_net
     run_networks([net], engine, peers, NETWORK_QUICK, io.StringIO())
     assert calls[:6] == ["subject 8"] * 3 + ["peer 8"] * 3
     assert "cotengra 8" not in calls and {"subject 4", "peer 4", "cotengra 4"} <= set(calls)
+
+
+def test_network_calls_are_interleaved_in_rounds_and_slow_ones_run_once() -> None:
+    calls: list[str] = []
+
+    def logged(name: str, seconds: float = 0.0) -> NetworkPeer:
+        def search(network: Any, ops: Any) -> Prepared:
+            calls.append(name)
+            time.sleep(seconds)
+            return Prepared(None, lambda: np.einsum(network.equation, *ops))
+
+        return NetworkPeer(search)
+
+    peers = {"a": logged("a"), "b": logged("b"), "slow": logged("slow", 0.02)}
+    settings = dataclasses.replace(NETWORK_QUICK, repeats=3, repeat_below=0.01)
+    result = run_network(grid(2, 2, 2), logged("subject"), peers, settings)
+    assert calls.count("slow") == 1 and result.status in ("PASS", "MISS")
+    fast = [c for c in calls if c != "slow"]
+    rounds = [fast[k : k + 3] for k in (0, 3, 6)]
+    assert len(fast) == 9 and all(sorted(r) == ["a", "b", "subject"] for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # a new order each round (seeded)
+    assert [e.name for e in result.entries] == ["einstride", "a", "b", "slow"]
 
 
 def test_network_paths_too_costly_are_not_run() -> None:

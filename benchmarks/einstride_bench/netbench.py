@@ -22,6 +22,7 @@ run. Every result is checked against numpy.einsum's, or, past its 52 labels, opt
 from __future__ import annotations
 
 import gc
+import random
 import statistics
 import time
 import tracemalloc
@@ -65,9 +66,9 @@ Path = list[tuple[int, ...]]
 
 @dataclass(frozen=True)
 class NetworkSettings:
-    """How much the section may spend: cotengra's time budgets, repeats of the fast
-    contractions (the median is reported), and the FLOPs and bytes past which a path is
-    not run."""
+    """How much the section may spend: cotengra's time budgets, rounds of the fast calls
+    (each contender's fresh call once per round, the median reported: :func:`_rounds`),
+    and the FLOPs and bytes past which a path is not run."""
 
     cotengra_budgets: tuple[float, ...]
     repeats: int
@@ -322,53 +323,79 @@ def _guard(
     return (flops if path is not None else None), ""
 
 
-def _measure(
-    name: str,
-    subject: bool,
-    peer: NetworkPeer,
-    network: Network,
-    ops: Operands,
-    settings: NetworkSettings,
-) -> tuple[NetworkEntry, Any]:
-    """Search and contract (repeated while fast), then the peak-bytes pass."""
-    searches, contractions, result = [], [], None
+@dataclass
+class _Runs:
+    """One contender's calls on one network so far: its timings, or why it stopped."""
+
+    name: str
+    peer: NetworkPeer
+    subject: bool
+    searches: list[float] = field(default_factory=list)
+    contractions: list[float] = field(default_factory=list)
+    prepared: Prepared | None = None
+    result: Any = None
     flops: float | None = None
+    entry: NetworkEntry | None = None  # set when it stopped early (skipped, failed, not run)
+    done: bool = False
+
+    def call(self, network: Network, ops: Operands, settings: NetworkSettings) -> None:
+        """One fresh search and contraction; done when it failed, must not run, or took
+        :attr:`NetworkSettings.repeat_below` or longer (a slow call is not repeated)."""
+        try:
+            search, prepared = _search(self.peer, network, ops)
+            self.flops, reason = _guard(network, prepared.path, settings)
+            if reason:
+                searched = search if self.peer.separable else None
+                self._stop(NetworkEntry(self.name, self.subject, searched, None, self.flops,
+                                        None, reason))  # fmt: skip
+                return
+            seconds, self.result = _timed(prepared.contract)
+        except Skip as exc:
+            self._stop(NetworkEntry(self.name, self.subject, problem=f"skipped: {exc}"))
+            return
+        except Exception as exc:  # a failing contender is reported, never fatal
+            self._stop(NetworkEntry(self.name, self.subject,
+                                    problem=f"error: {type(exc).__name__}: {exc}"))  # fmt: skip
+            return
+        self.prepared = prepared
+        self.searches.append(search)
+        self.contractions.append(seconds)
+        self.done = search + seconds >= settings.repeat_below
+
+    def _stop(self, entry: NetworkEntry) -> None:
+        self.entry, self.result, self.done = entry, None, True
+
+    def finish(self) -> NetworkEntry:
+        """The entry: medians of the timed calls, then the peak-bytes pass (untimed)."""
+        if self.entry is not None:
+            return self.entry
+        assert self.prepared is not None
+        contraction = statistics.median(self.contractions)
+        if not self.peer.separable:  # the search is inside the call
+            return NetworkEntry(self.name, self.subject, None, contraction, self.flops, None, "")
+        try:
+            peak: int | None = _peak(self.prepared.contract)
+        except Exception:  # it ran timed: a failure here only loses the peak
+            peak = None
+        return NetworkEntry(self.name, self.subject, statistics.median(self.searches),
+                            contraction, self.flops, peak, "")  # fmt: skip
+
+
+def _rounds(
+    network: Network, runs: Sequence[_Runs], ops: Operands, settings: NetworkSettings
+) -> None:
+    """Up to :attr:`NetworkSettings.repeats` rounds, each calling every contender not yet
+    done once, in an order drawn anew each round (seeded by the network): this machine
+    slows down and speeds up by 2x for seconds to minutes at a time (measured: one path
+    contracted in 61-77 ms for a minute, then 29-33 ms), and contenders run back to back
+    would each meet a different phase; interleaved, each meets all of them."""
+    order = random.Random(f"einstride-bench:{network.name}")
     for _ in range(max(1, settings.repeats)):
-        search, prepared = _search(peer, network, ops)
-        flops, reason = _guard(network, prepared.path, settings)
-        if reason:
-            return NetworkEntry(
-                name, subject, search if peer.separable else None, None, flops, None, reason
-            ), None
-        seconds, result = _timed(prepared.contract)
-        searches.append(search)
-        contractions.append(seconds)
-        if search + seconds >= settings.repeat_below:
+        pending = [r for r in runs if not r.done]
+        if not pending:
             break
-    peak = None if not peer.separable else _peak(prepared.contract)
-    if not peer.separable:  # the search is inside the call
-        return NetworkEntry(
-            name, subject, None, statistics.median(contractions), flops, peak, ""
-        ), result
-    return NetworkEntry(
-        name, subject, statistics.median(searches), statistics.median(contractions), flops, peak, ""
-    ), result
-
-
-def _safe_measure(
-    name: str,
-    subject: bool,
-    peer: NetworkPeer,
-    network: Network,
-    ops: Operands,
-    settings: NetworkSettings,
-) -> tuple[NetworkEntry, Any]:
-    try:
-        return _measure(name, subject, peer, network, ops, settings)
-    except Skip as exc:
-        return NetworkEntry(name, subject, problem=f"skipped: {exc}"), None
-    except Exception as exc:  # a failing contender is reported, never fatal
-        return NetworkEntry(name, subject, problem=f"error: {type(exc).__name__}: {exc}"), None
+        for runs_of in order.sample(pending, len(pending)):
+            runs_of.call(network, ops, settings)
 
 
 def _reference(
@@ -444,16 +471,15 @@ def run_network(
     settings: NetworkSettings,
     subject_name: str = "einstride",
 ) -> NetworkResult:
-    """Every contender on ``network`` (subject first, after an untimed warm-up), each
-    result checked."""
+    """Every contender on ``network`` (after an untimed warm-up; the calls interleaved in
+    rounds, :func:`_rounds`), each result checked; the entries in order, subject first."""
     ops = network.operands()
     _warm_up(network, ops, settings)
-    measured: list[NetworkEntry] = []
-    results: dict[str, Any] = {}
-    for name, peer in [(subject_name, subject), *peers.items()]:
-        entry, result = _safe_measure(name, peer is subject, peer, network, ops, settings)
-        measured.append(entry)
-        results[name] = result
+    runs = [_Runs(name, peer, peer is subject)
+            for name, peer in [(subject_name, subject), *peers.items()]]  # fmt: skip
+    _rounds(network, runs, ops, settings)
+    measured = [r.finish() for r in runs]
+    results = {r.name: r.result for r in runs}
     reference, expected = _reference(network, ops, results, measured)
     entries = tuple(_checked(e, results[e.name], expected) for e in measured)
     budgets = [name for name in peers if name.startswith(COTENGRA)]

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from .cold import COLD_GEOMEAN_LIMIT, COLD_TARGET
 from .netbench import (
     NETWORK_FLOPS_FACTOR,
+    NETWORK_FULL,
     NETWORK_GEOMEAN_LIMIT,
     NETWORK_TARGET,
     NetworkEntry,
@@ -160,6 +161,11 @@ def network_section(suite: SuiteResult, chart: str | None, chart_note: str) -> l
         f"small network, so that none pays its imports there): path search "
         f"(timed), then the contraction (timed; "
         f"{suite.engine}'s includes planning the steps, the first call of its expression); "
+        f"a fresh call of under {NETWORK_FULL.repeat_below:g} s is repeated, in up to "
+        f"{NETWORK_FULL.repeats} rounds (one with --quick) that call every contender once "
+        f"each, in a new random order per round, and the medians are reported (this "
+        f"machine's speed drifts by up to 2x for seconds to minutes at a time: "
+        f"interleaved, every contender meets every phase); "
         f"FLOPs of each path as opt_einsum counts them; peak bytes the contraction allocates "
         f"(tracemalloc, a separate pass; torch's allocator is not visible to it). Targets: "
         f"total <= {NETWORK_TARGET:g}x the best peer's, geometric mean <= "
