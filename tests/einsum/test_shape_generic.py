@@ -183,3 +183,37 @@ def test_new_shapes_of_a_class_run_without_planning(equation: str, make: Any) ->
         np.testing.assert_allclose(entry.run(operands, None), np.einsum(equation, *operands))
         assert entry._plan is not None and getattr(entry.run, "__self__", None) is not entry
     assert planner.class_decisions.cache_info().misses == misses
+
+
+@pytest.mark.parametrize(
+    ("equation", "make"),
+    [
+        ("ij,jk->ik", lambda k: (np.ones((8, k)).T, np.ones((8, 8)).T)),  # transposed views
+        ("ij,jk->ik", lambda k: (np.ones((2 * k, 16))[::2, ::2], np.ones((16, 16))[::2, ::2])),
+        ("bij,bjk->bik", lambda k: (np.ones((k, 4, 6)).transpose(1, 0, 2), np.ones((4, 6, 5)))),
+        ("ij,j->i", lambda k: (np.ones((k, 7)), np.broadcast_to(np.ones(1), (7,)))),
+    ],
+)
+def test_new_shapes_of_a_non_c_ordered_class_skip_binding_and_the_class(
+    equation: str, make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Operands of a regular layout other than C order (transposed, strided, broadcast):
+    after the first shape of a class, a new shape's entry is found by the operands'
+    patterns alone, without binding the equation or building the shape class."""
+    from einstride.engine.backends.numpy import generic
+
+    clear_plan_cache()
+    found = generic._class_found
+    looks: list[str] = []
+
+    def counted(*args: Any) -> Any:
+        looks.append(equation)
+        return found(*args)
+
+    monkeypatch.setattr(generic, "_class_found", counted)
+    for k in range(40, 48):  # one half-octave class
+        operands = make(k)
+        entry = make_entry(equation, facts_of(operands), None, None, "auto")
+        assert entry._plan is None  # the size-free program
+        np.testing.assert_allclose(entry.run(operands, None), np.einsum(equation, *operands))
+    assert looks == [equation]

@@ -51,6 +51,7 @@ __all__ = [
     "ReplayMismatch",
     "ShapeClass",
     "c_order_class",
+    "dense_class",
     "rep_size",
     "shape_class",
 ]
@@ -189,6 +190,31 @@ def c_order_class(facts: Sequence[Any]) -> tuple[Any, ...] | None:
             return None
         found.append(_rounded(shape))
         found.append(dtype)
+    return tuple(found)
+
+
+def dense_class(facts: Sequence[Any]) -> tuple[Any, ...] | None:
+    """The class key of operands of any regular layout (transposed, strided, broadcast):
+    every operand's pattern, representative shape and dtype, which determine its
+    :class:`ShapeClass`; None when one of them is not regular, or for a network (whose
+    class keeps exact sizes).  The cheap look of a cache miss on operands that are not all
+    C-contiguous (:func:`c_order_class` is cheaper still for those that are).
+
+    >>> first = dense_class([(37, 5), (8, 296), np.dtype(float)])        # transposed
+    >>> first == dense_class([(40, 4), (8, 320), np.dtype(float)])       # the same class
+    True
+    >>> first == dense_class([(37, 5), (40, 8), np.dtype(float)])        # C order
+    False
+    """
+    if len(facts) >= 3 * NETWORK_OPERANDS:
+        return None
+    found: list[Any] = ["dense"]  # never equal to a c_order_class key
+    for k in range(0, len(facts), 3):
+        shape, dtype = facts[k], facts[k + 2]
+        pattern = _dense_pattern(shape, facts[k + 1], dtype.itemsize)
+        if pattern is None:
+            return None
+        found += (pattern, _rounded(shape), dtype)
     return tuple(found)
 
 
