@@ -437,6 +437,19 @@ def test_network_calls_are_interleaved_in_rounds_and_slow_ones_run_once() -> Non
     assert [e.name for e in result.entries] == ["einstride", "a", "b", "slow"]
 
 
+def test_numpy_forgets_its_step_parses_before_each_fresh_call() -> None:
+    einsumfunc = pytest.importorskip("numpy._core.einsumfunc")
+    parse = getattr(einsumfunc, "_parse_eq_to_batch_matmul", None)
+    if parse is None or not hasattr(parse, "cache_clear"):
+        pytest.skip("this NumPy keeps no parses of its steps")
+    peer = default_network_peers(True)['numpy.einsum(optimize="greedy")']
+    net = grid(3, 3, 2)
+    peer.search(net, net.operands()).contract()
+    assert parse.cache_info().currsize > 0 and peer.fresh is not None
+    peer.fresh()
+    assert parse.cache_info().currsize == 0
+
+
 def test_network_paths_too_costly_are_not_run() -> None:
     tight = dataclasses.replace(NETWORK_QUICK, max_flops=10.0)
     result = run_network(mps_norm(4, 2), subject_peer(stand_in()), _small_peers(), tight)
