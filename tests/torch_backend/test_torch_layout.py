@@ -363,3 +363,28 @@ def test_a_last_product_returns_its_own_buffer_rather_than_write_into_one(
     result = es.einsum("bik,bij->bjk", cot, b)
     assert seen == [{}] and result.is_contiguous()
     torch.testing.assert_close(result, b.mT @ cot, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.complex128, torch.bfloat16])
+@pytest.mark.parametrize("threshold", [0, 1 << 62])
+def test_zeroed_results_from_calloc_or_torch_give_the_same_values(
+    dtype: torch.dtype, threshold: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zeroed CPU result (repeated output labels) past the size threshold is NumPy's
+    calloc'd memory: the same values, a writable tensor autograd can use."""
+    from einstride.engine.backends.torch import execute
+
+    monkeypatch.setattr(execute, "ZEROS_FROM_CALLOC_BYTES", threshold)
+    es.clear_plan_cache()
+    x = torch.arange(1, 13, dtype=torch.float64).reshape(3, 4).to(dtype).requires_grad_()
+    zeros, made = torch.zeros, []
+    monkeypatch.setattr(torch, "zeros", lambda *a, **k: made.append(a) or zeros(*a, **k))
+    got = es.einsum("ij->iij", x)
+    monkeypatch.setattr(torch, "zeros", zeros)
+    expected = torch.diag_embed(x.detach().T).permute(1, 2, 0)
+    assert got.dtype == dtype and torch.equal(got.detach(), expected)
+    # NumPy has no bfloat16: torch makes those
+    assert bool(made) == (threshold > 0 or dtype == torch.bfloat16)
+    got.sum().real.backward() if dtype.is_complex else got.sum().backward()
+    assert x.grad is not None and torch.equal(x.grad, torch.ones_like(x))
+    got.detach().add_(1)  # writable

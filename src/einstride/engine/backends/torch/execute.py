@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
 
+import numpy as np
 import torch
 
 from .dtypes import torch_dtype
@@ -440,6 +441,21 @@ def _bool_matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> No
 # -- the destination and the result -------------------------------------------------------------
 
 
+_CPU = torch.device("cpu")
+_NUMPY_ZEROS = {
+    torch.float64: np.float64,
+    torch.float32: np.float32,
+    torch.float16: np.float16,
+    torch.complex128: np.complex128,
+    torch.complex64: np.complex64,
+}
+ZEROS_FROM_CALLOC_BYTES = 1 << 20
+"""A zeroed CPU result this large is NumPy's (``calloc``: the system's zero pages, faulted
+in only where written) rather than ``torch.zeros`` (which writes every byte).  A diagonal
+expansion writes a sliver of it: the trace's gradient of 2048 x 2048 float64 takes 4 ms
+so against 14 ms, 6 against 20 ms when it is then read in full."""
+
+
 def _destination(
     output: Destination,
 ) -> Callable[[torch.Tensor | None, torch.device], tuple[Any, Any]]:
@@ -448,6 +464,11 @@ def _destination(
     create, shape, groups = output.create, output.shape, output.expand
     dtype = torch_dtype(output.dtype, "the result dtype")
     ushape = tuple(shape[axes[0]] for axes in groups) if groups is not None else ()
+    calloc = _NUMPY_ZEROS.get(dtype)
+    if calloc is not None and math.prod(shape) * np.dtype(calloc).itemsize < (
+        ZEROS_FROM_CALLOC_BYTES
+    ):
+        calloc = None
 
     def write_view(full: torch.Tensor) -> torch.Tensor:
         if groups is None:
@@ -465,7 +486,10 @@ def _destination(
                     out.zero_()
                 full = out
             case "zeros":
-                full = torch.zeros(shape, dtype=dtype, device=device)
+                if calloc is not None and device == _CPU:
+                    full = torch.from_numpy(np.zeros(shape, calloc))
+                else:
+                    full = torch.zeros(shape, dtype=dtype, device=device)
             case "empty":
                 full = torch.empty(shape, dtype=dtype, device=device)
             case _:
