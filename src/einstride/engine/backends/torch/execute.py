@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from .dtypes import torch_dtype
+from .guard import CPU
 from .records import (
     CopyOp,
     Destination,
@@ -441,14 +442,6 @@ def _bool_matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> No
 # -- the destination and the result -------------------------------------------------------------
 
 
-_CPU = torch.device("cpu")
-_NUMPY_ZEROS = {
-    torch.float64: np.float64,
-    torch.float32: np.float32,
-    torch.float16: np.float16,
-    torch.complex128: np.complex128,
-    torch.complex64: np.complex64,
-}
 ZEROS_FROM_CALLOC_BYTES = 1 << 20
 """A zeroed CPU result this large is NumPy's (``calloc``: the system's zero pages, faulted
 in only where written) rather than ``torch.zeros`` (which writes every byte).  A diagonal
@@ -464,11 +457,10 @@ def _destination(
     create, shape, groups = output.create, output.shape, output.expand
     dtype = torch_dtype(output.dtype, "the result dtype")
     ushape = tuple(shape[axes[0]] for axes in groups) if groups is not None else ()
-    calloc = _NUMPY_ZEROS.get(dtype)
-    if calloc is not None and math.prod(shape) * np.dtype(calloc).itemsize < (
-        ZEROS_FROM_CALLOC_BYTES
-    ):
-        calloc = None
+    # the plan's NumPy dtype, where torch.from_numpy takes it (not ml_dtypes' bfloat16)
+    calloc = output.dtype.kind in "biufc" and (
+        math.prod(shape) * output.dtype.itemsize >= ZEROS_FROM_CALLOC_BYTES
+    )
 
     def write_view(full: torch.Tensor) -> torch.Tensor:
         if groups is None:
@@ -486,8 +478,8 @@ def _destination(
                     out.zero_()
                 full = out
             case "zeros":
-                if calloc is not None and device == _CPU:
-                    full = torch.from_numpy(np.zeros(shape, calloc))
+                if calloc and device == CPU:
+                    full = torch.from_numpy(np.zeros(shape, output.dtype))
                 else:
                     full = torch.zeros(shape, dtype=dtype, device=device)
             case "empty":

@@ -19,7 +19,7 @@ import torch
 
 from .... import memory as _memory
 
-__all__ = ["cuda_free_bytes", "limit_for"]
+__all__ = ["CPU", "cuda_free_bytes", "limit_for"]
 
 
 def cuda_free_bytes(device: torch.device) -> int:
@@ -30,7 +30,8 @@ def cuda_free_bytes(device: torch.device) -> int:
     return int(free) + max(0, int(unused))
 
 
-_CPU = torch.device("cpu")
+CPU = torch.device("cpu")
+"""The CPU device (comparing a device with it takes 30 ns, asking ``device.type`` 450)."""
 
 
 def limit_for(device: torch.device, given: int | None) -> int:
@@ -38,6 +39,6 @@ def limit_for(device: torch.device, given: int | None) -> int:
     if given is not None:
         return given
     # (a device comparison takes 30 ns, ``device.type`` 450: this runs on every call)
-    if device != _CPU and device.type == "cuda":
+    if device != CPU and device.type == "cuda":
         return cuda_free_bytes(device)
     return _memory.LIMIT
