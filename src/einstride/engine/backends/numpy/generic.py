@@ -158,13 +158,13 @@ each allocation's labels and item size, whether there are several (then the peak
 walked), and the axes whose sizes must agree (a shape class rounds sizes: (4, 5) and
 (4, 4) are one class, and only one of them fits ``ij,jk``)."""
 
-_C_ORDER: dict[Any, Found] = {}
+_CLASS_PROGRAMS: dict[Any, Found] = {}
 """Size-free programs by (equation key, class key, dtype, optimize, options): the class
 named by :func:`.skeleton.c_order_class` (representative shapes and dtypes, for C-ordered
 operands) or :func:`.skeleton.dense_class` (also each operand's pattern), without binding
 the equation or building the :class:`.skeleton.ShapeClass` (measured on strided views:
 46 -> 22 µs)."""
-_C_ORDER_SIZE = 1024
+_CLASS_PROGRAMS_SIZE = 1024
 
 
 def generic_entry(
@@ -186,7 +186,7 @@ def generic_entry(
     if reps is None:
         reps = dense_class(facts)
     key = None if reps is None else (eq_key, reps, dtype, opt_key, options)
-    found = None if key is None else _C_ORDER.get(key)
+    found = None if key is None else _CLASS_PROGRAMS.get(key)
     reused = found is not None
     if found is None:
         misses = class_decisions.cache_info().misses
@@ -195,9 +195,9 @@ def generic_entry(
         if found is None:
             return None, not reused
         if key is not None:
-            if len(_C_ORDER) >= _C_ORDER_SIZE:
-                _C_ORDER.clear()
-            _C_ORDER[key] = found
+            if len(_CLASS_PROGRAMS) >= _CLASS_PROGRAMS_SIZE:
+                _CLASS_PROGRAMS.clear()
+            _CLASS_PROGRAMS[key] = found
     program, plan, where, allocs, several, same = found
     for op, ax, op2, ax2 in same:
         if facts[3 * op][ax] != facts[3 * op2][ax2]:
@@ -275,4 +275,4 @@ def _same_sizes(spec: EinsumSpec, where: Where) -> Same:
 def clear_generic() -> None:
     """Forget the shape-generic programs."""
     class_program.cache_clear()
-    _C_ORDER.clear()
+    _CLASS_PROGRAMS.clear()
