@@ -98,7 +98,9 @@ def test_sizes_that_disagree_raise_the_planned_error() -> None:
         ("i->", True),
         ("ij,jk->ik", True),
         ("bhqd,bhkd->bhqk", True),
-        ("i,j->ij", False),  # nothing contracted: a broadcast multiply, the planner's
+        ("i,j->ij", True),  # nothing contracted: an outer product
+        ("ij,ji->ij", True),  # nothing contracted, no free label: a Hadamard product
+        ("i,i->ii", False),  # a repeated output label: an expansion
         ("i,i->", True),
         ("i->ii", False),  # an expansion
         ("...ii->...i", False),  # '...'
@@ -145,6 +147,58 @@ def test_the_matmul_lane_gives_what_the_plan_gives(
     assert type(got) is type(planned)
     assert got.dtype == planned.dtype and np.shape(got) == np.shape(planned)
     np.testing.assert_allclose(got, planned, rtol=1e-5, atol=1e-5)
+
+
+@st.composite
+def broadcast_cases(draw: Any) -> tuple[str, np.ndarray, np.ndarray]:
+    """A product that contracts nothing (shared labels, free labels on either side or none,
+    in any order) and operands of any layout."""
+    shared = "bc"[: draw(st.integers(0, 2))]
+    left = "".join(draw(st.permutations(shared + "il"[: draw(st.integers(0, 2))])))
+    right = "".join(draw(st.permutations(shared + "kn"[: draw(st.integers(0, 2))])))
+    out = "".join(draw(st.permutations(sorted(set(left + right)))))
+    sizes = {x: draw(st.integers(0, 3)) for x in "bcikln"}
+    dtype = draw(st.sampled_from(["float64", "float32", "complex128"]))
+    a = np.asarray(draw(layouts(tuple(sizes[x] for x in left), dtype)))
+    b = np.asarray(draw(layouts(tuple(sizes[x] for x in right), dtype)))
+    return f"{left},{right}->{out}", a, b
+
+
+@settings(max_examples=300, deadline=None)
+@given(broadcast_cases())
+def test_the_broadcast_lane_gives_exactly_what_the_plan_gives(
+    case: tuple[str, np.ndarray, np.ndarray],
+) -> None:
+    equation, a, b = case
+    before = plan_cache_info().lanes
+    got = es.einsum(equation, a, b)
+    assert plan_cache_info().lanes == before + 1  # every small product takes it
+    planned = es.einsum(equation, a, b, **PLANNED)
+    assert type(got) is type(planned) and got.dtype == planned.dtype
+    assert got.shape == planned.shape and got.strides == planned.strides  # a new C array
+    np.testing.assert_array_equal(got, planned)  # products only: no rounding differs
+
+
+def test_the_broadcast_lane_leaves_disagreeing_sizes_and_large_results_to_the_plan() -> None:
+    before = plan_cache_info().lanes
+    with pytest.raises(es.EinsumError, match="label 'j'"):
+        es.einsum("ij,ij->ij", np.ones((3, 1)), np.ones((3, 4)))  # NumPy would broadcast
+    with pytest.raises(es.EinsumError, match="label 'i'"):
+        es.einsum("i,ij->ij", np.ones(2), np.ones((3, 4)))
+    options = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 10))
+    try:
+        x = np.ones(32)
+        assert es.einsum("i,j->ij", x, x).sum() == 1024.0  # 8 KiB written > 1 KiB: split
+        assert "split" in es.explain("i,j->ij", x, x)
+    finally:
+        set_default_options(options)
+    limit = set_memory_limit(1000)  # the result needs 1600 B: the planned way raises
+    try:
+        with pytest.raises(es.EinsumError, match=r"memory|limit"):
+            es.einsum("i,j->ij", np.ones(20), np.ones(10))
+    finally:
+        set_memory_limit(limit)
+    assert plan_cache_info().lanes == before
 
 
 def test_one_label_of_each_kind_takes_the_lane_in_any_layout() -> None:

@@ -15,6 +15,10 @@ shape and every strides it fits, what the planned way runs:
   where that is a view).  Only for small products
   (:attr:`~.options.PlannerOptions.lane_max_combos` index combinations), where no layout
   decision of the planner can pay for its own cost.
+* two operands that contract nothing (an outer or a Hadamard product): a plan is one batch
+  step writing a new array in the output's order, which one call of NumPy's
+  sum-of-products loop (a free label) or one broadcast ``numpy.multiply`` (none) is, unless
+  the result is large enough for the step to be split across threads.
 
 A call the lane does not fit (another operand count, rank or dtype, sizes that disagree, a
 reduction large enough to split, a result over the memory limit) goes the planned way, which
@@ -28,6 +32,9 @@ also raises the errors.
 True
 >>> lane_for("bij,bjk->bik")((np.ones((2, 3, 4)), np.ones((2, 4, 5)))).shape
 (2, 3, 5)
+>>> lane_for("i,j->ij")((np.ones(2), np.arange(3.0)))            # an outer product
+array([[0., 1., 2.],
+       [0., 1., 2.]])
 >>> lane_for("i->ii") is NO_LANE                                  # an expansion: planned
 True
 """
@@ -81,6 +88,7 @@ before equality, and NumPy's dtype hash builds a tuple): the plan computes in th
 _CACHE_SIZE = 1024
 _ndarray = np.ndarray
 _matmul = np.matmul
+_multiply = np.multiply
 
 
 def _no_lane(operands: tuple[Any, ...], dry: bool = False) -> Any:
@@ -292,8 +300,8 @@ def _pair_lane(
     rows = [lab for lab in left if lab in output and lab not in right]
     cols = [lab for lab in right if lab in output and lab not in left]
     inner = [lab for lab in left if lab in right and lab not in output]
-    if not inner:  # a broadcast multiply: NumPy's loop, 5x faster than 1 x 1 matmuls
-        return NO_LANE
+    if not inner:  # nothing contracted: the planner's batch step, not 1 x 1 matmuls
+        return _broadcast_lane(left, right, output, bounds)
     made = batch + rows + cols
     perms = (
         tuple(left.index(lab) for lab in batch + rows + inner),
@@ -320,6 +328,82 @@ def _pair_lane(
         tuple(right.index(lab) for lab in cols),
     )
     return _matmul_lane(ranks, perms, groups, same, sized, bounds)
+
+
+def _broadcast_lane(
+    left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds
+) -> Lane:
+    """A product that contracts nothing (every label is an output label): what the planner's
+    batch step runs, one pass writing a new C-ordered array in the output's order -- NumPy's
+    sum-of-products loop when a label is free (an outer product), else one broadcast
+    ``numpy.multiply`` (a Hadamard product) -- for results too small to be split across
+    threads (:attr:`_Bounds.split`: every operand has at most the result's elements, so
+    a step moves at most three times its bytes) and within the memory limit.  Sizes of a
+    label are checked: NumPy would broadcast a length-1 axis, named labels never do."""
+    if max(left + right, default=0) >= len(EINSUM_LETTERS):
+        return NO_LANE
+    letters = ",".join("".join(EINSUM_LETTERS[lab] for lab in term) for term in (left, right))
+    letters += "->" + "".join(EINSUM_LETTERS[lab] for lab in output)
+    ranks = (len(left), len(right))
+    same = tuple((left.index(lab), right.index(lab)) for lab in left if lab in right)
+    cols = tuple(right.index(lab) for lab in right if lab not in left)
+    most = min(bounds.moved // _ITEM_BYTES, (bounds.split - 1) // (3 * _ITEM_BYTES))
+    if len(same) == len(left) == len(right):  # no free label: a Hadamard product
+        run = _hadamard(
+            tuple(left.index(lab) for lab in output), tuple(right.index(lab) for lab in output)
+        )
+        how = "one broadcast numpy.multiply into a new array"
+    else:
+        run = _outer(letters)
+        how = "one call of NumPy's sum-of-products loop (an outer product) into a new array"
+
+    def broadcast(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 2:
+            return None
+        a, b = operands
+        if type(a) is not _ndarray or type(b) is not _ndarray:
+            return None
+        dtype = a.dtype
+        if (a.ndim, b.ndim) != ranks or dtype not in _LANE_DTYPES:
+            return None
+        if b.dtype is not dtype and b.dtype != dtype:
+            return None
+        left_shape, right_shape = a.shape, b.shape
+        for x, y in same:
+            if left_shape[x] != right_shape[y]:
+                return None
+        combos = math.prod(left_shape)
+        for ax in cols:
+            combos *= right_shape[ax]
+        if combos > most:
+            return None
+        if dry:
+            return f"{how}, on one thread ({combos:,} elements)"
+        next(_answered)
+        return run(a, b)
+
+    return broadcast
+
+
+def _outer(letters: str) -> Callable[[Any, Any], Any]:
+    def outer(a: Any, b: Any) -> Any:
+        return sum_of_products(letters, a, b, order="C")
+
+    return outer
+
+
+def _hadamard(left_perm: tuple[int, ...], right_perm: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+    left_moved = None if left_perm == tuple(range(len(left_perm))) else left_perm
+    right_moved = None if right_perm == tuple(range(len(right_perm))) else right_perm
+
+    def hadamard(a: Any, b: Any) -> Any:
+        if left_moved is not None:
+            a = a.transpose(left_moved)
+        if right_moved is not None:
+            b = b.transpose(right_moved)
+        return _multiply(a, b, order="C")
+
+    return hadamard
 
 
 def _block(term: tuple[int, ...], group: list[int]) -> bool:
