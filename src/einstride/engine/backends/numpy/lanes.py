@@ -358,6 +358,8 @@ def _broadcast_lane(
         how = "one call of NumPy's sum-of-products loop (an outer product) into a new array"
 
     def broadcast(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        # the operand checks of _matmul_lane's product, written out as there: in a cold
+        # call one more Python frame costs about what a small product does
         if len(operands) != 2:
             return None
         a, b = operands
