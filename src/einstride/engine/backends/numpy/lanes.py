@@ -52,6 +52,7 @@ from .... import memory as _memory
 from ...spec.equation import Equation, parse_subscripts
 from .execute import EINSUM_LETTERS, sum_of_products
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
+from .plan import CACHE_LINE, bytes_moved
 
 __all__ = [
     "LANES",
@@ -89,6 +90,7 @@ _CACHE_SIZE = 1024
 _ndarray = np.ndarray
 _matmul = np.matmul
 _multiply = np.multiply
+_empty = np.empty
 
 
 def _no_lane(operands: tuple[Any, ...], dry: bool = False) -> Any:
@@ -336,30 +338,35 @@ def _broadcast_lane(
     """A product that contracts nothing (every label is an output label): what the planner's
     batch step runs, one pass writing a new C-ordered array in the output's order -- NumPy's
     sum-of-products loop when a label is free (an outer product), else one broadcast
-    ``numpy.multiply`` (a Hadamard product) -- for results too small to be split across
-    threads (:attr:`_Bounds.split`: every operand has at most the result's elements, so
-    a step moves at most three times its bytes) and within the memory limit.  Sizes of a
-    label are checked: NumPy would broadcast a length-1 axis, named labels never do."""
-    if max(left + right, default=0) >= len(EINSUM_LETTERS):
+    ``numpy.multiply`` (a Hadamard product) -- for steps too small to be split across
+    threads and within the memory limit.  The split is the planner's own test
+    (:func:`.plan.bytes_moved` of both operands plus the result against
+    :attr:`_Bounds.split`), asked only of results large enough for strided operands to
+    reach it.  Sizes of a label are checked: NumPy would broadcast a length-1 axis, named
+    labels never do.  ``lane_max_combos=0`` turns this lane off too."""
+    if max(left + right, default=0) >= len(EINSUM_LETTERS) or bounds.lane_max == 0:
         return NO_LANE
-    letters = ",".join("".join(EINSUM_LETTERS[lab] for lab in term) for term in (left, right))
-    letters += "->" + "".join(EINSUM_LETTERS[lab] for lab in output)
     ranks = (len(left), len(right))
     same = tuple((left.index(lab), right.index(lab)) for lab in left if lab in right)
     cols = tuple(right.index(lab) for lab in right if lab not in left)
-    most = min(bounds.moved // _ITEM_BYTES, (bounds.split - 1) // (3 * _ITEM_BYTES))
+    # the result alone moves combos * itemsize; each operand at most a line per combination
+    most = min(bounds.moved, bounds.split - 1) // _ITEM_BYTES
+    sure = (bounds.split - 1) // (2 * CACHE_LINE + _ITEM_BYTES)
+    split = bounds.split
     if len(same) == len(left) == len(right):  # no free label: a Hadamard product
         run = _hadamard(
             tuple(left.index(lab) for lab in output), tuple(right.index(lab) for lab in output)
         )
         how = "one broadcast numpy.multiply into a new array"
     else:
+        terms = (left, right, output)
+        letters = "{},{}->{}".format(*("".join(EINSUM_LETTERS[x] for x in t) for t in terms))
         run = _outer(letters)
         how = "one call of NumPy's sum-of-products loop (an outer product) into a new array"
 
     def broadcast(operands: tuple[Any, ...], dry: bool = False) -> Any:
-        # the operand checks of _matmul_lane's product, written out as there: in a cold
-        # call one more Python frame costs about what a small product does
+        # _matmul_lane's operand checks, written out again rather than shared: in a cold
+        # call each Python frame costs about 0.3-0.7 us, a tenth of a small product
         if len(operands) != 2:
             return None
         a, b = operands
@@ -377,7 +384,9 @@ def _broadcast_lane(
         combos = math.prod(left_shape)
         for ax in cols:
             combos *= right_shape[ax]
-        if combos > most:
+        if combos > most or not combos:  # empty: the plan's (NumPy's loop may abort)
+            return None
+        if combos > sure and _splits(a, b, combos, split):
             return None
         if dry:
             return f"{how}, on one thread ({combos:,} elements)"
@@ -385,6 +394,13 @@ def _broadcast_lane(
         return run(a, b)
 
     return broadcast
+
+
+def _splits(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], combos: int, split: int) -> bool:
+    """Whether the planner would split the product of ``a`` and ``b`` across threads."""
+    size = a.dtype.itemsize
+    moved = bytes_moved(a.shape, a.strides, size) + bytes_moved(b.shape, b.strides, size)
+    return bool(moved + combos * size >= split)
 
 
 def _outer(letters: str) -> Callable[[Any, Any], Any]:
@@ -397,13 +413,18 @@ def _outer(letters: str) -> Callable[[Any, Any], Any]:
 def _hadamard(left_perm: tuple[int, ...], right_perm: tuple[int, ...]) -> Callable[[Any, Any], Any]:
     left_moved = None if left_perm == tuple(range(len(left_perm))) else left_perm
     right_moved = None if right_perm == tuple(range(len(right_perm))) else right_perm
+    scalar = () if not left_perm else None  # rank 0: NumPy's scalar, as the plan returns
 
     def hadamard(a: Any, b: Any) -> Any:
         if left_moved is not None:
             a = a.transpose(left_moved)
         if right_moved is not None:
             b = b.transpose(right_moved)
-        return _multiply(a, b, order="C")
+        # into a new array as the plan's kernel does: numpy.multiply's own allocation
+        # (order="C") takes another complex loop, which rounds differently
+        out = _empty(a.shape, a.dtype)
+        _multiply(a, b, out=out)
+        return out if scalar is None else out[scalar]
 
     return hadamard
 

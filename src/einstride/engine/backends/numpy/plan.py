@@ -73,7 +73,15 @@ from .steps import (
     ViewStep,
 )
 
-__all__ = ["REPLAY_MISMATCHES", "build_plan", "check_memory", "check_ranks", "class_decisions"]
+__all__ = [
+    "CACHE_LINE",
+    "REPLAY_MISMATCHES",
+    "build_plan",
+    "bytes_moved",
+    "check_memory",
+    "check_ranks",
+    "class_decisions",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -836,23 +844,41 @@ class _Planner:
 
 
 def _bytes_moved(term: Term) -> int:
-    """The memory traffic of reading ``term`` once: its distinct elements (stride-0 axes
-    re-read the same ones), each costing a whole cache line when its smallest stride is at
-    least one apart (a diagonal, a strided view).
+    """The memory traffic of reading ``term`` once (:func:`bytes_moved`).
 
     >>> _bytes_moved(Term.of((0, 1), (4, 8), (64, 8), np.dtype(float)))   # dense: 32 x 8 B
     256
     >>> _bytes_moved(Term.of((0,), (4,), (1032,), np.dtype(float)))       # a diagonal: 4 lines
     256
     """
+    return bytes_moved(term.shape, term.strides, term.dtype.itemsize)
+
+
+CACHE_LINE = 64
+"""The bytes a strided element costs to read (:func:`bytes_moved`)."""
+
+
+def bytes_moved(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> int:
+    """The memory traffic of reading a view of ``shape`` and byte ``strides`` once: its
+    distinct elements (stride-0 axes re-read the same ones), each costing its smallest
+    stride up to a whole cache line (a diagonal, a strided view read lines it skips).  The
+    planner splits a step across threads by it; the broadcast lane asks it the same.
+
+    >>> bytes_moved((3, 4), (0, 8), 8)         # broadcast rows: one row read
+    32
+    >>> bytes_moved((100,), (16,), 8)          # every other element: 16 B each
+    1600
+    >>> bytes_moved((100,), (1024,), 8)        # one in 128: a line each
+    6400
+    """
     count, step = 1, 0
-    if 0 in term.shape:
+    if 0 in shape:
         return 0
-    for dim, stride in zip(term.shape, term.strides):
+    for dim, stride in zip(shape, strides):
         if stride != 0 and dim > 1:
             count *= dim
             step = abs(stride) if step == 0 else min(step, abs(stride))
-    return count * max(term.dtype.itemsize, min(64, step))
+    return count * max(itemsize, min(CACHE_LINE, step))
 
 
 def _outermost(term: Term) -> int:
