@@ -254,6 +254,24 @@ def test_an_empty_outer_product_of_complex_long_doubles_does_not_abort(equation:
             assert got.size == 0 and got.dtype == np.clongdouble
 
 
+@pytest.mark.parametrize("layout", ["dense", "strided"])
+def test_the_broadcast_lane_declines_exactly_where_the_planner_sum_reaches_the_split(
+    layout: str,
+) -> None:
+    # the planner's sum for i,j->ij: both operands read once (a strided float64 element
+    # costs 16 B: every other one) plus the 8 B items of the result
+    a, b = np.ones(2 * 1024)[:: 2 if layout == "strided" else 1][:1024], np.ones(1500)
+    moved = 1024 * (16 if layout == "strided" else 8) + 1500 * 8 + 1024 * 1500 * 8
+    for split, takes in ((moved, False), (moved + 1, True)):
+        options = set_default_options(PlannerOptions(threads=2, split_min_bytes=split))
+        try:
+            assert (lane_for("i,j->ij")((a, b), dry=True) is not None) is takes
+            # the plan decides for its shape class's smaller stand-in: never a split here
+            assert not takes or "split" not in es.explain("i,j->ij", a, b)
+        finally:
+            set_default_options(options)
+
+
 def test_lane_max_combos_zero_turns_the_broadcast_lane_off() -> None:
     options = set_default_options(PlannerOptions(lane_max_combos=0))
     try:

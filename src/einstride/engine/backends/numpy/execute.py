@@ -646,8 +646,9 @@ def loop_kernel(step: BatchStep) -> KernelFn:
 
 
 def _skipping_empty(kernel: KernelFn, shape: tuple[int, ...], dtype: np.dtype[Any]) -> KernelFn:
-    """``kernel``, not called for an empty result (nothing to write): NumPy 2.4's loop
-    aborts the process on an outer product of complex long doubles with an empty operand."""
+    """``kernel``, not called for an empty result (nothing to write): on an outer product of
+    complex long doubles with an empty operand, NumPy 2.4's loop corrupts the heap (glibc
+    aborts the process: ``munmap_chunk(): invalid pointer``)."""
 
     def skipping(pair: Sequence[Array], out: Array | None = None) -> Array:
         if out is None:

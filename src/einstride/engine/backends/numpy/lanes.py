@@ -18,11 +18,12 @@ shape and every strides it fits, what the planned way runs:
 * two operands that contract nothing (an outer or a Hadamard product): a plan is one batch
   step writing a new array in the output's order, which one call of NumPy's
   sum-of-products loop (a free label) or one broadcast ``numpy.multiply`` (none) is, unless
-  the result is large enough for the step to be split across threads.
+  the planner would split the step across threads (the bytes it moves, a strided element
+  costing up to a cache line, against ``split_min_bytes``).
 
 A call the lane does not fit (another operand count, rank or dtype, sizes that disagree, a
-reduction large enough to split, a result over the memory limit) goes the planned way, which
-also raises the errors.
+step the planner splits, a result over the memory limit, an empty product) goes the
+planned way, which also raises the errors.
 
 >>> import numpy as np
 >>> trace = lane_for("ii->")
@@ -342,15 +343,19 @@ def _broadcast_lane(
     threads and within the memory limit.  The split is the planner's own test
     (:func:`.plan.bytes_moved` of both operands plus the result against
     :attr:`_Bounds.split`), asked only of results large enough for strided operands to
-    reach it.  Sizes of a label are checked: NumPy would broadcast a length-1 axis, named
+    reach it (the planner's sum over the call's own shapes, strides and item size; the plan
+    decides for its shape class's stand-in, which moves no more, so a call it would split
+    never takes the lane).
+    Sizes of a label are checked: NumPy would broadcast a length-1 axis, named
     labels never do.  ``lane_max_combos=0`` turns this lane off too."""
     if max(left + right, default=0) >= len(EINSUM_LETTERS) or bounds.lane_max == 0:
         return NO_LANE
     ranks = (len(left), len(right))
     same = tuple((left.index(lab), right.index(lab)) for lab in left if lab in right)
     cols = tuple(right.index(lab) for lab in right if lab not in left)
-    # the result alone moves combos * itemsize; each operand at most a line per combination
-    most = min(bounds.moved, bounds.split - 1) // _ITEM_BYTES
+    most = bounds.moved // _ITEM_BYTES  # the result's bytes within the memory limit
+    # below this the step moves less than the split needs whatever the layouts: each
+    # operand at most a cache line per combination, the result at most an item of 32 B
     sure = (bounds.split - 1) // (2 * CACHE_LINE + _ITEM_BYTES)
     split = bounds.split
     if len(same) == len(left) == len(right):  # no free label: a Hadamard product

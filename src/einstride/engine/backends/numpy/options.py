@@ -123,11 +123,11 @@ class PlannerOptions(metaclass=_Interned):
     lane_max_combos: int = 1 << 18
     """A two-operand call of the matmul form on NumPy arrays runs in its equation's lane
     (one ``numpy.matmul`` over views, no plan-cache look: :mod:`.lanes`) up to this many
-    index combinations (0: never, nor the lane of a product that contracts nothing, which
-    the thread split bounds instead): there a product costs about what the look for its plan
-    costs, and no layout decision pays (measured at 2**18, a 256 x 64 x 16 product: lane
-    vs planned 21 vs 21 us C-contiguous, 21 vs 26 transposed, 52 vs 60 strided views, 37 vs
-    42 batched)."""
+    index combinations (0: never; 0 also turns off the lane of a product that contracts
+    nothing, whose size only the thread split bounds): there a product costs about what the
+    look for its plan costs, and no layout decision pays (measured at 2**18, a 256 x 64 x 16
+    product: lane vs planned 21 vs 21 us C-contiguous, 21 vs 26 transposed, 52 vs 60
+    strided views, 37 vs 42 batched)."""
     fuse_max_combos: int = 1 << 20
     """Fusing is for tiny problems only: past this many index combinations the single loop is
     itself the hazard (a plan whose intermediates would exceed memory must fail fast, not
