@@ -342,12 +342,11 @@ def _broadcast_lane(
     ``numpy.multiply`` (a Hadamard product) -- for steps too small to be split across
     threads and within the memory limit.  The split is the planner's own test
     (:func:`.plan.bytes_moved` of both operands plus the result against
-    :attr:`_Bounds.split`), asked only of results large enough for strided operands to
-    reach it (the planner's sum over the call's own shapes, strides and item size; the plan
-    decides for its shape class's stand-in, which moves no more, so a call it would split
-    never takes the lane).
-    Sizes of a label are checked: NumPy would broadcast a length-1 axis, named
-    labels never do.  ``lane_max_combos=0`` turns this lane off too."""
+    :attr:`_Bounds.split`) over the call's own shapes, strides and item size, asked only of
+    results large enough for strided operands to reach it; the plan decides for its shape
+    class's stand-in, which moves no more, so a call it would split never takes the lane.
+    Sizes of a label are checked: NumPy would broadcast a length-1 axis, named labels never
+    do.  ``lane_max_combos=0`` turns this lane off too."""
     if max(left + right, default=0) >= len(EINSUM_LETTERS) or bounds.lane_max == 0:
         return NO_LANE
     ranks = (len(left), len(right))
