@@ -78,7 +78,7 @@ class NetworkSettings:
     max_bytes: float
 
 
-NETWORK_FULL = NetworkSettings((0.1, 1.0, 5.0), 3, 0.5, 5e10, 4 * 2**30)
+NETWORK_FULL = NetworkSettings((0.1, 1.0, 5.0), 3, 0.5, 2e11, 4 * 2**30)
 NETWORK_QUICK = NetworkSettings((0.1, 0.5), 1, 0.0, 5e9, 2**29)
 
 

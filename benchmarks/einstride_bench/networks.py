@@ -223,6 +223,7 @@ def _full_networks() -> list[Network]:
         random_regular(20, 4, 2, 8, seed=2),
         random_regular(40, 3, 2, 8, seed=3),
         random_regular(60, 3, 2, 6, seed=4),
+        random_regular(60, 3, 2, 8, seed=8),  # a contraction of seconds: the path decides
         random_regular(100, 3, 2, 4, seed=5),
         mps_norm(60, 64),
         mps_expectation(40, 32, 4),

@@ -4,6 +4,7 @@ exact optimum when a subtree spans the whole network, and the search uses it whe
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import numpy as np
@@ -93,11 +94,45 @@ def test_reconfiguration_stops_when_its_work_no_longer_pays_back() -> None:
     assert dear_spent < fair_spent < free_spent
 
 
-def test_only_the_fixed_restarts_follow_a_reconfiguration() -> None:
+def test_random_trials_after_a_reconfiguration_are_reconfigured_in_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     inputs, output, sizes = _network(60, seed=4, d_max=6)
-    tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    choice = search.search_path(inputs, output, sizes, budget_s=1.0)
+    tried = choice.tried
     assert tried[1].startswith("subtree reconfiguration")
+    assert tried[2] == f"greedy restarts x{len(search.FIXED_WEIGHTS)}"
+    found = re.fullmatch(r"random-greedy x(\d+) \((\d+) reconfigured\)", tried[3])
+    assert found is not None and 0 < int(found[2]) <= int(found[1])
+    assert choice.candidates == 2 + len(search.FIXED_WEIGHTS) + int(found[1])
+    assert contracts_to_one(choice.path, len(inputs))
+    # a trial far costlier than the best path is not reconfigured
+    monkeypatch.setattr(search, "REFINE_WITHIN", 0.0)
+    tried = search.search_path(inputs, output, sizes, budget_s=0.2).tried
+    assert re.fullmatch(r"random-greedy x\d+ \(0 reconfigured\)", tried[3])
+    # a budget that lasts for fewer than REFINE_MIN_TRIALS of them: the fixed restarts only
+    monkeypatch.setattr(search, "REFINE_MIN_TRIALS", 10**6)
+    tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
     assert tried[2:] == (f"greedy restarts x{len(search.FIXED_WEIGHTS)}",)
+
+
+def test_a_contraction_of_seconds_gets_the_refined_trials_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a random 60-tensor network of bonds 2-8, estimated at seconds: greedy's reconfigured
+    # path sits in a local optimum that a reconfigured random trial leaves (the benchmark's
+    # "random 60 tensors, degree 3, bonds 2-8" network)
+    inputs, output, sizes = _network(60, seed=8, d_max=8)
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    choice = search.search_path(inputs, output, sizes)
+    assert search.search_path(inputs, output, sizes) == choice  # deterministic
+    assert choice.finder == "random-greedy, reconfigured" and choice.baseline_ns > 1e9
+    monkeypatch.setattr(search, "REFINE_MIN_TRIALS", 10**6)
+    before = search.search_path(inputs, output, sizes)
+    assert not any(t.startswith("random-greedy") for t in before.tried)
+    assert choice.cost_ns < 0.8 * before.cost_ns
+    assert contracts_to_one(choice.path, len(inputs))
 
 
 def _network(tensors: int, *, seed: int, d_max: int) -> tuple[Any, Any, list[int]]:

@@ -7,8 +7,9 @@ microseconds, up to a few seconds for one of minutes.  Within the budget it trie
 finders -- the exact optimum over the cost model for a few operands, opt_einsum's dynamic
 programming for a moderate number, subtree reconfiguration of the best path so far
 (:mod:`.trees`: subtrees of four branches re-solved exactly, while that pays back its
-time), then greedy trials (three fixed weightings of the operands' sizes, then, where no
-reconfiguration ran, seeded random ones) -- and keeps the candidate the cost model rates
+time), then greedy trials (three fixed weightings of the operands' sizes, then seeded random
+ones; after a reconfiguration, each random trial that comes near the best is reconfigured
+in turn, where the budget lasts for several) -- and keeps the candidate the cost model rates
 cheapest.  The budget follows the cheapest path found so far: a finder that finds a much
 cheaper path leaves less to gain, and the search stops sooner; only the fixed weightings
 keep the budget of the best path before reconfiguration (they are restarts that find other
@@ -65,6 +66,10 @@ DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far t
 RECONF_S_PER_PAIR = 10e-6  # subtree reconfiguration, per pair cost (measured: 6-16 µs)
 RECONF_SUBTREE = 4  # branches per subtree (measured: 5 rarely finds more once 4 converged)
 RECONF_MIN_SUBTREES = 4  # it runs when the budget lasts for this many subtrees or more
+REFINE_WITHIN = 4.0  # a random-greedy trial this many times the best path's cost or less
+#   is reconfigured (measured: the trials that became the best were within 0.99-3.8x)
+REFINE_MIN_TRIALS = 4  # the refined trials start when the budget lasts for this many: one
+#   pays off rarely (measured: 1 of 61 on a random 60-tensor network, 3 of 32 on one of 80)
 OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
@@ -256,8 +261,12 @@ def _cheapest_finder_s(n: int) -> float:
         found = min(found, _optimal_seconds(n))
     if n <= DP_MAX:
         found = min(found, _dp_seconds(n))
-    reconfigure = RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE) + 3 * n
-    return min(found, reconfigure * RECONF_S_PER_PAIR)
+    return min(found, _cheapest_reconfiguration_s(n))
+
+
+def _cheapest_reconfiguration_s(n: int) -> float:
+    """The least budget in which a reconfiguration runs on ``n`` operands."""
+    return (RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE) + 3 * n) * RECONF_S_PER_PAIR
 
 
 def _optimal_seconds(n: int) -> float:
@@ -351,9 +360,11 @@ class _Search:
             trial = self._trials(0, len(FIXED_WEIGHTS), until_feasible=True)
         self.restarts = self._allowed()  # the fixed weightings' budget: it does not shrink
         reconfigured = "optimal" not in self.tried and self._reconfigure()
-        # after a reconfiguration only the fixed weightings: on the benchmark's networks no
-        # jittered trial beat a reconfigured path, and at 100 tensors each costs ~8 ms
-        self._trials(trial, len(FIXED_WEIGHTS) if reconfigured else MAX_TRIALS)
+        # after a reconfiguration a jittered trial is worth its time only reconfigured in
+        # turn: plain, none beat a reconfigured path on the benchmark's networks
+        trial = self._trials(trial, len(FIXED_WEIGHTS) if reconfigured else MAX_TRIALS)
+        if reconfigured:
+            self._reconfigured_trials(trial)
 
     def _infeasible(self) -> bool:
         return min(c.largest for c in self.candidates) > INFEASIBLE_ELEMENTS
@@ -385,21 +396,62 @@ class _Search:
         """Subtree reconfiguration of the best path so far, while the budget lasts and it
         pays back its time (:func:`.trees.reconfigure`); whether it ran."""
         best = min(self.candidates, key=lambda c: c.ns)
-        overhead = 3 * len(self.problem.inputs)  # building the tree and rating its path
-        pairs = int((self._allowed() - self.spent) / RECONF_S_PER_PAIR) - overhead
-        if pairs < RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE):
+        found = self._reconfigured(best, self._allowed() - self.spent)
+        if found is None:
             return False
+        candidate, pairs, seconds = found
+        self._add(candidate, seconds)
+        self.tried.append(f"subtree reconfiguration ({pairs:,} pair costs)")
+        return True
+
+    def _reconfigured(
+        self, start: _Candidate, budget_s: float
+    ) -> tuple[_Candidate, int, float] | None:
+        """``start`` reconfigured within ``budget_s``: the candidate, its pair costs and
+        their estimated seconds; None when the budget lasts for too few subtrees."""
+        overhead = 3 * len(self.problem.inputs)  # building the tree and rating its path
+        pairs = int(budget_s / RECONF_S_PER_PAIR) - overhead
+        if pairs < RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE):
+            return None
         path, used = reconfigure(
             self.problem,
-            best.path,
+            start.path,
             subtree=RECONF_SUBTREE,
             max_pairs=pairs,
             pair_ns=RECONF_S_PER_PAIR * 1e9,
         )
-        found = _rate(self.problem, f"{best.finder}, reconfigured", path)
-        self._add(found, (used + overhead) * RECONF_S_PER_PAIR)
-        self.tried.append(f"subtree reconfiguration ({used:,} pair costs)")
-        return True
+        found = _rate(self.problem, f"{start.finder}, reconfigured", path)
+        return found, used, (used + overhead) * RECONF_S_PER_PAIR
+
+    def _reconfigured_trials(self, first: int) -> None:
+        """Seeded random-greedy trials from ``first`` on, each one that comes within
+        :data:`REFINE_WITHIN` of the best path reconfigured in turn, while the budget lasts
+        for a trial and a reconfiguration (cotengra's hyper-optimizer refines its trials
+        the same way): greedy's path and its restarts sit in local optima that a
+        reconfiguration of four branches cannot leave, and a jittered start can (measured:
+        a random 60-tensor network of bonds 2-8, estimated at 2.4 s, gets a path of 0.73x
+        its cost from the 10th trial).  They start only when the budget lasts for
+        :data:`REFINE_MIN_TRIALS` of them: a hit is a matter of trying many."""
+        n = len(self.problem.inputs)
+        trial_s = TRIAL_S_PER_TENSOR * n
+        least = trial_s + _cheapest_reconfiguration_s(n)
+        trial, refined = first, 0
+        if not self._fits(REFINE_MIN_TRIALS * least):
+            return
+        while trial < MAX_TRIALS and self._fits(least):
+            if time.perf_counter() > self.deadline:
+                self.tried.append(f"random-greedy x{trial - first} (cut at the safety deadline)")
+                return
+            found = _rate(self.problem, "random-greedy", _greedy(self.problem, trial, self.seed))
+            seconds = trial_s
+            if found.ns <= REFINE_WITHIN * self.best_ns:
+                better = self._reconfigured(found, self._allowed() - self.spent - trial_s)
+                if better is not None:
+                    found, seconds, refined = better[0], seconds + better[2], refined + 1
+            self._add(found, seconds)
+            trial += 1
+        if trial > first:
+            self.tried.append(f"random-greedy x{trial - first} ({refined} reconfigured)")
 
 
 def _chosen(
