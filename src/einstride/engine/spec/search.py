@@ -426,8 +426,8 @@ class _Search:
     def _reconfigured_trials(self, first: int) -> None:
         """Seeded random-greedy trials from ``first`` on, each one that comes within
         :data:`REFINE_WITHIN` of the best path reconfigured in turn, while the budget lasts
-        for a trial and a reconfiguration (cotengra's hyper-optimizer refines its trials
-        the same way): greedy's path and its restarts sit in local optima that a
+        for a trial and a reconfiguration (cotengra's hyper-optimizer does the same with its
+        ``reconf_opts``): greedy's path and its restarts sit in local optima that a
         reconfiguration of four branches cannot leave, and a jittered start can (measured:
         a random 60-tensor network of bonds 2-8, estimated at 2.4 s, gets a path of 0.73x
         its cost from the 10th trial).  They start only when the budget lasts for
