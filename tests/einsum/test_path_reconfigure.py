@@ -117,6 +117,55 @@ def test_random_trials_after_a_reconfiguration_are_reconfigured_in_turn(
     assert tried[2:] == (f"greedy restarts x{len(search.FIXED_WEIGHTS)}",)
 
 
+def _reconfigured_search(budget_s: float) -> tuple[search._Search, float]:
+    """A search of the 60-tensor network after its reconfiguration, with ``budget_s`` given;
+    and the least a refined trial costs there."""
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    problem = costmodel.Problem(inputs, output, sizes)
+    greedy = search._rate(problem, "greedy", search._greedy(problem))
+    found = search._Search(problem, greedy, budget_s, 0)
+    found.deadline = float("inf")
+    assert found._reconfigure()
+    trial_s = search.TRIAL_S_PER_TENSOR * len(inputs)
+    return found, trial_s + search._cheapest_reconfiguration_s(len(inputs))
+
+
+def test_the_refined_trials_start_when_the_budget_lasts_for_refine_min_trials() -> None:
+    # the gate counts a trial and its least reconfiguration: just short of REFINE_MIN_TRIALS
+    # of them, no trial runs; with exactly that much left, they do
+    for spare, runs in ((-1e-9, False), (1e-9, True)):
+        found, least = _reconfigured_search(1.0)
+        found.spent = 1.0 - search.REFINE_MIN_TRIALS * least - spare
+        before = len(found.candidates)
+        found._reconfigured_trials(len(search.FIXED_WEIGHTS))
+        assert (len(found.candidates) > before) is runs
+        assert any(t.startswith("random-greedy x") for t in found.tried) is runs
+
+
+def test_a_refined_trial_is_charged_its_reconfiguration(monkeypatch: pytest.MonkeyPatch) -> None:
+    found, _ = _reconfigured_search(0.3)
+    n = len(found.problem.inputs)
+    trial_s = search.TRIAL_S_PER_TENSOR * n
+    charged: list[tuple[str, float]] = []
+    add = found._add
+
+    def record(candidate: Any, seconds: float) -> None:
+        charged.append((candidate.finder, seconds))
+        add(candidate, seconds)
+
+    monkeypatch.setattr(found, "_add", record)
+    found._reconfigured_trials(len(search.FIXED_WEIGHTS))
+    refined = [s for finder, s in charged if finder.endswith(", reconfigured")]
+    plain = [s for finder, s in charged if finder == "random-greedy"]
+    assert refined, "no trial was reconfigured"
+    # a reconfiguration costs at least building the tree and rating its path (3 per operand)
+    assert all(s >= trial_s + 3 * n * search.RECONF_S_PER_PAIR for s in refined)
+    assert all(s == trial_s for s in plain)
+    # the budget holds, but for the final subtree of the last reconfiguration
+    subtree_s = trees.optimal_pairs(search.RECONF_SUBTREE) * search.RECONF_S_PER_PAIR
+    assert found.spent <= 0.3 + subtree_s
+
+
 def test_a_contraction_of_seconds_gets_the_refined_trials_path(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

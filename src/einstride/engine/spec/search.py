@@ -67,9 +67,10 @@ RECONF_S_PER_PAIR = 10e-6  # subtree reconfiguration, per pair cost (measured: 6
 RECONF_SUBTREE = 4  # branches per subtree (measured: 5 rarely finds more once 4 converged)
 RECONF_MIN_SUBTREES = 4  # it runs when the budget lasts for this many subtrees or more
 REFINE_WITHIN = 4.0  # a random-greedy trial this many times the best path's cost or less
-#   is reconfigured (measured: the trials that became the best were within 0.99-3.8x)
+#   is reconfigured (measured: the trials that became the best were within 1.0-3.9x)
 REFINE_MIN_TRIALS = 4  # the refined trials start when the budget lasts for this many: one
-#   pays off rarely (measured: 1 of 61 on a random 60-tensor network, 3 of 32 on one of 80)
+#   pays off rarely (measured: 5 of 49 beat the best on the benchmark's random 60-tensor
+#   network of bonds 2-8, the largest gain from the 37th)
 OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
@@ -265,7 +266,8 @@ def _cheapest_finder_s(n: int) -> float:
 
 
 def _cheapest_reconfiguration_s(n: int) -> float:
-    """The least budget in which a reconfiguration runs on ``n`` operands."""
+    """The least budget in which a reconfiguration runs on ``n`` operands (the pair costs
+    of :data:`RECONF_MIN_SUBTREES` subtrees, plus building the tree and rating its path)."""
     return (RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE) + 3 * n) * RECONF_S_PER_PAIR
 
 
@@ -320,10 +322,11 @@ def search_path(
 
 class _Search:
     """The finders after greedy, each while the budget left allows it: the exact optimum,
-    dynamic programming, then greedy trials.  The budget is a share of the cheapest path
-    found so far (a finder that finds a much cheaper path shrinks it: there is less left to
-    gain); every finder's time is estimated, never measured, so the choice is the same on
-    any machine, except past the safety deadline."""
+    dynamic programming, subtree reconfiguration of the best path, then greedy trials (after
+    a reconfiguration, random ones reconfigured in turn).  The budget is a share of the
+    cheapest path found so far (a finder that finds a much cheaper path shrinks it: there is
+    less left to gain); every finder's time is estimated, never measured, so the choice is
+    the same on any machine, except past the safety deadline."""
 
     def __init__(
         self, problem: Problem, greedy: _Candidate, budget_s: float | None, seed: int
@@ -380,7 +383,7 @@ class _Search:
             if until_feasible and not self._infeasible():
                 break
             if trial and time.perf_counter() > self.deadline:
-                self.tried.append(f"random-greedy x{trial} (cut at the safety deadline)")
+                self._cut_at_deadline(trial)
                 return MAX_TRIALS
             path = _greedy(self.problem, trial, self.seed)
             self._add(_rate(self.problem, _trial_name(trial), path), cost)
@@ -391,6 +394,9 @@ class _Search:
         if trial - first > fixed:
             self.tried.append(f"random-greedy x{trial - first - fixed}")
         return trial
+
+    def _cut_at_deadline(self, trials: int) -> None:
+        self.tried.append(f"random-greedy x{trials} (cut at the safety deadline)")
 
     def _reconfigure(self) -> bool:
         """Subtree reconfiguration of the best path so far, while the budget lasts and it
@@ -409,10 +415,11 @@ class _Search:
     ) -> tuple[_Candidate, int, float] | None:
         """``start`` reconfigured within ``budget_s``: the candidate, its pair costs and
         their estimated seconds; None when the budget lasts for too few subtrees."""
-        overhead = 3 * len(self.problem.inputs)  # building the tree and rating its path
-        pairs = int(budget_s / RECONF_S_PER_PAIR) - overhead
-        if pairs < RECONF_MIN_SUBTREES * optimal_pairs(RECONF_SUBTREE):
+        n = len(self.problem.inputs)
+        if budget_s < _cheapest_reconfiguration_s(n):
             return None
+        overhead = 3 * n  # building the tree and rating its path
+        pairs = int(budget_s / RECONF_S_PER_PAIR) - overhead
         path, used = reconfigure(
             self.problem,
             start.path,
@@ -429,25 +436,27 @@ class _Search:
         for a trial and a reconfiguration (cotengra's hyper-optimizer does the same with its
         ``reconf_opts``): greedy's path and its restarts sit in local optima that a
         reconfiguration of four branches cannot leave, and a jittered start can (measured:
-        a random 60-tensor network of bonds 2-8, estimated at 2.4 s, gets a path of 0.73x
-        its cost from the 10th trial).  They start only when the budget lasts for
-        :data:`REFINE_MIN_TRIALS` of them: a hit is a matter of trying many."""
+        the benchmark's random 60-tensor network of bonds 2-8, whose reconfigured greedy
+        path is estimated at 2.4 s, gets one of 0.77x that from the 37th of 49 trials).
+        They start only when the budget lasts for :data:`REFINE_MIN_TRIALS` of them: a hit
+        is a matter of trying many."""
         n = len(self.problem.inputs)
         trial_s = TRIAL_S_PER_TENSOR * n
-        least = trial_s + _cheapest_reconfiguration_s(n)
+        refined_trial_s = trial_s + _cheapest_reconfiguration_s(n)  # the least one costs
         trial, refined = first, 0
-        if not self._fits(REFINE_MIN_TRIALS * least):
+        if not self._fits(REFINE_MIN_TRIALS * refined_trial_s):
             return
-        while trial < MAX_TRIALS and self._fits(least):
+        while trial < MAX_TRIALS and self._fits(refined_trial_s):
             if time.perf_counter() > self.deadline:
-                self.tried.append(f"random-greedy x{trial - first} (cut at the safety deadline)")
+                self._cut_at_deadline(trial - first)
                 return
             found = _rate(self.problem, "random-greedy", _greedy(self.problem, trial, self.seed))
             seconds = trial_s
             if found.ns <= REFINE_WITHIN * self.best_ns:
                 better = self._reconfigured(found, self._allowed() - self.spent - trial_s)
                 if better is not None:
-                    found, seconds, refined = better[0], seconds + better[2], refined + 1
+                    found, _, reconfiguration_s = better
+                    seconds, refined = seconds + reconfiguration_s, refined + 1
             self._add(found, seconds)
             trial += 1
         if trial > first:
