@@ -334,13 +334,16 @@ def test_pairs_the_lane_does_not_fit_are_planned(left: np.ndarray, right: np.nda
 
 
 def test_a_reduction_large_enough_to_split_is_planned() -> None:
-    a = np.ones((64, 64))
+    a = np.ones((16, 16, 16))
     before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 10))
     try:
         lanes = plan_cache_info().lanes
-        assert es.einsum("ij->i", a)[0] == 64.0  # 4096 combinations x 128 B > 1 KiB
+        assert es.einsum("ijk->ik", a)[0, 0] == 16.0  # 4096 combinations x 128 B > 1 KiB
         assert plan_cache_info().lanes == lanes
-        assert "split" in es.explain("ij->i", a)
+        assert "split" in es.explain("ijk->ik", a)
+        assert es.einsum("ij->i", a[0])[0] == 16.0  # a row sum: a matrix-vector product
+        assert plan_cache_info().lanes == lanes
+        assert "matrix-vector product" in es.explain("ij->i", a[0])
     finally:
         set_default_options(before)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, assert_never
@@ -29,6 +30,7 @@ from numpy.lib.stride_tricks import as_strided
 from .delivery import Delivery, DeliveryPlan, OutputCreation
 from .pairs import Fold
 from .steps import (
+    MATVEC_MAX_SUMMED,
     BatchStep,
     ContractStep,
     CopyStep,
@@ -494,6 +496,8 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
 def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     in_labels, out_labels = _reduce_labels(step)
     dtype, axes = step.dtype, step.axes
+    if step.kernel is Kernel.MATVEC:
+        return _matvec_reduce(step)
     if step.kernel is Kernel.UFUNC:
         ufunc = np.logical_or if dtype == np.bool_ else np.add
 
@@ -512,6 +516,52 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
         return value
 
     return reduce
+
+
+def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
+    """The row sum as ``matrix @ ones``: the summed axes (the innermost dense run, the
+    planner checked) merged into the matrix's columns, the kept axes its rows (a stack of
+    matrices where several), every size read from the array."""
+    dtype, axes = step.dtype, step.axes
+    n = len(step.axes) + len(step.kept)
+    kept_axes = tuple(ax for ax in range(n) if ax not in axes)
+
+    def matvec(x: Array, out: Array | None = None) -> Array:
+        summed = sorted(axes, key=lambda ax: -x.strides[ax])  # memory order
+        columns = math.prod(x.shape[ax] for ax in summed)
+        rows = tuple(x.shape[ax] for ax in kept_axes)
+        matrix = x.transpose(kept_axes + tuple(summed)).reshape(rows + (columns,))
+        if out is None or out.dtype != dtype:
+            value: Array = _matmul(matrix, ones_vector(dtype, columns))
+            return value if out is None else _copied(out, value)
+        _matmul(matrix, ones_vector(dtype, columns), out=out)
+        return out
+
+    return matvec
+
+
+def _copied(out: Array, value: Array) -> Array:
+    _copyto(out, value, casting="unsafe")
+    return out
+
+
+_ONES: dict[np.dtype[Any], Array] = {}
+
+
+def ones_vector(dtype: np.dtype[Any], length: int) -> Array:
+    """A read-only vector of ``length`` ones: a view of one cached per dtype up to
+    :data:`~.steps.MATVEC_MAX_SUMMED` elements (the planner's bound; a longer one, which a
+    shape bound to its class's decision can ask for, is made for the call).
+
+    >>> ones_vector(np.dtype(float), 3)
+    array([1., 1., 1.])
+    """
+    cached = _ONES.get(dtype)
+    if cached is None:
+        cached = np.ones(MATVEC_MAX_SUMMED, dtype)
+        cached.flags.writeable = False
+        cached = _ONES.setdefault(dtype, cached)  # a thread that lost the race uses the first
+    return cached[:length] if length <= MATVEC_MAX_SUMMED else np.ones(length, dtype)
 
 
 def reduce_kernel(step: ReduceStep) -> KernelFn:

@@ -122,11 +122,7 @@ def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
         case ViewStep():
             return [*_view_lines(head, step, names), tail]
         case ReduceStep():
-            kernel = (
-                "NumPy's strided sum-of-products loop"
-                if step.kernel is Kernel.LOOP
-                else "numpy.add.reduce"
-            )
+            kernel = _REDUCE_KERNELS[step.kernel]
             return [
                 f"{head}  {names.reg(step.src)}: sum over {names.labels(step.summed)} -> "
                 f"{names.labels(step.labels)} {_shape(step.shape)} in {step.dtype} "
@@ -241,6 +237,13 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
         *_split_lines(step, names),
         tail,
     ]
+
+
+_REDUCE_KERNELS = {
+    Kernel.LOOP: "NumPy's strided sum-of-products loop",
+    Kernel.UFUNC: "numpy.add.reduce",
+    Kernel.MATVEC: "a BLAS matrix-vector product with a vector of ones, on BLAS's threads",
+}
 
 
 def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:

@@ -40,6 +40,7 @@ from .delivery import Alloc, DeliveryPlan, OutputCreation
 from .pairs import Geometry, Groups
 
 __all__ = [
+    "MATVEC_MAX_SUMMED",
     "BatchStep",
     "ContractStep",
     "CopyStep",
@@ -64,6 +65,14 @@ class Kernel(enum.Enum):
     """``numpy.multiply`` over broadcast views."""
     UFUNC = "ufunc"
     """``numpy.add.reduce`` / ``logical_or.reduce`` (beyond the loop's 52 axes)."""
+    MATVEC = "matvec"
+    """A BLAS matrix-vector product with a vector of ones (a row sum: the summed axes are
+    the innermost dense run of the operand)."""
+
+
+MATVEC_MAX_SUMMED = 1 << 16
+"""The most elements a row sum's summed run has for the planner to make it a
+matrix-vector product (its vector of ones is cached: 512 KiB in float64)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
