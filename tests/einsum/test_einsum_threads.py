@@ -43,7 +43,7 @@ def _planned(
     row sum run as a BLAS matrix-vector product instead of split)."""
     entry = entry_for(equation, ops, None, dtype, "auto", options=options)
     splits = [
-        0 if isinstance(s, ReduceStep) and s.kernel is Kernel.MATVEC else s.threads
+        0 if isinstance(s, ReduceStep) and s.kernel in (Kernel.MATVEC, Kernel.VECMAT) else s.threads
         for s in entry.plan.steps
         if isinstance(s, (ReduceStep, BatchStep))
     ]

@@ -496,7 +496,7 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
 def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     in_labels, out_labels = _reduce_labels(step)
     dtype, axes = step.dtype, step.axes
-    if step.kernel is Kernel.MATVEC:
+    if step.kernel is Kernel.MATVEC or step.kernel is Kernel.VECMAT:
         return _matvec_reduce(step)
     if step.kernel is Kernel.UFUNC:
         ufunc = np.logical_or if dtype == np.bool_ else np.add
@@ -519,30 +519,36 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
 
 
 def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
-    """The row sum as ``matrix @ ones``: the summed axes (the innermost dense run, the
-    planner checked) merged into the matrix's columns, the kept axes its rows (a stack of
-    matrices where several), every size read from the array."""
-    dtype, axes = step.dtype, step.axes
-    n = len(step.axes) + len(step.kept)
-    kept_axes = tuple(ax for ax in range(n) if ax not in axes)
+    """The reduction as one BLAS matrix-vector product with a vector of ones, the summed
+    axes merged into one (the planner checked that this is a view): ``matrix @ ones`` with
+    the kept axes as rows (``MATVEC``), or ``ones @ matrix`` with them merged into the
+    columns (``VECMAT``).  Every size is read from the array; the result in ``kept`` order."""
+    dtype, axes, rows = step.dtype, step.axes, step.kernel is Kernel.MATVEC
+    kept_axes = tuple(ax for ax in range(len(axes) + len(step.kept)) if ax not in axes)
 
     def matvec(x: Array, out: Array | None = None) -> Array:
-        summed = sorted(axes, key=lambda ax: -x.strides[ax])  # memory order
-        columns = math.prod(x.shape[ax] for ax in summed)
-        rows = tuple(x.shape[ax] for ax in kept_axes)
-        matrix = x.transpose(kept_axes + tuple(summed)).reshape(rows + (columns,))
-        if out is None or out.dtype != dtype:
-            value: Array = _matmul(matrix, ones_vector(dtype, columns))
-            return value if out is None else _copied(out, value)
-        _matmul(matrix, ones_vector(dtype, columns), out=out)
+        summed = tuple(sorted(axes, key=lambda ax: -x.strides[ax]))  # memory order
+        length = math.prod(x.shape[ax] for ax in summed)
+        ones = ones_vector(dtype, length)
+        if rows:
+            kept_shape = tuple(x.shape[ax] for ax in kept_axes)
+            matrix = x.transpose(kept_axes + summed).reshape(kept_shape + (length,))
+            if out is not None and out.dtype == dtype:
+                _matmul(matrix, ones, out=out)
+                return out
+            value: Array = _matmul(matrix, ones)
+        else:
+            inner = tuple(sorted(kept_axes, key=lambda ax: -x.strides[ax]))  # memory order
+            inner_shape = tuple(x.shape[ax] for ax in inner)
+            matrix = x.transpose(summed + inner).reshape(length, math.prod(inner_shape))
+            value = _matmul(ones, matrix).reshape(inner_shape)
+            value = value.transpose([inner.index(ax) for ax in kept_axes])
+        if out is None:
+            return value
+        _copyto(out, value, casting="unsafe")
         return out
 
     return matvec
-
-
-def _copied(out: Array, value: Array) -> Array:
-    _copyto(out, value, casting="unsafe")
-    return out
 
 
 _ONES: dict[np.dtype[Any], Array] = {}

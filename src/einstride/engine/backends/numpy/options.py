@@ -74,6 +74,11 @@ class PlannerOptions(metaclass=_Interned):
     (measured on 2 cores: a 724x724 Hadamard product, 12 MiB moved, took 0.25-0.31 ms on
     one thread and 0.66-0.90 ms on two; a 16 MiB reduction gained nothing; a 64 MiB one
     ran 25% faster)."""
+    matvec_min_columns: int = 256
+    """A large column sum (its kept axes the operand's innermost dense run) is one BLAS
+    ``ones @ matrix`` only from this many columns (kept elements) on: below, BLAS gains
+    nothing on NumPy's loop (measured, float64 row-major: 128 columns 0.83-1.12x the
+    loop's time, 256 columns 0.78-0.88x, 512 and more 0.45-0.76x)."""
     copy_ns_per_byte: float = 0.25
     """Copying an operand or a result (read + write)."""
     partial_ns_per_byte: float = 0.5

@@ -242,7 +242,8 @@ def _batch_lines(head: str, step: BatchStep, names: _Names, tail: str) -> list[s
 _REDUCE_KERNELS = {
     Kernel.LOOP: "NumPy's strided sum-of-products loop",
     Kernel.UFUNC: "numpy.add.reduce",
-    Kernel.MATVEC: "a BLAS matrix-vector product with a vector of ones, on BLAS's threads",
+    Kernel.MATVEC: "a BLAS matrix-vector product, matrix @ ones, on BLAS's threads",
+    Kernel.VECMAT: "a BLAS vector-matrix product, ones @ matrix, on BLAS's threads",
 }
 
 

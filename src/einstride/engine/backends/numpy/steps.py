@@ -66,13 +66,16 @@ class Kernel(enum.Enum):
     UFUNC = "ufunc"
     """``numpy.add.reduce`` / ``logical_or.reduce`` (beyond the loop's 52 axes)."""
     MATVEC = "matvec"
-    """A BLAS matrix-vector product with a vector of ones (a row sum: the summed axes are
-    the innermost dense run of the operand)."""
+    """A row sum as a BLAS matrix-vector product with a vector of ones (``matrix @ ones``:
+    the summed axes are the operand's innermost dense run)."""
+    VECMAT = "vecmat"
+    """A column sum as a BLAS vector-matrix product (``ones @ matrix``: the kept axes are
+    the operand's innermost dense run, the summed ones merge into one axis)."""
 
 
 MATVEC_MAX_SUMMED = 1 << 16
-"""The most elements a row sum's summed run has for the planner to make it a
-matrix-vector product (its vector of ones is cached: 512 KiB in float64)."""
+"""The most elements a reduction sums for the planner to make it a matrix-vector product
+(its vector of ones is cached: 512 KiB in float64)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

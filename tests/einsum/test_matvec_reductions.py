@@ -1,6 +1,6 @@
-"""Row sums the planner would split over threads run as one BLAS matrix-vector product with
-a vector of ones: chosen exactly where the summed axes are the operand's innermost dense
-run, and equal to NumPy's sum on every layout."""
+"""Reductions large enough to split over threads run as one BLAS matrix-vector product with
+a vector of ones where the operand's innermost dense run is all summed (a row sum) or all
+kept (a column sum): chosen exactly there, and equal to NumPy's sum on every layout."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from einstride.engine.backends.numpy.execute import ones_vector
 from einstride.engine.backends.numpy.options import PlannerOptions
 from einstride.engine.backends.numpy.steps import MATVEC_MAX_SUMMED, Kernel, ReduceStep
 
-SPLIT_ALWAYS = PlannerOptions(threads=2, split_min_bytes=0)  # every reduction is large
+# every reduction large, a column sum of any width a matrix product
+SPLIT_ALWAYS = PlannerOptions(threads=2, split_min_bytes=0, matvec_min_columns=1)
 LETTERS = "abcd"
 
 
@@ -26,25 +27,38 @@ def _kernels(equation: str, ops: list[np.ndarray], options: PlannerOptions) -> l
     return [s.kernel for s in plan.steps if isinstance(s, ReduceStep)]
 
 
-def _is_row_sum(x: np.ndarray, kept: tuple[int, ...]) -> bool:
-    """The oracle, from NumPy alone: the summed axes merge into one axis of unit stride as a
-    view (a reshape that shares memory), every longer kept axis outside them."""
+def _blas_kind(x: np.ndarray, kept: tuple[int, ...]) -> Kernel | None:
+    """The oracle, from NumPy alone: the kernel whose matrix NumPy makes as a view (a
+    reshape that shares memory) with unit stride along its columns and its rows a whole
+    number of elements apart, at least a row; None where there is none."""
     if x.dtype not in (np.float32, np.float64, np.complex64, np.complex128):
-        return False
+        return None
     long_axes = [ax for ax in range(x.ndim) if x.shape[ax] > 1]
-    summed = sorted((ax for ax in long_axes if ax not in kept), key=lambda ax: -x.strides[ax])
+    memory = sorted(long_axes, key=lambda ax: -x.strides[ax])
+    summed = [ax for ax in memory if ax not in kept]
     rows = [ax for ax in long_axes if ax in kept]
-    columns = int(np.prod([x.shape[ax] for ax in summed]))
-    if not rows or not 1 < columns <= MATVEC_MAX_SUMMED:
-        return False  # (a sum to one number is never split, so never a matrix product)
+    if not rows or not summed:
+        return None  # (a sum to one number is never split, so never a matrix product)
     ones = [ax for ax in range(x.ndim) if x.shape[ax] == 1]
-    block = x.transpose(rows + summed + ones)
-    merged = block.reshape(block.shape[: len(rows)] + (columns,))
+    length = int(np.prod([x.shape[ax] for ax in summed]))
+    width = int(np.prod([x.shape[ax] for ax in rows]))
+    if length > MATVEC_MAX_SUMMED:
+        return None
+    row_sum = x.transpose(rows + summed + ones).reshape([x.shape[ax] for ax in rows] + [length])
+    if np.shares_memory(row_sum, x) and _whole_rows(row_sum, rows, x, length):
+        return Kernel.MATVEC
+    kept_memory = [ax for ax in memory if ax in kept]
+    column_sum = x.transpose(summed + kept_memory + ones).reshape(length, width)
+    if np.shares_memory(column_sum, x) and _whole_rows(column_sum, summed[-1:], x, width):
+        return Kernel.VECMAT
+    return None
+
+
+def _whole_rows(matrix: np.ndarray, outer: list[int], x: np.ndarray, run: int) -> bool:
     return (
-        np.shares_memory(merged, x)
-        and merged.strides[-1] == x.itemsize
-        and all(x.strides[ax] >= columns * x.itemsize for ax in rows)
-        and all(x.strides[ax] % x.itemsize == 0 for ax in rows)
+        matrix.strides[-1] == x.itemsize
+        and all(x.strides[ax] >= run * x.itemsize for ax in outer)
+        and all(x.strides[ax] % x.itemsize == 0 for ax in outer)
     )
 
 
@@ -66,7 +80,7 @@ def _reductions(draw: st.DrawFn) -> tuple[np.ndarray, str, tuple[int, ...]]:
 
 @settings(max_examples=150, deadline=None)
 @given(case=_reductions(), flip=st.booleans())
-def test_the_kernel_is_a_matrix_vector_product_exactly_for_row_sums(
+def test_the_kernel_is_a_matrix_vector_product_exactly_where_numpy_makes_the_matrix(
     case: tuple[np.ndarray, str, tuple[int, ...]], flip: bool
 ) -> None:
     x, equation, kept = case
@@ -74,9 +88,9 @@ def test_the_kernel_is_a_matrix_vector_product_exactly_for_row_sums(
         inputs, output = equation.split("->")
         equation = inputs + "->" + output[::-1]
     kernels = _kernels(equation, [x], SPLIT_ALWAYS)
-    matvec = Kernel.MATVEC in kernels
     if kernels:  # none when the reduction is no step (every summed axis of size 1)
-        assert matvec == _is_row_sum(x, kept), (equation, x.shape, x.strides, kernels)
+        expected_kernel = _blas_kind(x, kept) or Kernel.LOOP
+        assert kernels == [expected_kernel], (equation, x.shape, x.strides, kernels)
     entry = entry_for(equation, [x], None, None, "auto", options=SPLIT_ALWAYS)
     got = np.asarray(entry.run([x], None))
     expected = np.einsum(equation, x.astype(np.complex128 if x.dtype.kind == "c" else float))
@@ -85,18 +99,35 @@ def test_the_kernel_is_a_matrix_vector_product_exactly_for_row_sums(
     np.testing.assert_allclose(got, expected, rtol=tol, atol=tol * scale)
 
 
-def test_a_large_row_sum_is_one_matrix_vector_product_and_matches_numpy() -> None:
+@pytest.mark.parametrize(
+    "equation, kernel",
+    [
+        ("ijk->i", Kernel.MATVEC),
+        ("ijk->ij", Kernel.MATVEC),
+        ("ijk->k", Kernel.LOOP),  # 64 columns: BLAS gains nothing
+        ("ijk->jk", Kernel.VECMAT),  # 16,384 columns
+        ("ijk->kj", Kernel.VECMAT),
+        ("ijk->j", Kernel.LOOP),  # the kept axis between summed ones
+    ],
+)
+def test_a_large_reduction_is_one_matrix_vector_product_and_matches_numpy(
+    equation: str, kernel: Kernel
+) -> None:
     x = np.random.default_rng(0).standard_normal((256, 256, 64))  # 32 MiB: split size
     two = PlannerOptions(threads=2)
-    assert _kernels("ijk->i", [x], two) == [Kernel.MATVEC]
-    assert _kernels("ijk->i", [x], PlannerOptions(threads=1)) == [Kernel.LOOP]  # never split
-    assert _kernels("ijk->j", [x], two) == [Kernel.LOOP]  # a column sum
-    assert _kernels("ijk->i", [x[:, :, ::-1]], two) == [Kernel.LOOP]  # reversed: not BLAS
-    entry = entry_for("ijk->i", [x], None, None, "auto", options=two)
-    np.testing.assert_allclose(entry.run([x], None), x.sum(axis=(1, 2)), rtol=1e-12)
-    report = es.explain("ijk->i", x)
-    if "split" not in report:  # the machine's default thread count is 2 or more
-        assert "a BLAS matrix-vector product with a vector of ones" in report
+    assert _kernels(equation, [x], two) == [kernel]
+    assert _kernels(equation, [x], PlannerOptions(threads=1)) == [Kernel.LOOP]  # never split
+    assert _kernels(equation, [x[:, :, ::-1]], two) == [Kernel.LOOP]  # reversed: not BLAS
+    entry = entry_for(equation, [x], None, None, "auto", options=two)
+    expected = np.einsum(equation, x)
+    np.testing.assert_allclose(entry.run([x], None), expected, rtol=1e-10, atol=1e-10)
+    report = es.explain(equation, x)
+    words = {Kernel.MATVEC: "matrix @ ones", Kernel.VECMAT: "ones @ matrix"}
+    if kernel in words and "split" not in report:  # the default thread count is 2 or more
+        assert (
+            f"a BLAS {'matrix-vector' if kernel is Kernel.MATVEC else 'vector-matrix'}"
+            f" product, {words[kernel]}" in report
+        )
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -132,7 +163,7 @@ def test_a_summed_run_past_the_bound_keeps_the_loop(
     x = np.ones(shape)
     equation = LETTERS[: len(shape)] + "->" + "".join(LETTERS[ax] for ax in kept)
     assert _kernels(equation, [x], SPLIT_ALWAYS) == [Kernel.LOOP]
-    assert not _is_row_sum(x, kept)
+    assert _blas_kind(x, kept) is None
 
 
 def test_a_shape_past_the_bound_in_a_class_decided_below_it() -> None:
@@ -151,7 +182,7 @@ def test_every_small_layout_of_a_matrix() -> None:
         x = np.asarray(base, order=order)[:: steps[0], :: steps[1]]
         equation = "ab->" + "ab"[keep]
         kernels = _kernels(equation, [x], SPLIT_ALWAYS)
-        assert (Kernel.MATVEC in kernels) == _is_row_sum(x, (keep,)), (order, keep, steps)
+        assert kernels == [_blas_kind(x, (keep,)) or Kernel.LOOP], (order, keep, steps)
         np.testing.assert_allclose(es.einsum(equation, x), x.sum(axis=1 - keep))
 
 
@@ -161,6 +192,13 @@ def test_rows_that_overlap_the_summed_run_keep_the_loop(shape: tuple[int, ...]) 
     loop over rows that overlap it (here the kept j has the stride of the summed i)."""
     base = np.arange(128.0)
     x = np.lib.stride_tricks.as_strided(base, shape, (32, 32, 8), writeable=False)
-    assert not _is_row_sum(x, (1,))
+    assert _blas_kind(x, (1,)) is None
     assert _kernels("ijk->j", [x], SPLIT_ALWAYS) == [Kernel.LOOP]
     np.testing.assert_allclose(es.einsum("ijk->j", x), x.sum(axis=(0, 2)))
+
+
+def test_a_column_sum_is_a_matrix_product_from_its_least_width() -> None:
+    large = PlannerOptions(threads=2, split_min_bytes=0)  # the default least width, 256
+    assert _kernels("ij->j", [np.ones((4, 255))], large) == [Kernel.LOOP]
+    assert _kernels("ij->j", [np.ones((4, 256))], large) == [Kernel.VECMAT]
+    assert _kernels("ij->i", [np.ones((4, 2))], large) == [Kernel.MATVEC]  # rows: any width
