@@ -210,6 +210,12 @@ _READING = """## How to read this
 - Times are medians of interleaved samples: contenders take turns in a new random order
   each round, each turn starts with an untimed settling call, and calls per sample
   adapt so that microsecond cases are timed over many calls.
+- A library leaves its worker threads spinning after a call (OpenBLAS for up to about
+  0.1 s), and the contender whose turn follows runs slower while they do: the settling
+  call absorbs only part of it. Measured: torch's `ijk->i` on 256 x 256 x 128 took 4.9-6.5
+  ms right after {engine}'s BLAS row sum, 2.8 ms alone (`OPENBLAS_THREAD_TIMEOUT=4`
+  removes the difference). A case where {engine} calls BLAS and the fastest peer does
+  not (the large row and column sums) flatters {engine}, and the reverse.
 - **ratio** = {engine} / fastest peer (bold); below 1 means {engine} wins. "(noisy)"
   marks a case whose samples spread widely (interquartile range > 25% of the median).
 - **others busy**: cores that other processes kept busy while the case ran (from
