@@ -202,3 +202,22 @@ def test_a_column_sum_is_a_matrix_product_from_its_least_width() -> None:
     assert _kernels("ij->j", [np.ones((4, 255))], large) == [Kernel.LOOP]
     assert _kernels("ij->j", [np.ones((4, 256))], large) == [Kernel.VECMAT]
     assert _kernels("ij->i", [np.ones((4, 2))], large) == [Kernel.MATVEC]  # rows: any width
+
+
+@pytest.mark.parametrize("equation", ["ij->i", "ij->j"])
+def test_into_out_of_its_dtype_no_temporary_is_made(equation: str) -> None:
+    import tracemalloc
+
+    x = np.ascontiguousarray(np.random.default_rng(2).standard_normal((4, 4096)))
+    out = np.empty(4 if equation == "ij->i" else 4096)
+    entry = entry_for(equation, [x], out, None, "auto", options=SPLIT_ALWAYS)
+    assert [s.kernel for s in entry.plan.steps if isinstance(s, ReduceStep)] != [Kernel.LOOP]
+    entry.run([x], out)  # the vector of ones is made once
+    tracemalloc.start()
+    try:
+        entry.run([x], out)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024  # the column sum's result alone takes 32 KiB
+    np.testing.assert_allclose(out, np.einsum(equation, x))

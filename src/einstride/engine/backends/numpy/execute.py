@@ -522,7 +522,9 @@ def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
     """The reduction as one BLAS matrix-vector product with a vector of ones, the summed
     axes merged into one (the planner checked that this is a view): ``matrix @ ones`` with
     the kept axes as rows (``MATVEC``), or ``ones @ matrix`` with them merged into the
-    columns (``VECMAT``).  Every size is read from the array; the result in ``kept`` order."""
+    columns (``VECMAT``).  Every size is read from the array; the result in ``kept`` order,
+    written into ``out`` directly where it has the step's dtype (and, for a column sum,
+    lies in the operand's order of the kept axes), else through a temporary of its size."""
     dtype, axes, rows = step.dtype, step.axes, step.kernel is Kernel.MATVEC
     kept_axes = tuple(ax for ax in range(len(axes) + len(step.kept)) if ax not in axes)
 
@@ -541,6 +543,11 @@ def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
             inner = tuple(sorted(kept_axes, key=lambda ax: -x.strides[ax]))  # memory order
             inner_shape = tuple(x.shape[ax] for ax in inner)
             matrix = x.transpose(summed + inner).reshape(length, math.prod(inner_shape))
+            if out is not None and out.dtype == dtype:
+                ordered = out.transpose([kept_axes.index(ax) for ax in inner])
+                if ordered.flags.c_contiguous:  # the product's columns are out's elements
+                    _matmul(ones, matrix, out=ordered.reshape(-1))
+                    return out
             value = _matmul(ones, matrix).reshape(inner_shape)
             value = value.transpose([inner.index(ax) for ax in kept_axes])
         if out is None:
