@@ -30,7 +30,7 @@ from numpy.lib.stride_tricks import as_strided
 from .delivery import Delivery, DeliveryPlan, OutputCreation
 from .pairs import Fold
 from .steps import (
-    MATVEC_MAX_SUMMED,
+    BLAS_REDUCTIONS,
     BatchStep,
     ContractStep,
     CopyStep,
@@ -494,10 +494,10 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
 
 
 def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
+    if step.kernel in BLAS_REDUCTIONS:
+        return _matvec_reduce(step)
     in_labels, out_labels = _reduce_labels(step)
     dtype, axes = step.dtype, step.axes
-    if step.kernel is Kernel.MATVEC or step.kernel is Kernel.VECMAT:
-        return _matvec_reduce(step)
     if step.kernel is Kernel.UFUNC:
         ufunc = np.logical_or if dtype == np.bool_ else np.add
 
@@ -519,62 +519,42 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
 
 
 def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
-    """The reduction as one BLAS matrix-vector product with a vector of ones, the summed
-    axes merged into one (the planner checked that this is a view): ``matrix @ ones`` with
-    the kept axes as rows (``MATVEC``), or ``ones @ matrix`` with them merged into the
-    columns (``VECMAT``).  Every size is read from the array; the result in ``kept`` order,
-    written into ``out`` directly where it has the step's dtype (and, for a column sum,
-    lies in the operand's order of the kept axes), else through a temporary of its size."""
-    dtype, axes, rows = step.dtype, step.axes, step.kernel is Kernel.MATVEC
-    kept_axes = tuple(ax for ax in range(len(axes) + len(step.kept)) if ax not in axes)
+    """The reduction as one BLAS matrix-vector product with a vector of ones made for the
+    call: the operand's axes in the planned memory ``order``, the kept ones merged into one
+    axis and the summed ones into another (views: the planner checked; a copy would be a
+    bug, and fails), then ``matrix @ ones`` (``MATVEC``, the summed axes inside) or ``ones
+    @ matrix`` (``VECMAT``).  Floating-point flags are ignored, as NumPy's loop ignores
+    them.  The result in ``kept`` order, into ``out`` (a buffer in the memory order of the
+    kept axes, as the planner delivers it) when given."""
+    dtype, summed = step.dtype, step.axes
+    kept = tuple(ax for ax in range(len(step.axes) + len(step.kept)) if ax not in summed)
+    rows = tuple(ax for ax in step.order if ax in kept)  # in memory order
+    columns = tuple(ax for ax in step.order if ax in summed)
+    to_kept = tuple(rows.index(ax) for ax in kept)
+    row_sum = step.kernel is Kernel.MATVEC
 
     def matvec(x: Array, out: Array | None = None) -> Array:
-        summed = tuple(sorted(axes, key=lambda ax: -x.strides[ax]))  # memory order
-        length = math.prod(x.shape[ax] for ax in summed)
-        ones = ones_vector(dtype, length)
-        if rows:
-            kept_shape = tuple(x.shape[ax] for ax in kept_axes)
-            matrix = x.transpose(kept_axes + summed).reshape(kept_shape + (length,))
-            if out is not None and out.dtype == dtype:
-                _matmul(matrix, ones, out=out)
-                return out
-            value: Array = _matmul(matrix, ones)
-        else:
-            inner = tuple(sorted(kept_axes, key=lambda ax: -x.strides[ax]))  # memory order
-            inner_shape = tuple(x.shape[ax] for ax in inner)
-            matrix = x.transpose(summed + inner).reshape(length, math.prod(inner_shape))
-            if out is not None and out.dtype == dtype:
-                ordered = out.transpose([kept_axes.index(ax) for ax in inner])
-                if ordered.flags.c_contiguous:  # the product's columns are out's elements
-                    _matmul(ones, matrix, out=ordered.reshape(-1))
-                    return out
-            value = _matmul(ones, matrix).reshape(inner_shape)
-            value = value.transpose([inner.index(ax) for ax in kept_axes])
-        if out is None:
-            return value
-        _copyto(out, value, casting="unsafe")
-        return out
+        kept_shape = tuple(x.shape[ax] for ax in rows)
+        width, length = math.prod(kept_shape), math.prod(x.shape[ax] for ax in summed)
+        order = rows + columns if row_sum else columns + rows
+        matrix = _merged(x.transpose(order), (width, length) if row_sum else (length, width))
+        target = None if out is None else _merged(out.transpose(_inverse(to_kept)), (width,))
+        ones = np.ones(length, dtype)
+        with np.errstate(all="ignore"):
+            value = (
+                _matmul(matrix, ones, out=target) if row_sum else _matmul(ones, matrix, out=target)
+            )
+        return out if out is not None else value.reshape(kept_shape).transpose(to_kept)
 
     return matvec
 
 
-_ONES: dict[np.dtype[Any], Array] = {}
-
-
-def ones_vector(dtype: np.dtype[Any], length: int) -> Array:
-    """A read-only vector of ``length`` ones: a view of one cached per dtype up to
-    :data:`~.steps.MATVEC_MAX_SUMMED` elements (the planner's bound; a longer one, which a
-    shape bound to its class's decision can ask for, is made for the call).
-
-    >>> ones_vector(np.dtype(float), 3)
-    array([1., 1., 1.])
-    """
-    cached = _ONES.get(dtype)
-    if cached is None:
-        cached = np.ones(MATVEC_MAX_SUMMED, dtype)
-        cached.flags.writeable = False
-        cached = _ONES.setdefault(dtype, cached)  # a thread that lost the race uses the first
-    return cached[:length] if length <= MATVEC_MAX_SUMMED else np.ones(length, dtype)
+def _merged(x: Array, shape: tuple[int, ...]) -> Array:
+    """``x.reshape(shape)``, which must be a view."""
+    merged = x.reshape(shape)
+    if merged.size and not np.may_share_memory(merged, x):
+        raise AssertionError(f"a reshape of {x.shape} {x.strides} to {shape} copied")
+    return merged
 
 
 def reduce_kernel(step: ReduceStep) -> KernelFn:

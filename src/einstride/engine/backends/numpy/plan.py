@@ -58,9 +58,11 @@ from .pairs import (
     classify,
     matmul_geometry,
 )
+from .peak import TEMPORARY
 from .skeleton import Decisions, Recorder, ReplayMismatch, ShapeClass, shape_class
 from .steps import (
-    MATVEC_MAX_SUMMED,
+    BLAS_REDUCTIONS,
+    ONES_MAX,
     BatchStep,
     ContractStep,
     CopyStep,
@@ -559,18 +561,26 @@ class _Planner:
         step -- the way the result is delivered."""
         axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
         kept = tuple(lab for lab in term.labels if lab in keep)
-        labels = kept if final else tuple(sorted(kept, key=lambda lab: -abs(term.stride(lab))))
+        labels = kept if final else _memory_order(term, kept)
         shape = tuple(self.sizes[lab] for lab in labels)
         way = self._final_way(may_return=True) if final else Out(mode=Delivery.NEW)
         delivery = self._delivery(way, labels, shape)
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
-        kernel, split = self.recorder.decide("reduce", lambda: self._reduce_way(term, kept))
+        blas = (
+            delivery.mode is Delivery.RETURN
+            or delivery.mode is Delivery.TEMP
+            or (delivery.mode is Delivery.NEW and labels == _memory_order(term, kept))
+        )  # the kernel writes its own result, or a buffer in the operand's order
+        kernel, split, order = self.recorder.decide(
+            "reduce", lambda: self._reduce_way(term, kept, blas)
+        )
+        summed = tuple(term.labels[ax] for ax in axes)
         dst = self._add(
             ReduceStep(
                 src=reg,
                 dst=self.new_reg(),
                 axes=axes,
-                summed=tuple(term.labels[ax] for ax in axes),
+                summed=summed,
                 kept=kept,
                 labels=labels,
                 shape=shape,
@@ -578,26 +588,37 @@ class _Planner:
                 delivery=delivery,
                 kernel=kernel,
                 split=split,
+                order=order,
+                scratch=self._ones(summed) if kernel in BLAS_REDUCTIONS else (),
             ),
             labels,
         )
         return dst, self._new_term(labels, self.ct)
 
-    def _reduce_way(self, term: Term, kept: tuple[int, ...]) -> tuple[Kernel, Split | None]:
-        """The reduction's kernel and split: a reduction large enough to split over threads
-        whose summed or kept axes are the operand's innermost dense run is one BLAS
-        matrix-vector product with a vector of ones instead (:func:`_blas_reduction`):
-        BLAS reads the operand at memory speed on its own threads, where NumPy's loop runs
-        on one or, split, on chunks (measured on 32-128 MiB, float32 and float64: row sums
-        0.46-0.89x the split loop's time, column sums of 256 columns or more, which do not
-        split, 0.45-0.88x the loop's)."""
-        if self.options.split_threads(self._reduce_bytes(term, kept), 2) > 1:
+    def _reduce_way(
+        self, term: Term, kept: tuple[int, ...], blas: bool
+    ) -> tuple[Kernel, Split | None, tuple[int, ...]]:
+        """The reduction's kernel, split, and a BLAS kernel's axis order: a reduction large
+        enough to split over threads, writing its own result (``blas``), whose summed or
+        kept axes are the operand's innermost dense run is one BLAS matrix-vector product
+        with a vector of ones (:func:`_blas_reduction`): BLAS reads the operand at memory
+        speed on its own threads, where NumPy's loop runs on one or, split, on chunks
+        (measured, 32-128 MiB in float32 and float64, where one core gets a share of the
+        memory's speed: row sums 0.45-0.89x the split loop's time, column sums of 256
+        columns or more, which do not split, 0.45-0.88x; where one core gets all of it,
+        0.9-1.1x)."""
+        if blas and self.options.split_threads(self._reduce_bytes(term, kept), 2) > 1:
             kernel = _blas_reduction(term, kept, self.ct, self.options.matvec_min_columns)
             if kernel is not None:
-                return kernel, None
-        return _reduce_kernel(term), self._reduce_split(term, kept)
+                return kernel, None, _axis_order(term)
+        return _reduce_kernel(term), self._reduce_split(term, kept), ()
+
+    def _ones(self, summed: tuple[int, ...]) -> tuple[Alloc, ...]:
+        shape = tuple(self.sizes[lab] for lab in summed)
+        return (Alloc(what=TEMPORARY, shape=shape, dtype=self.ct, labels=summed),)
 
     def _reduce_bytes(self, term: Term, kept: tuple[int, ...]) -> int:
+        """The bytes a reduction of ``term`` to ``kept`` moves: what it reads, and writes."""
         return _bytes_moved(term) + math.prod(self.sizes[lab] for lab in kept) * self.ct.itemsize
 
     def _reduce_split(self, term: Term, kept: tuple[int, ...]) -> Split | None:
@@ -913,46 +934,65 @@ def _outermost(term: Term) -> int:
 
 
 def _blas_reduction(
-    term: Term, kept: tuple[int, ...], dtype: np.dtype[Any], min_columns: int = 1
+    term: Term, kept: tuple[int, ...], dtype: np.dtype[Any], min_columns: int
 ) -> Kernel | None:
-    """The matrix-vector product a reduction of ``term`` to ``kept`` is, if any: a BLAS
-    dtype and no cast, and in memory an innermost dense run (one axis of unit stride as a
-    view) of the summed axes with every kept one outside it (``MATVEC``, a row sum), or of
-    the kept axes with the summed ones outside it merging into one axis (``VECMAT``, a
-    column sum, of ``min_columns`` kept elements or more), the outer axes a whole number
-    of elements apart, at least the run; at most :data:`MATVEC_MAX_SUMMED` summed
+    """The matrix-vector product a reduction of ``term`` to ``kept`` is, if any: a float32
+    or float64 operand (a complex ``inf * (1+0j)`` would give NaN), no cast, and in memory
+    two runs that each merge into one axis as a view, a whole number of elements apart:
+    inside, the summed axes of unit stride with the kept ones outside them (``MATVEC``, a
+    row sum), or the kept axes of unit stride, ``min_columns`` elements or more, with the
+    summed ones outside them (``VECMAT``, a column sum); at most :data:`ONES_MAX` summed
     elements.
 
     >>> f64 = np.dtype(float)
     >>> cube = Term.of((0, 1, 2), (4, 5, 6), (240, 48, 8), f64)
-    >>> [_blas_reduction(cube, kept, f64) for kept in ((0,), (1, 2), (1,))]
+    >>> [_blas_reduction(cube, kept, f64, 1) for kept in ((0,), (1, 2), (1,))]
     [<Kernel.MATVEC: 'matvec'>, <Kernel.VECMAT: 'vecmat'>, None]
     """
-    if term.dtype != dtype or dtype not in BLAS_TYPES:
+    if term.dtype != dtype or dtype not in _BLAS_SUM_TYPES:
         return None
     axes = sorted(
         (st, dim, lab in kept) for lab, dim, st in zip(term.labels, term.shape, term.strides)
         if dim > 1
     )  # fmt: skip
-    inner = 0  # the innermost axes, all summed or all kept, whose strides chain densely
-    run = dtype.itemsize
-    while inner < len(axes) and axes[inner][2] == axes[0][2] and axes[inner][0] == run:
-        run *= axes[inner][1]
-        inner += 1
-    outer = axes[inner:]
-    if not inner or not outer or any(is_kept == axes[0][2] for _, _, is_kept in outer):
+    inner = [axis for axis in axes if axis[2] == axes[0][2]] if axes else []
+    outer = axes[len(inner) :]
+    if not outer or any(axis[2] == axes[0][2] for axis in outer):
         return None  # not two runs: a summed axis between kept ones, or the reverse
-    if any(st < run or st % dtype.itemsize for st, _, _ in outer):
+    if inner[0][0] != dtype.itemsize or not (_dense(inner) and _dense(outer)):
         return None
-    if not axes[0][2]:  # summed inside: a row sum of any kept layout outside
-        summed = run // dtype.itemsize
-        return Kernel.MATVEC if summed <= MATVEC_MAX_SUMMED else None
-    merged = all(
-        st == prev_st * prev_dim for (prev_st, prev_dim, _), (st, _, _) in itertools.pairwise(outer)
-    )
-    summed = math.prod(dim for _, dim, _ in outer)
-    wide = run // dtype.itemsize >= min_columns
-    return Kernel.VECMAT if merged and wide and summed <= MATVEC_MAX_SUMMED else None
+    run = inner[-1][0] * inner[-1][1]
+    if outer[0][0] < run or outer[0][0] % dtype.itemsize:
+        return None  # rows closer than a run (overlapping), or between elements
+    rows_kept = not axes[0][2]  # the summed axes inside: a row sum
+    summed = math.prod(dim for _, dim, _ in (outer if not rows_kept else inner))
+    if summed > ONES_MAX or not (rows_kept or run // dtype.itemsize >= min_columns):
+        return None
+    return Kernel.MATVEC if rows_kept else Kernel.VECMAT
+
+
+_BLAS_SUM_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64"))
+
+
+def _dense(axes: Sequence[tuple[int, int, bool]]) -> bool:
+    """Whether axes (stride, size, _), innermost first, merge into one: each stride the one
+    inside it times that one's size."""
+    return all(st == prev_st * prev_dim for (prev_st, prev_dim, _), (st, _, _)
+               in itertools.pairwise(axes))  # fmt: skip
+
+
+def _axis_order(term: Term) -> tuple[int, ...]:
+    """``term``'s axes from the largest stride to the smallest (size-1 axes last)."""
+
+    def outermost_first(ax: int) -> tuple[bool, int]:
+        return term.shape[ax] > 1, abs(term.strides[ax])
+
+    return tuple(sorted(range(len(term.labels)), key=outermost_first, reverse=True))
+
+
+def _memory_order(term: Term, kept: tuple[int, ...]) -> tuple[int, ...]:
+    """The kept labels as a reduction's buffer holds them: outermost in ``term`` first."""
+    return tuple(sorted(kept, key=lambda lab: -abs(term.stride(lab))))
 
 
 def _reduce_kernel(term: Term) -> Kernel:

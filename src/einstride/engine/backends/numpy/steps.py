@@ -40,7 +40,8 @@ from .delivery import Alloc, DeliveryPlan, OutputCreation
 from .pairs import Geometry, Groups
 
 __all__ = [
-    "MATVEC_MAX_SUMMED",
+    "BLAS_REDUCTIONS",
+    "ONES_MAX",
     "BatchStep",
     "ContractStep",
     "CopyStep",
@@ -66,16 +67,18 @@ class Kernel(enum.Enum):
     UFUNC = "ufunc"
     """``numpy.add.reduce`` / ``logical_or.reduce`` (beyond the loop's 52 axes)."""
     MATVEC = "matvec"
-    """A row sum as a BLAS matrix-vector product with a vector of ones (``matrix @ ones``:
-    the summed axes are the operand's innermost dense run)."""
+    """A row sum as one BLAS matrix-vector product, ``matrix @ ones``: the summed axes are
+    the operand's innermost dense run, the kept ones merge into the rows."""
     VECMAT = "vecmat"
-    """A column sum as a BLAS vector-matrix product (``ones @ matrix``: the kept axes are
-    the operand's innermost dense run, the summed ones merge into one axis)."""
+    """A column sum as one BLAS vector-matrix product, ``ones @ matrix``: the kept axes are
+    the operand's innermost dense run, the summed ones merge into the rows."""
 
 
-MATVEC_MAX_SUMMED = 1 << 16
-"""The most elements a reduction sums for the planner to make it a matrix-vector product
-(its vector of ones is cached: 512 KiB in float64)."""
+BLAS_REDUCTIONS = (Kernel.MATVEC, Kernel.VECMAT)
+
+ONES_MAX = 1 << 16
+"""The most elements a BLAS reduction sums: the length of the vector of ones it allocates
+for the call (512 KiB in float64; a temporary of its step)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,8 +177,14 @@ class ReduceStep(_Splits):
     delivery: DeliveryPlan
     kernel: Kernel = Kernel.LOOP
     split: Split | None = None
+    order: tuple[int, ...] = ()  # a BLAS kernel's: the source axes, outermost first in memory
+    scratch: tuple[Alloc, ...] = ()  # a BLAS kernel's vector of ones
 
     kind: ClassVar[str] = "reduce"
+
+    @property
+    def allocs(self) -> tuple[Alloc, ...]:
+        return self.delivery.allocs + self.scratch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
