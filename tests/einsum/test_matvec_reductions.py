@@ -16,13 +16,18 @@ from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.backends.numpy.cache import entry_for
-from einstride.engine.backends.numpy.options import PlannerOptions, default_options
+from einstride.engine.backends.numpy.options import (
+    PlannerOptions,
+    default_options,
+    set_default_options,
+)
 from einstride.engine.backends.numpy.peak import plan_peak
-from einstride.engine.backends.numpy.steps import ONES_MAX, Kernel, ReduceStep
+from einstride.engine.backends.numpy.steps import Kernel, ReduceStep
 
 # every reduction large, a column sum of any width a matrix product
 SPLIT_ALWAYS = PlannerOptions(threads=2, split_min_bytes=0, matvec_min_columns=1)
 LETTERS = "abcd"
+ONES_MAX = PlannerOptions().ones_max
 
 
 def _entry(equation: str, x: np.ndarray, options: PlannerOptions = SPLIT_ALWAYS) -> object:
@@ -136,13 +141,15 @@ def test_a_large_reduction_is_one_matrix_vector_product_and_matches_numpy(
         assert "temporary" in report  # the vector of ones, counted
 
 
-def test_out_and_a_buffer_in_another_order_keep_the_loop() -> None:
+def test_out_keeps_the_loop_and_a_temporary_takes_blas() -> None:
+    """Straight into ``out=`` (any layout) the loop writes; into a temporary of the compute
+    dtype (``out=`` of another dtype) BLAS does, and the copy follows."""
     x = np.random.default_rng(1).standard_normal((9, 5, 7))
-    out = np.empty((9,))
-    into = entry_for("ijk->i", [x], out, None, "auto", options=SPLIT_ALWAYS)
-    assert [s.kernel for s in into.plan.steps if isinstance(s, ReduceStep)] == [Kernel.LOOP]
-    into.run([x], out)
-    np.testing.assert_allclose(out, x.sum(axis=(1, 2)))
+    for out, kernel in ((np.empty((9,)), Kernel.LOOP), (np.empty((9,), np.float32), Kernel.MATVEC)):
+        entry = entry_for("ijk->i", [x], out, None, "auto", options=SPLIT_ALWAYS)
+        assert [s.kernel for s in entry.plan.steps if isinstance(s, ReduceStep)] == [kernel]
+        entry.run([x], out)
+        np.testing.assert_allclose(out, x.sum(axis=(1, 2)), rtol=1e-6)
     assert _kernels("ijk->ji", x) == [Kernel.MATVEC]  # returned: a transposed view of it
 
 
@@ -194,9 +201,13 @@ def test_complex_operands_keep_the_loop_and_its_infinities() -> None:
 
 
 @pytest.mark.parametrize("equation", ["ij->i", "ij->j"])
-def test_floating_point_flags_are_ignored_as_by_the_loop(equation: str) -> None:
+@pytest.mark.parametrize("fill", ["invalid", "overflow"])
+def test_floating_point_flags_are_ignored_as_by_the_loop(equation: str, fill: str) -> None:
     x = np.ones((4, 6))
-    x[:, 0], x[0, :], x[1, 1] = np.inf, np.inf, -np.inf
+    if fill == "invalid":
+        x[:, 0], x[0, :], x[1, 1] = np.inf, np.inf, -np.inf
+    else:
+        x[:] = 1e308
     assert _kernels(equation, x) != [Kernel.LOOP]
     with np.errstate(all="raise"), warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -276,3 +287,42 @@ def test_every_memory_order_and_kept_set_of_rank_three_and_four() -> None:
                         equation = LETTERS[:rank] + "->" + out
                         assert _kernels(equation, x) == [_blas_kind(x, kept) or Kernel.LOOP]
                         np.testing.assert_allclose(_run(equation, x), np.einsum(equation, x))
+
+
+def test_layouts_with_gaps_keep_the_loop_where_a_run_does_not_merge() -> None:
+    """A step or a padded axis inside a run: the oracle and the planner agree (a kernel
+    that took such a run would fail on its reshape)."""
+    base = np.arange(1.0, 1.0 + 4 * 6 * 10).reshape(4, 6, 10)
+    for x in (base[:, ::2, :], base[:, :, :5], base[::2], base[:, :3, :], base[:, :, ::2]):
+        for kept in ((0,), (2,), (0, 1), (1, 2)):
+            equation = "abc->" + "".join(LETTERS[ax] for ax in kept)
+            assert _kernels(equation, x) == [_blas_kind(x, kept) or Kernel.LOOP], (x.strides, kept)
+            np.testing.assert_allclose(_run(equation, x), np.einsum(equation, x))
+
+
+def test_an_operand_off_its_alignment_takes_the_loop_without_a_copy() -> None:
+    raw = np.zeros(512 * 1024 * 8 + 1, np.uint8)
+    x = np.frombuffer(raw, np.float64, offset=1, count=512 * 1024).reshape(512, 1024)
+    assert not x.flags.aligned and _kernels("ij->i", x) == [Kernel.MATVEC]
+    entry = _entry("ij->i", x)
+    tracemalloc.start()
+    try:
+        got = entry.run([x], None)  # type: ignore[attr-defined]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # matmul would copy the 4 MiB operand
+    np.testing.assert_array_equal(got, np.zeros(512))
+
+
+def test_a_memory_limit_below_the_vector_of_ones_takes_the_loop() -> None:
+    x = np.ones((128, 65536))  # 64 MiB: a row sum BLAS runs where the threads split
+    before = set_default_options(PlannerOptions(threads=2))
+    try:
+        assert "matrix-vector" in es.explain("ij->i", x)
+        report = es.explain("ij->i", x, memory_limit=100_000)
+        assert "matrix-vector" not in report
+        np.testing.assert_array_equal(es.einsum("ij->i", x, memory_limit=100_000), x.sum(axis=1))
+        np.testing.assert_array_equal(es.einsum("ij->i", x, memory_limit=5_000), x.sum(axis=1))
+    finally:
+        set_default_options(before)

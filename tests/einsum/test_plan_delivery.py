@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from einstride.engine.backends.numpy.cache import entry_for
 from einstride.engine.backends.numpy.delivery import Delivery, OutputCreation
 from einstride.engine.backends.numpy.options import PlannerOptions
-from einstride.engine.backends.numpy.steps import Plan, Step, ViewStep
+from einstride.engine.backends.numpy.steps import (
+    BLAS_REDUCTIONS,
+    Plan,
+    ReduceStep,
+    Step,
+    ViewStep,
+)
 
 NEW_ALLOCS = {"intermediate", "copy", "partial products"}
 
@@ -30,7 +36,10 @@ def _check_writes(plan: Plan, out_given: bool) -> None:
     assert (output.create is OutputCreation.OUT) == out_given
     for step in plan.steps:
         if not isinstance(step, ViewStep) and step.delivery.mode is Delivery.NEW:
-            assert [a.what for a in step.allocs] in ([], *([w] for w in NEW_ALLOCS))
+            assert [a.what for a in step.delivery.allocs] in ([], *([w] for w in NEW_ALLOCS))
+        if isinstance(step, ReduceStep):  # a BLAS reduction's vector of ones, and only it
+            assert bool(step.scratch) == (step.kernel in BLAS_REDUCTIONS)
+            assert [a.what for a in step.scratch] in ([], ["temporary"])
     if not writers:  # the result is an operand or a register viewed
         assert output.create is OutputCreation.NONE
         return
@@ -40,12 +49,12 @@ def _check_writes(plan: Plan, out_given: bool) -> None:
     mode = step.delivery.mode
     if mode is Delivery.RETURN:
         assert output.create is OutputCreation.NONE and output.result == step.dst
-        assert [a.what for a in step.allocs] == ["output"]
+        assert [a.what for a in step.delivery.allocs] == ["output"]
     else:
         assert output.create is not OutputCreation.NONE
         assert sorted(step.delivery.dest_perm) == list(range(len(step.delivery.dest_perm)))
         temporary = ["temporary"] if mode is Delivery.TEMP else []
-        assert [a.what for a in step.allocs] == temporary
+        assert [a.what for a in step.delivery.allocs] == temporary
     has_output_alloc = output.create in (OutputCreation.ZEROS, OutputCreation.EMPTY)
     assert bool(output.allocs) == has_output_alloc
 

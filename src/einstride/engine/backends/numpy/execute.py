@@ -495,17 +495,22 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
 
 def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     if step.kernel in BLAS_REDUCTIONS:
-        return _matvec_reduce(step)
-    in_labels, out_labels = _reduce_labels(step)
-    dtype, axes = step.dtype, step.axes
+        return _matvec_reduce(step, _loop_reduce(step))
     if step.kernel is Kernel.UFUNC:
-        ufunc = np.logical_or if dtype == np.bool_ else np.add
+        ufunc = np.logical_or if step.dtype == np.bool_ else np.add
+        dtype, axes = step.dtype, step.axes
 
         def reduce_ufunc(x: Array, out: Array | None = None) -> Array:
             value: Array = ufunc.reduce(x, axis=axes, dtype=dtype, out=out)
             return value
 
         return reduce_ufunc
+    return _loop_reduce(step)
+
+
+def _loop_reduce(step: ReduceStep) -> Callable[..., Array]:
+    in_labels, out_labels = _reduce_labels(step)
+    dtype = step.dtype
 
     def reduce(x: Array, out: Array | None = None) -> Array:
         value: Array = (
@@ -518,14 +523,15 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
     return reduce
 
 
-def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
+def _matvec_reduce(step: ReduceStep, loop: Callable[..., Array]) -> Callable[..., Array]:
     """The reduction as one BLAS matrix-vector product with a vector of ones made for the
     call: the operand's axes in the planned memory ``order``, the kept ones merged into one
-    axis and the summed ones into another (views: the planner checked; a copy would be a
-    bug, and fails), then ``matrix @ ones`` (``MATVEC``, the summed axes inside) or ``ones
-    @ matrix`` (``VECMAT``).  Floating-point flags are ignored, as NumPy's loop ignores
-    them.  The result in ``kept`` order, into ``out`` (a buffer in the memory order of the
-    kept axes, as the planner delivers it) when given."""
+    axis and the summed ones into another (views: the planner checked), then ``matrix @
+    ones`` (``MATVEC``, the summed axes inside) or ``ones @ matrix`` (``VECMAT``).
+    Floating-point flags are ignored, as NumPy's loop ignores them.  The result in ``kept``
+    order, into ``out`` (a new buffer in the memory order of the kept axes, as the planner
+    delivers it) when given.  An operand off its dtype's alignment, which the plan cannot
+    see, takes ``loop``: ``matmul`` would copy it whole."""
     dtype, summed = step.dtype, step.axes
     kept = tuple(ax for ax in range(len(step.axes) + len(step.kept)) if ax not in summed)
     rows = tuple(ax for ax in step.order if ax in kept)  # in memory order
@@ -534,11 +540,13 @@ def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
     row_sum = step.kernel is Kernel.MATVEC
 
     def matvec(x: Array, out: Array | None = None) -> Array:
+        if not x.flags.aligned:
+            return loop(x, out)
         kept_shape = tuple(x.shape[ax] for ax in rows)
         width, length = math.prod(kept_shape), math.prod(x.shape[ax] for ax in summed)
         order = rows + columns if row_sum else columns + rows
-        matrix = _merged(x.transpose(order), (width, length) if row_sum else (length, width))
-        target = None if out is None else _merged(out.transpose(_inverse(to_kept)), (width,))
+        matrix = reshape_view(x.transpose(order), (width, length) if row_sum else (length, width))
+        target = None if out is None else reshape_view(out.transpose(_inverse(to_kept)), (width,))
         ones = np.ones(length, dtype)
         with np.errstate(all="ignore"):
             value = (
@@ -547,14 +555,6 @@ def _matvec_reduce(step: ReduceStep) -> Callable[..., Array]:
         return out if out is not None else value.reshape(kept_shape).transpose(to_kept)
 
     return matvec
-
-
-def _merged(x: Array, shape: tuple[int, ...]) -> Array:
-    """``x.reshape(shape)``, which must be a view."""
-    merged = x.reshape(shape)
-    if merged.size and not np.may_share_memory(merged, x):
-        raise AssertionError(f"a reshape of {x.shape} {x.strides} to {shape} copied")
-    return merged
 
 
 def reduce_kernel(step: ReduceStep) -> KernelFn:

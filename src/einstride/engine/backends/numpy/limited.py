@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -44,11 +45,12 @@ from ...spec.walk import prepared_labels
 from .cache import CLEAR_HOOKS, facts_of
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
+from .options import PlannerOptions, default_options
 from .peak import plan_peak
 from .plan import build_plan
 from .report import format_plan
 from .sliced import SlicedPlan, build_sliced, compile_sliced, format_sliced
-from .steps import CopyStep, Plan, ViewStep
+from .steps import CopyStep, Plan, ReduceStep, ViewStep
 
 __all__ = ["Limited", "explain_within", "limited_plan", "run_limited", "shape_facts"]
 
@@ -120,18 +122,33 @@ def _decide(
     out = None if out_facts is None else (tuple(out_facts[1]), np.dtype(out_facts[2]))
     base = build_plan(spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize)
     peak = plan_peak(base)
+    if peak > limit and _scratch(base):
+        # without a BLAS reduction's vector of ones: the loop allocates nothing more, and
+        # the slicer's model knows the loop's bytes only
+        options = dataclasses.replace(default_options(), ones_max=0)
+        base = build_plan(
+            spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize,
+            options=options,
+        )  # fmt: skip
+        peak = plan_peak(base)
+    else:
+        options = None
     if peak <= limit:
         return Limited(
             limit=limit, base=base, plan=base, sliced=None, run=compile_plan(base), peak=peak
         )
     _check_result(base, out is None, limit)
-    repathed = _repath(base, out, optimize, limit)
+    repathed = _repath(base, out, optimize, limit, options)
     # the plan of a slice may copy operands that the unsliced plan copies, or not: try both
     models = dict.fromkeys(
         path_model(spec, base.path, copied=copied)
         for copied in (frozenset(), _copied_operands(base))
     )
-    found = [sliced for model in models if (sliced := _slice(base, model, out, limit)) is not None]
+    found = [
+        sliced
+        for model in models
+        if (sliced := _slice(base, model, out, limit, options)) is not None
+    ]
     sliced = min(found, key=lambda s: (s.slicing.cost, s.slicing.n_slices, s.peak), default=None)
     if repathed is not None and (sliced is None or _flops(repathed) <= sliced.slicing.cost):
         return Limited(
@@ -174,7 +191,9 @@ def _flops(plan: Plan) -> int:
     return path_model(plan.spec, plan.path).flops(plan.spec.sizes)
 
 
-def _repath(base: Plan, out: OutFacts | None, optimize: Any, limit: int) -> Plan | None:
+def _repath(
+    base: Plan, out: OutFacts | None, optimize: Any, limit: int, options: PlannerOptions | None
+) -> Plan | None:
     """A plan along a path searched within the limit that fits it, if the path was searched
     (a finder name) and one does."""
     spec = base.spec
@@ -195,11 +214,17 @@ def _repath(base: Plan, out: OutFacts | None, optimize: Any, limit: int) -> Plan
         if path == base.path:
             continue
         plan = build_plan(
-            spec, base.dtypes, base.strides, out=out, dtype=base.result_dtype, optimize=path
-        )
+            spec, base.dtypes, base.strides, out=out, dtype=base.result_dtype, optimize=path,
+            options=options,
+        )  # fmt: skip
         if plan_peak(plan) <= limit:
             return plan
     return None
+
+
+def _scratch(plan: Plan) -> bool:
+    """Whether a step of ``plan`` allocates scratch space (a BLAS reduction's ones)."""
+    return any(isinstance(step, ReduceStep) and step.scratch for step in plan.steps)
 
 
 def _copied_operands(plan: Plan) -> frozenset[int]:
@@ -233,7 +258,9 @@ def _estimator(
     return peak
 
 
-def _slice(base: Plan, model: PathModel, out: OutFacts | None, limit: int) -> SlicedPlan | None:
+def _slice(
+    base: Plan, model: PathModel, out: OutFacts | None, limit: int, options: PlannerOptions | None
+) -> SlicedPlan | None:
     """The cheapest slicing found whose real peak fits, or None."""
     out_dtype = None if out is None else out[1]
     estimate = _estimator(model, base, out)
@@ -242,7 +269,7 @@ def _slice(base: Plan, model: PathModel, out: OutFacts | None, limit: int) -> Sl
         slicing = find_slicing(model, estimate, target)
         if slicing is None:
             return None
-        sliced = build_sliced(base, slicing, out_dtype) if slicing.labels else None
+        sliced = build_sliced(base, slicing, out_dtype, options) if slicing.labels else None
         real = plan_peak(base) if sliced is None else sliced.peak
         if sliced is not None and real <= limit:
             return sliced

@@ -79,6 +79,10 @@ class PlannerOptions(metaclass=_Interned):
     ``ones @ matrix`` only from this many columns (kept elements) on: below, BLAS gains
     nothing on NumPy's loop (measured, float64 row-major: 128 columns 0.83-1.12x the
     loop's time, 256 columns 0.78-0.88x, 512 and more 0.45-0.76x)."""
+    ones_max: int = 1 << 16
+    """The longest vector of ones a large reduction may make to run as one BLAS
+    matrix-vector product (its summed elements; 0: never, the memory-limited way's
+    setting, which counts every byte)."""
     copy_ns_per_byte: float = 0.25
     """Copying an operand or a result (read + write)."""
     partial_ns_per_byte: float = 0.5

@@ -62,7 +62,6 @@ from .peak import TEMPORARY
 from .skeleton import Decisions, Recorder, ReplayMismatch, ShapeClass, shape_class
 from .steps import (
     BLAS_REDUCTIONS,
-    ONES_MAX,
     BatchStep,
     ContractStep,
     CopyStep,
@@ -566,11 +565,9 @@ class _Planner:
         way = self._final_way(may_return=True) if final else Out(mode=Delivery.NEW)
         delivery = self._delivery(way, labels, shape)
         self.flops += _flop_count(term.labels, True, 1, self.sizes)
-        blas = (
-            delivery.mode is Delivery.RETURN
-            or delivery.mode is Delivery.TEMP
-            or (delivery.mode is Delivery.NEW and labels == _memory_order(term, kept))
-        )  # the kernel writes its own result, or a buffer in the operand's order
+        # a BLAS kernel writes its own result, or a new buffer (in the operand's order), never
+        # straight into the output, whose layout is anyone's
+        blas = delivery.mode is not Delivery.INTO
         kernel, split, order = self.recorder.decide(
             "reduce", lambda: self._reduce_way(term, kept, blas)
         )
@@ -608,7 +605,7 @@ class _Planner:
         columns or more, which do not split, 0.45-0.88x; where one core gets all of it,
         0.9-1.1x)."""
         if blas and self.options.split_threads(self._reduce_bytes(term, kept), 2) > 1:
-            kernel = _blas_reduction(term, kept, self.ct, self.options.matvec_min_columns)
+            kernel = _blas_reduction(term, kept, self.ct, self.options)
             if kernel is not None:
                 return kernel, None, _axis_order(term)
         return _reduce_kernel(term), self._reduce_split(term, kept), ()
@@ -934,19 +931,20 @@ def _outermost(term: Term) -> int:
 
 
 def _blas_reduction(
-    term: Term, kept: tuple[int, ...], dtype: np.dtype[Any], min_columns: int
+    term: Term, kept: tuple[int, ...], dtype: np.dtype[Any], options: PlannerOptions
 ) -> Kernel | None:
     """The matrix-vector product a reduction of ``term`` to ``kept`` is, if any: a float32
     or float64 operand (a complex ``inf * (1+0j)`` would give NaN), no cast, and in memory
     two runs that each merge into one axis as a view, a whole number of elements apart:
     inside, the summed axes of unit stride with the kept ones outside them (``MATVEC``, a
-    row sum), or the kept axes of unit stride, ``min_columns`` elements or more, with the
-    summed ones outside them (``VECMAT``, a column sum); at most :data:`ONES_MAX` summed
-    elements.
+    row sum), or the kept axes of unit stride, ``matvec_min_columns`` elements or more,
+    with the summed ones outside them (``VECMAT``, a column sum); at most ``ones_max``
+    summed elements (of the shape class's sizes, where the plan is its class's).
 
     >>> f64 = np.dtype(float)
     >>> cube = Term.of((0, 1, 2), (4, 5, 6), (240, 48, 8), f64)
-    >>> [_blas_reduction(cube, kept, f64, 1) for kept in ((0,), (1, 2), (1,))]
+    >>> wide = PlannerOptions(matvec_min_columns=1)
+    >>> [_blas_reduction(cube, kept, f64, wide) for kept in ((0,), (1, 2), (1,))]
     [<Kernel.MATVEC: 'matvec'>, <Kernel.VECMAT: 'vecmat'>, None]
     """
     if term.dtype != dtype or dtype not in _BLAS_SUM_TYPES:
@@ -966,7 +964,8 @@ def _blas_reduction(
         return None  # rows closer than a run (overlapping), or between elements
     rows_kept = not axes[0][2]  # the summed axes inside: a row sum
     summed = math.prod(dim for _, dim, _ in (outer if not rows_kept else inner))
-    if summed > ONES_MAX or not (rows_kept or run // dtype.itemsize >= min_columns):
+    wide = run // dtype.itemsize >= options.matvec_min_columns
+    if summed > options.ones_max or not (rows_kept or wide):
         return None
     return Kernel.MATVEC if rows_kept else Kernel.VECMAT
 

@@ -45,6 +45,7 @@ from ...spec.equation import EinsumSpec, bind
 from ...spec.slicing import Slicing
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
+from .options import PlannerOptions
 from .peak import plan_peak
 from .plan import build_plan
 from .report import format_plan
@@ -103,9 +104,15 @@ class SlicedPlan:
         return self.pieces[0]
 
 
-def build_sliced(base: Plan, slicing: Slicing, out_dtype: np.dtype[Any] | None) -> SlicedPlan:
+def build_sliced(
+    base: Plan,
+    slicing: Slicing,
+    out_dtype: np.dtype[Any] | None,
+    options: PlannerOptions | None = None,
+) -> SlicedPlan:
     """Plan every kind of slice of ``base`` (made for ``out=`` of ``out_dtype`` and
-    ``base.out_strides`` when ``out_dtype`` is given)."""
+    ``base.out_strides`` when ``out_dtype`` is given), with ``options`` (default: the
+    default options)."""
     spec, rt, ct = base.spec, base.result_dtype, base.compute_dtype
     dest_dtype = rt if out_dtype is None else out_dtype
     summed = [x for x in slicing.labels if x not in slicing.output]
@@ -128,6 +135,7 @@ def build_sliced(base: Plan, slicing: Slicing, out_dtype: np.dtype[Any] | None) 
             out=targets[target],
             dtype=rt,
             optimize=base.path,
+            options=options,
         )
         pieces.append(
             Piece(

@@ -41,7 +41,6 @@ from .pairs import Geometry, Groups
 
 __all__ = [
     "BLAS_REDUCTIONS",
-    "ONES_MAX",
     "BatchStep",
     "ContractStep",
     "CopyStep",
@@ -75,10 +74,6 @@ class Kernel(enum.Enum):
 
 
 BLAS_REDUCTIONS = (Kernel.MATVEC, Kernel.VECMAT)
-
-ONES_MAX = 1 << 16
-"""The most elements a BLAS reduction sums: the length of the vector of ones it allocates
-for the call (512 KiB in float64; a temporary of its step)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
