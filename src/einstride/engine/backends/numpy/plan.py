@@ -30,7 +30,6 @@ True
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -45,7 +44,7 @@ from ...spec.equation import EinsumSpec, Equation, bind
 from ...spec.paths import optimize_key
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
-from .fold import BLAS_TYPES, Term, contiguous_strides
+from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
 from .options import PlannerOptions, default_options
 from .pairs import (
     Choice,
@@ -605,9 +604,9 @@ class _Planner:
         columns or more, which do not split, 0.45-0.88x; where one core gets all of it,
         0.9-1.1x)."""
         if blas and self.options.split_threads(self._reduce_bytes(term, kept), 2) > 1:
-            kernel = _blas_reduction(term, kept, self.ct, self.options)
-            if kernel is not None:
-                return kernel, None, _axis_order(term)
+            found = _blas_reduction(term, kept, self.ct, self.options)
+            if found is not None:
+                return found[0], None, found[1]
         return _reduce_kernel(term), self._reduce_split(term, kept), ()
 
     def _ones(self, summed: tuple[int, ...]) -> tuple[Alloc, ...]:
@@ -932,61 +931,41 @@ def _outermost(term: Term) -> int:
 
 def _blas_reduction(
     term: Term, kept: tuple[int, ...], dtype: np.dtype[Any], options: PlannerOptions
-) -> Kernel | None:
-    """The matrix-vector product a reduction of ``term`` to ``kept`` is, if any: a float32
-    or float64 operand (a complex ``inf * (1+0j)`` would give NaN), no cast, and in memory
-    two runs that each merge into one axis as a view, a whole number of elements apart:
-    inside, the summed axes of unit stride with the kept ones outside them (``MATVEC``, a
-    row sum), or the kept axes of unit stride, ``matvec_min_columns`` elements or more,
-    with the summed ones outside them (``VECMAT``, a column sum); at most ``ones_max``
-    summed elements (of the shape class's sizes, where the plan is its class's).
+) -> tuple[Kernel, tuple[int, ...]] | None:
+    """The matrix-vector product a reduction of ``term`` to ``kept`` is, if any, and the
+    axes of ``term`` in the matrix's order (the kept ones, then the summed ones, each group
+    outermost first): a float32 or float64 operand (a complex ``inf * (1+0j)`` would give
+    NaN), no cast, the kept axes folding into one and the summed ones into another, into a
+    C-ordered matrix BLAS takes as is: the summed axes inside (``MATVEC``, a row sum), or
+    the kept ones inside, ``matvec_min_columns`` elements or more (``VECMAT``, a column
+    sum); at most ``ones_max`` summed elements (of the shape class's sizes, where the plan
+    is its class's).
 
     >>> f64 = np.dtype(float)
     >>> cube = Term.of((0, 1, 2), (4, 5, 6), (240, 48, 8), f64)
     >>> wide = PlannerOptions(matvec_min_columns=1)
     >>> [_blas_reduction(cube, kept, f64, wide) for kept in ((0,), (1, 2), (1,))]
-    [<Kernel.MATVEC: 'matvec'>, <Kernel.VECMAT: 'vecmat'>, None]
+    [(<Kernel.MATVEC: 'matvec'>, (0, 1, 2)), (<Kernel.VECMAT: 'vecmat'>, (1, 2, 0)), None]
     """
     if term.dtype != dtype or dtype not in _BLAS_SUM_TYPES:
         return None
-    axes = sorted(
-        (st, dim, lab in kept) for lab, dim, st in zip(term.labels, term.shape, term.strides)
-        if dim > 1
-    )  # fmt: skip
-    inner = [axis for axis in axes if axis[2] == axes[0][2]] if axes else []
-    outer = axes[len(inner) :]
-    if not outer or any(axis[2] == axes[0][2] for axis in outer):
-        return None  # not two runs: a summed axis between kept ones, or the reverse
-    if inner[0][0] != dtype.itemsize or not (_dense(inner) and _dense(outer)):
+    summed = tuple(lab for lab in term.labels if lab not in kept)
+    rows, columns = fold_group(kept, [term]), fold_group(summed, [term])
+    width, length = math.prod(map(term.size_of, kept)), math.prod(map(term.size_of, summed))
+    if rows is None or columns is None or width <= 1 or not 1 < length <= options.ones_max:
         return None
-    run = inner[-1][0] * inner[-1][1]
-    if outer[0][0] < run or outer[0][0] % dtype.itemsize:
-        return None  # rows closer than a run (overlapping), or between elements
-    rows_kept = not axes[0][2]  # the summed axes inside: a row sum
-    summed = math.prod(dim for _, dim, _ in (outer if not rows_kept else inner))
-    wide = run // dtype.itemsize >= options.matvec_min_columns
-    if summed > options.ones_max or not (rows_kept or wide):
-        return None
-    return Kernel.MATVEC if rows_kept else Kernel.VECMAT
+    row_stride, column_stride = fold_stride(rows, term), fold_stride(columns, term)
+    item = dtype.itemsize
+    order = tuple(term.labels.index(lab) for lab in rows + columns)
+    if column_stride == item and blas_ready(width, length, row_stride, column_stride, item):
+        return Kernel.MATVEC, order  # the summed axes inside: a row sum
+    wide = width >= options.matvec_min_columns
+    if row_stride == item and wide and blas_ready(length, width, column_stride, row_stride, item):
+        return Kernel.VECMAT, order
+    return None
 
 
 _BLAS_SUM_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64"))
-
-
-def _dense(axes: Sequence[tuple[int, int, bool]]) -> bool:
-    """Whether axes (stride, size, _), innermost first, merge into one: each stride the one
-    inside it times that one's size."""
-    return all(st == prev_st * prev_dim for (prev_st, prev_dim, _), (st, _, _)
-               in itertools.pairwise(axes))  # fmt: skip
-
-
-def _axis_order(term: Term) -> tuple[int, ...]:
-    """``term``'s axes from the largest stride to the smallest (size-1 axes last)."""
-
-    def outermost_first(ax: int) -> tuple[bool, int]:
-        return term.shape[ax] > 1, abs(term.strides[ax])
-
-    return tuple(sorted(range(len(term.labels)), key=outermost_first, reverse=True))
 
 
 def _memory_order(term: Term, kept: tuple[int, ...]) -> tuple[int, ...]:
