@@ -537,16 +537,17 @@ def _matvec_reduce(step: ReduceStep, loop: Callable[..., Array]) -> Callable[...
     rows = tuple(ax for ax in step.order if ax in kept)  # in memory order
     columns = tuple(ax for ax in step.order if ax in summed)
     to_kept = tuple(rows.index(ax) for ax in kept)
+    to_rows = _inverse(to_kept)
     row_sum = step.kernel is Kernel.MATVEC
+    order = rows + columns if row_sum else columns + rows
 
     def matvec(x: Array, out: Array | None = None) -> Array:
         if not x.flags.aligned:
             return loop(x, out)
         kept_shape = tuple(x.shape[ax] for ax in rows)
         width, length = math.prod(kept_shape), math.prod(x.shape[ax] for ax in summed)
-        order = rows + columns if row_sum else columns + rows
         matrix = reshape_view(x.transpose(order), (width, length) if row_sum else (length, width))
-        target = None if out is None else reshape_view(out.transpose(_inverse(to_kept)), (width,))
+        target = None if out is None else reshape_view(out.transpose(to_rows), (width,))
         ones = np.ones(length, dtype)
         with np.errstate(all="ignore"):
             value = (

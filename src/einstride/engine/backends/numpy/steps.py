@@ -172,7 +172,7 @@ class ReduceStep(_Splits):
     delivery: DeliveryPlan
     kernel: Kernel = Kernel.LOOP
     split: Split | None = None
-    order: tuple[int, ...] = ()  # a BLAS kernel's: the source axes, outermost first in memory
+    order: tuple[int, ...] = ()  # a BLAS kernel's: the kept axes, then the summed ones
     scratch: tuple[Alloc, ...] = ()  # a BLAS kernel's vector of ones
 
     kind: ClassVar[str] = "reduce"
