@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.backends.numpy.cache import clear_plan_cache, plan_cache_info
-from einstride.engine.backends.numpy.lanes import NO_LANE, lane_for
+from einstride.engine.backends.numpy.lanes import NO_LANE, UnaryLane, lane_for
 from einstride.engine.backends.numpy.options import PlannerOptions, set_default_options
 from einstride.memory import set_memory_limit
 
-LABELS = "abcd"
+LABELS = "abcD"  # an upper-case label too: NumPy's loop reads the caller's own string
 PLANNED = {"memory_limit": 1 << 40}  # any explicit option takes the planned way
 
 
@@ -35,6 +35,8 @@ def unary_cases(draw: Any) -> tuple[str, np.ndarray]:
     else:
         out = draw(st.permutations(used))[: draw(st.integers(0, len(used)))]
         equation = "".join(term) + "->" + "".join(out)
+    if draw(st.booleans()):
+        equation = " ".join(equation)  # spaces: the lane's own letters, not the string
     dtype = draw(st.sampled_from(["float64", "float32", "complex128", "complex64"]))
     shape = tuple(sizes[x] for x in term)
     return equation, np.asarray(draw(layouts(shape, dtype)))  # rank 0: a 0-d array
@@ -44,10 +46,13 @@ def unary_cases(draw: Any) -> tuple[str, np.ndarray]:
 @given(unary_cases())
 def test_the_lane_gives_what_the_plan_gives(case: tuple[str, np.ndarray]) -> None:
     equation, a = case
-    assert lane_for(equation) is not NO_LANE
+    lane = lane_for(equation)
+    assert isinstance(lane, UnaryLane)
+    assert lane.native == ("->" in equation and " " not in equation)
+    takes = a.size > 0 or not lane.distinct  # an empty reduction is planned (its result)
     before = plan_cache_info().lanes
     got = es.einsum(equation, a)
-    assert plan_cache_info().lanes == before + 1  # the lane answered
+    assert plan_cache_info().lanes == before + takes  # the lane answered
     planned = es.einsum(equation, a, **PLANNED)
     assert type(got) is type(planned)
     assert got.dtype == planned.dtype and np.shape(got) == np.shape(planned)
@@ -359,6 +364,42 @@ def test_a_result_over_the_memory_limit_is_planned() -> None:
         assert plan_cache_info().lanes == lanes + 1
     finally:
         set_memory_limit(before)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("ij->j", [(0, 100_000)]),
+        ("ij,jk->ik", [(400, 0), (0, 400)]),
+        ("bij,bjk->bik", [(2, 300, 0), (2, 0, 300)]),
+    ],
+)
+def test_an_empty_operand_with_a_result_over_the_memory_limit_is_planned(
+    equation: str, shapes: list[tuple[int, ...]]
+) -> None:
+    before = set_memory_limit(1000)  # the result needs 800,000 B or more, the operands none
+    try:
+        lanes = plan_cache_info().lanes
+        with pytest.raises(es.EinsumError, match="memory limit"):
+            es.einsum(equation, *(np.empty(shape) for shape in shapes))
+        assert plan_cache_info().lanes == lanes
+    finally:
+        set_memory_limit(before)
+
+
+def test_a_reduction_over_the_bound_in_elements_takes_the_lane_by_its_combinations() -> None:
+    # 'ii->' on 600 x 600: 360,000 elements pass the bound of 8,191 combinations (1 MiB /
+    # 128 B), the 600 combinations of the trace do not
+    before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 20))
+    try:
+        lanes = plan_cache_info().lanes
+        a = np.arange(360_000.0).reshape(600, 600)
+        assert es.einsum("ii->", a) == np.trace(a)
+        assert plan_cache_info().lanes == lanes + 1
+        assert es.einsum("ij->", a) == a.sum()  # 360,000 combinations: planned
+        assert plan_cache_info().lanes == lanes + 1
+    finally:
+        set_default_options(before)
 
 
 def test_clearing_the_caches_restarts_the_count() -> None:
