@@ -353,6 +353,64 @@ def test_a_reduction_large_enough_to_split_is_planned() -> None:
         set_default_options(before)
 
 
+def test_a_reduction_past_the_bound_takes_the_lane_below_the_planners_split() -> None:
+    # a split at 64 KiB: the bound lets through 511 combinations (64 KiB / 128 B); past it
+    # the planner's own test of the bytes moved decides
+    before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 16))
+    try:
+        dense = np.arange(4000.0).reshape(40, 100)  # 32,000 + 320 B: one loop
+        strided = np.arange(64_000.0).reshape(40, 1600)[:, ::16]  # 64 B per element read
+        diagonal = np.arange(8000.0).reshape(20, 20, 20)  # 'iij->j': 20 x 20 combinations
+        for equation, a, lane in (
+            ("ij->i", dense, True),
+            ("ij->j", dense, True),
+            ("ij->i", strided, False),  # 256,000 + 320 B: split (or BLAS) by the planner
+            ("iij->j", diagonal, True),
+        ):
+            lanes = plan_cache_info().lanes
+            np.testing.assert_allclose(es.einsum(equation, a), np.einsum(equation, a))
+            assert plan_cache_info().lanes == lanes + lane, equation
+            assert (lane_for(equation)((a,), dry=True) is not None) == lane
+            report = es.explain(equation, a)
+            assert lane == ("split" not in report and "matrix-vector" not in report)
+    finally:
+        set_default_options(before)
+
+
+@st.composite
+def reduction_cases(draw: Any) -> tuple[str, np.ndarray, int]:
+    """A reduction (a label summed, repeats allowed), an operand of any layout, and a
+    split threshold of a few kilobytes, so that the lane's bound is passed often."""
+    term = draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=4))
+    used = list(dict.fromkeys(term))
+    out = draw(st.permutations(used))[: draw(st.integers(0, len(used) - 1))]
+    sizes = {x: draw(st.integers(1, 24)) for x in "abc"}
+    dtype = draw(st.sampled_from(["float64", "float32", "complex128"]))
+    a = np.asarray(draw(layouts(tuple(sizes[x] for x in term), dtype)))
+    split = draw(st.sampled_from([256, 1024, 4096, 16384]))
+    return "".join(term) + "->" + "".join(out), a, split
+
+
+@settings(max_examples=300, deadline=None)
+@given(reduction_cases())
+def test_the_lane_takes_a_reduction_only_where_the_planner_neither_splits_nor_uses_blas(
+    case: tuple[str, np.ndarray, int],
+) -> None:
+    equation, a, split = case
+    before = set_default_options(PlannerOptions(threads=2, split_min_bytes=split))
+    try:
+        takes = lane_for(equation)((a,), dry=True) is not None
+        lanes = plan_cache_info().lanes
+        got = es.einsum(equation, a)
+        assert plan_cache_info().lanes == lanes + takes
+        np.testing.assert_allclose(got, es.einsum(equation, a, **PLANNED), rtol=1e-5, atol=1e-5)
+        if takes:  # (the converse need not hold: a step may be too short to split)
+            report = es.explain(equation, a)
+            assert "split" not in report and "matrix-vector" not in report
+    finally:
+        set_default_options(before)
+
+
 def test_a_result_over_the_memory_limit_is_planned() -> None:
     before = set_memory_limit(1000)  # the result needs 1600 B: the planned way raises
     try:

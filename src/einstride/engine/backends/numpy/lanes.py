@@ -196,17 +196,52 @@ def _unary_lane(
     first = {lab: term.index(lab) for lab in term}
     same = tuple((first[lab], ax) for ax, lab in enumerate(term) if first[lab] != ax)
     if len(output) == len(first):  # nothing summed: a view (diagonals, a transpose)
-        return cast(Lane, UnaryLane(letters, (), _NEVER, len(term), same, native))
+        return cast(Lane, UnaryLane(letters, (), _NEVER, len(term), same, native, _NO_TRAFFIC))
     # one bound for both limits: combos * LINE_BYTES >= the result's bytes too
     most = min(bounds.moved // LINE_BYTES, (bounds.split - 1) // LINE_BYTES)
-    return cast(Lane, UnaryLane(letters, tuple(first.values()), most, len(term), same, native))
+    traffic = _Traffic(
+        tuple(tuple(ax for ax, x in enumerate(term) if x == lab) for lab in first),
+        tuple(first[lab] for lab in output),
+        bounds.split,
+        bounds.moved,
+    )
+    return cast(
+        Lane, UnaryLane(letters, tuple(first.values()), most, len(term), same, native, traffic)
+    )
+
+
+class _Traffic(NamedTuple):
+    """The planner's own test of a one-operand reduction, for one past the lane's bound:
+    the bytes it moves (:func:`.plan.bytes_moved` of the diagonal view, one axis per label
+    of ``groups``, plus the result, the output labels' first axes ``kept``) below
+    ``split`` (the planner neither splits it nor runs it on BLAS), and its result within
+    ``limit`` bytes (the memory limit)."""
+
+    groups: tuple[tuple[int, ...], ...]
+    kept: tuple[int, ...]
+    split: int
+    limit: int
+
+    def fits(self, a: np.ndarray[Any, Any]) -> bool:
+        shape, strides, item = a.shape, a.strides, a.itemsize
+        result = item * _combos(shape, self.kept)
+        if result > self.limit:
+            return False
+        sizes = [shape[axes[0]] for axes in self.groups]
+        steps = [sum(strides[ax] for ax in axes) for axes in self.groups]
+        return bytes_moved(sizes, steps, item) + result < self.split
+
+
+_NO_TRAFFIC = _Traffic((), (), 0, 0)  # a view's: it moves nothing (never asked)
 
 
 class UnaryLane(NamedTuple):
     """A one-operand lane: one call of NumPy's sum-of-products loop with ``letters``,
-    unless the reduction's index combinations (the product of the sizes of the axes
-    ``distinct``: one per label) pass ``most`` (it would be split across threads, or its
-    result would pass the memory limit).  A view sums nothing (``distinct`` empty).
+    unless the reduction would be split across threads or run on BLAS, or its result
+    would pass the memory limit: the planner's own test (``traffic``), asked only when the
+    reduction's index combinations (the product of the sizes of the axes ``distinct``: one
+    per label) pass ``most``, below which neither can happen (each moves at most
+    :data:`LINE_BYTES`).  A view sums nothing (``distinct`` empty; ``traffic`` not asked).
 
     An empty reduction is left to the planned way: its result may still pass the memory
     limit.  ``native``: the caller's subscripts read the same to NumPy's loop (explicit,
@@ -220,7 +255,8 @@ class UnaryLane(NamedTuple):
     most: int
     rank: int
     same: tuple[tuple[int, int], ...]  # axes whose sizes must agree (a dry run's check)
-    native: bool = False  # the caller's subscripts are ``letters``' equal for NumPy
+    native: bool  # the caller's subscripts are ``letters``' equal for NumPy
+    traffic: _Traffic
 
     def __call__(self, operands: tuple[Any, ...], dry: bool = False) -> Any:
         if len(operands) != 1:
@@ -246,12 +282,19 @@ class UnaryLane(NamedTuple):
         return None
 
     def _fits(self, a: Any) -> bool:
-        """A view always; a reduction of at most ``most`` index combinations over an operand
-        that is not empty (an empty one's result may still pass the memory limit)."""
+        """A view always; a reduction over an operand that is not empty (an empty one's
+        result may still pass the memory limit) of at most ``most`` index combinations, or
+        past it one that ``traffic`` lets through."""
         if not self.distinct:
             return True
         size = a.size
-        return size > 0 and (size <= self.most or _combos(a.shape, self.distinct) <= self.most)
+        if not size:
+            return False
+        return (
+            size <= self.most
+            or _combos(a.shape, self.distinct) <= self.most
+            or self.traffic.fits(a)
+        )
 
 
 def _combos(shape: tuple[int, ...], distinct: tuple[int, ...]) -> int:
@@ -298,7 +341,7 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
                                 shape, combos = a.shape, 1
                                 for ax in distinct:
                                     combos *= shape[ax]
-                                fits = combos <= most
+                                fits = combos <= most or lane[6].fits(a)
                         if fits:
                             result = c_einsum(subscripts if lane[5] else lane[0], a)
                             next(answered)
