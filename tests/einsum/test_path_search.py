@@ -110,20 +110,21 @@ def test_the_bound_of_a_greedy_path_bounds_its_rating(
     prepared = costmodel.Problem(inputs, output, sizes)
     if len(prepared.inputs) < 2:
         return
-    products: list[tuple[int, int, int]] = []
     if weights is None:
-        ssa = greedy_ssa(prepared, products=products)
+        ssa = greedy_ssa(prepared)
     else:
         weight, spread = weights
         rng = random.Random(5)
         ssa = greedy_ssa(
-            prepared,
-            lambda s12, s1, s2: (s12 - weight * (s1 + s2)) * rng.gauss(1.0, spread),
-            products,
+            prepared, lambda s12, s1, s2: (s12 - weight * (s1 + s2)) * rng.gauss(1.0, spread)
         )
-    path = search._linear(ssa)
-    assert len(products) == len(path)
-    assert prepared.cost(path)[0] <= prepared.cost_bound(products)
+    cost = prepared.cost(search._linear(ssa))[0]
+    assert cost <= prepared.cost_bound(ssa)
+    for past in (0.0, cost / 2, cost, 2 * cost):  # some of its terms priced exactly
+        bound = prepared.cost_bound(ssa, past)
+        assert bound >= cost * (1 - 1e-12)
+        if past == 0.0:
+            assert bound == cost  # every term priced: the rating's own sum
 
 
 def every_path(n: int) -> Iterator[tuple[tuple[int, ...], ...]]:

@@ -23,12 +23,10 @@ from collections.abc import Callable, Iterable
 
 from .costmodel import Problem
 
-__all__ = ["Products", "Score", "greedy_ssa", "memory_removed"]
+__all__ = ["Score", "greedy_ssa", "memory_removed"]
 
 Score = Callable[[int, int, int], float]
 """``score(size12, size1, size2)``: lower is contracted first."""
-Products = list[tuple[int, int, int]]
-"""Each product's label masks ``(k1, k2, k12)``, as greedy made it."""
 
 
 def memory_removed(size12: int, size1: int, size2: int) -> float:
@@ -50,8 +48,8 @@ class _State:
     label, and the labels held by two and by three or more of them.  (Loops are written
     out: a network's first call runs this once, and each helper call or list costs.)"""
 
-    def __init__(self, problem: Problem, score: Score, products: Products) -> None:
-        self.known, self.fill, self.products = problem.known_size, problem.fill_size, products
+    def __init__(self, problem: Problem, score: Score) -> None:
+        self.known, self.fill = problem.known_size, problem.fill_size
         self.score = None if score is memory_removed else score  # None: computed inline
         inputs = problem.inputs
         common = -1
@@ -65,7 +63,6 @@ class _State:
         for ssa_id, key in enumerate(inputs):  # Hadamard products of equal label sets first
             if key in self.remaining:
                 self.ssa.append((self.remaining[key], ssa_id))
-                self.products.append((key, key, key))
                 self.remaining[key] = next(self.ids)
             else:
                 self.remaining[key] = ssa_id
@@ -106,7 +103,6 @@ class _State:
     def contract(self, k1: int, k2: int, k12: int) -> None:
         remaining, holders, free = self.remaining, self.holders, ~self.output
         self.ssa.append((remaining.pop(k1), remaining.pop(k2)))
-        self.products.append((k1, k2, k12))
         for key in (k1, k2):
             rest = key & free
             while rest:
@@ -115,7 +111,6 @@ class _State:
                 rest ^= bit
         if k12 in remaining:
             self.ssa.append((remaining[k12], next(self.ids)))
-            self.products.append((k12, k12, k12))
         else:
             rest = k12 & free
             while rest:
@@ -144,15 +139,12 @@ class _State:
         return found
 
 
-def greedy_ssa(
-    problem: Problem, score: Score = memory_removed, products: Products | None = None
-) -> list[tuple[int, int]]:
+def greedy_ssa(problem: Problem, score: Score = memory_removed) -> list[tuple[int, int]]:
     """opt_einsum's ``ssa_greedy_optimize(inputs, output, sizes, cost_fn=score)`` (SSA
-    ids: the inputs ``0..n-1``, each product the next id); ``products``, when given, gets
-    each product's masks (labels every operand holds are kept to the last one)."""
+    ids: the inputs ``0..n-1``, each product the next id)."""
     if len(problem.inputs) == 1:
         return [(0,)]  # type: ignore[list-item]  # opt_einsum's single-operand path
-    state = _State(problem, score, [] if products is None else products)
+    state = _State(problem, score)
     remaining = state.remaining
     for keys in state.holders.values():
         ordered = sorted(keys, key=remaining.__getitem__)
@@ -184,6 +176,5 @@ def _outer_products(state: _State) -> list[tuple[int, int]]:
         _, id2, k2 = heapq.heappop(final)
         state.ssa.append((min(id1, id2), max(id1, id2)))
         k12 = (k1 | k2) & output
-        state.products.append((k1, k2, k12))
         _, id1, k1 = heapq.heappushpop(final, (size(k12), next(state.ids), k12))
     return state.ssa

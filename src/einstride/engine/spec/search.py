@@ -90,7 +90,8 @@ class PathChoice:
     ``budget_s`` the search budget, ``tried`` the finders run (greedy restarts and
     random-greedy with their trial counts, reconfiguration with its pair costs) and
     ``candidates`` the paths scored.  When a bound of greedy's cost (``bound_ns``, from
-    its products' sizes: :meth:`.costmodel.Problem.cost_bound`) already leaves a budget
+    its products' sizes, the largest priced exactly: :meth:`.costmodel.Problem.cost_bound`)
+    already leaves a budget
     that fits no other finder, greedy's path is taken unrated (``rated`` False: the cost
     fields are 0 until :func:`rated_choice` fills them in, as the plan report asks).
     """
@@ -300,11 +301,11 @@ def search_path(
     if n <= OPTIMAL_ALWAYS:
         best = _three(problem) if n == 3 else _optimal(problem)
         return _chosen(best, ("optimal",), best.ns, 0.0, n, seed)
-    products: list[tuple[int, int, int]] = []
-    path = _linear(greedy_ssa(problem, products=products))
+    tree = greedy_ssa(problem)
+    path = _linear(tree)
     if budget_s is None:
         cheapest = _cheapest_finder_s(n)  # (past an estimate that buys it, the sum can stop)
-        bound = problem.cost_bound(products, past=cheapest / BUDGET_SHARE * 1e9)
+        bound = problem.cost_bound(tree, past=cheapest / BUDGET_SHARE * 1e9)
         if search_budget(bound) < cheapest:  # the rating could change nothing
             return PathChoice(
                 path=path, finder="greedy", cost_ns=0.0, flops=0, largest=0,
