@@ -343,7 +343,7 @@ def test_a_reduction_large_enough_to_split_is_planned() -> None:
     before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 10))
     try:
         lanes = plan_cache_info().lanes
-        assert es.einsum("ijk->ik", a)[0, 0] == 16.0  # 4096 combinations x 128 B > 1 KiB
+        assert es.einsum("ijk->ik", a)[0, 0] == 16.0  # 4096 combinations x 96 B > 1 KiB
         assert plan_cache_info().lanes == lanes
         assert "split" in es.explain("ijk->ik", a)
         assert es.einsum("ij->i", a[0])[0] == 16.0  # a row sum: a matrix-vector product
@@ -354,7 +354,7 @@ def test_a_reduction_large_enough_to_split_is_planned() -> None:
 
 
 def test_a_reduction_past_the_bound_takes_the_lane_below_the_planners_split() -> None:
-    # a split at 64 KiB: the bound lets through 511 combinations (64 KiB / 128 B); past it
+    # a split at 64 KiB: the bound lets through 682 combinations (64 KiB / 96 B); past it
     # the planner's own test of the bytes moved decides
     before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 16))
     try:
@@ -446,8 +446,8 @@ def test_an_empty_operand_with_a_result_over_the_memory_limit_is_planned(
 
 
 def test_a_reduction_over_the_bound_in_elements_takes_the_lane_by_its_combinations() -> None:
-    # 'ii->' on 600 x 600: 360,000 elements pass the bound of 8,191 combinations (1 MiB /
-    # 128 B), the 600 combinations of the trace do not
+    # 'ii->' on 600 x 600: 360,000 elements pass the bound of 10,922 combinations (1 MiB /
+    # 96 B), the 600 combinations of the trace do not
     before = set_default_options(PlannerOptions(threads=2, split_min_bytes=1 << 20))
     try:
         lanes = plan_cache_info().lanes

@@ -74,15 +74,15 @@ runs); ``dry``: what the lane would run (a sentence), computing nothing.  A lane
 default options and the memory limit it was compiled with (a call that names its own takes
 the planned way)."""
 
-LINE_BYTES = 128
-"""A bound on the bytes a reduction moves per index combination of its view (a cache line
-per element of a strided diagonal, plus its share of the output): below
-``split_min_bytes`` / this, the planner never splits the reduction.  It bounds the bytes of
-its result too (an element has at most 32)."""
-
 _ITEM_BYTES = 32
 """The largest item of a lane dtype (complex256): ``combos`` times this bounds a product's
 result, without reading the dtype's item size."""
+
+LINE_BYTES = CACHE_LINE + _ITEM_BYTES
+"""A bound on the bytes a reduction moves per index combination of its view
+(:func:`.plan.bytes_moved` counts an element up to a cache line, as in a strided diagonal,
+plus an item of its share of the output): below ``split_min_bytes`` / this, the planner
+never splits the reduction nor runs it on BLAS.  It bounds the bytes of its result too."""
 
 _LANE_DTYPES = tuple(np.dtype(c) for c in "dfDFgG")
 """Native floating and complex dtypes, commonest first (a tuple: ``in`` tries identity
@@ -316,12 +316,12 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
     first argument).  A :class:`UnaryLane` runs inline here, the lane's test written out
     once more: in a cold call (another library ran in between) a Python call frame costs
     more than a diagonal, and NumPy's own einsum is one frame (measured: 25 -> 13 µs for
-    ``ii->i`` on 513 x 513, NumPy's 14 µs).  So does every object of ours it reads, which
+    ``ii->i`` on 513 x 513, NumPy's 14 µs).  So may every object of ours it reads, which
     no other library keeps in cache: NumPy's loop gets the caller's own string where it
     reads the equation as we do (not the lane's letters), a view reads no bound, and a
-    reduction's bound is first checked against the operand's size, one number (measured
-    in the cold benchmark's interleaved calls, against numpy.einsum: ``ii->i`` 1.80x ->
-    1.36x, ``ii->`` 1.57x -> 1.50x, ``ijk->i`` 1.07x -> 0.98x)."""
+    reduction's bound is first checked against the operand's size, one number.  (Their
+    effect is within the cold benchmark's noise: ``ii->i`` 1.4-2.1x numpy.einsum in nine
+    runs each of the code before and after.)"""
     lanes, ndarray, dtypes, c_einsum = LANES, _ndarray, _LANE_DTYPES, sum_of_products
     unary, answered, auto_only = UnaryLane, _answered, _AUTO_ONLY
 
