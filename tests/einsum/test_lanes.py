@@ -49,7 +49,8 @@ def test_the_lane_gives_what_the_plan_gives(case: tuple[str, np.ndarray]) -> Non
     lane = lane_for(equation)
     assert isinstance(lane, UnaryLane)
     assert lane.native == ("->" in equation and " " not in equation)
-    takes = a.size > 0 or not lane.distinct  # an empty reduction is planned (its result)
+    # an empty reduction is planned (its result), and an empty diagonal (its sizes)
+    takes = a.size > 0 or not (lane.distinct or lane.same)
     before = plan_cache_info().lanes
     got = es.einsum(equation, a)
     assert plan_cache_info().lanes == before + takes  # the lane answered
@@ -377,6 +378,37 @@ def test_a_reduction_past_the_bound_takes_the_lane_below_the_planners_split() ->
         set_default_options(before)
 
 
+def test_the_lane_declines_a_reduction_at_the_split_and_sums_a_diagonals_strides() -> None:
+    before = set_default_options(PlannerOptions(threads=2, split_min_bytes=800))
+    try:
+        # 12 rows of one complex element read (64 B each: a line) + 12 results of 16 B =
+        # 960 B >= 800: split by the planner, though 12 x 8 x 16 B reads less
+        strided = np.ones((12, 64), complex)[:, ::8]
+        assert lane_for("ij->i")((strided,), dry=True) is None
+        assert "split" in es.explain("ij->i", strided)
+    finally:
+        set_default_options(before)
+    # moved bytes exactly at the split: the planner splits (>=), the lane declines
+    dense = np.ones((64, 16))  # 8,192 B read + 512 B written
+    for split, lane in ((8_704, False), (8_705, True)):
+        before = set_default_options(PlannerOptions(threads=2, split_min_bytes=split))
+        try:
+            assert (lane_for("ij->i")((dense,), dry=True) is not None) == lane
+            report = es.explain("ij->i", dense)  # at the split: a BLAS row sum
+            assert ("split" not in report and "matrix-vector" not in report) == lane
+        finally:
+            set_default_options(before)
+    # 'iij->j' of a Fortran-ordered 30 x 30 x 30: the diagonal's stride is 8 + 240 B, a
+    # line per element (57,600 B + 240 B), where its first axis's alone is 8 B (7,440 B)
+    diagonal = np.asfortranarray(np.ones((30, 30, 30)))
+    for split, lane in ((1 << 15, False), (1 << 16, True)):
+        before = set_default_options(PlannerOptions(threads=2, split_min_bytes=split))
+        try:
+            assert (lane_for("iij->j")((diagonal,), dry=True) is not None) == lane
+        finally:
+            set_default_options(before)
+
+
 @st.composite
 def reduction_cases(draw: Any) -> tuple[str, np.ndarray, int]:
     """A reduction (a label summed, repeats allowed), an operand of any layout, and a
@@ -424,6 +456,19 @@ def test_a_result_over_the_memory_limit_is_planned() -> None:
         set_memory_limit(before)
 
 
+@pytest.mark.parametrize("equation", ["ii->i", "iij->ji", "aca->ca"])
+def test_the_diagonal_of_an_empty_operand_is_planned(equation: str) -> None:
+    # NumPy's loop gives 'ii->i' on 0 x 1000 a view of 1000 uninitialised elements
+    shape = (0, 1000, 3)[: len(equation.split("->")[0])]
+    a = np.empty(shape, np.clongdouble)
+    lanes = plan_cache_info().lanes
+    with pytest.raises(es.EinsumError, match="size"):
+        es.einsum(equation, a)
+    assert plan_cache_info().lanes == lanes
+    assert lane_for(equation)((a,), dry=True) is None
+    assert es.einsum(equation, np.empty((0,) * a.ndim)).shape == (0,) * (a.ndim - 1)
+
+
 @pytest.mark.parametrize(
     ("equation", "shapes"),
     [
@@ -438,9 +483,11 @@ def test_an_empty_operand_with_a_result_over_the_memory_limit_is_planned(
     before = set_memory_limit(1000)  # the result needs 800,000 B or more, the operands none
     try:
         lanes = plan_cache_info().lanes
+        operands = tuple(np.empty(shape) for shape in shapes)
         with pytest.raises(es.EinsumError, match="memory limit"):
-            es.einsum(equation, *(np.empty(shape) for shape in shapes))
+            es.einsum(equation, *operands)
         assert plan_cache_info().lanes == lanes
+        assert lane_for(equation)(operands, dry=True) is None  # explain's answer
     finally:
         set_memory_limit(before)
 
@@ -454,7 +501,9 @@ def test_a_reduction_over_the_bound_in_elements_takes_the_lane_by_its_combinatio
         a = np.arange(360_000.0).reshape(600, 600)
         assert es.einsum("ii->", a) == np.trace(a)
         assert plan_cache_info().lanes == lanes + 1
-        assert es.einsum("ij->", a) == a.sum()  # 360,000 combinations: planned
+        # 360,000 combinations moving 2.9 MB: the lane declines (its test is a sufficient
+        # one: the planner runs one loop, a full reduction never being split)
+        assert es.einsum("ij->", a) == a.sum()
         assert plan_cache_info().lanes == lanes + 1
     finally:
         set_default_options(before)

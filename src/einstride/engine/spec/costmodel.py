@@ -210,8 +210,10 @@ class Problem:
             total -= terms[k] - exact
             terms[k] = exact
             if total <= past:
-                return total
-        return sum(terms)  # all exact: :meth:`cost`'s own sum, in its order
+                break
+        # summed afresh in :meth:`cost`'s order: term by term at least its sum (a running
+        # difference may round below it), and equal to it once every term is exact
+        return sum(terms)
 
     def _worst_pair(self, a: int, b: int, keep: int) -> float:
         """:meth:`pair`'s nanoseconds at their worst, from the sizes of ``a``, ``b``,

@@ -237,11 +237,12 @@ _NO_TRAFFIC = _Traffic((), (), 0, 0)  # a view's: it moves nothing (never asked)
 
 class UnaryLane(NamedTuple):
     """A one-operand lane: one call of NumPy's sum-of-products loop with ``letters``,
-    unless the reduction would be split across threads or run on BLAS, or its result
-    would pass the memory limit: the planner's own test (``traffic``), asked only when the
-    reduction's index combinations (the product of the sizes of the axes ``distinct``: one
-    per label) pass ``most``, below which neither can happen (each moves at most
-    :data:`LINE_BYTES`).  A view sums nothing (``distinct`` empty; ``traffic`` not asked).
+    only where the planner can neither split the reduction across threads nor run it on
+    BLAS and its result is within the memory limit: its own test of the bytes moved
+    (``traffic``, a sufficient condition), asked only when the reduction's index
+    combinations (the product of the sizes of the axes ``distinct``: one per label) pass
+    ``most``, below which it always holds (each moves at most :data:`LINE_BYTES`).  A view
+    sums nothing (``distinct`` empty; ``traffic`` not asked).
 
     An empty reduction is left to the planned way: its result may still pass the memory
     limit.  ``native``: the caller's subscripts read the same to NumPy's loop (explicit,
@@ -282,11 +283,12 @@ class UnaryLane(NamedTuple):
         return None
 
     def _fits(self, a: Any) -> bool:
-        """A view always; a reduction over an operand that is not empty (an empty one's
-        result may still pass the memory limit) of at most ``most`` index combinations, or
-        past it one that ``traffic`` lets through."""
+        """A view, unless a diagonal of an empty operand (NumPy's loop may not check that
+        the sizes of its repeated labels agree there); a reduction over an operand that is
+        not empty (an empty one's result may still pass the memory limit) of at most
+        ``most`` index combinations, or past it one that ``traffic`` lets through."""
         if not self.distinct:
-            return True
+            return not self.same or a.size > 0
         size = a.size
         if not size:
             return False
@@ -332,9 +334,10 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
                 try:
                     (a,) = operands  # ValueError: another operand count
                     if type(a) is ndarray and a.dtype in dtypes:
-                        distinct = lane[1]
-                        fits = not distinct  # UnaryLane._fits, written out
-                        if not fits:
+                        distinct = lane[1]  # UnaryLane._fits, written out
+                        if not distinct:  # a view: nothing summed, nothing to bound
+                            fits = not lane[4] or a.size > 0
+                        else:
                             size, most = a.size, lane[2]
                             fits = 0 < size <= most  # a bound of the combinations
                             if not fits and size:
@@ -574,8 +577,9 @@ def _matmul_lane(
         combos = 1
         for op, ax in sized:
             combos *= shapes[op][ax]
-        # the result has at most ``combos`` elements (the memory limit), unless a contracted
-        # label is empty: then the planned way (its result of zeros may pass the limit)
+        # the result has at most ``combos`` elements (the memory limit), unless the product
+        # is empty: then the planned way (over an empty contracted label, its result of
+        # zeros may pass the limit)
         if combos > most or not combos:
             return None
         if (merge_left and not a.flags.c_contiguous) or (merge_right and not b.flags.c_contiguous):
