@@ -54,7 +54,7 @@ from .... import memory as _memory
 from ...spec.equation import Equation, parse_subscripts
 from .execute import EINSUM_LETTERS, sum_of_products
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
-from .plan import CACHE_LINE, bytes_moved
+from .plan import CACHE_LINE, bytes_moved, reduction_bytes
 
 __all__ = [
     "LANES",
@@ -212,8 +212,8 @@ def _unary_lane(
 
 class _Traffic(NamedTuple):
     """The planner's own test of a one-operand reduction, for one past the lane's bound:
-    the bytes it moves (:func:`.plan.bytes_moved` of the diagonal view, one axis per label
-    of ``groups``, plus the result, the output labels' first axes ``kept``) below
+    the bytes it moves (:func:`.plan.reduction_bytes` of the diagonal view, one axis per
+    label of ``groups``, and of the result, the output labels' first axes ``kept``) below
     ``split`` (the planner neither splits it nor runs it on BLAS), and its result within
     ``limit`` bytes (the memory limit)."""
 
@@ -229,7 +229,7 @@ class _Traffic(NamedTuple):
             return False
         sizes = [shape[axes[0]] for axes in self.groups]
         steps = [sum(strides[ax] for ax in axes) for axes in self.groups]
-        return bytes_moved(sizes, steps, item) + result < self.split
+        return reduction_bytes(sizes, steps, item, result) < self.split
 
 
 _NO_TRAFFIC = _Traffic((), (), 0, 0)  # a view's: it moves nothing (never asked)

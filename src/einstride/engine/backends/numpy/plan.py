@@ -83,6 +83,7 @@ __all__ = [
     "check_memory",
     "check_ranks",
     "class_decisions",
+    "reduction_bytes",
 ]
 
 
@@ -614,8 +615,9 @@ class _Planner:
         return (Alloc(what=TEMPORARY, shape=shape, dtype=self.ct, labels=summed),)
 
     def _reduce_bytes(self, term: Term, kept: tuple[int, ...]) -> int:
-        """The bytes a reduction of ``term`` to ``kept`` moves: what it reads, and writes."""
-        return _bytes_moved(term) + math.prod(self.sizes[lab] for lab in kept) * self.ct.itemsize
+        """The bytes a reduction of ``term`` to ``kept`` moves (:func:`reduction_bytes`)."""
+        result = math.prod(self.sizes[lab] for lab in kept) * self.ct.itemsize
+        return reduction_bytes(term.shape, term.strides, term.dtype.itemsize, result)
 
     def _reduce_split(self, term: Term, kept: tuple[int, ...]) -> Split | None:
         """How to split a reduction of ``term``: along its outermost label in memory when it
@@ -915,6 +917,20 @@ def bytes_moved(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> 
             count *= dim
             step = abs(stride) if step == 0 else min(step, abs(stride))
     return count * max(itemsize, min(CACHE_LINE, step))
+
+
+def reduction_bytes(
+    shape: Sequence[int], strides: Sequence[int], itemsize: int, result_bytes: int
+) -> int:
+    """The bytes a reduction moves: it reads its (diagonal) view of ``shape`` and byte
+    ``strides`` once (:func:`bytes_moved`) and writes its result; the planner splits it
+    across threads, or runs it on BLAS, only from ``split_min_bytes`` of these on (the
+    one-operand lane asks the same).
+
+    >>> reduction_bytes((4, 8), (64, 8), 8, 4 * 8)      # a row sum of a dense 4 x 8
+    288
+    """
+    return bytes_moved(shape, strides, itemsize) + result_bytes
 
 
 def _outermost(term: Term) -> int:
