@@ -54,6 +54,7 @@ from einstride_bench.networks import (
     grid,
     mps_expectation,
     mps_norm,
+    peps_norm,
     random_regular,
     tensor_train,
 )
@@ -358,6 +359,7 @@ def test_networks_are_consistent_and_contract_to_order_one() -> None:
         mps_norm(5, 3),
         mps_expectation(4, 3, 2),
         grid(3, 3, 2),
+        peps_norm(2, 3, 2),
         tensor_train(3, 2, 2, 2),
         circuit(4, 3, seed=0),
     ]
@@ -368,7 +370,7 @@ def test_networks_are_consistent_and_contract_to_order_one() -> None:
     full = default_networks(quick=False)
     sizes = {n.tensors for n in full if n.family == "random regular"}
     assert {10, 20, 40, 60, 100} <= sizes
-    assert {"MPS", "grid", "tensor train", "circuit"} <= {n.family for n in full}
+    assert {"MPS", "grid", "PEPS", "tensor train", "circuit"} <= {n.family for n in full}
     assert len(default_networks(quick=True)) < len(full)
 
 
