@@ -17,7 +17,7 @@ from opt_einsum.testing import rand_equation
 
 from einstride.engine.spec import bisection, search
 from einstride.engine.spec.bisection import bisection_ssa, lattice_like
-from einstride.engine.spec.costmodel import Problem
+from einstride.engine.spec.costmodel import Problem, tree_of
 from einstride.engine.spec.greedy import greedy_ssa
 from einstride.engine.spec.search import search_path
 
@@ -290,3 +290,30 @@ def test_on_a_peps_norm_the_search_finds_a_tenth_of_greedys_flops() -> None:
     assert choice.finder.startswith("bisection")
     assert choice.flops < 0.15 * greedy[1]
     assert choice.flops <= 2 * 1.57e8
+
+
+@given(
+    st.tuples(st.integers(3, 9), st.integers(3, 9)),
+    st.lists(st.integers(2, 5), min_size=1, max_size=4),
+    st.integers(0, 2**16),
+    st.sampled_from([None, 0.01, 1.0]),
+    st.booleans(),
+)
+@settings(max_examples=25, deadline=None)
+def test_the_search_on_lattices_is_deterministic_valid_and_never_worse_than_greedy(
+    shape: tuple[int, int], bonds: list[int], seed: int, budget: float | None, peps: bool
+) -> None:
+    network = permuted(peps_norm(shape[0], bonds[0]) if peps else lattice(shape, bonds), seed)
+    search.DEADLINE_FACTOR, saved = 1e9, search.DEADLINE_FACTOR  # a busy machine must not cut
+    try:
+        first = search_path(*network, seed=seed % 4, budget_s=budget)
+        again = search_path(*network, seed=seed % 4, budget_s=budget)
+    finally:
+        search.DEADLINE_FACTOR = saved
+    assert first == again
+    if not first.rated:
+        first = search.rated_choice(first, *network)
+    greedy = rated(network, greedy_ssa(Problem(*network)))
+    assert first.cost_ns <= greedy[0] * (1 + 1e-12)
+    tree = tree_of(first.path, len(network[0]))
+    check_tree(tree, len(network[0]))
