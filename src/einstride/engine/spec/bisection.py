@@ -8,12 +8,18 @@ lattice's good trees cut it into halves across its short side, and each half aga
 (nested dissection); the front is then one side long.
 
 This finder places the operands by the two lowest non-trivial eigenvectors of the graph's
-Laplacian (an operand per vertex, a shared label an edge weighing ``log2`` of its size):
-on a lattice they are its two coordinates.  It halves the operands by the median along the
-coordinate that cuts fewer bits (recursive coordinate bisection), down to blocks of
-:data:`LEAF` operands, which greedy contracts with the block's boundary as their output.
-Where the two eigenvalues are (nearly) equal, as on a square lattice, any rotation of the
-pair is an eigenvector too: the rotation whose median cuts fewest bits is taken.
+Laplacian (an operand per vertex, a shared label an edge weighing ``log2`` of its size,
+a label of ``k`` operands ``1 / (k - 1)`` of that on each pair): on a lattice they are its
+two coordinates.  It halves the operands by the median along the coordinate that cuts
+fewer bits (recursive coordinate bisection), down to blocks of :data:`LEAF` operands,
+which greedy contracts with the block's boundary as their output.  Where the two
+eigenvalues are (nearly) equal, as on a square lattice, any rotation of the pair is an
+eigenvector too: the rotation whose median cuts fewest bits is taken.  Ties (of cuts, and
+of coordinates equal but for rounding) go to the halving whose halves, as sorted operand
+indices, come first: the tree does not depend on the eigenvectors' signs nor on rounding
+(on a lattice symmetric in three or more directions, which pair of its eigenvectors
+LAPACK returns may still change it).  Operands outside the graph's largest component (a
+scalar factor, a disconnected piece) are contracted by greedy and joined last.
 
 It runs where nearly every operand lies on a cycle of four and the graph is not long and
 thin (:func:`lattice_like`: a random network has few such cycles, an MPS is a chain).
@@ -37,69 +43,82 @@ eigenvectors.
 (35, True)
 >>> bisection_ssa(grid, max_bits=8.0) is None                  # a half's boundary: 12 bits
 True
+>>> lattice_like(grid)
+True
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TypeAlias
 
 import numpy as np
 
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
-__all__ = ["LEAF", "SQUARE_SHARE", "bisection_ssa", "lattice_like"]
+__all__ = ["bisection_ssa", "lattice_like"]
 
 LEAF = 16
-"""Blocks of at most this many operands are contracted by greedy (measured on closed grids
-of 6 x 6 to 10 x 10: bisecting down to single operands gives paths the cost model rates
-1.6-5x those of blocks of 16, whose boundaries greedy contracts toward)."""
+"""Blocks of at most this many operands are contracted by greedy (measured, the cost
+model's estimates: on the closed 6 x 6 grid of bond 4 and 8 x 8 of bond 3, bisecting
+down to single operands gives paths 5.5x and 1.6x those of blocks of 16, whose boundaries
+greedy contracts toward; on grids of bond 2 and on 10 x 10 they are within 4%)."""
 SQUARE_SHARE = 0.9
 """The share of the operands on a cycle of four below which the graph is no lattice
 (measured: every operand of a closed grid, an MPS or a tensor train; 0.5-0.6 of a
-circuit's brickwork; 0.1-0.6 of random regular networks of degree 3, 0.5-0.96 of degree 4
+circuit's brickwork; 0.1-0.6 of random regular networks of degree 3, 0.4-0.96 of degree 4
 at 17-40 tensors; those of degree 4 that pass are small, and the bisection stops on
 them)."""
 ANGLES = 12  # rotations tried in a (nearly) degenerate pair of eigenvectors
 DEGENERATE = 0.05  # eigenvalues closer than this share of the larger are a degenerate pair
+DIGITS = 9  # coordinates and cuts are compared rounded to this many digits
 
 SSA = list[tuple[int, int]]
+Blocks: TypeAlias = "np.ndarray | tuple[Blocks, Blocks]"
+"""A leaf block (operand indices, sorted) or its two halves."""
 
 
 def lattice_like(problem: Problem) -> bool:
-    """Whether the operands' graph looks like a lattice of two or more dimensions: at
-    least :data:`SQUARE_SHARE` of the operands lie on a cycle of four (a random network
-    has few such cycles, a circuit's brickwork misses them at its ends), and no operand is
-    farther than ``2 * sqrt(n)`` bonds from the first (a chain, an MPS or a tensor train is
-    ``n / 2`` long).  The test for running :func:`bisection_ssa`: a pass over the graph.
+    """Whether the operands' graph looks like a lattice of two or more dimensions: of its
+    largest component, at least :data:`SQUARE_SHARE` of the operands lie on a cycle of
+    four bonds (labels of two operands: a random network has few such cycles, a circuit's
+    brickwork misses them at its ends), and no two are more than ``2 * sqrt(n)`` bonds apart
+    (a double sweep's estimate: a chain, an MPS or a tensor train is ``n / 2`` long).  The
+    test for running :func:`bisection_ssa`: a pass over the graph.
 
-    >>> from .costmodel import Problem
     >>> square = Problem([(0, 1), (1, 2), (2, 3), (3, 0)], (), (3, 3, 3, 3))
     >>> ring = Problem([(k, (k + 1) % 12) for k in range(12)], (), (3,) * 12)
     >>> lattice_like(square), lattice_like(ring)
     (True, False)
     """
     n = len(problem.inputs)
-    if n < 3:
+    bonds = [held for held in _holders(problem).values() if len(held) == 2]
+    neighbours = _neighbours(bonds, n)
+    main = _largest_component(neighbours)
+    if len(main) < 3:
         return False
-    neighbours = _neighbours(_holders(problem), n)
-    return _on_squares(neighbours) >= SQUARE_SHARE and _eccentricity(neighbours) <= 2 * n**0.5
+    share = _on_squares(neighbours, main)
+    return share >= SQUARE_SHARE and _diameter(neighbours, main) <= 2 * len(main) ** 0.5
 
 
 def bisection_ssa(problem: Problem, max_bits: float) -> SSA | None:
     """A contraction tree of ``problem`` (SSA pairs, as :func:`.greedy.greedy_ssa`) by
-    recursive bisection, or None where a block's boundary would hold more than
-    ``max_bits`` bits (its intermediate more than ``2**max_bits`` elements) or the graph
-    is not connected.  (Whether to run it: :func:`lattice_like`.)"""
-    if len(problem.inputs) < 3:
+    recursive bisection of its largest component (the rest joined last), or None where a
+    block's boundary would hold more than ``max_bits`` bits (its intermediate more than
+    ``2**max_bits`` elements) or the component has fewer than three operands.  (Whether
+    to run it: :func:`lattice_like`.)"""
+    n = len(problem.inputs)
+    holders = _holders(problem)
+    main = _largest_component(_neighbours(list(holders.values()), n))
+    if len(main) < 3:
         return None
-    graph = _Graph(problem, _holders(problem))
-    coords = graph.coordinates()
+    graph = _Graph(problem, holders)
+    coords = graph.coordinates(main)
     if coords is None:
         return None
-    return _Bisection(problem, graph, coords, max_bits).tree()
+    return _Bisection(problem, graph, coords, max_bits).tree(main)
 
 
 def _holders(problem: Problem) -> dict[int, list[int]]:
@@ -113,107 +132,159 @@ def _holders(problem: Problem) -> dict[int, list[int]]:
     return found
 
 
-def _neighbours(holders: dict[int, list[int]], n: int) -> list[set[int]]:
-    """Each operand's neighbours: the operands it shares a label with."""
+def _neighbours(groups: Sequence[Sequence[int]], n: int) -> list[set[int]]:
+    """Each of ``n`` operands' neighbours: the operands it shares a group with."""
     found: list[set[int]] = [set() for _ in range(n)]
-    for held in holders.values():
-        for a in held:
-            found[a].update(held)
+    for group in groups:
+        for a in group:
+            found[a].update(group)
     for a, near in enumerate(found):
         near.discard(a)
     return found
 
 
-def _on_squares(neighbours: list[set[int]]) -> float:
-    """The share of the operands that lie on a cycle of four (two of their neighbours
-    share another neighbour).
+def _largest_component(neighbours: list[set[int]]) -> list[int]:
+    """The operands of the largest connected component, sorted (the first of equals)."""
+    seen: set[int] = set()
+    best: list[int] = []
+    for start in range(len(neighbours)):
+        if start not in seen:
+            component = _reached(neighbours, start)[0]
+            seen |= component
+            if len(component) > len(best):
+                best = sorted(component)
+    return best
 
-    >>> _on_squares([{1, 3}, {0, 2}, {1, 3}, {0, 2, 4}, {3}])     # a square and a tail
+
+def _reached(neighbours: list[set[int]], start: int) -> tuple[set[int], int, int]:
+    """Breadth first from ``start``: the operands reached, the last level's depth and its
+    lowest operand.
+
+    >>> _reached([{1}, {0, 2}, {1}, set()], 0)
+    ({0, 1, 2}, 2, 2)
+    """
+    seen, front, depth = {start}, {start}, 0
+    while True:
+        further = {b for a in front for b in neighbours[a]} - seen
+        if not further:
+            return seen, depth, min(front)
+        seen |= further
+        front, depth = further, depth + 1
+
+
+def _diameter(neighbours: list[set[int]], component: list[int]) -> int:
+    """A double sweep's estimate of the component's diameter (a breadth-first search
+    from its first operand, then from the farthest one): exact on a path or a grid, and
+    the same whichever operand comes first."""
+    farthest = _reached(neighbours, component[0])[2]
+    return _reached(neighbours, farthest)[1]
+
+
+def _on_squares(neighbours: list[set[int]], component: list[int]) -> float:
+    """The share of the component's operands that lie on a cycle of four (two of their
+    neighbours share another neighbour).
+
+    >>> _on_squares([{1, 3}, {0, 2}, {1, 3}, {0, 2, 4}, {3}], [0, 1, 2, 3, 4])
     0.8
     """
     on = 0
-    for a, near in enumerate(neighbours):
+    for a in component:
         reached: set[int] = set()
-        for b in near:
+        for b in neighbours[a]:
             further = neighbours[b] - {a}
             if not reached.isdisjoint(further):
                 on += 1
                 break
             reached |= further
-    return on / len(neighbours)
-
-
-def _eccentricity(neighbours: list[set[int]]) -> int:
-    """How many bonds the farthest operand is from the first (breadth first)."""
-    seen, front, depth = {0}, {0}, 0
-    while True:
-        front = {b for a in front for b in neighbours[a]} - seen
-        if not front:
-            return depth
-        seen |= front
-        depth += 1
+    return on / len(component)
 
 
 class _Graph:
     """The operands' graph: ``weights[a, b]`` the bits of the labels operands ``a`` and
-    ``b`` share (a label of three or more operands joins every pair), ``output_bits`` the
-    bits of each operand's output labels."""
+    ``b`` share (a label of ``k`` operands ``1 / (k - 1)`` of its bits on each of its pairs,
+    so that a cut through it counts it about once); and each label's bits, for the exact
+    boundary of a block."""
 
     def __init__(self, problem: Problem, holders: dict[int, list[int]]) -> None:
         n = len(problem.inputs)
+        self.label_bits = [math.log2(size) for size in problem.label_sizes]
+        self.holders = {k: len(held) for k, held in holders.items()}
+        self.output = {k for k in holders if problem.output >> k & 1}
+        self.labels: list[list[int]] = [[] for _ in range(n)]
         self.weights = np.zeros((n, n))
-        self.output_bits = np.zeros(n)
         for k, held in holders.items():
-            bits = math.log2(problem.label_sizes[k])
-            if problem.output >> k & 1:
-                self.output_bits[held] += bits
-            for j, a in enumerate(held):
-                for b in held[j + 1 :]:
-                    self.weights[a, b] += bits
-                    self.weights[b, a] += bits
-        self.degree = self.weights.sum(axis=1)
-
-    def cut(self, left: np.ndarray, right: np.ndarray) -> float:
-        """The bits of the labels that join ``left`` to ``right``."""
-        return float(self.weights[np.ix_(left, right)].sum())
+            for i in held:
+                self.labels[i].append(k)
+            bits = self.label_bits[k]
+            if len(held) == 2:  # a bond: the common case, written out
+                a, b = held
+                self.weights[a, b] += bits
+                self.weights[b, a] += bits
+            elif len(held) > 2:
+                self.weights[np.ix_(held, held)] += bits / (len(held) - 1)
+        np.fill_diagonal(self.weights, 0.0)
 
     def boundary(self, block: np.ndarray) -> float:
-        """The bits of the block's intermediate: the labels leaving it, and output labels."""
-        inside = float(self.weights[np.ix_(block, block)].sum())
-        return float(self.degree[block].sum()) - inside + float(self.output_bits[block].sum())
+        """The bits of the block's intermediate: its labels that the output or an operand
+        outside it holds (fewer of the block's operands hold them than all that do)."""
+        held: dict[int, int] = {}
+        for i in block.tolist():
+            for k in self.labels[i]:
+                held[k] = held.get(k, 0) + 1
+        holders, output, bits = self.holders, self.output, self.label_bits
+        return sum(bits[k] for k, count in held.items() if count < holders[k] or k in output)
 
-    def coordinates(self) -> np.ndarray | None:
-        """Two coordinates per operand: the Laplacian's two lowest eigenvectors past its
-        null space (rotated to cut fewest bits where their eigenvalues are close), or None
-        for a graph of several components."""
-        laplacian = np.diag(self.degree) - self.weights
+    def coordinates(self, component: list[int]) -> np.ndarray | None:
+        """Two coordinates per operand of the component (the rows of the others are
+        zero): its Laplacian's two lowest eigenvectors past the constant one, rotated to
+        cut fewest bits where their eigenvalues are close, rounded to :data:`DIGITS`
+        digits of the largest (so that equal ones compare equal); None for fewer than
+        three operands or no bond of more than one element."""
+        weights = self.weights[np.ix_(component, component)]
+        laplacian = np.diag(weights.sum(axis=1)) - weights
         values, vectors = np.linalg.eigh(laplacian)
-        scale = max(float(values[-1]), 1.0)
-        if values[1] < 1e-9 * scale:
-            return None  # several components: greedy joins them
-        coords = vectors[:, 1:3].copy()
+        if len(values) < 3 or values[1] <= 1e-9 * max(float(values[-1]), 1.0):
+            return None
+        pair = vectors[:, 1:3]
         if values[2] - values[1] < DEGENERATE * values[2]:
-            coords = coords @ self._rotation(coords)
-        for c in range(coords.shape[1]):  # a sign for each: the same tree on every machine
-            if coords[np.argmax(np.abs(coords[:, c])), c] < 0:
-                coords[:, c] *= -1
+            pair = pair @ self._rotation(pair, np.asarray(component))
+        coords = np.zeros((len(self.labels), 2))
+        coords[component] = np.round(pair / np.abs(pair).max(), DIGITS)
         return coords
 
-    def _rotation(self, coords: np.ndarray) -> np.ndarray:
-        """The rotation of a degenerate pair whose first coordinate's median cut is least
-        (of :data:`ANGLES`, all cuts in one product: ``x^T W (1 - x)`` per half ``x``)."""
-        angles = np.arange(ANGLES) * (math.pi / ANGLES)
-        along = coords @ np.stack([np.cos(angles), np.sin(angles)])
-        first = np.zeros_like(along)
-        lower = np.argsort(along, axis=0, kind="stable")[: len(coords) // 2]
-        np.put_along_axis(first, lower, 1.0, axis=0)
-        cuts = (first * (self.weights @ (1.0 - first))).sum(axis=0)
-        best = float(angles[int(np.argmin(cuts))])
-        cos, sin = math.cos(best), math.sin(best)
+    def _rotation(self, pair: np.ndarray, component: np.ndarray) -> np.ndarray:
+        """The rotation of a degenerate pair whose first coordinate halves the component
+        cutting fewest bits (of :data:`ANGLES`, in either direction: :func:`_halving`)."""
+        angles = [step * math.pi / ANGLES for step in range(ANGLES)]
+        candidates = [np.cos(a) * pair[:, 0] + np.sin(a) * pair[:, 1] for a in angles]
+        weights = self.weights[np.ix_(component, component)]
+        chosen = _halving(weights, np.round(np.stack(candidates), 12))[0]
+        cos, sin = math.cos(angles[chosen]), math.sin(angles[chosen])
         return np.array([[cos, -sin], [sin, cos]])
 
 
-Blocks = Any  # a leaf block (an array of operand indices) or a pair of Blocks
+def _halving(weights: np.ndarray, candidates: np.ndarray) -> tuple[int, np.ndarray]:
+    """Of the median halvings along each row of ``candidates`` (values per operand of a
+    block whose bonds are ``weights``), in either direction, the one cutting fewest bits
+    (rounded); among equal cuts, the one whose halves, as sorted positions, come first
+    (the same whichever half is called left): its row and its first half's mask."""
+    m = candidates.shape[1]
+    orders = np.concatenate([np.argsort(candidates, axis=1, kind="stable"),
+                             np.argsort(-candidates, axis=1, kind="stable")])  # fmt: skip
+    first = np.zeros(orders.shape, dtype=bool)
+    np.put_along_axis(first, orders[:, : m // 2], True, axis=1)
+    cuts = np.round(np.einsum("ij,jk,ik->i", first, weights, ~first), DIGITS)
+    tied = np.flatnonzero(cuts == cuts.min())
+    keys = [_halving_key(first[row]) for row in tied]
+    row = int(tied[keys.index(min(keys))])
+    return row % len(candidates), first[row]
+
+
+def _halving_key(first: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A halving's positions, the half holding position 0 first."""
+    if not first[0]:
+        first = ~first
+    return tuple(np.flatnonzero(first).tolist()), tuple(np.flatnonzero(~first).tolist())
 
 
 class _Bisection:
@@ -229,11 +300,17 @@ class _Bisection:
         self.ssa: SSA = []
         self.next_id = len(problem.inputs)
 
-    def tree(self) -> SSA | None:
-        blocks = self._blocks(np.arange(len(self.problem.inputs)))
+    def tree(self, component: list[int]) -> SSA | None:
+        """The tree: the component bisected, then greedy's contraction of the other
+        operands (if any) joined to it."""
+        blocks = self._blocks(np.asarray(component))
         if blocks is None:
             return None
-        self._contract(blocks)
+        top = self._contract(blocks)
+        members = set(component)
+        rest = np.asarray([i for i in range(len(self.problem.inputs)) if i not in members])
+        if len(rest):
+            top = self._join(top, self._contract(rest))
         return self.ssa
 
     def _blocks(self, block: np.ndarray) -> Blocks | None:
@@ -247,16 +324,12 @@ class _Bisection:
         return None if left is None or right is None else (left, right)
 
     def _halves(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        best: tuple[float, np.ndarray, np.ndarray] | None = None
-        half = len(block) // 2
-        for c in range(self.coords.shape[1]):
-            order = block[np.argsort(self.coords[block, c], kind="stable")]
-            left, right = order[:half], order[half:]
-            cut = self.graph.cut(left, right)
-            if best is None or cut < best[0] - 1e-9:
-                best = (cut, left, right)
-        assert best is not None
-        return best[1], best[2]
+        """The block (sorted) halved by the median along a coordinate (:func:`_halving`):
+        the half holding its first operand first, each sorted."""
+        weights = self.graph.weights[np.ix_(block, block)]
+        first = _halving(weights, self.coords[block].T)[1]
+        left, right = block[first], block[~first]
+        return (left, right) if left[0] < right[0] else (right, left)
 
     def _contract(self, blocks: Blocks) -> int:
         """The SSA id of the blocks' contraction."""
@@ -267,13 +340,14 @@ class _Bisection:
         return self._greedy(blocks)
 
     def _join(self, a: int, b: int) -> int:
+        """The next SSA id: the product of ``a`` and ``b``."""
         self.ssa.append((min(a, b), max(a, b)))
         self.next_id += 1
         return self.next_id - 1
 
     def _greedy(self, block: np.ndarray) -> int:
         """Greedy over the block's operands, toward the labels its boundary keeps."""
-        inputs, members = self.problem.inputs, {int(i) for i in block}
+        inputs, members = self.problem.inputs, set(block.tolist())
         outside = self.problem.output
         for i, mask in enumerate(inputs):
             if i not in members:

@@ -79,7 +79,8 @@ OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
 BISECTION_SLACK_BITS = 3.0  # a block may hold 8x the best path's largest intermediate
 GRAPH_S_PER_TENSOR = 10e-6  # the bisection's graph, per operand (measured: 3-5 µs) ...
-EIGH_S_PER_PAIR = 3e-7  # ... and its eigenvectors, per operand squared (measured: 0.8-2.2e-7)
+EIGH_S_PER_PAIR = 3e-7  # ... its eigenvectors, per operand squared (measured: 0.8-2.2e-7 up
+EIGH_S_PER_CUBE = 1.2e-10  # to 2,000 operands), and cubed (one thread: 5.7 s at 3,025)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -282,7 +283,7 @@ def _bisection_probe_s(n: int) -> float:
     """The bisection's graph and eigenvectors on ``n`` operands: what it costs where it
     stops (in the units of :data:`TRIAL_S_PER_TENSOR`, whose measurements the constants
     share: 2-3x the time in a warm process)."""
-    return GRAPH_S_PER_TENSOR * n + EIGH_S_PER_PAIR * n * n
+    return GRAPH_S_PER_TENSOR * n + EIGH_S_PER_PAIR * n * n + EIGH_S_PER_CUBE * n**3
 
 
 def _bisection_seconds(n: int) -> float:
@@ -342,11 +343,13 @@ def search_path(
 
 class _Search:
     """The finders after greedy, each while the budget left allows it: the exact optimum,
-    dynamic programming, subtree reconfiguration of the best path, then greedy trials (after
-    a reconfiguration, random ones reconfigured in turn).  The budget is a share of the
-    cheapest path found so far (a finder that finds a much cheaper path shrinks it: there is
-    less left to gain); every finder's time is estimated, never measured, so the choice is
-    the same on any machine, except past the safety deadline."""
+    dynamic programming, spectral bisection (lattices), subtree reconfiguration of the best
+    path, then greedy trials (after a reconfiguration, random ones reconfigured in turn).
+    The budget is a share of the cheapest path found so far (a finder that finds a much
+    cheaper path shrinks it: there is less left to gain); every finder's time is estimated,
+    never measured, so the choice is the same on any machine, except past the safety
+    deadline (and, on a lattice symmetric in three or more directions, which eigenvectors
+    LAPACK returns to the bisection)."""
 
     def __init__(
         self, problem: Problem, greedy: _Candidate, budget_s: float | None, seed: int
@@ -396,10 +399,13 @@ class _Search:
         blocks' boundaries holding at most :data:`BISECTION_SLACK_BITS` more bits than the
         best path's largest intermediate (past that it stops, having cost its probe).  On
         a lattice it finds paths that greedy and its refinements miss (measured, the cost
-        model's estimates against greedy's: the closed 8 x 8 grid of bond 4 0.44x, and
-        after reconfiguration 0.27x; 6 x 6 of bond 4 0.29x; 12 x 12 of bond 2 0.57x).
-        Within the budget like any finder: on the benchmark's small grids (contractions of
-        3-4 ms) it took 2-3 ms of a first call, cold, for a gain of 1-1.4 ms."""
+        model's estimates against greedy's: the closed 8 x 8 grid of bond 4 0.44x, 6 x 6
+        of bond 5 0.15x, 12 x 12 of bond 3 0.03x after reconfiguration; the 8 x 8 PEPS
+        norm of bond 2 0.029x).  Within the budget like any finder, which excludes it
+        where it would not pay on the first call: the benchmark's 6 x 6 grid of bond 4 and
+        8 x 8 of bond 3 (contractions of 3-4 ms) would get paths estimated at 0.29x and
+        0.72x greedy's, but in a first call, cold, it took 2-3 ms there for a gain of
+        1-1.4 ms (measured with an allowance of its own, not kept)."""
         if not lattice_like(self.problem):
             return
         n = len(self.problem.inputs)
