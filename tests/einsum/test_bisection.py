@@ -165,6 +165,15 @@ def mixed_eigh(seed: int) -> Any:
 def test_the_tree_does_not_depend_on_the_eigenvectors_signs_or_basis(
     network: Network, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    check_the_same_tree_in_any_basis(network, monkeypatch)
+
+
+def test_a_peps_trees_leaves_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # its leaf blocks are contracted in the coordinates' order, which must not move either
+    check_the_same_tree_in_any_basis(peps_norm(6, 2), monkeypatch)
+
+
+def check_the_same_tree_in_any_basis(network: Network, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = bisection_ssa(Problem(*network), max_bits=99.0)
     assert expected is not None
     for seed in range(6):
