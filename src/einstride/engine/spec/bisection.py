@@ -203,20 +203,13 @@ def _on_squares(neighbours: list[set[int]], component: list[int]) -> float:
 class _Graph:
     """The operands' graph: ``weights[a, b]`` the bits of the labels operands ``a`` and
     ``b`` share (a label of ``k`` operands ``1 / (k - 1)`` of its bits on each of its pairs,
-    so that a cut through it counts it about once); and each label's bits, for the exact
-    boundary of a block."""
+    so that a cut through it counts it about once)."""
 
     def __init__(self, problem: Problem, holders: dict[int, list[int]]) -> None:
         n = len(problem.inputs)
-        self.label_bits = [math.log2(size) for size in problem.label_sizes]
-        self.holders = {k: len(held) for k, held in holders.items()}
-        self.output = {k for k in holders if problem.output >> k & 1}
-        self.labels: list[list[int]] = [[] for _ in range(n)]
         self.weights = np.zeros((n, n))
         for k, held in holders.items():
-            for i in held:
-                self.labels[i].append(k)
-            bits = self.label_bits[k]
+            bits = math.log2(problem.label_sizes[k])
             if len(held) == 2:  # a bond: the common case, written out
                 a, b = held
                 self.weights[a, b] += bits
@@ -224,16 +217,6 @@ class _Graph:
             elif len(held) > 2:
                 self.weights[np.ix_(held, held)] += bits / (len(held) - 1)
         np.fill_diagonal(self.weights, 0.0)
-
-    def boundary(self, block: np.ndarray) -> float:
-        """The bits of the block's intermediate: its labels that the output or an operand
-        outside it holds (fewer of the block's operands hold them than all that do)."""
-        held: dict[int, int] = {}
-        for i in block.tolist():
-            for k in self.labels[i]:
-                held[k] = held.get(k, 0) + 1
-        holders, output, bits = self.holders, self.output, self.label_bits
-        return sum(bits[k] for k, count in held.items() if count < holders[k] or k in output)
 
     def coordinates(self, component: list[int]) -> np.ndarray | None:
         """Two coordinates per operand of the component (the rows of the others are
@@ -256,7 +239,7 @@ class _Graph:
             off = np.flatnonzero(pair[:, c])
             if len(off) and pair[off[0], c] > 0:
                 pair[:, c] = -pair[:, c]
-        coords = np.zeros((len(self.labels), 2))
+        coords = np.zeros((len(self.weights), 2))
         coords[component] = pair
         return coords
 
@@ -316,6 +299,7 @@ class _Bisection:
         self, problem: Problem, graph: _Graph, coords: np.ndarray, max_bits: float
     ) -> None:
         self.problem, self.graph, self.coords, self.max_bits = problem, graph, coords, max_bits
+        self.label_bits = [math.log2(size) for size in problem.label_sizes]
         self.ssa: SSA = []
         self.next_id = len(problem.inputs)
 
@@ -337,7 +321,7 @@ class _Bisection:
         if len(block) <= LEAF:
             return block
         halves = self._halves(block)
-        if any(self.graph.boundary(half) > self.max_bits for half in halves):
+        if any(self._bits_kept(half) > self.max_bits for half in halves):
             return None
         left, right = (self._blocks(half) for half in halves)
         return None if left is None or right is None else (left, right)
@@ -368,19 +352,26 @@ class _Bisection:
         self.next_id += 1
         return self.next_id - 1
 
+    def _kept(self, block: np.ndarray) -> int:
+        """The block's boundary: its labels that the output or an operand outside it
+        holds (a mask), which its intermediate keeps."""
+        inside, outside, members = 0, self.problem.output, set(block.tolist())
+        for i, mask in enumerate(self.problem.inputs):
+            if i in members:
+                inside |= mask
+            else:
+                outside |= mask
+        return inside & outside
+
+    def _bits_kept(self, block: np.ndarray) -> float:
+        """The bits of the block's intermediate (:meth:`_kept`)."""
+        return sum(self.label_bits[k] for k in _bits(self._kept(block)))
+
     def _greedy(self, block: np.ndarray) -> int:
         """Greedy over the block's operands, toward the labels its boundary keeps."""
-        inputs, members = self.problem.inputs, set(block.tolist())
-        outside = self.problem.output
-        for i, mask in enumerate(inputs):
-            if i not in members:
-                outside |= mask
         ids = [int(i) for i in block]
-        masks = [inputs[i] for i in ids]
-        inner = 0
-        for mask in masks:
-            inner |= mask
-        sub = Problem([_bits(m) for m in masks], _bits(inner & outside), self.problem.label_sizes)
+        inputs, sizes = self.problem.inputs, self.problem.label_sizes
+        sub = Problem([_bits(inputs[i]) for i in ids], _bits(self._kept(block)), sizes)
         for a, b in greedy_ssa(sub):
             ids.append(self._join(ids[a], ids[b]))
         return ids[-1]
