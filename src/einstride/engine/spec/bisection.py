@@ -301,7 +301,6 @@ class _Bisection:
         self.problem, self.graph, self.coords, self.max_bits = problem, graph, coords, max_bits
         self.label_bits = [math.log2(size) for size in problem.label_sizes]
         self.ssa: SSA = []
-        self.next_id = len(problem.inputs)
 
     def tree(self, component: list[int]) -> SSA | None:
         """The tree: the component bisected, then greedy's contraction of the other
@@ -313,7 +312,7 @@ class _Bisection:
         members = set(component)
         rest = np.asarray([i for i in range(len(self.problem.inputs)) if i not in members])
         if len(rest):
-            top = self._join(top, self._contract(rest))
+            self._join(top, self._contract(rest))
         return self.ssa
 
     def _blocks(self, block: np.ndarray) -> Blocks | None:
@@ -349,8 +348,7 @@ class _Bisection:
     def _join(self, a: int, b: int) -> int:
         """The next SSA id: the product of ``a`` and ``b``."""
         self.ssa.append((min(a, b), max(a, b)))
-        self.next_id += 1
-        return self.next_id - 1
+        return len(self.problem.inputs) + len(self.ssa) - 1
 
     def _kept(self, block: np.ndarray) -> int:
         """The block's boundary: its labels that the output or an operand outside it
