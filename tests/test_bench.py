@@ -58,7 +58,8 @@ from einstride_bench.networks import (
     random_regular,
     tensor_train,
 )
-from einstride_bench.results import CaseResult, Entry, geometric_mean
+from einstride_bench.results import CaseResult, Entry, SuiteResult, geometric_mean
+from einstride_bench.sections import cold_section
 from einstride_bench.timing import interleave
 
 TINY = Budget(seconds=0.03, min_sample=1e-4, turn=1e-3, min_turns=1, max_rounds=20)
@@ -321,6 +322,14 @@ def test_cold_case_checks_every_call() -> None:
     result = run_cold_case(_cold("ij,jk->ik", [(3, 4), (4, 5)], "i"), engine, {}, 4)
     assert result.status == "WRONG" and "shapes 6x4, 4x5" in result.subject.problem
     assert len(calls) == 3  # a wrong contender is not called again
+
+
+def test_the_cold_section_reports_the_imports() -> None:
+    suite = SuiteResult("einstride", "quick", sections=("cold",))
+    assert not any(line.startswith("Imports") for line in cold_section(suite))
+    suite.imports = {"numpy": 0.1, "einstride": 1.25}
+    (line,) = [line for line in cold_section(suite) if line.startswith("Imports")]
+    assert "numpy 100 ms, einstride 1.25 s" in line
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from .case import Case, Prepare
 from .chart import draw, draw_networks
 from .cold import COLD_CALLS, COLD_GEOMEAN_LIMIT, QUICK_COLD_CALLS, ColdCase, cold_cases, run_cold
 from .contenders import Engine, default_peers, load_einstride, stand_in, torch_device
+from .imports import import_seconds
 from .machine import thread_limit
 from .memory import memory_cases, render_memory, run_memory
 from .netbench import (
@@ -242,6 +243,7 @@ def _run(
         if cold:
             calls = args.cold_calls or (QUICK_COLD_CALLS if args.quick else COLD_CALLS)
             suite.cold = run_cold(cold, engine, peers, calls, progress)
+            suite.imports = import_seconds()
         if nets:
             net_peers = {n: p for n, p in default_network_peers(args.quick).items()
                          if n not in args.skip_peer}  # fmt: skip

@@ -174,6 +174,7 @@ class SuiteResult:
     sections: tuple[str, ...] = ("warm",)  # which of "warm", "cold", "networks" ran
     cold: list[CaseResult] = field(default_factory=list)
     networks: list[NetworkResult] = field(default_factory=list)
+    imports: dict[str, float] = field(default_factory=dict)  # seconds per module (cold)
 
     def geomean_ratio(self) -> float | None:
         """The geometric mean of every case's subject / fastest-peer ratio."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .cold import COLD_GEOMEAN_LIMIT, COLD_TARGET
+from .imports import imports_line
 from .netbench import (
     NETWORK_FLOPS_FACTOR,
     NETWORK_FULL,
@@ -66,6 +67,13 @@ def _cold_row(result: CaseResult, columns: list[str], notes: _Footnotes) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _imports(suite: SuiteResult) -> list[str]:
+    if not suite.imports:
+        return []
+    return [imports_line(suite.imports) + " A process pays it once, before its first call "
+            "(no target).", ""]  # fmt: skip
+
+
 def cold_section(suite: SuiteResult) -> list[str]:
     """The cold-call section: one row per case, the median seconds per call."""
     notes = _Footnotes()
@@ -82,6 +90,7 @@ def cold_section(suite: SuiteResult) -> list[str]:
         f"so every call misses every cache); the median seconds per call. Target: "
         f"{COLD_TARGET.describe()} per case, geometric mean <= {COLD_GEOMEAN_LIMIT:g}x.",
         "",
+        *_imports(suite),
         *cold_summary(suite),
         "",
         "| " + " | ".join(header) + " |",

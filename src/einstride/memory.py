@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .errors import MemoryLimitError
+from .narrow import as_dtype
 
 __all__ = [
     "LIMIT",
@@ -138,7 +139,7 @@ def check_array(
     einstride.errors.MemoryLimitError: tile of shape (10000000, 10000000) (|V0) would allocate ...
     """
     dims = tuple(int(n) for n in shape)
-    kind = np.dtype(dtype)
+    kind = as_dtype(dtype)
     check_allocation(array_bytes(dims, kind), f"{what} of shape {dims} ({kind})", error)
 
 
@@ -217,7 +218,7 @@ def _fixed_item(dtype: Any) -> int | None:
     if dtype is None:
         return None
     try:
-        kind = np.dtype(dtype)
+        kind = as_dtype(dtype)
     except (TypeError, ValueError):
         return None  # NumPy rejects it before allocating anything
     return None if kind.kind in "SU" and kind.itemsize == 0 else int(kind.itemsize)

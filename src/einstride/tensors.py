@@ -25,6 +25,7 @@ import numpy as np
 from .errors import LayoutError, value_errors
 from .layout import Layout
 from .memory import check_array, check_array_like
+from .narrow import as_dtype
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
 
@@ -203,7 +204,7 @@ class Tensor:
         """NumPy 2's protocol: ``copy=False`` with a dtype change is a ``ValueError`` (a copy
         would be needed), ``copy=True`` always copies, ``None`` copies only to convert."""
         arr = self.numpy()
-        if dtype is not None and np.dtype(dtype) != arr.dtype:
+        if dtype is not None and as_dtype(dtype) != arr.dtype:
             if copy is False:
                 raise ValueError(
                     f"Tensor.__array__: converting {arr.dtype} to {np.dtype(dtype)} needs a copy, "
@@ -345,7 +346,7 @@ class Tensor:
         >>> t.astype(np.int32).tolist(), t.astype(t.dtype, copy=False) is t
         ([1, -2], True)
         """
-        target = np.dtype(dtype)
+        target = as_dtype(dtype)
         if target == self.dtype and not copy:
             return self
         return tensor(self.numpy(), dtype=target)
@@ -395,7 +396,7 @@ def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool) -> Ten
     kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
     wider = compute_dtype(arr.dtype) if name in _ACCUMULATE_WIDER else arr.dtype
     if dtype is not None:
-        kwargs["dtype"] = np.dtype(dtype)
+        kwargs["dtype"] = as_dtype(dtype)
     elif wider != arr.dtype:
         kwargs["dtype"] = wider
     result = np.asarray(getattr(np, name)(arr, **kwargs))

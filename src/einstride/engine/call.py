@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import EinsumError
 from ..memory import check_allocation
+from ..narrow import as_dtype
 from .spec.equation import Equation, int_tuple, parse_sublists, parse_subscripts
 
 __all__ = [
@@ -165,8 +166,7 @@ def _numpy_dtype(dtype: Any) -> np.dtype[Any]:
     of its NumPy twin (ml_dtypes names bfloat16), so the front end imports no backend."""
     if type(dtype).__module__ == "torch":
         dtype = str(dtype).removeprefix("torch.")
-    found: np.dtype[Any] = np.dtype(dtype)
-    return found
+    return as_dtype(dtype)
 
 
 def checked_shape(shape: Any, what: str) -> tuple[int, ...]:

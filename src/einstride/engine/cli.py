@@ -19,9 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-import numpy as np
-
 from ..errors import EinsumError
+from ..narrow import as_dtype
 from .api import explain
 from .spec.paths import OPTIMIZE_NAMES
 
@@ -144,7 +143,7 @@ def explain_main(argv: Sequence[str]) -> int:
     try:
         args = parser.parse_args([*options, "--", *positionals])
         report = explain(
-            args.equation, *args.shapes, dtype=np.dtype(args.dtype), optimize=args.optimize
+            args.equation, *args.shapes, dtype=as_dtype(args.dtype), optimize=args.optimize
         )
     except SystemExit as exc:  # --help printed the usage
         return 0 if exc.code in (0, None) else 2

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import LayoutError, value_errors
 from ..layout import Layout
 from ..memory import check_allocation, check_array, check_array_like
+from ..narrow import as_dtype
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import as_count, finish
 
@@ -172,7 +173,7 @@ def _check_arange_size(start: Any, stop: Any, step: Any, dtype: Any) -> None:
     einstride.errors.MemoryLimitError: arange of shape (1000000000000000000,) (float64) would ...
     """
     try:
-        kind = np.dtype(dtype) if dtype is not None else np.result_type(start, stop, step)
+        kind = as_dtype(dtype) if dtype is not None else np.result_type(start, stop, step)
     except (TypeError, ValueError):
         times = (dt.date, dt.timedelta, np.datetime64, np.timedelta64)
         dated = any(isinstance(v, times) for v in (start, stop, step))

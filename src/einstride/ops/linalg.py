@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import ml_dtypes
 import numpy as np
 
 from ..memory import check_array
+from ..narrow import is_bfloat16
 from ..tensors import any_tensor, as_array
 from ._common import Array, dense, finish, require_rank
 
 __all__ = ["QRResult", "SVDResult", "qr", "svd"]
 
-_NARROW = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_FLOAT16 = np.dtype(np.float16)
 
 
 class QRResult(NamedTuple):
@@ -56,7 +56,8 @@ def _matrices(t: Any, op: str, full_matrices: bool) -> Array:
         *batch, m, n = arr.shape
         for side in (m, n):
             check_array((*batch, side, side), np.complex128, f"{op} (full_matrices)")
-    return arr.astype(np.float32) if arr.dtype in _NARROW else arr
+    narrow = arr.dtype == _FLOAT16 or is_bfloat16(arr.dtype)
+    return arr.astype(np.float32) if narrow else arr
 
 
 def qr(t: Any, full_matrices: bool = False) -> QRResult:

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ..memory import check_array
+from ..narrow import bfloat16, is_bfloat16
 from ..tensors import any_tensor, as_array
 from ._common import finish
 
 Array = np.ndarray[Any, Any]
 
 __all__ = ["is_reduced_precision", "to_full_precision", "to_reduced_precision"]
-
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def is_reduced_precision(t: Any) -> bool:
@@ -30,7 +28,7 @@ def is_reduced_precision(t: Any) -> bool:
     >>> is_reduced_precision(np.zeros(2, np.float32))
     False
     """
-    return bool(as_array(t).dtype == BFLOAT16)
+    return is_bfloat16(as_array(t).dtype)
 
 
 def to_reduced_precision(t: Any) -> Any:
@@ -42,7 +40,7 @@ def to_reduced_precision(t: Any) -> Any:
     dtype(bfloat16)
     """
     arr = as_array(t)
-    if arr.dtype == BFLOAT16:
+    if is_bfloat16(arr.dtype):
         raise ValueError("to_reduced_precision: the tensor is already bfloat16")
     if arr.dtype.kind != "f":
         raise ValueError(f"to_reduced_precision: a floating dtype is required, got {arr.dtype}")
@@ -55,7 +53,7 @@ def _round_to_bfloat16(arr: Array) -> Array:
     rounding twice can be wrong (``1 + 2**-8 + 2**-30`` would become 1.0); rounding to float32
     *to odd* first keeps the final nearest-even rounding exact."""
     if arr.dtype.itemsize <= 4:
-        return np.array(arr, dtype=BFLOAT16, order="C", copy=True)
+        return np.array(arr, dtype=bfloat16(), order="C", copy=True)
     wide = np.asarray(arr, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         narrow = wide.astype(np.float32)
@@ -63,7 +61,7 @@ def _round_to_bfloat16(arr: Array) -> Array:
         narrow = np.where(away, np.nextafter(narrow, np.float32(0)), narrow)
         inexact = narrow.astype(np.float64) != wide
     bits = narrow.view(np.uint32) | inexact.astype(np.uint32)
-    return np.array(bits.view(np.float32), dtype=BFLOAT16, order="C", copy=True)
+    return np.array(bits.view(np.float32), dtype=bfloat16(), order="C", copy=True)
 
 
 def to_full_precision(t: Any) -> Any:
@@ -74,7 +72,7 @@ def to_full_precision(t: Any) -> Any:
     0.10009765625
     """
     arr = as_array(t)
-    if arr.dtype != BFLOAT16:
+    if not is_bfloat16(arr.dtype):
         raise ValueError(f"to_full_precision: a bfloat16 tensor is required, got {arr.dtype}")
     check_array(arr.shape, np.float32, "to_full_precision")
     return finish(np.array(arr, dtype=np.float32, order="C", copy=True), any_tensor(t))

@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import LayoutError, OutOfRangeError
 from ..layout import Layout
 from ..memory import check_array
+from ..narrow import as_dtype, is_bfloat16
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import Array, as_count, dense, finish
 
@@ -44,8 +44,8 @@ def generator(seed: Any) -> np.random.Generator:
 
 def float_dtype(dtype: Any) -> np.dtype[Any]:
     """``dtype`` as a NumPy dtype, which must be a real floating type (bfloat16 included)."""
-    kind: np.dtype[Any] = np.dtype(dtype)
-    if kind.kind != "f" and kind != np.dtype(ml_dtypes.bfloat16):
+    kind = as_dtype(dtype)
+    if kind.kind != "f" and not is_bfloat16(kind):
         raise ValueError(f"a floating dtype is required, got {kind}")
     return kind
 
@@ -153,7 +153,7 @@ def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
     [[1, 1, 1], [0, 0, 0]]
     """
     values = as_array(logits)
-    if not (values.dtype.kind in "iuf" or values.dtype == np.dtype(ml_dtypes.bfloat16)):
+    if not (values.dtype.kind in "iuf" or is_bfloat16(values.dtype)):
         raise ValueError(
             f"categorical: logits must be real [batch, classes], got dtype {values.dtype}"
         )

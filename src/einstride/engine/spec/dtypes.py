@@ -12,32 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ...errors import EinsumError
+from ...narrow import as_dtype, is_small_float
 
-__all__ = ["SMALL_FLOATS", "check_numeric", "compute_dtype", "result_dtype"]
-
-SMALL_FLOATS = frozenset(
-    np.dtype(getattr(ml_dtypes, name))
-    for name in (
-        "bfloat16",
-        "float8_e4m3fn",
-        "float8_e5m2",
-        "float8_e4m3fnuz",
-        "float8_e5m2fnuz",
-        "float8_e4m3b11fnuz",
-        "float8_e3m4",
-        "float8_e4m3",
-        "float8_e8m0fnu",
-        "float6_e2m3fn",
-        "float6_e3m2fn",
-        "float4_e2m1fn",
-    )
-    if hasattr(ml_dtypes, name)
-) | {np.dtype(np.float16)}
-"""Floats of 16 bits and fewer: einsum accumulates them in float32."""
+__all__ = ["check_numeric", "compute_dtype", "result_dtype"]
 
 
 def check_numeric(dtype: np.dtype[Any], what: str) -> None:
@@ -48,14 +28,14 @@ def check_numeric(dtype: np.dtype[Any], what: str) -> None:
       ...
     TypeError: einsum: operand 0 has dtype <U3 is not numeric (bool, int, float, complex)
     """
-    if dtype.kind not in "biufc" and dtype not in SMALL_FLOATS:
+    if dtype.kind not in "biufc" and not is_small_float(dtype):
         raise TypeError(f"einsum: {what} {dtype} is not numeric (bool, int, float, complex)")
 
 
 def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:
     """``dtype`` if given, else ``np.result_type`` of the operands' dtypes (checked numeric)."""
     try:
-        found = np.dtype(dtype) if dtype is not None else np.result_type(*dtypes)
+        found = as_dtype(dtype) if dtype is not None else np.result_type(*dtypes)
     except TypeError as exc:
         raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
     except ValueError:  # np.result_type() of nothing
@@ -66,4 +46,4 @@ def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype
 
 def compute_dtype(result: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype products and sums run in: float32 for 16-bit and smaller floats."""
-    return np.dtype(np.float32) if result in SMALL_FLOATS else result
+    return np.dtype(np.float32) if is_small_float(result) else result

@@ -20,13 +20,14 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 import torch
 
+from ....narrow import bfloat16, is_bfloat16
+
 __all__ = ["SUPPORTED", "numpy_dtype", "result_dtype", "torch_dtype"]
 
-SUPPORTED: dict[torch.dtype, np.dtype[Any]] = {
+_NUMPY: dict[torch.dtype, np.dtype[Any]] = {
     torch.bool: np.dtype(np.bool_),
     torch.uint8: np.dtype(np.uint8),
     torch.int8: np.dtype(np.int8),
@@ -34,16 +35,19 @@ SUPPORTED: dict[torch.dtype, np.dtype[Any]] = {
     torch.int32: np.dtype(np.int32),
     torch.int64: np.dtype(np.int64),
     torch.float16: np.dtype(np.float16),
-    torch.bfloat16: np.dtype(ml_dtypes.bfloat16),
     torch.float32: np.dtype(np.float32),
     torch.float64: np.dtype(np.float64),
     torch.complex64: np.dtype(np.complex64),
     torch.complex128: np.dtype(np.complex128),
 }
-"""The torch dtypes the backend runs, with the NumPy dtype the planner sees.  (torch's
-uint16/32/64 have no sums on CPU; float8 and complex32 no matrix products.)"""
+"""The NumPy dtype the planner sees for each torch dtype, but bfloat16: ml_dtypes' twin,
+imported with the first bfloat16 operand (:mod:`einstride.narrow`: its import is slow)."""
 
-_TORCH = {np_dtype: torch_dt for torch_dt, np_dtype in SUPPORTED.items()}
+SUPPORTED: tuple[torch.dtype, ...] = (*_NUMPY, torch.bfloat16)
+"""The torch dtypes the backend runs.  (torch's uint16/32/64 have no sums on CPU; float8 and
+complex32 no matrix products.)"""
+
+_TORCH = {np_dtype: torch_dt for torch_dt, np_dtype in _NUMPY.items()}
 _NAMES = ", ".join(str(d).removeprefix("torch.") for d in SUPPORTED)
 
 
@@ -56,8 +60,10 @@ def numpy_dtype(dtype: torch.dtype, what: str) -> np.dtype[Any]:
       ...
     TypeError: einsum: operand 1 has dtype torch.uint16, which the torch backend does not ...
     """
-    found = SUPPORTED.get(dtype)
+    found = _NUMPY.get(dtype)
     if found is None:
+        if dtype == torch.bfloat16:
+            return bfloat16()
         raise TypeError(
             f"einsum: {what} {dtype}, which the torch backend does not support (it runs {_NAMES})"
         )
@@ -72,6 +78,8 @@ def torch_dtype(dtype: np.dtype[Any], what: str) -> torch.dtype:
     """
     found = _TORCH.get(np.dtype(dtype))
     if found is None:
+        if is_bfloat16(np.dtype(dtype)):
+            return torch.bfloat16
         raise TypeError(
             f"einsum: {what} {dtype} has no torch dtype the torch backend supports ({_NAMES})"
         )

@@ -27,6 +27,7 @@ import torch
 from ....errors import EinsumError, LayoutError
 from ....footprint import Footprint
 from ....layout import Layout
+from ....narrow import is_bfloat16
 from ....tensors import Tensor, as_array
 from .dtypes import numpy_dtype
 
@@ -92,7 +93,7 @@ def _converted(x: Any, device: torch.device, i: int) -> torch.Tensor:
 def _from_numpy(x: np.ndarray[Any, Any], device: torch.device) -> torch.Tensor:
     if any(s < 0 for s in x.strides):
         x = x.copy()  # torch has no negative strides
-    if x.dtype == numpy_dtype(torch.bfloat16, "dtype"):
+    if is_bfloat16(x.dtype):
         return torch.as_tensor(x.view(np.int16), device=device).view(torch.bfloat16)
     return torch.as_tensor(x, device=device)
 
