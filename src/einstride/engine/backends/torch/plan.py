@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,16 +30,25 @@ import torch
 
 from ....errors import EinsumError
 from ...call import equation_of
-from ...spec.equation import bind
+from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import optimize_key
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import PlannerOptions, default_options
-from ..numpy.plan import build_plan
+from ..numpy.plan import build_plan, class_decisions
+from ..numpy.skeleton import shape_class
 from ..numpy.steps import Plan
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
-from .execute import Run, compile_program
+from .execute import compile_program
 from .operands import Facts, byte_strides, facts_of
-from .records import MatmulOp, TorchProgram, largest_bytes, peak_bytes, translate
+from .records import (
+    MatmulOp,
+    TorchProgram,
+    largest_bytes,
+    peak_bytes,
+    sized_bytes,
+    translate,
+    translate_sized,
+)
 
 __all__ = [
     "CACHE_SIZE",
@@ -53,24 +63,60 @@ __all__ = [
 CACHE_SIZE = 512
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Entry:
-    """A cached plan: the NumPy plan (for reports), its torch program and compiled ``run``,
-    the torch result dtype, the output shape, the largest single allocation, the peak (the
-    most bytes its allocations hold at once), whether a matrix product runs in an integer
-    (or bool) dtype, and ``memo``: what later calls on it reuse (the step-by-step equations
-    of :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
+    """A cached plan: the NumPy plan (for reports; an entry of a new shape of a known class
+    builds it when first read), its torch program and compiled ``run``, the torch result
+    dtype, the output shape, the largest single allocation, the peak (the most bytes its
+    allocations hold at once), whether a matrix product runs in an integer (or bool) dtype,
+    and ``memo``: what later calls on it reuse (the step-by-step equations of
+    :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
 
-    text: str
-    plan: Plan
-    program: TorchProgram
-    run: Run
-    result: torch.dtype
-    output_shape: tuple[int, ...]
-    largest: int
-    peak: int
-    integer_products: bool
-    memo: dict[Any, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    __slots__ = (
+        "_make",
+        "_plan",
+        "integer_products",
+        "largest",
+        "memo",
+        "output_shape",
+        "peak",
+        "program",
+        "result",
+        "run",
+        "text",
+    )
+
+    def __init__(
+        self,
+        *,
+        text: str,
+        plan: Plan | Callable[[], Plan],
+        program: TorchProgram,
+        result: torch.dtype,
+        output_shape: tuple[int, ...],
+        largest: int,
+        peak: int,
+    ) -> None:
+        self._plan: Plan | None = plan if isinstance(plan, Plan) else None
+        self._make: Callable[[], Plan] | None = None if isinstance(plan, Plan) else plan
+        self.text, self.program, self.run = text, program, compile_program(program)
+        self.result, self.output_shape = result, output_shape
+        self.largest, self.peak = largest, peak
+        self.integer_products = any(
+            isinstance(op, MatmulOp) and op.dtype.kind in "biu" for op in program.steps
+        )
+        self.memo: dict[Any, Any] = {}
+
+    @property
+    def plan(self) -> Plan:
+        if self._plan is None:
+            assert self._make is not None
+            self._plan = self._make()
+        return self._plan
+
+    @property
+    def planned(self) -> bool:
+        """Whether the plan is built (an entry of a known class builds it when read)."""
+        return self._plan is not None
 
 
 @functools.lru_cache(maxsize=8)
@@ -108,47 +154,104 @@ def make_entry(
     options: PlannerOptions | None = None,
 ) -> Entry:
     """Parse, bind, plan (with ``options``, default :func:`planner_options`), translate and
-    compile (no cache)."""
-    shapes = [tuple(shape) for shape in facts[0::3]]
-    dtypes: list[torch.dtype] = list(facts[2::3])
-    np_dtypes = [numpy_dtype(d, f"operand {i} has dtype") for i, d in enumerate(dtypes)]
-    spec = bind(equation_of(eq_key), shapes)
-    result = (
-        torch_dtype(dtype, "dtype=")
-        if dtype is not None
-        else result_dtype([(d, len(s)) for d, s in zip(dtypes, shapes)])
-    )
-    out = None
-    if out_facts is not None:
-        out_shape, out_strides, out_dtype = out_facts
-        if tuple(out_shape) != spec.output_shape:
-            raise EinsumError(
-                f"einsum {spec.text!r}: out= has shape {tuple(out_shape)}, but "
-                f"the result has shape {spec.output_shape}"
-            )
-        out = (byte_strides(out_strides, out_dtype), numpy_dtype(out_dtype, "out= has dtype"))
-    strides = [byte_strides(s, d) for s, d in zip(facts[1::3], dtypes)]
-    plan = build_plan(
-        spec,
-        np_dtypes,
-        strides,
-        out=out,
-        dtype=numpy_dtype(result, "the result has dtype"),
-        optimize=optimize,
-        options=planner_options() if options is None else options,
-    )
-    program = translate(plan)
-    integer = any(isinstance(op, MatmulOp) and op.dtype.kind in "biu" for op in program.steps)
+    compile (no cache); for a new shape of a shape class planned before, the class's plan
+    translated with this shape's sizes (:func:`.records.translate_sized`), the plan itself
+    built only when read."""
+    opts = planner_options() if options is None else options
+    call = _Call.of(eq_key, facts, out_facts, dtype)
+    entry = _class_entry(call, optimize, opts) if out_facts is None else None
+    if entry is not None:
+        return entry
+    plan = call.plan(optimize, opts)
     return Entry(
-        text=spec.text,
+        text=call.spec.text,
         plan=plan,
-        program=program,
-        run=compile_program(program),
-        result=result,
-        output_shape=spec.output_shape,
+        program=translate(plan),
+        result=call.result,
+        output_shape=call.spec.output_shape,
         largest=largest_bytes(plan),
         peak=peak_bytes(plan),
-        integer_products=integer,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Call:
+    """What a plan of torch operands is built from: the bound equation, the planner's
+    (NumPy) dtypes and byte strides, the torch result dtype, ``out=``'s byte strides and
+    dtype, and the operands' element strides."""
+
+    spec: EinsumSpec
+    dtypes: tuple[np.dtype[Any], ...]
+    strides: tuple[tuple[int, ...], ...]
+    elements: tuple[tuple[int, ...], ...]
+    result: torch.dtype
+    out: tuple[tuple[int, ...], np.dtype[Any]] | None
+
+    @classmethod
+    def of(
+        cls, eq_key: Any, facts: Facts, out_facts: Facts | None, dtype: np.dtype[Any] | None
+    ) -> _Call:
+        shapes = [tuple(shape) for shape in facts[0::3]]
+        torch_dtypes: list[torch.dtype] = list(facts[2::3])
+        dtypes = [numpy_dtype(d, f"operand {i} has dtype") for i, d in enumerate(torch_dtypes)]
+        spec = bind(equation_of(eq_key), shapes)
+        result = (
+            torch_dtype(dtype, "dtype=")
+            if dtype is not None
+            else result_dtype([(d, len(s)) for d, s in zip(torch_dtypes, shapes)])
+        )
+        out = None
+        if out_facts is not None:
+            out_shape, out_strides, out_dtype = out_facts
+            if tuple(out_shape) != spec.output_shape:
+                raise EinsumError(
+                    f"einsum {spec.text!r}: out= has shape {tuple(out_shape)}, but "
+                    f"the result has shape {spec.output_shape}"
+                )
+            out = (byte_strides(out_strides, out_dtype), numpy_dtype(out_dtype, "out= has dtype"))
+        elements = tuple(tuple(s) for s in facts[1::3])
+        strides = tuple(byte_strides(s, d) for s, d in zip(elements, torch_dtypes))
+        return cls(
+            spec=spec, dtypes=tuple(dtypes), strides=strides, elements=elements,
+            result=result, out=out,
+        )  # fmt: skip
+
+    @property
+    def compute(self) -> np.dtype[Any]:
+        return numpy_dtype(self.result, "the result has dtype")
+
+    def plan(self, optimize: Any, options: PlannerOptions) -> Plan:
+        return build_plan(
+            self.spec, self.dtypes, self.strides, out=self.out, dtype=self.compute,
+            optimize=optimize, options=options,
+        )  # fmt: skip
+
+
+def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry | None:
+    """The entry of a new shape whose shape class was planned before (None: the class is
+    new, the operands are not dense, or the class's records need more than its sizes)."""
+    opt_key = None if optimize is False else optimize_key(optimize)
+    if opt_key is None:
+        return None
+    cls = shape_class(call.spec.shapes(), call.strides, call.dtypes)
+    if cls is None:
+        return None
+    # the class's plan (made now for its first shape, which build_plan would make too)
+    _, class_plan = class_decisions(
+        call.spec.equation, cls, call.dtypes, call.compute, opt_key, options
+    )
+    program = translate_sized(class_plan, call.spec, call.elements)
+    if program is None:
+        return None
+    largest, peak = sized_bytes(class_plan, call.spec.sizes)
+    return Entry(
+        text=call.spec.text,
+        plan=functools.partial(call.plan, optimize, options),
+        program=program,
+        result=call.result,
+        output_shape=call.spec.output_shape,
+        largest=largest,
+        peak=peak,
     )
 
 

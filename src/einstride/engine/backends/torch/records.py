@@ -31,11 +31,14 @@ this file is the one to update.
 from __future__ import annotations
 
 import enum
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
 import numpy as np
 
+from ...spec.equation import EinsumSpec
 from ..numpy.delivery import Delivery, DeliveryPlan, OutputCreation
 from ..numpy.pairs import Fold as NumpyFold
 from ..numpy.peak import plan_peak
@@ -67,8 +70,13 @@ __all__ = [
     "check_memory",
     "largest_bytes",
     "peak_bytes",
+    "sized_bytes",
     "translate",
+    "translate_sized",
 ]
+
+Strides = Sequence[Sequence[int]]
+"""Element strides of each operand."""
 
 
 class Write(enum.Enum):
@@ -223,17 +231,48 @@ class TorchProgram:
 
 def translate(plan: Plan) -> TorchProgram:
     """The torch records of ``plan`` (one op per step)."""
+    return _program(plan, [_op(step, plan) for step in plan.steps], plan.output.shape)
+
+
+def translate_sized(plan: Plan, spec: EinsumSpec, strides: Strides) -> TorchProgram | None:
+    """The records of ``plan``'s decisions for another shape of its shape class: ``spec``'s
+    sizes and the operands' element ``strides`` (equal to the translation of the plan a
+    fresh planner makes for that shape: the tests hold them equal), or None where a step's
+    records need more than the label sizes (a product over looped labels, a fused step, a
+    step split across threads).  Every shape a record holds is a product of label sizes; a
+    view's strides are the operand's own.
+
+    >>> from ...spec.equation import parse_equation
+    >>> from ..numpy.plan import build_plan
+    >>> f4 = np.dtype(np.float32)
+    >>> def plan(n):
+    ...     spec = parse_equation("bij,bjk->bik", (4, n, 16), (4, 16, 8))
+    ...     return spec, build_plan(spec, (f4, f4), ((n * 64, 64, 4), (512, 32, 4)))
+    >>> (spec, new), (_, other) = plan(37), plan(40)          # one class: the same decisions
+    >>> translate_sized(other, spec, ((37 * 16, 16, 1), (128, 8, 1))) == translate(new)
+    True
+    """
+    ops = []
+    for step in plan.steps:
+        op = _sized_op(step, spec, strides)
+        if op is None:
+            return None
+        ops.append(op)
+    return _program(plan, ops, spec.output_shape)
+
+
+def _program(plan: Plan, ops: list[TorchOp], output_shape: tuple[int, ...]) -> TorchProgram:
     output = plan.output
     destination = Destination(
         create=_CREATES[output.create],
-        shape=output.shape,
+        shape=output_shape,
         dtype=output.dtype,
         expand=output.expand if output.expands else None,
         result=output.result,
         final_perm=output.final_perm,
     )
     return TorchProgram(
-        steps=tuple(_op(step, plan) for step in plan.steps),
+        steps=tuple(ops),
         kinds=tuple(step.kind for step in plan.steps),
         frees=plan.frees,
         n_inputs=len(plan.spec.inputs),
@@ -250,6 +289,14 @@ def largest_bytes(plan: Plan) -> int:
 def peak_bytes(plan: Plan) -> int:
     """The most bytes the plan's allocations hold at once (what ``memory_limit`` bounds)."""
     return plan_peak(plan)
+
+
+def sized_bytes(plan: Plan, sizes: Sequence[int]) -> tuple[int, int]:
+    """The largest single allocation and the peak of ``plan``'s steps at label ``sizes``
+    (another shape of its class)."""
+    allocs = [alloc for _, alloc in plan.allocations()]
+    largest = max((alloc.nbytes_at(sizes) for alloc in allocs), default=0)
+    return largest, plan_peak(plan, sizes)
 
 
 def _delivery(delivery: DeliveryPlan, dst: int) -> StepOutput:
@@ -315,18 +362,10 @@ def _element_strides(plan: Plan, operand: int) -> list[int]:
 
 def _view(step: ViewStep, plan: Plan) -> ViewOp:
     """The planner's squeeze-then-diagonals, replayed on the operand's strides."""
-    dims = list(plan.spec.shapes()[step.operand])
-    strides = _element_strides(plan, step.operand)
-    for ax in reversed(step.squeeze):
-        del dims[ax], strides[ax]
-    for a, b in step.diagonals:
-        size, stride = dims[a], strides[a] + strides[b]
-        for ax in (b, a):
-            del dims[ax], strides[ax]
-        dims.append(size)
-        strides.append(stride)
-    assert tuple(dims) == step.shape, "the view replays the planner's diagonals"
-    return ViewOp(src=step.src, dst=step.dst, shape=step.shape, strides=tuple(strides))
+    strides = [_element_strides(plan, op) for op in range(len(plan.spec.inputs))]
+    op = _sized_view(step, plan.spec, strides)
+    assert op.shape == step.shape, "the view replays the planner's diagonals"
+    return op
 
 
 def _fused(step: FusedStep, plan: Plan) -> FusedOp:
@@ -352,6 +391,105 @@ def _fused(step: FusedStep, plan: Plan) -> FusedOp:
         summed=tuple(k for k, lab in enumerate(every) if lab not in step.out_labels),
         out_perm=tuple(kept.index(lab) for lab in step.out_labels),
         shape=step.shape,
+        dtype=step.dtype,
+        to=_delivery(step.delivery, step.dst),
+    )
+
+
+# -- another shape of the plan's class -------------------------------------------------------
+
+
+def _sized_op(step: Step, spec: EinsumSpec, strides: Strides) -> TorchOp | None:
+    sizes = spec.sizes
+    match step:
+        case ViewStep():
+            return _sized_view(step, spec, strides)
+        case ReduceStep() if step.split is None:
+            return ReduceOp(
+                src=step.src,
+                axes=step.axes,
+                kept_perm=tuple(step.labels.index(lab) for lab in step.kept),
+                shape=_dims(sizes, step.labels),
+                dtype=step.dtype,
+                to=_delivery(step.delivery, step.dst),
+            )
+        case CopyStep():
+            return CopyOp(
+                src=step.src,
+                perm=step.perm,
+                shape=_dims(sizes, step.labels),
+                dtype=step.dtype,
+                to=_delivery(step.delivery, step.dst),
+            )
+        case ContractStep() if not step.looped:
+            return _matmul(step, sizes)
+        case BatchStep() if step.split is None:
+            return _multiply(step, sizes)
+        case ReduceStep() | ContractStep() | BatchStep() | FusedStep():
+            return None
+        case _:
+            assert_never(step)
+
+
+def _dims(sizes: Sequence[int], labels: Sequence[int]) -> tuple[int, ...]:
+    return tuple(sizes[lab] for lab in labels)
+
+
+def _sized_view(step: ViewStep, spec: EinsumSpec, strides: Strides) -> ViewOp:
+    """The planner's squeeze-then-diagonals on the operand's own shape and strides."""
+    dims = list(spec.shapes()[step.operand])
+    steps = list(strides[step.operand])
+    for ax in reversed(step.squeeze):
+        del dims[ax], steps[ax]
+    for a, b in step.diagonals:
+        size, stride = dims[a], steps[a] + steps[b]
+        for ax in (b, a):
+            del dims[ax], steps[ax]
+        dims.append(size)
+        steps.append(stride)
+    return ViewOp(src=step.src, dst=step.dst, shape=tuple(dims), strides=tuple(steps))
+
+
+def _matmul(step: ContractStep, sizes: Sequence[int]) -> MatmulOp:
+    """``(batch, M, K) @ (batch, K, N)``: each operand's labels in its fold's order are the
+    batch labels, then its free labels (M or N), then the contracted ones (K); the result
+    register holds batch + M + N (:func:`..numpy.pairs.matmul_geometry` without loops)."""
+    g, geo = step.groups, step.geometry
+    nb, nm, nk = len(g.batch), len(g.left_free), len(g.contracted)
+    left = [step.left.labels[ax] for ax in geo.left.perm]
+    right = [step.right.labels[ax] for ax in geo.right.perm]
+    m, k = _dims(sizes, left[nb : nb + nm]), _dims(sizes, left[nb + nm :])
+    n = _dims(sizes, right[nb + nk :])
+    batch = _dims(sizes, left[:nb])
+    mm, kk, nn = math.prod(m), math.prod(k), math.prod(n)
+    return MatmulOp(
+        left=step.left.register,
+        right=step.right.register,
+        left_view=Fold(perm=geo.left.perm, shape=batch + (mm, kk)),
+        right_view=Fold(perm=geo.right.perm, shape=batch + (kk, nn)),
+        out_shape=batch + (mm, nn),
+        shape=_dims(sizes, geo.labels),
+        dtype=step.dtype,
+        to=_delivery(step.delivery, step.dst),
+    )
+
+
+def _multiply(step: BatchStep, sizes: Sequence[int]) -> MultiplyOp:
+    """Views that line up with the result's batch + left-free + right-free labels (size 1
+    where an operand lacks them), as the planner's batch step makes them."""
+    g = step.groups
+    return MultiplyOp(
+        left=step.left.register,
+        right=step.right.register,
+        left_view=Fold(
+            perm=step.geometry.left.perm,
+            shape=_dims(sizes, g.batch + g.left_free) + (1,) * len(g.right_free),
+        ),
+        right_view=Fold(
+            perm=step.geometry.right.perm,
+            shape=_dims(sizes, g.batch) + (1,) * len(g.left_free) + _dims(sizes, g.right_free),
+        ),
+        shape=_dims(sizes, step.geometry.labels),
         dtype=step.dtype,
         to=_delivery(step.delivery, step.dst),
     )
