@@ -154,9 +154,10 @@ def make_entry(
     options: PlannerOptions | None = None,
 ) -> Entry:
     """Parse, bind, plan (with ``options``, default :func:`planner_options`), translate and
-    compile (no cache); for a new shape of a shape class planned before, the class's plan
-    translated with this shape's sizes (:func:`.records.translate_sized`), the plan itself
-    built only when read."""
+    compile (no cache).  Dense operands take their shape class's plan (made by the class's
+    first shape, and cached), translated with their own sizes
+    (:func:`.records.translate_sized`): their own plan, equal to its decisions replayed,
+    is built only when read."""
     opts = planner_options() if options is None else options
     call = _Call.of(eq_key, facts, out_facts, dtype)
     entry = _class_entry(call, optimize, opts) if out_facts is None else None
@@ -228,8 +229,9 @@ class _Call:
 
 
 def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry | None:
-    """The entry of a new shape whose shape class was planned before (None: the class is
-    new, the operands are not dense, or the class's records need more than its sizes)."""
+    """The entry from the operands' shape class's plan, translated with their sizes (None:
+    ``optimize=False`` or an optimizer object, operands that are not dense, or records that
+    need more than the sizes)."""
     opt_key = None if optimize is False else optimize_key(optimize)
     if opt_key is None:
         return None
