@@ -35,14 +35,36 @@ from .sizefree import Where, compile_generic
 from .skeleton import ShapeClass, c_order_class, dense_class, shape_class
 from .steps import Plan
 
-__all__ = ["Entry", "class_program", "clear_generic", "generic_entry", "plan_of"]
+__all__ = ["Entry", "LazyPlan", "class_program", "clear_generic", "generic_entry", "plan_of"]
 
 
-class Entry:
+class LazyPlan:
+    """A plan given, or built by ``make`` when first read (a cache entry that runs without
+    it: a shape of a known class)."""
+
+    __slots__ = ("_make", "_plan")
+
+    def __init__(self, plan: Plan | None, make: Callable[[], Plan] | None) -> None:
+        self._plan, self._make = plan, make
+
+    @property
+    def plan(self) -> Plan:
+        if self._plan is None:
+            assert self._make is not None
+            self._plan = self._make()
+        return self._plan
+
+    @property
+    def planned(self) -> bool:
+        """Whether the plan is built."""
+        return self._plan is not None
+
+
+class Entry(LazyPlan):
     """A cached plan (built when first read, for shape-generic entries), its compiled
     program, its largest single allocation and its peak."""
 
-    __slots__ = ("_make", "_plan", "largest", "peak", "run")
+    __slots__ = ("largest", "peak", "run")
 
     def __init__(
         self,
@@ -52,15 +74,8 @@ class Entry:
         peak: int,
         make: Callable[[], Plan] | None = None,
     ) -> None:
-        self._plan, self._make = plan, make
+        super().__init__(plan, make)
         self.run, self.largest, self.peak = run, largest, peak
-
-    @property
-    def plan(self) -> Plan:
-        if self._plan is None:
-            assert self._make is not None
-            self._plan = self._make()
-        return self._plan
 
     @classmethod
     def shape_generic(

@@ -33,6 +33,7 @@ from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import optimize_key
 from ..numpy.cache import CLEAR_HOOKS
+from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
 from ..numpy.plan import build_plan, class_decisions
 from ..numpy.skeleton import shape_class
@@ -63,7 +64,7 @@ __all__ = [
 CACHE_SIZE = 512
 
 
-class Entry:
+class Entry(LazyPlan):
     """A cached plan: the NumPy plan (for reports; an entry of a new shape of a known class
     builds it when first read), its torch program and compiled ``run``, the torch result
     dtype, the output shape, the largest single allocation, the peak (the most bytes its
@@ -72,8 +73,6 @@ class Entry:
     :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
 
     __slots__ = (
-        "_make",
-        "_plan",
         "integer_products",
         "largest",
         "memo",
@@ -96,8 +95,10 @@ class Entry:
         largest: int,
         peak: int,
     ) -> None:
-        self._plan: Plan | None = plan if isinstance(plan, Plan) else None
-        self._make: Callable[[], Plan] | None = None if isinstance(plan, Plan) else plan
+        if isinstance(plan, Plan):
+            super().__init__(plan, None)
+        else:
+            super().__init__(None, plan)
         self.text, self.program, self.run = text, program, compile_program(program)
         self.result, self.output_shape = result, output_shape
         self.largest, self.peak = largest, peak
@@ -105,18 +106,6 @@ class Entry:
             isinstance(op, MatmulOp) and op.dtype.kind in "biu" for op in program.steps
         )
         self.memo: dict[Any, Any] = {}
-
-    @property
-    def plan(self) -> Plan:
-        if self._plan is None:
-            assert self._make is not None
-            self._plan = self._make()
-        return self._plan
-
-    @property
-    def planned(self) -> bool:
-        """Whether the plan is built (an entry of a known class builds it when read)."""
-        return self._plan is not None
 
 
 @functools.lru_cache(maxsize=8)

@@ -231,16 +231,17 @@ class TorchProgram:
 
 def translate(plan: Plan) -> TorchProgram:
     """The torch records of ``plan`` (one op per step)."""
-    return _program(plan, [_op(step, plan) for step in plan.steps], plan.output.shape)
+    strides = [_element_strides(plan, op) for op in range(len(plan.spec.inputs))]
+    return _program(plan, [_op(step, plan, strides) for step in plan.steps], plan.output.shape)
 
 
 def translate_sized(plan: Plan, spec: EinsumSpec, strides: Strides) -> TorchProgram | None:
     """The records of ``plan``'s decisions for another shape of its shape class: ``spec``'s
     sizes and the operands' element ``strides`` (equal to the translation of the plan a
     fresh planner makes for that shape: the tests hold them equal), or None where a step's
-    records need more than the label sizes (a product over looped labels, a fused step, a
-    step split across threads).  Every shape a record holds is a product of label sizes; a
-    view's strides are the operand's own.
+    records need more than the label sizes (a product over looped labels, a fused step).
+    Every shape a record holds is a product of label sizes; a view's strides are the
+    operand's own.
 
     >>> from ...spec.equation import parse_equation
     >>> from ..numpy.plan import build_plan
@@ -307,27 +308,13 @@ def _fold(fold: NumpyFold) -> Fold:
     return Fold(perm=fold.perm, shape=fold.shape)
 
 
-def _op(step: Step, plan: Plan) -> TorchOp:
+def _op(step: Step, plan: Plan, strides: Strides) -> TorchOp:
+    """A step's record at the plan's own sizes: as another shape's (:func:`_sized_op`), but
+    a product over looped labels keeps its planned views, and a fused step its operands'."""
+    sized = _sized_op(step, plan.spec, strides)
+    if sized is not None:
+        return sized
     match step:
-        case ViewStep():
-            return _view(step, plan)
-        case ReduceStep():
-            return ReduceOp(
-                src=step.src,
-                axes=step.axes,
-                kept_perm=tuple(step.labels.index(lab) for lab in step.kept),
-                shape=step.shape,
-                dtype=step.dtype,
-                to=_delivery(step.delivery, step.dst),
-            )
-        case CopyStep():
-            return CopyOp(
-                src=step.src,
-                perm=step.perm,
-                shape=step.shape,
-                dtype=step.dtype,
-                to=_delivery(step.delivery, step.dst),
-            )
         case ContractStep():
             return MatmulOp(
                 left=step.left.register,
@@ -339,18 +326,10 @@ def _op(step: Step, plan: Plan) -> TorchOp:
                 dtype=step.dtype,
                 to=_delivery(step.delivery, step.dst),
             )
-        case BatchStep():
-            return MultiplyOp(
-                left=step.left.register,
-                right=step.right.register,
-                left_view=_fold(step.geometry.left),
-                right_view=_fold(step.geometry.right),
-                shape=step.shape,
-                dtype=step.dtype,
-                to=_delivery(step.delivery, step.dst),
-            )
         case FusedStep():
             return _fused(step, plan)
+        case ViewStep() | ReduceStep() | CopyStep() | BatchStep():
+            raise AssertionError(f"a {step.kind} step's record is its sizes'")
         case _:
             assert_never(step)
 
@@ -358,14 +337,6 @@ def _op(step: Step, plan: Plan) -> TorchOp:
 def _element_strides(plan: Plan, operand: int) -> list[int]:
     itemsize = plan.dtypes[operand].itemsize
     return [s // itemsize for s in plan.strides[operand]]
-
-
-def _view(step: ViewStep, plan: Plan) -> ViewOp:
-    """The planner's squeeze-then-diagonals, replayed on the operand's strides."""
-    strides = [_element_strides(plan, op) for op in range(len(plan.spec.inputs))]
-    op = _sized_view(step, plan.spec, strides)
-    assert op.shape == step.shape, "the view replays the planner's diagonals"
-    return op
 
 
 def _fused(step: FusedStep, plan: Plan) -> FusedOp:
@@ -404,7 +375,7 @@ def _sized_op(step: Step, spec: EinsumSpec, strides: Strides) -> TorchOp | None:
     match step:
         case ViewStep():
             return _sized_view(step, spec, strides)
-        case ReduceStep() if step.split is None:
+        case ReduceStep():
             return ReduceOp(
                 src=step.src,
                 axes=step.axes,
@@ -423,9 +394,9 @@ def _sized_op(step: Step, spec: EinsumSpec, strides: Strides) -> TorchOp | None:
             )
         case ContractStep() if not step.looped:
             return _matmul(step, sizes)
-        case BatchStep() if step.split is None:
+        case BatchStep():
             return _multiply(step, sizes)
-        case ReduceStep() | ContractStep() | BatchStep() | FusedStep():
+        case ContractStep() | FusedStep():
             return None
         case _:
             assert_never(step)
