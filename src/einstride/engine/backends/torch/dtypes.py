@@ -76,9 +76,10 @@ def torch_dtype(dtype: np.dtype[Any], what: str) -> torch.dtype:
     >>> torch_dtype(np.dtype("complex64"), "dtype=")
     torch.complex64
     """
-    found = _TORCH.get(np.dtype(dtype))
+    kind = np.dtype(dtype)
+    found = _TORCH.get(kind)
     if found is None:
-        if is_bfloat16(np.dtype(dtype)):
+        if is_bfloat16(kind):
             return torch.bfloat16
         raise TypeError(
             f"einsum: {what} {dtype} has no torch dtype the torch backend supports ({_NAMES})"

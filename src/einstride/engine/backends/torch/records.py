@@ -327,7 +327,7 @@ def _op(step: Step, plan: Plan, strides: Strides) -> TorchOp:
                 to=_delivery(step.delivery, step.dst),
             )
         case FusedStep():
-            return _fused(step, plan)
+            return _fused(step, plan, strides)
         case ViewStep() | ReduceStep() | CopyStep() | BatchStep():
             raise AssertionError(f"a {step.kind} step's record is its sizes'")
         case _:
@@ -339,7 +339,7 @@ def _element_strides(plan: Plan, operand: int) -> list[int]:
     return [s // itemsize for s in plan.strides[operand]]
 
 
-def _fused(step: FusedStep, plan: Plan) -> FusedOp:
+def _fused(step: FusedStep, plan: Plan, strides: Strides) -> FusedOp:
     sizes = plan.spec.sizes
     shapes = plan.spec.shapes()
     every = tuple(
@@ -347,13 +347,12 @@ def _fused(step: FusedStep, plan: Plan) -> FusedOp:
     )
     views = []
     for reg, term in zip(step.operands, step.labels):
-        strides = _element_strides(plan, reg)
         dims = dict.fromkeys(every, 1)
         steps = dict.fromkeys(every, 0)
         for ax, lab in enumerate(term):
             if shapes[reg][ax] == sizes[lab]:  # else a size-1 '...' axis that broadcasts
                 dims[lab] = sizes[lab]
-                steps[lab] += strides[ax]
+                steps[lab] += strides[reg][ax]
         views.append((tuple(dims[lab] for lab in every), tuple(steps[lab] for lab in every)))
     kept = [lab for lab in every if lab in step.out_labels]
     return FusedOp(
