@@ -191,9 +191,50 @@ def test_the_budget_follows_the_estimated_contraction_cost() -> None:
     assert cheap.tried == ("greedy",) and cheap.budget_s < 1e-4
     heavy = search_path(ring[:5] + [(5, 0)], (), [1000] * 6)
     assert heavy.budget_s > cheap.budget_s
-    assert "optimal" in heavy.tried and "dp" in heavy.tried
-    assert any(t.startswith("random-greedy x") for t in heavy.tried)
-    assert heavy.candidates > 3
+    assert heavy.tried[1:3] == ("optimal", "dp")
+    # the exact optimum and dp found nothing cheaper than greedy's path: no trials follow
+    assert heavy.tried[3].startswith("no greedy trials (the search so far gained 0 ns for ")
+    assert len(heavy.tried) == 4 and heavy.candidates == 3
+    assert heavy.budget_s > search._optimal_seconds(6) + search._dp_seconds(6) + 6e-4
+
+
+def test_the_greedy_trials_run_only_where_the_search_paid_so_far() -> None:
+    # the benchmark's random 60-tensor network of bonds 2-6: reconfiguration gains 2x, more
+    # than it costs, so the restarts run (and one wins, 3.5x); a random 20-tensor network
+    # of degree 4 (the benchmark's): reconfiguration gains 2.6% for more than that, so none
+    equation, shapes = rand_equation(60, 3, seed=4, d_min=2, d_max=6)
+    paid = search_path(*_ids(equation, shapes))
+    assert paid.tried[1].startswith("subtree reconfiguration")
+    assert paid.tried[2].startswith("greedy restarts x")
+    gained = (paid.baseline_ns - paid.cost_ns) * 1e-9
+    equation, shapes = rand_equation(20, 4, seed=2, d_min=2, d_max=8)
+    unpaid = search_path(*_ids(equation, shapes))
+    assert unpaid.tried[1].startswith("subtree reconfiguration")
+    assert unpaid.tried[2].startswith("no greedy trials (the search so far gained ")
+    assert len(unpaid.tried) == 3 and unpaid.candidates == 2
+    assert unpaid.finder == "greedy, reconfigured" and gained > 0
+    assert 0 < unpaid.baseline_ns - unpaid.cost_ns < 0.05 * unpaid.baseline_ns
+    # with the gate lifted, the same search runs the restarts: the gate is what stopped it
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search._Search, "_paid", lambda self: True)
+        ungated = search_path(*_ids(equation, shapes))
+    assert ungated.tried[2].startswith("greedy restarts x")
+
+
+def _ids(equation: str, shapes: Any) -> Network:
+    lhs, rhs = equation.split("->")
+    ids: dict[str, int] = {}
+    for c in equation.replace(",", "").replace("->", ""):
+        ids.setdefault(c, len(ids))
+    sizes = [0] * len(ids)
+    for term, shape in zip(lhs.split(","), shapes, strict=True):
+        for c, d in zip(term, shape, strict=True):
+            sizes[ids[c]] = d
+    return (
+        [tuple(ids[c] for c in term) for term in lhs.split(",")],
+        tuple(ids[c] for c in rhs),
+        sizes,
+    )
 
 
 def test_a_machine_too_slow_for_the_budget_cuts_the_trials_and_says_so(
@@ -202,6 +243,7 @@ def test_a_machine_too_slow_for_the_budget_cuts_the_trials_and_says_so(
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 0.0)
     monkeypatch.setattr(search, "TRIAL_S_PER_TENSOR", 1e-9)
     monkeypatch.setattr(search, "RECONF_S_PER_PAIR", 1.0)  # no reconfiguration: every trial
+    monkeypatch.setattr(search, "DP_MAX", 0)  # nor dp (finding nothing, it would stop them)
     ring = [(k, (k + 1) % 9) for k in range(9)]
     choice = search_path(ring, (), [2] * 9, budget_s=0.05)
     assert choice.tried[-1].endswith("(cut at the safety deadline)")
