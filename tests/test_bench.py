@@ -8,7 +8,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from einstride_bench import command as bench_command
 from einstride_bench.check import mismatch, oracle
 from einstride_bench.cold import ColdCase, cold_cases, issue_cases, like, run_cold_case
 from einstride_bench.contenders import NUMPY, naive_size
+from einstride_bench.imports import import_seconds, probe_environment
 from einstride_bench.machine import thread_limit
 from einstride_bench.netbench import (
     NETWORK_QUICK,
@@ -330,6 +334,18 @@ def test_the_cold_section_reports_the_imports() -> None:
     suite.imports = {"numpy": 0.1, "einstride": 1.25}
     (line,) = [line for line in cold_section(suite) if line.startswith("Imports")]
     assert "numpy 100 ms, einstride 1.25 s" in line
+
+
+def test_imports_are_timed_with_bytecode_caches_as_an_installed_package_has_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    env = probe_environment()
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PATH"] == os.environ["PATH"]
+    probe = "import sys; print(sys.dont_write_bytecode)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "False"
+    assert set(import_seconds(["json", "no_such_module_here"], rounds=1)) == {"json"}
 
 
 @pytest.mark.parametrize(
