@@ -219,6 +219,8 @@ def test_the_greedy_trials_run_only_where_the_search_paid_so_far() -> None:
         patch.setattr(search._Search, "_paid", lambda self: True)
         ungated = search_path(*_ids(equation, shapes))
     assert ungated.tried[2].startswith("greedy restarts x")
+    given = search_path(*_ids(equation, shapes), budget_s=unpaid.budget_s)
+    assert given.tried[2].startswith("greedy restarts x")  # a budget given is spent
 
 
 def _ids(equation: str, shapes: Any) -> Network:
@@ -243,7 +245,6 @@ def test_a_machine_too_slow_for_the_budget_cuts_the_trials_and_says_so(
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 0.0)
     monkeypatch.setattr(search, "TRIAL_S_PER_TENSOR", 1e-9)
     monkeypatch.setattr(search, "RECONF_S_PER_PAIR", 1.0)  # no reconfiguration: every trial
-    monkeypatch.setattr(search, "DP_MAX", 0)  # nor dp (finding nothing, it would stop them)
     ring = [(k, (k + 1) % 9) for k in range(9)]
     choice = search_path(ring, (), [2] * 9, budget_s=0.05)
     assert choice.tried[-1].endswith("(cut at the safety deadline)")

@@ -406,7 +406,10 @@ class _Search:
         rated 12% cheaper that contracted no faster; the random 100-tensor one,
         reconfiguration 4.9% cheaper, then restarts rated 120x and 1,400x its cost), while
         they cost their whole share of the budget: a search that finds nothing costs the
-        contraction a quarter more.  Estimates, not clocks: the same on any machine."""
+        contraction a quarter more.  Estimates, not clocks: the same on any machine.  A
+        budget given (``search_path(budget_s=...)``) is spent as given."""
+        if self.fixed is not None:
+            return True
         gained = (self.candidates[0].ns - self.best_ns) * 1e-9
         trial_s = TRIAL_S_PER_TENSOR * len(self.problem.inputs)
         if self.spent + trial_s > max(self._allowed(), self.restarts):
