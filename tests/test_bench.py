@@ -39,7 +39,14 @@ from einstride_bench import (
 from einstride_bench import cold as bench_cold
 from einstride_bench import command as bench_command
 from einstride_bench.check import mismatch, oracle
-from einstride_bench.cold import ColdCase, cold_cases, issue_cases, like, run_cold_case
+from einstride_bench.cold import (
+    ColdCase,
+    cold_cases,
+    issue_cases,
+    like,
+    run_cold_case,
+    torch_issue_cases,
+)
 from einstride_bench.contenders import NUMPY, naive_size
 from einstride_bench.imports import import_seconds, probe_environment
 from einstride_bench.machine import thread_limit
@@ -334,6 +341,26 @@ def test_the_cold_section_reports_the_imports() -> None:
     suite.imports = {"numpy": 0.1, "einstride": 1.25}
     (line,) = [line for line in cold_section(suite) if line.startswith("Imports")]
     assert "numpy 100 ms, einstride 1.25 s" in line
+
+
+def test_the_cold_section_times_the_issues_cases_on_torch_without_a_target() -> None:
+    pytest.importorskip("torch")
+    from einstride_bench.contenders import TORCH, default_peers, load_einstride
+
+    cases = torch_issue_cases()
+    assert [c.case.equation for c in cases] == [c.case.equation for c in issue_cases()]
+    assert all(c.case.on_torch and c.case.targets == () for c in cases)
+    peers = {TORCH: default_peers()[TORCH]}
+    result = run_cold_case(cases[1], load_einstride(), peers, 3)
+    assert [e.name for e in result.timed("peer")] == [TORCH] and result.status == "n/a"
+    suite = SuiteResult("einstride", "quick", sections=("cold",))
+    assert "### On torch tensors" not in cold_section(suite)
+    suite.torch_cold = [result]
+    lines = cold_section(suite)
+    table = lines[lines.index("### On torch tensors") :]
+    (row,) = [line for line in table if line.startswith("| torch: cold batched matmul")]
+    assert row.endswith(f"| {result.ratio:.2f}x |") and "n/a" not in row
+    assert "geometric mean of the ratios" in table[2]
 
 
 def test_imports_are_timed_with_bytecode_caches_as_an_installed_package_has_them(

@@ -52,6 +52,7 @@ __all__ = [
     "like",
     "run_cold",
     "run_cold_case",
+    "torch_issue_cases",
 ]
 
 COLD_CALLS = 60
@@ -142,6 +143,20 @@ def issue_cases() -> tuple[ColdCase, ...]:
         case("cold reduction", "ijk->i", [(8, 8, 8)], "i"),
         case("cold trace", "ii->", [(8, 8)], "i"),
         case("cold chain of 3", "ab,bc,cd->ad", [(16, 32), (32, 32), (32, 32)], "a"),
+    )
+
+
+def torch_issue_cases() -> tuple[ColdCase, ...]:
+    """The issue's cases on torch tensors, einstride against torch.einsum, with no target
+    (the section's targets are NumPy's): what a first call on a new shape costs a torch
+    user.
+
+    >>> [c.case.name for c in torch_issue_cases()][:2], torch_issue_cases()[0].case.targets
+    (['torch: cold matmul k x 8', 'torch: cold batched matmul 4 x k x 16'], ())
+    """
+    return tuple(
+        replace(c, case=replace(c.case, name=f"torch: {c.case.name}", kind="torch", targets=()))
+        for c in issue_cases()
     )
 
 

@@ -25,8 +25,24 @@ from pathlib import Path
 
 from .case import Case, Prepare
 from .chart import draw, draw_networks
-from .cold import COLD_CALLS, COLD_GEOMEAN_LIMIT, QUICK_COLD_CALLS, ColdCase, cold_cases, run_cold
-from .contenders import Engine, default_peers, load_einstride, stand_in, torch_device
+from .cold import (
+    COLD_CALLS,
+    COLD_GEOMEAN_LIMIT,
+    QUICK_COLD_CALLS,
+    ColdCase,
+    cold_cases,
+    run_cold,
+    torch_issue_cases,
+)
+from .contenders import (
+    TORCH,
+    Engine,
+    default_peers,
+    load_einstride,
+    optional_module,
+    stand_in,
+    torch_device,
+)
 from .imports import import_seconds
 from .machine import thread_limit
 from .memory import memory_cases, render_memory, run_memory
@@ -207,8 +223,9 @@ def _chosen(
         return not texts or any(t in name or (equation and t in equation) for t in texts)
 
     warm = select(default_cases(), texts) if "warm" in sections else []
+    on_torch = torch_issue_cases() if optional_module("torch") is not None else ()
     cold = (
-        [c for c in cold_cases() if wanted(c.case.name, c.case.equation)]
+        [c for c in (*cold_cases(), *on_torch) if wanted(c.case.name, c.case.equation)]
         if ("cold" in sections)
         else []
     )
@@ -242,7 +259,11 @@ def _run(
         suite.sections = sections
         if cold:
             calls = args.cold_calls or (QUICK_COLD_CALLS if args.quick else COLD_CALLS)
-            suite.cold = run_cold(cold, engine, peers, calls, progress)
+            on_numpy = [c for c in cold if not c.case.on_torch]
+            suite.cold = run_cold(on_numpy, engine, peers, calls, progress)
+            on_torch = [c for c in cold if c.case.on_torch]
+            if on_torch and TORCH in peers:
+                suite.torch_cold = run_cold(on_torch, engine, peers, calls, progress)
             suite.imports = import_seconds()
         if nets:
             net_peers = {n: p for n, p in default_network_peers(args.quick).items()
@@ -250,7 +271,7 @@ def _run(
             settings = NETWORK_QUICK if args.quick else NETWORK_FULL
             suite.networks = run_networks(nets, engine, net_peers, settings, progress)
     suite.notes["thread limit"] = limited
-    if any(case.on_torch for case in warm):
+    if any(case.on_torch for case in warm) or suite.torch_cold:
         suite.notes["torch cases on"] = torch_device()
     return suite
 

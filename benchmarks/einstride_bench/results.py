@@ -173,6 +173,7 @@ class SuiteResult:
     background: float | None = None  # cores other processes kept busy during the run
     sections: tuple[str, ...] = ("warm",)  # which of "warm", "cold", "networks" ran
     cold: list[CaseResult] = field(default_factory=list)
+    torch_cold: list[CaseResult] = field(default_factory=list)  # the issue's cases on torch
     networks: list[NetworkResult] = field(default_factory=list)
     imports: dict[str, float] = field(default_factory=dict)  # seconds per module (cold)
 
@@ -186,7 +187,7 @@ class SuiteResult:
 
     def any_failed(self) -> bool:
         """Whether the subject raised or was wrong anywhere: warm, cold or on a network."""
-        cold = any(r.status in ("ERROR", "WRONG") for r in self.cold)
+        cold = any(r.status in ("ERROR", "WRONG") for r in (*self.cold, *self.torch_cold))
         nets = any(r.status in ("ERROR", "WRONG") for r in self.networks)
         return bool(self.failed()) or cold or nets
 

@@ -103,6 +103,36 @@ def cold_section(suite: SuiteResult) -> list[str]:
         "",
         *(misses or ["None."]),
         "",
+        *_torch_cold(suite),
+    ]
+
+
+def _torch_cold(suite: SuiteResult) -> list[str]:
+    """The issue's cases on torch tensors: einstride against torch.einsum, no target."""
+    if not suite.torch_cold:
+        return []
+    notes = _Footnotes()
+    columns = _columns(suite.torch_cold)
+    header = ["case", "equation", "dtype", "shapes (first … last call)", "calls", *columns,
+              "ratio"]  # fmt: skip
+    rows = [_cold_row(result, columns, notes).rsplit(" | ", 1)[0] + " |"
+            for result in suite.torch_cold]  # fmt: skip
+    ratios = [r.ratio for r in suite.torch_cold if r.ratio is not None]
+    mean = geometric_mean(ratios)
+    shown = _DASH if mean is None else f"{mean:.2f}x"
+    return [
+        "### On torch tensors",
+        "",
+        f"The issue's cases on torch tensors ({suite.notes.get('torch cases on', 'cpu')}), "
+        "each call on a new shape as above: what a torch user's first call of a shape costs, "
+        f"einstride against torch.einsum. No target (the section's targets are its NumPy "
+        f"cases); geometric mean of the ratios: {shown}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *rows,
+        "",
+        *(f"{number}. {line}" for number, line in enumerate(notes.lines, 1)),
     ]
 
 

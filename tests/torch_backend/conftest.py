@@ -7,8 +7,10 @@ installed that folder would import as a namespace package called ``torch``.)"""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA device (torch.cuda.is_available() is False)")
     for item in cuda:
         item.add_marker(skip)
+
+
+@pytest.fixture
+def planned() -> Iterator[None]:
+    """Small matmul-form products planned too (the equation's lane off,
+    ``lane_max_combos=0``): for tests that watch the plan's own kernels and buffers."""
+    from einstride.engine.backends.numpy.options import default_options, set_default_options
+
+    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=0))
+    try:
+        yield
+    finally:
+        set_default_options(before)

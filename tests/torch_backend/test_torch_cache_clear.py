@@ -7,12 +7,16 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import einstride as es  # noqa: E402
+from einstride.engine.backends.torch import lanes as torch_lanes  # noqa: E402
 from einstride.engine.backends.torch import plan as torch_plan  # noqa: E402
 
 
 def test_clear_plan_cache_forgets_torch_plans() -> None:
     a, b = torch.ones(3, 4), torch.ones(4, 5)
-    es.einsum("ij,jk->ik", a, b)
+    es.einsum("ij,jk->ik", a, b)  # a small matmul: the equation's lane runs it
+    es.einsum("ij,jk->ik", a, b, optimize="greedy")  # another optimize=: planned
     assert torch_plan._cached.cache_info().currsize > 0
+    assert torch_lanes._LANES
     es.clear_plan_cache()
     assert torch_plan._cached.cache_info().currsize == 0
+    assert not torch_lanes._LANES and torch_lanes.lane_answers() == 0

@@ -46,6 +46,7 @@ def _same_memory(view: torch.Tensor, operand: torch.Tensor) -> bool:
 
 
 @pytest.mark.parametrize("batched", [False, True])
+@pytest.mark.usefixtures("planned")
 def test_transposed_and_sliced_operands_feed_matmul_without_copies(
     batched: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -76,6 +77,7 @@ def test_transposed_and_sliced_operands_feed_matmul_without_copies(
     torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.usefixtures("planned")
 def test_batch_dims_that_do_not_fold_are_looped_not_copied(monkeypatch: pytest.MonkeyPatch) -> None:
     base = torch.randn(3, 5, 4, 6, dtype=F64)
     a = base.permute(1, 0, 2, 3)  # batch (b, c) = (5, 3): strides do not fold
@@ -87,6 +89,7 @@ def test_batch_dims_that_do_not_fold_are_looped_not_copied(monkeypatch: pytest.M
     torch.testing.assert_close(result, torch.matmul(a, b), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.usefixtures("planned")
 def test_batch_dims_that_fold_run_as_one_bmm_of_their_views(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -348,6 +351,7 @@ def test_a_trace_into_out_writes_out() -> None:
     assert es.einsum("ii->", x, out=out) is out and torch.allclose(out, torch.trace(x))
 
 
+@pytest.mark.usefixtures("planned")
 def test_a_last_product_returns_its_own_buffer_rather_than_write_into_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -38,7 +38,7 @@ from .call import (
     shape_and_dtype,
     split_sublists,
 )
-from .registry import HOT_PATHS, backend_for
+from .registry import HOT_PATHS, LANE_REPORTS, backend_for
 
 __all__ = ["einsum", "einsum_path", "explain"]
 
@@ -217,8 +217,10 @@ def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: 
     (:mod:`.backends.numpy.lanes`), when it does."""
     if optimize != "auto":
         return report  # a call naming another optimize= takes the planned way
-    lane = lane_for(subscripts)
-    runs = lane(tuple(operands), dry=True)
+    runs = lane_for(subscripts)(tuple(operands), dry=True)
+    if runs is None and operands:  # another backend's lane, if it has one
+        other = LANE_REPORTS.get(type(operands[0]))
+        runs = None if other is None else other(subscripts, tuple(operands))
     if runs is None:
         return report
     head, _, rest = report.partition("\n")

@@ -28,9 +28,11 @@ from .call import EinsumCall
 __all__ = [
     "BACKENDS",
     "HOT_PATHS",
+    "LANE_REPORTS",
     "Backend",
     "BackendEntry",
     "HotPath",
+    "LaneReport",
     "backend_for",
     "backend_named",
 ]
@@ -43,6 +45,14 @@ when the call needs the full path (which then runs it and raises what it raises)
 HOT_PATHS: dict[type, HotPath] = {}
 """The hot path of each loaded backend, by the exact type of the first operand (a backend
 adds its own when it is imported; the front end asks with one dictionary lookup)."""
+
+LaneReport = Callable[[str, tuple[Any, ...]], "str | None"]
+"""``lane_report(subscripts, operands)``: how a loaded backend's lane would run the call (a
+sentence, computing nothing), or None when the call takes the planned way."""
+
+LANE_REPORTS: dict[type, LaneReport] = {}
+"""Each loaded backend's :data:`LaneReport`, by the exact type of the first operand
+(``explain`` asks it after the NumPy lanes)."""
 
 
 class Backend(Protocol):

@@ -52,6 +52,14 @@ import numpy as np
 
 from .... import memory as _memory
 from ...spec.equation import Equation, parse_subscripts
+from ...spec.matmul import (
+    Groups,
+    Indices,
+    MatmulForm,
+    contracts_nothing,
+    matmul_form,
+    merged_shapes,
+)
 from .execute import EINSUM_LETTERS, sum_of_products
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 from .plan import CACHE_LINE, bytes_moved, reduction_bytes
@@ -362,51 +370,16 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
 
 # -- two operands ----------------------------------------------------------------------------
 
-_NEW = None  # a new axis of length 1 (NumPy's ``None`` index)
-
 
 def _pair_lane(
     left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds
 ) -> Lane:
-    """The matmul form, or :data:`NO_LANE`."""
-    if len(set(left)) != len(left) or len(set(right)) != len(right):
-        return NO_LANE  # a diagonal first
-    if any(lab not in right and lab not in output for lab in left) or any(
-        lab not in left and lab not in output for lab in right
-    ):
-        return NO_LANE  # a label summed inside one operand: a reduction first
-    batch = [lab for lab in output if lab in left and lab in right]
-    rows = [lab for lab in left if lab in output and lab not in right]
-    cols = [lab for lab in right if lab in output and lab not in left]
-    inner = [lab for lab in left if lab in right and lab not in output]
-    if not inner:  # nothing contracted: the planner's batch step, not 1 x 1 matmuls
+    """The matmul form (:func:`.spec.matmul.matmul_form`), a product that contracts
+    nothing, or :data:`NO_LANE`."""
+    if contracts_nothing(left, right, output):  # the planner's batch step, not 1 x 1 matmuls
         return _broadcast_lane(left, right, output, bounds)
-    made = batch + rows + cols
-    perms = (
-        tuple(left.index(lab) for lab in batch + rows + inner),
-        tuple(right.index(lab) for lab in batch + inner + cols),
-        tuple(made.index(lab) for lab in output),
-    )
-    same = tuple((left.index(lab), right.index(lab)) for lab in batch + inner)
-    sized = tuple((0, ax) for ax in range(len(left))) + tuple((1, right.index(lab)) for lab in cols)
-    ranks = (len(left), len(right))
-    if len(rows) <= 1 and len(cols) <= 1 and len(inner) == 1:
-        indices = _Indices(
-            _core_index(bool(rows), True, _NEW),
-            _core_index(True, bool(cols), _NEW),
-            _core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # (0, 0): a scalar
-        )
-        return _matmul_lane(ranks, perms, indices, same, sized, bounds)
-    if not all(_block(term, group) for term, group in
-               ((left, rows), (left, inner), (right, inner), (right, cols))):  # fmt: skip
-        return NO_LANE  # merging the group would copy: the planner's to decide
-    groups = _Groups(
-        tuple(left.index(lab) for lab in batch),
-        tuple(left.index(lab) for lab in rows),
-        tuple(left.index(lab) for lab in inner),
-        tuple(right.index(lab) for lab in cols),
-    )
-    return _matmul_lane(ranks, perms, groups, same, sized, bounds)
+    form = matmul_form(left, right, output)
+    return NO_LANE if form is None else _matmul_lane(form, bounds)
 
 
 def _broadcast_lane(
@@ -509,53 +482,23 @@ def _hadamard(left_perm: tuple[int, ...], right_perm: tuple[int, ...]) -> Callab
     return hadamard
 
 
-def _block(term: tuple[int, ...], group: list[int]) -> bool:
-    """Whether ``group`` is a run of consecutive axes of ``term``, in its order (then a
-    C-contiguous operand's axes merge as a view)."""
-    at = [term.index(lab) for lab in group]
-    return at == list(range(at[0], at[0] + len(at))) if at else True
-
-
-def _core_index(first: bool, second: bool, fill: int | None) -> tuple[Any, ...] | None:
-    """The index that gives the last two axes of a matrix whose two kinds of labels are
-    there or not (``fill``: None inserts a length-1 axis, 0 drops it); None: no index.
-
-    >>> _core_index(True, False, None), _core_index(False, True, 0)
-    ((Ellipsis, None), (Ellipsis, 0, slice(None, None, None)))
-    """
-    if first and second:
-        return None
-    if first:
-        return (Ellipsis, fill)
-    return (Ellipsis, fill, slice(None)) if second else (Ellipsis, fill, fill)
-
-
-def _matmul_lane(
-    ranks: tuple[int, int],
-    perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-    shaping: _Indices | _Groups,
-    same: tuple[tuple[int, int], ...],
-    sized: tuple[tuple[int, int], ...],
-    bounds: _Bounds,
-) -> Lane:
+def _matmul_lane(form: MatmulForm, bounds: _Bounds) -> Lane:
     """``numpy.matmul`` over the operands transposed to ``(batch, rows, inner)`` and
-    ``(batch, inner, cols)`` (``same``: axes of equal size; ``sized``: one axis per label),
-    its result transposed to the output's order.  With one label of each kind
-    (:class:`_Indices`), a missing kind is an axis of length 1; kinds of several labels
-    (:class:`_Groups`, ``bsi,oi->bso``) are merged into one axis each by a reshape, a view
-    for a C-contiguous operand whose group is a run of its axes (checked when compiled): an
-    operand that is not C-contiguous is planned."""
-    left_rank, right_rank = ranks
+    ``(batch, inner, cols)`` (``form.same``: axes of equal size; ``form.sized``: one axis
+    per label), its result transposed to the output's order.  With one label of each kind
+    (:class:`~.spec.matmul.Indices`), a missing kind is an axis of length 1; kinds of
+    several labels (:class:`~.spec.matmul.Groups`, ``bsi,oi->bso``) are merged into one
+    axis each by a reshape, a view for a C-contiguous operand whose group is a run of its
+    axes (checked when compiled): an operand that is not C-contiguous is planned."""
+    (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
     left_perm, right_perm, out_perm = perms
     most = bounds.combos
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
     out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
-    groups = shaping if isinstance(shaping, _Groups) else None
-    indices = shaping if isinstance(shaping, _Indices) else _Indices(None, None, None)
+    groups = shaping if isinstance(shaping, Groups) else None
+    indices = shaping if isinstance(shaping, Indices) else Indices(None, None, None)
     left_index, right_index, result_index = indices  # closure cells: no attribute reads
-    merge_left = groups is not None and (len(groups.rows) > 1 or len(groups.inner) > 1)
-    merge_right = groups is not None and (len(groups.cols) > 1 or len(groups.inner) > 1)
     merged = ", label groups merged as views" if groups is not None else ""
 
     def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
@@ -608,33 +551,10 @@ def _matmul_lane(
     return product
 
 
-class _Indices(NamedTuple):
-    """One label of each kind: the indices that give each side its matrix axes and drop
-    them from the result (None: none needed, see :func:`_core_index`)."""
-
-    left: tuple[Any, ...] | None
-    right: tuple[Any, ...] | None
-    result: tuple[Any, ...] | None
-
-
-class _Groups(NamedTuple):
-    """Kinds of several labels: the left operand's batch, row and contracted axes, the
-    right one's column axes."""
-
-    batch: tuple[int, ...]
-    rows: tuple[int, ...]
-    inner: tuple[int, ...]
-    cols: tuple[int, ...]
-
-
-def _merged_product(a: Any, b: Any, left: Any, right: Any, groups: _Groups, out_moved: Any) -> Any:
+def _merged_product(a: Any, b: Any, left: Any, right: Any, groups: Groups, out_moved: Any) -> Any:
     """The product of transposed operands whose kinds are merged by reshapes (views)."""
-    head = tuple(map(left.__getitem__, groups.batch))
-    rows = tuple(map(left.__getitem__, groups.rows))
-    cols = tuple(map(right.__getitem__, groups.cols))
-    m, k, n = math.prod(rows), math.prod(map(left.__getitem__, groups.inner)), math.prod(cols)
-    result = _matmul(a.reshape((*head, m, k)), b.reshape((*head, k, n)))
-    result = result.reshape(head + rows + cols)
+    left_shape, right_shape, shape = merged_shapes(left, right, groups)
+    result = _matmul(a.reshape(left_shape), b.reshape(right_shape)).reshape(shape)
     if not result.ndim:
         return result[()]
     return result if out_moved is None else result.transpose(out_moved)

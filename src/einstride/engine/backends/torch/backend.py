@@ -25,9 +25,10 @@ import torch
 
 from ....errors import EinsumError
 from ...call import EinsumCall
-from ...registry import HOT_PATHS
+from ...registry import HOT_PATHS, LANE_REPORTS
 from .autograd import Backward, EinsumFunction, own_search
 from .guard import limit_for
+from .lanes import lane_for, lane_report
 from .operands import as_tensors, check_out, facts_of
 from .plan import Entry, entry_for
 from .records import check_memory
@@ -155,7 +156,16 @@ def hot(subscripts: str, operands: tuple[Any, ...], optimize: Any) -> torch.Tens
     tensor(16., grad_fn=<SumBackward0>)
     >>> hot("ij->ji", ([[1.0]],), "auto") is None      # not a tensor: the full path
     True
+
+    A small product of the matmul form runs in its equation's lane first
+    (:mod:`.lanes`: no plan, no cache look).
     """
+    if optimize == "auto" and type(subscripts) is str:
+        lane = lane_for(subscripts)
+        if lane is not None:
+            result = lane(operands)
+            if result is not None:
+                return cast(torch.Tensor, result)
     return _plain_run(subscripts, operands, optimize, None)
 
 
@@ -221,3 +231,4 @@ def _gradient_entry(call: EinsumCall) -> Entry | None:
 
 
 HOT_PATHS[_Tensor] = hot
+LANE_REPORTS[_Tensor] = lane_report

@@ -1,0 +1,264 @@
+"""The torch backend's lane: a small matmul-form product of plain tensors, run without a plan.
+
+A torch call on a new shape (a sequence length that changes per call) misses the plan
+cache: its shape class's plan is translated with the new sizes and compiled, 60-100 µs of
+Python for a product that torch runs in a few.  Where the equation is of the matmul form
+(:func:`..spec.matmul.matmul_form`) and the product small
+(:attr:`~..numpy.options.PlannerOptions.lane_max_combos` index combinations, the NumPy
+lane's bound), the plan is one batched matmul over views, which ``torch.matmul`` over the
+permuted operands is: the lane runs that, compiled once per equation string, with no
+cache look.  Only for what the planned way runs the same: two plain strided tensors of one
+device and one floating or complex dtype, sizes that agree (a label of size 1 never
+broadcasts), a result within the memory limit, no graph to record (no operand requires
+grad, or grad mode is off: a graph's backward is einstride's, :mod:`.autograd`); groups of
+several labels merged only where the operand is contiguous (a view).  Anything else
+returns None and takes the planned way, which also raises the errors.  One operand summed
+over some labels, the rest kept in its order, is one ``torch.sum`` (the plan's reduce
+step); the trace of a square matrix ``torch.trace`` (the plan's kernel for it).
+
+>>> import torch
+>>> lane = lane_for("bij,bjk->bik")
+>>> lane((torch.ones(2, 3, 4), torch.ones(2, 4, 5))).shape
+torch.Size([2, 3, 5])
+>>> lane((torch.ones(2, 3, 4, requires_grad=True), torch.ones(2, 4, 5))) is None  # a graph
+True
+>>> lane_for("ijk->i")((torch.ones(2, 3, 4),))
+tensor([12., 12.])
+>>> lane_for("i->ii") is None                                     # an expansion: planned
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any, cast
+
+import torch
+
+from .... import memory as _memory
+from ...spec.equation import parse_subscripts
+from ...spec.matmul import Groups, Indices, MatmulForm, matmul_form, merged_shapes
+from ..numpy.cache import CLEAR_HOOKS
+from ..numpy.options import DEFAULT, OPTIONS_HOOKS
+from .guard import CPU, limit_for
+
+__all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_for", "lane_report"]
+
+TorchLane = Callable[..., Any]
+"""``lane(operands, dry=False)``: the product, or None (then the planned way runs);
+``dry``: what the lane would run (a sentence), computing nothing."""
+
+_LANES: dict[str, TorchLane | None] = {}
+_CACHE_SIZE = 4096
+_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+"""What ``torch.matmul`` multiplies on every device as the plan's kernel does (integer
+products do not run on CUDA; half and bfloat16 are left to the plan)."""
+_ITEM_BYTES = 16  # the largest item of a lane dtype (complex128)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_STRIDED = torch.strided
+_matmul = torch.matmul
+_answered = itertools.count()  # next() is one atomic C call: no lock on the lane
+_answered_before = 0
+
+
+def lane_answers() -> int:
+    """How many calls a torch lane answered since :func:`clear_lanes` (for tests)."""
+    return _count() - _answered_before
+
+
+def _count() -> int:
+    return int(repr(_answered)[len("count(") : -1])
+
+
+def clear_lanes() -> None:
+    """Forget every compiled lane (and restart :func:`lane_answers`)."""
+    global _answered_before
+    _LANES.clear()
+    _answered_before = _count()
+
+
+def lane_for(subscripts: str) -> TorchLane | None:
+    """The equation's lane (cached), None when it has none; compiled with the default
+    options' bound and the memory limit of the moment (changing either forgets it).  An
+    equation that does not parse has none (the planned way raises its error)."""
+    try:
+        return _LANES[subscripts]
+    except KeyError:
+        pass
+    options, limit = DEFAULT.options, _memory.LIMIT
+    lane = _compile(subscripts, min(options.lane_max_combos, limit // _ITEM_BYTES))
+    if len(_LANES) >= _CACHE_SIZE:
+        _LANES.clear()
+    if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
+        _LANES[subscripts] = lane
+    return lane
+
+
+def lane_report(subscripts: str, operands: tuple[Any, ...]) -> str | None:
+    """How the lane would run ``operands`` (``explain``'s line), or None.
+
+    >>> lane_report("ij,jk->ik", (torch.ones(2, 3), torch.ones(3, 4)))
+    'one torch.matmul over permuted views (24 index combinations, at most 262,144)'
+    """
+    lane = lane_for(subscripts)
+    return None if lane is None else cast(str | None, lane(operands, dry=True))
+
+
+def _compile(subscripts: str, most: int) -> TorchLane | None:
+    try:
+        equation = parse_subscripts(subscripts)
+    except ValueError:
+        return None
+    if most <= 0 or equation.has_ellipsis or len(set(equation.output)) != len(equation.output):
+        return None
+    if len(equation.terms) == 1:
+        return _sum_lane(equation.terms[0], equation.output) if equation.terms[0] else None
+    if len(equation.terms) != 2:
+        return None
+    form = matmul_form(*equation.terms, equation.output)
+    return None if form is None else _matmul_lane(form, most)
+
+
+def _sum_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane | None:
+    """One operand summed over some of its labels, the others kept in its order: one
+    ``torch.sum`` (the plan's reduce step, into a new tensor in the output's order, which
+    this order is); the trace of a square matrix (``ii->``): ``torch.trace``, the plan's
+    kernel for it.  Anything else (a diagonal kept, a transpose, nothing summed): None."""
+    if term == (term[0], term[0]) and not output:
+        return _trace_lane()
+    if len(set(term)) != len(term) or output != tuple(x for x in term if x in output):
+        return None
+    axes = tuple(ax for ax, x in enumerate(term) if x not in output)
+    if not axes:
+        return None
+    rank = len(term)
+    kept_axes = tuple(ax for ax in range(rank) if ax not in axes)
+    whole = not kept_axes  # a scalar: torch.sum with no dim=, as the plan's reduce
+
+    def total(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 1:
+            return None
+        (a,) = operands
+        if type(a) not in _PLAIN or not _plain(a) or a.dim() != rank:
+            return None
+        shape, kept = a.shape, 1
+        for ax in kept_axes:
+            kept *= shape[ax]
+        if not a.numel() or kept * a.element_size() > limit_for(a.device, None):
+            return None  # empty (the plan's zeros), or a result past the memory limit
+        if dry:
+            return f"one torch.sum over {len(axes)} of its {rank} axes"
+        next(_answered)
+        return torch.sum(a) if whole else torch.sum(a, dim=axes)
+
+    return total
+
+
+def _trace_lane() -> TorchLane:
+    def trace(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 1:
+            return None
+        (a,) = operands
+        if type(a) not in _PLAIN or not _plain(a) or a.dim() != 2:
+            return None
+        rows, cols = a.shape
+        if rows != cols or not rows or a.element_size() > limit_for(a.device, None):
+            return None
+        if dry:
+            return "one torch.trace"
+        next(_answered)
+        return torch.trace(a)
+
+    return trace
+
+
+def _matmul_lane(form: MatmulForm, most: int) -> TorchLane:
+    """``torch.matmul`` over the operands permuted to ``(batch, rows, inner)`` and
+    ``(batch, inner, cols)``, its result permuted to the output's order (the NumPy lane's
+    product, :func:`..numpy.lanes._matmul_lane`, with torch's ops)."""
+    (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
+    left_perm, right_perm, out_perm = perms
+    left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
+    right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
+    out_moved = None if out_perm == tuple(range(len(out_perm))) else out_perm
+    groups = shaping if isinstance(shaping, Groups) else None
+    indices = shaping if isinstance(shaping, Indices) else Indices(None, None, None)
+    left_index, right_index, result_index = indices
+    merged = ", label groups merged as views" if groups is not None else ""
+
+    def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 2:
+            return None
+        a, b = operands
+        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
+            return None
+        left, right = a.shape, b.shape
+        if len(left) != left_rank or len(right) != right_rank:
+            return None
+        for x, y in same:
+            if left[x] != right[y]:
+                return None
+        combos = 1
+        for op, ax in sized:
+            combos *= (left, right)[op][ax]
+        if combos > most or not combos:  # empty: the plan's (its result may pass the limit)
+            return None
+        if (merge_left and not a.is_contiguous()) or (merge_right and not b.is_contiguous()):
+            return None
+        device = a.device
+        if device != CPU and combos * a.element_size() > limit_for(device, None):
+            return None
+        if dry:
+            return (
+                f"one torch.matmul over permuted views{merged} ({combos:,} index "
+                f"combinations, at most {most:,})"
+            )
+        next(_answered)
+        if left_moved is not None:
+            a = a.permute(left_moved)
+        if right_moved is not None:
+            b = b.permute(right_moved)
+        if groups is not None:
+            return _merged_product(a, b, left, right, groups, out_moved)
+        if left_index is not None:
+            a = a[left_index]
+        if right_index is not None:
+            b = b[right_index]
+        result = _matmul(a, b)
+        if result_index is not None:
+            result = result[result_index]
+        return result if out_moved is None else result.permute(out_moved)
+
+    return product
+
+
+def _plain_pair(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Two :func:`_plain` tensors of one device and one dtype."""
+    return b.dtype is a.dtype and a.device == b.device and _plain(a) and _plain(b)
+
+
+def _plain(a: torch.Tensor) -> bool:
+    """A strided tensor of a lane dtype, not a lazy conjugate or negation, with no graph to
+    record."""
+    if a.dtype not in _DTYPES or a.layout is not _STRIDED or a.is_conj() or a.is_neg():
+        return False
+    return not (a.requires_grad and torch.is_grad_enabled())
+
+
+def _merged_product(
+    a: torch.Tensor, b: torch.Tensor, left: Any, right: Any, groups: Groups, out_moved: Any
+) -> torch.Tensor:
+    """The product of permuted operands whose kinds are merged by reshapes (views)."""
+    left_shape, right_shape, shape = merged_shapes(left, right, groups)
+    result = _matmul(a.reshape(left_shape), b.reshape(right_shape)).reshape(shape)
+    return result if out_moved is None else result.permute(out_moved)
+
+
+def _forget() -> None:
+    _LANES.clear()
+
+
+OPTIONS_HOOKS.append(_forget)
+_memory.LIMIT_HOOKS.append(_forget)
+CLEAR_HOOKS.append(clear_lanes)  # ``einstride.clear_plan_cache()``

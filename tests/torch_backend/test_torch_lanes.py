@@ -1,0 +1,218 @@
+"""The torch lane (``backends/torch/lanes.py``): a small matmul-form product of plain tensors
+runs as one ``torch.matmul`` over permuted views, without a plan, and gives what the planned
+way gives; everything else declines to the planned way, which runs it or raises as before."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride import EinsumError, memory
+from einstride.engine.backends.numpy.options import default_options, set_default_options
+from einstride.engine.backends.torch import lanes
+
+DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+TOLERANCE = {
+    torch.float32: 1e-5,
+    torch.complex64: 1e-5,
+    torch.float64: 1e-12,
+    torch.complex128: 1e-12,
+}
+
+
+@st.composite
+def matmul_calls(draw: Any) -> tuple[str, list[tuple[int, ...]], bool]:
+    """A matmul-form equation (labels of each kind in a drawn order), its operand shapes
+    and whether each operand is given as a permuted or stepped view."""
+    kinds = {k: draw(st.integers(lo, 2)) for k, lo in (("b", 0), ("m", 0), ("n", 0), ("k", 1))}
+    letters = iter("abcdefghij")
+    batch, rows, cols, inner = ([next(letters) for _ in range(kinds[k])] for k in "bmnk")
+    sizes = {lab: draw(st.integers(1, 5)) for lab in batch + rows + cols + inner}
+    left = draw(st.permutations(batch + rows + inner))
+    right = draw(st.permutations(batch + inner + cols))
+    output = draw(st.permutations(batch + rows + cols))
+    equation = f"{''.join(left)},{''.join(right)}->{''.join(output)}"
+    shapes = [tuple(sizes[lab] for lab in term) for term in (left, right)]
+    return equation, shapes, draw(st.booleans())
+
+
+def _tensor(shape: tuple[int, ...], dtype: torch.dtype, view: bool, rng: random.Random) -> Any:
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    if not view or not shape:
+        return torch.randn(shape, generator=g, dtype=dtype)
+    perm = list(range(len(shape)))
+    rng.shuffle(perm)
+    base = torch.randn([shape[p] * (1 + (i == 0)) for i, p in enumerate(perm)], generator=g,
+                       dtype=dtype)  # fmt: skip
+    stepped = base[::2] if perm else base
+    return stepped.permute([perm.index(ax) for ax in range(len(shape))])
+
+
+@given(matmul_calls(), st.sampled_from(DTYPES), st.integers(0, 2**31))
+@settings(max_examples=150, deadline=None)
+def test_the_lane_gives_the_planned_result(
+    call: tuple[str, list[tuple[int, ...]], bool], dtype: torch.dtype, seed: int
+) -> None:
+    equation, shapes, views = call
+    rng = random.Random(seed)
+    a, b = (_tensor(shape, dtype, views, rng) for shape in shapes)
+    before = lanes.lane_answers()
+    result = es.einsum(equation, a, b)
+    answered = lanes.lane_answers() - before
+    planned = es.einsum(equation, a, b, optimize="greedy")  # another optimize=: the plan
+    assert lanes.lane_answers() - before == answered
+    assert result.dtype == planned.dtype == dtype and result.shape == planned.shape
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(result, planned, rtol=tol, atol=tol)
+    expected = np.einsum(equation, a.numpy(), b.numpy())
+    np.testing.assert_allclose(result.numpy(), expected, rtol=tol * 10, atol=tol * 10)
+    if lanes.lane_for(equation) is None:  # a group out of its operand's order: no lane
+        assert answered == 0
+    elif a.is_contiguous() and b.is_contiguous():
+        assert answered == 1  # nothing declines these: the lane ran
+
+
+@st.composite
+def sums(draw: Any) -> tuple[str, tuple[int, ...], bool]:
+    """One operand of distinct labels, some summed, the rest kept in its order."""
+    rank = draw(st.integers(1, 4))
+    term = "abcd"[:rank]
+    kept = [lab for lab in term if draw(st.booleans())]
+    if len(kept) == rank:
+        kept.pop(draw(st.integers(0, rank - 1)))
+    shape = tuple(draw(st.integers(1, 5)) for _ in term)
+    return f"{term}->{''.join(kept)}", shape, draw(st.booleans())
+
+
+@given(sums(), st.sampled_from(DTYPES), st.integers(0, 2**31))
+@settings(max_examples=100, deadline=None)
+def test_a_sum_lane_gives_the_planned_result(
+    call: tuple[str, tuple[int, ...], bool], dtype: torch.dtype, seed: int
+) -> None:
+    equation, shape, view = call
+    a = _tensor(shape, dtype, view, random.Random(seed))
+    before = lanes.lane_answers()
+    result = es.einsum(equation, a)
+    assert lanes.lane_answers() - before == 1
+    planned = es.einsum(equation, a, optimize="greedy")
+    assert result.dtype == planned.dtype == dtype and result.shape == planned.shape
+    assert result.stride() == planned.stride()  # a new tensor in the output's order
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(result, planned, rtol=tol, atol=tol)
+    expected = np.einsum(equation, a.numpy())
+    np.testing.assert_allclose(result.numpy(), expected, rtol=tol * 10, atol=tol * 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_trace_runs_torch_trace_as_the_plan_does(dtype: torch.dtype) -> None:
+    a = torch.randn(7, 7, dtype=dtype)
+    for square in (a, a.T, a[::2, ::2]):
+        before = lanes.lane_answers()
+        result = es.einsum("ii->", square)
+        assert lanes.lane_answers() - before == 1
+        planned = es.einsum("ii->", square, optimize="greedy")
+        assert result.shape == planned.shape == () and result.dtype == dtype
+        torch.testing.assert_close(result, planned)
+        torch.testing.assert_close(result, torch.trace(square))
+
+
+def test_one_operand_calls_the_sum_lane_leaves_to_the_plan() -> None:
+    a = torch.ones(3, 3, 2)
+    for equation in ("ijk->kji", "ijk->ki", "iik->k", "iik->ik", "ijk->ijk", "i->ii"):
+        assert _declined(equation, a if equation != "i->ii" else torch.ones(3))
+    assert _declined("ii->", torch.ones(3, 4)[:, :3].T.contiguous()[:2, :2].long())
+    assert _declined("ii->", torch.ones(0, 0))
+    assert _declined("ijk->i", torch.ones(0, 2, 3))
+    with pytest.raises(EinsumError):
+        es.einsum("ii->", torch.ones(3, 4))  # sizes disagree: planned, which raises
+
+
+def test_a_small_product_runs_as_one_matmul_of_views(monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = torch.randn(2, 5, 3, dtype=torch.float64), torch.randn(2, 4, 3, dtype=torch.float64)
+    seen: list[tuple[torch.Tensor, torch.Tensor]] = []
+    original = torch.matmul
+    monkeypatch.setattr(lanes, "_matmul", lambda x, y: seen.append((x, y)) or original(x, y))
+    result = es.einsum("bqd,bkd->bqk", a, b)
+    ((left, right),) = seen
+    assert left.data_ptr() == a.data_ptr() and right.data_ptr() == b.data_ptr()  # views
+    assert right.shape == (2, 3, 4)  # b permuted to (batch, inner, cols)
+    torch.testing.assert_close(result, a @ b.mT, rtol=1e-12, atol=1e-12)
+
+
+def _declined(equation: str, *operands: Any) -> bool:
+    before = lanes.lane_answers()
+    es.einsum(equation, *operands)
+    return lanes.lane_answers() == before
+
+
+def test_what_the_lane_declines_runs_the_planned_way() -> None:
+    a, b = torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64)
+    assert not _declined("ij,jk->ik", a, b)
+    leaf = a.clone().requires_grad_()
+    assert _declined("ij,jk->ik", leaf, b)  # a graph: its backward is einstride's
+    assert es.einsum("ij,jk->ik", leaf, b).grad_fn.name() == "EinsumFunctionBackward"
+    with torch.no_grad():
+        assert not _declined("ij,jk->ik", leaf, b)
+    assert not _declined("ij,jk->ik", torch.nn.Parameter(a.clone()).detach(), b)
+    assert _declined("ij,jk->ik", a.long(), b.long())  # integers: planned (and on CUDA refused)
+    assert _declined("ij,jk->ik", a.half(), b.half())
+    assert _declined("ij,jk->ik", a.float(), b)  # mixed dtypes: promoted by the plan
+    assert es.einsum("ij,jk->ik", a.float(), b).dtype == torch.float64
+    assert _declined("ij,jk->ik", a.to(torch.complex128).conj(), b.to(torch.complex128))
+    assert _declined("ij,jk->ik", a, b.numpy())  # a NumPy operand: converted
+    assert _declined("ii,ij->j", torch.ones(4, 4), torch.ones(4, 5))  # a diagonal first
+    assert _declined("ij,jk->ijk", a, b)  # contracts nothing
+    assert _declined("ij,jk->ik", torch.ones(600, 600), torch.ones(600, 600))  # past the bound
+    assert _declined("ij,jk->ik", torch.ones(0, 4), torch.ones(4, 5))  # empty
+    # merged groups need contiguous operands (a reshape that is a view)
+    assert not _declined("abk,kc->abc", torch.ones(2, 3, 4), torch.ones(4, 5))
+    assert _declined("abk,kc->abc", torch.ones(3, 2, 4).transpose(0, 1), torch.ones(4, 5))
+
+
+def test_sizes_that_disagree_raise_as_the_planned_way_does() -> None:
+    with pytest.raises(EinsumError, match="'j'"):
+        es.einsum("ij,jk->ik", torch.ones(3, 4), torch.ones(1, 5))  # no broadcast of j
+
+
+def test_lane_max_combos_and_the_memory_limit_bound_the_lane() -> None:
+    a, b = torch.ones(8, 8), torch.ones(8, 8)
+    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=0))
+    try:
+        assert _declined("ij,jk->ik", a, b)
+    finally:
+        set_default_options(before)
+    assert not _declined("ij,jk->ik", a, b)
+    limit = memory.memory_limit()
+    memory.set_memory_limit(256)  # bytes: the lane's 512 combinations of complex128 pass it
+    try:
+        assert _declined("ij,jk->ik", a, b)
+        with pytest.raises(EinsumError, match="memory limit"):
+            es.einsum("ij,jk->ik", torch.ones(64, 64), torch.ones(64, 64))
+    finally:
+        memory.set_memory_limit(limit)
+    assert not _declined("ij,jk->ik", a, b)
+
+
+def test_explain_says_when_the_lane_runs_a_call() -> None:
+    a, b = torch.ones(2, 3, 4), torch.ones(2, 4, 5)
+    report = es.explain("bij,bjk->bik", a, b)
+    assert "lane: einsum runs this call without a plan, as one torch.matmul over permuted" in report
+    assert "step 1" in report  # the plan it replaces follows
+    leaf = a.clone().requires_grad_()
+    assert "lane:" not in es.explain("bij,bjk->bik", leaf, b)
+    assert "lane:" not in es.explain("bij,bjk->bik", a, b, optimize="greedy")
+
+
+def test_clear_plan_cache_forgets_the_lanes() -> None:
+    es.einsum("ij,jk->ik", torch.ones(2, 2), torch.ones(2, 2))
+    assert "ij,jk->ik" in lanes._LANES
+    es.clear_plan_cache()
+    assert not lanes._LANES and lanes.lane_answers() == 0
