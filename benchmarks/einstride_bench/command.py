@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -39,7 +40,6 @@ from .contenders import (
     Engine,
     default_peers,
     load_einstride,
-    optional_module,
     stand_in,
     torch_device,
 )
@@ -223,7 +223,11 @@ def _chosen(
         return not texts or any(t in name or (equation and t in equation) for t in texts)
 
     warm = select(default_cases(), texts) if "warm" in sections else []
-    on_torch = torch_issue_cases() if optional_module("torch") is not None else ()
+    # found, not imported: importing torch here, before the engine and the peers load,
+    # slowed every library's cold products in the run (measured: the cold MLP layer
+    # 0.65 -> 0.76-2.0 ms, torch.einsum's 2-4x; why is not known), which the peers' own
+    # import of it, later, does not
+    on_torch = torch_issue_cases() if importlib.util.find_spec("torch") is not None else ()
     cold = (
         [c for c in (*cold_cases(), *on_torch) if wanted(c.case.name, c.case.equation)]
         if ("cold" in sections)
