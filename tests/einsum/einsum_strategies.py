@@ -121,3 +121,20 @@ def layouts(draw: Any, shape: tuple[int, ...], dtype: str, writeable: bool = Fal
         arr = np.broadcast_to(arr, shape)
     assert arr.shape == tuple(shape)
     return arr
+
+
+def label_ids(
+    equation: str, shapes: Any
+) -> tuple[list[tuple[int, ...]], tuple[int, ...], list[int]]:
+    """An explicit equation and its operands' shapes as the path search takes them: each
+    term's label ids (in order of first appearance), the output's, and each label's size."""
+    lhs, rhs = equation.split("->")
+    ids: dict[str, int] = {}
+    for c in equation.replace(",", "").replace("->", ""):
+        ids.setdefault(c, len(ids))
+    sizes = [0] * len(ids)
+    for term, shape in zip(lhs.split(","), shapes, strict=True):
+        for c, d in zip(term, shape, strict=True):
+            sizes[ids[c]] = d
+    inputs = [tuple(ids[c] for c in term) for term in lhs.split(",")]
+    return inputs, tuple(ids[c] for c in rhs), sizes

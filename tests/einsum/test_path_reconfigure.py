@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 import pytest
+from einsum_strategies import label_ids
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opt_einsum.testing import rand_equation
@@ -185,17 +186,7 @@ def test_a_contraction_of_seconds_gets_the_refined_trials_path(
 
 
 def _network(tensors: int, *, seed: int, d_max: int) -> tuple[Any, Any, list[int]]:
-    equation, shapes = rand_equation(tensors, 3, seed=seed, d_min=2, d_max=d_max)
-    lhs, rhs = equation.split("->")
-    ids: dict[str, int] = {}
-    for c in equation.replace(",", "").replace("->", ""):
-        ids.setdefault(c, len(ids))
-    sizes = [0] * len(ids)
-    for term, shape in zip(lhs.split(","), shapes, strict=True):
-        for c, d in zip(term, shape, strict=True):
-            sizes[ids[c]] = d
-    inputs = [tuple(ids[c] for c in term) for term in lhs.split(",")]
-    return inputs, tuple(ids[c] for c in rhs), sizes
+    return label_ids(*rand_equation(tensors, 3, seed=seed, d_min=2, d_max=d_max))
 
 
 def test_the_search_reconfigures_greedy_where_the_budget_allows() -> None:

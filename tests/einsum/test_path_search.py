@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import opt_einsum
 import pytest
+from einsum_strategies import label_ids
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opt_einsum.testing import rand_equation
@@ -203,12 +204,12 @@ def test_the_greedy_trials_run_only_where_the_search_paid_so_far() -> None:
     # than it costs, so the restarts run (and one wins, 3.5x); a random 20-tensor network
     # of degree 4 (the benchmark's): reconfiguration gains 2.6% for more than that, so none
     equation, shapes = rand_equation(60, 3, seed=4, d_min=2, d_max=6)
-    paid = search_path(*_ids(equation, shapes))
+    paid = search_path(*label_ids(equation, shapes))
     assert paid.tried[1].startswith("subtree reconfiguration")
     assert paid.tried[2].startswith("greedy restarts x")
     gained = (paid.baseline_ns - paid.cost_ns) * 1e-9
     equation, shapes = rand_equation(20, 4, seed=2, d_min=2, d_max=8)
-    unpaid = search_path(*_ids(equation, shapes))
+    unpaid = search_path(*label_ids(equation, shapes))
     assert unpaid.tried[1].startswith("subtree reconfiguration")
     assert unpaid.tried[2].startswith("no greedy trials (the search so far gained ")
     assert len(unpaid.tried) == 3 and unpaid.candidates == 2
@@ -217,26 +218,10 @@ def test_the_greedy_trials_run_only_where_the_search_paid_so_far() -> None:
     # with the gate lifted, the same search runs the restarts: the gate is what stopped it
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(search._Search, "_paid", lambda self: True)
-        ungated = search_path(*_ids(equation, shapes))
+        ungated = search_path(*label_ids(equation, shapes))
     assert ungated.tried[2].startswith("greedy restarts x")
-    given = search_path(*_ids(equation, shapes), budget_s=unpaid.budget_s)
+    given = search_path(*label_ids(equation, shapes), budget_s=unpaid.budget_s)
     assert given.tried[2].startswith("greedy restarts x")  # a budget given is spent
-
-
-def _ids(equation: str, shapes: Any) -> Network:
-    lhs, rhs = equation.split("->")
-    ids: dict[str, int] = {}
-    for c in equation.replace(",", "").replace("->", ""):
-        ids.setdefault(c, len(ids))
-    sizes = [0] * len(ids)
-    for term, shape in zip(lhs.split(","), shapes, strict=True):
-        for c, d in zip(term, shape, strict=True):
-            sizes[ids[c]] = d
-    return (
-        [tuple(ids[c] for c in term) for term in lhs.split(",")],
-        tuple(ids[c] for c in rhs),
-        sizes,
-    )
 
 
 def test_a_machine_too_slow_for_the_budget_cuts_the_trials_and_says_so(
