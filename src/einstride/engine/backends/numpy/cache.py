@@ -107,7 +107,7 @@ def make_entry(
     if out_facts is None:
         direct = None
         if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
-            direct = direct_entry(eq_key, facts, dtype, optimize, chosen, _planned_pair(chosen))
+            direct = direct_entry(eq_key, facts, dtype, optimize, chosen)
         if direct is not None:
             with _COUNT_LOCK:
                 _DIRECT_ANSWERS[0] += 1
@@ -134,18 +134,6 @@ def make_entry(
     if decided_now:
         plan = replace(plan, reused=False)  # made for this call, by the generic level's look
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
-
-
-@functools.lru_cache(maxsize=8)
-def _planned_pair(options: PlannerOptions) -> Callable[[Any, Array, Array], Array]:
-    """A network's large product, run on its plan (see :mod:`.direct`)."""
-
-    def pair(key: Any, a: Array, b: Array) -> Array:
-        facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
-        result: Array = general_cache(key, facts, None, None, "auto", options).run((a, b), None)
-        return result
-
-    return pair
 
 
 def _check_out_facts(

@@ -20,7 +20,7 @@ alive at once and every copy a step may make, so they bound the direct run's.
 >>> ops = [np.full((2, 3), 0.5), np.ones((3, 2))] * 4
 >>> eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
 >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
->>> run = direct_program(eq, facts, None, "auto", pair=None)  # no product large enough
+>>> run = direct_program(eq, facts, None, "auto")
 >>> run is not None and np.allclose(run[0](ops, None), np.einsum(eq, *ops))
 True
 """
@@ -28,7 +28,7 @@ True
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -45,11 +45,8 @@ from .skeleton import NETWORK_OPERANDS
 
 __all__ = [
     "LOOP_ELEMENTS",
-    "PLANNED_FLOPS",
-    "PLANNED_MAX_AXES",
     "PLANNING_S_PER_STEP",
     "LoopProduct",
-    "PairRun",
     "Product",
     "direct_entry",
     "direct_program",
@@ -64,10 +61,11 @@ class Product(NamedTuple):
     over its ``sum_*`` axes, transposed by ``perm_*`` and reshaped to ``shape_*`` (swapping
     the last two axes of a ``swap_*`` one: a transposed matrix BLAS takes as it is), one
     ``matmul``, reshaped to ``shape``; the result goes to the end of the register list.
-    ``planned``: for a product of :data:`PLANNED_FLOPS` multiply-adds or more (of operands
-    of at most :data:`PLANNED_MAX_AXES` axes), the pair's equation key (labels renumbered in
-    order of appearance, so that alike steps share plans), run through the planner's cache:
-    there the cost model's choice of views, loops and copies is worth its planning."""
+    Large products too: run on their own plans (as they were until 2026-12-03), the two
+    of the benchmark's networks that had one took longer (random-20 of degree 4: 8.3e8
+    multiply-adds 25.7 against 22.7 ms, and the next product 10.8 against 6.4 ms, as the
+    plan's result, a transposed view of a ``b @ a``, was copied again), and batched
+    products ran no faster (16,384 16 x 16 matmuls: 17.1 against 15.2 ms)."""
 
     a: int
     b: int
@@ -80,7 +78,6 @@ class Product(NamedTuple):
     swap_a: bool
     swap_b: bool
     shape: tuple[int, ...]
-    planned: Any = None
 
 
 class LoopProduct(NamedTuple):
@@ -98,22 +95,15 @@ class LoopProduct(NamedTuple):
 Step = Product | LoopProduct
 
 PLANNING_S_PER_STEP = 0.6e-3  # planning a network's step (measured: 0.5-0.8 ms)
-PLANNED_FLOPS = 1 << 26
-# ... of operands of at most this many axes: past it the planner's layout search takes
-# milliseconds (13 ms for a pair of 15 axes of 2-4) and every layout copies both operands
-# anyway, as the tensordot-style step does (measured: random-100's first call 97 -> 78 ms)
-PLANNED_MAX_AXES = 10
 # measured, float64, contracting two of five axes of 2-8: einsum 8-17 µs against
 # tensordot's 16-18 µs up to 2,560 elements, 53 against 22 µs at 18,144; the step's build
 # is ~25 µs cheaper
 LOOP_ELEMENTS = 4096
 MAX_RANK = 64  # NumPy's most dimensions
-PairRun = Callable[[Any, Any, Any], Any]
-"""``pair(key, a, b)``: the planned product of two arrays (the plan cache's)."""
 
 
 def direct_program(
-    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, pair: PairRun
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any
 ) -> tuple[Program, int, int, list[tuple[int, ...]]] | None:
     """``(run, largest, peak, path)`` of the direct way for these operands (``facts`` as
     :func:`.cache.facts_of`), or None when the call is not a network it runs exactly."""
@@ -133,7 +123,7 @@ def direct_program(
     steps, output, largest, peak = products(spec, path, item.itemsize)
     if max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK:
         return None  # the planner names the step NumPy cannot hold
-    return _runner(steps, output, pair), largest, peak, [tuple(step) for step in path]
+    return _runner(steps, output), largest, peak, [tuple(step) for step in path]
 
 
 def direct_entry(
@@ -142,13 +132,12 @@ def direct_entry(
     dtype: Any,
     optimize: Any,
     options: PlannerOptions,
-    pair: PairRun,
 ) -> Entry | None:
     """The entry of a network's shapes: it runs :func:`direct_program` until those runs
     have taken as long as planning would (:meth:`.generic.Entry.tiered`); its plan (for
     ``explain``, the memory-limited paths and the warm path) is built on the path the
     direct runs take, when first asked for."""
-    found = direct_program(eq_key, facts, dtype, optimize, pair)
+    found = direct_program(eq_key, facts, dtype, optimize)
     if found is None:
         return None
     run, largest, peak, path = found
@@ -245,13 +234,6 @@ def _product(
     labels = batch + free_a + free_b
     order_a = batch + (inner + free_a if swap_a else free_a + inner)
     order_b = batch + (free_b + inner if swap_b else inner + free_b)
-    planned = None
-    if (
-        rb >= 0
-        and max(len(la), len(lb)) <= PLANNED_MAX_AXES
-        and n_a * n_b // max(1, k * nb) >= PLANNED_FLOPS
-    ):
-        planned = _pair_key(la, lb, labels)
     step = Product(
         a=ra,
         b=rb,
@@ -264,7 +246,6 @@ def _product(
         swap_a=swap_a,
         swap_b=swap_b,
         shape=tuple(map(sizes.__getitem__, labels)),
-        planned=planned,
     )
     # sums, then the reshapes should they copy
     return step, labels, [n_a * (kept_a != la), n_b * (kept_b != lb), n_a, n_b]
@@ -401,12 +382,6 @@ def _elements(labels: Labels, sizes: Sequence[int]) -> int:
     return n
 
 
-def _pair_key(la: Labels, lb: Labels, out: Labels) -> Any:
-    names: dict[int, int] = {}
-    a, b, c = (tuple(names.setdefault(x, len(names)) for x in t) for t in (la, lb, out))
-    return ("sublists", (a, b), c)
-
-
 def _views(labels: Labels, free: Labels, count: dict[int, int]) -> bool:
     """Whether a C-ordered operand over ``labels`` is a view as (batch, free, inner) or
     (batch, inner, free), the shared labels in its own order: its batch labels come first,
@@ -420,7 +395,7 @@ def _views(labels: Labels, free: Labels, count: dict[int, int]) -> bool:
     return at[-1] - at[0] + 1 == len(at) and (at[0] == len(batch) or at[-1] == len(labels) - 1)
 
 
-def _runner(steps: list[Step], output: tuple[int, ...], pair: PairRun) -> Program:
+def _runner(steps: list[Step], output: tuple[int, ...]) -> Program:
     def run(operands: Sequence[Any], out: Any) -> Any:
         regs: list[Any] = list(operands)
         for step in steps:
@@ -431,10 +406,6 @@ def _runner(steps: list[Step], output: tuple[int, ...], pair: PairRun) -> Progra
                     regs.append(np.einsum(step.subscripts, a, order="C"))
                     continue
                 regs.append(np.einsum(step.subscripts, a, regs[step.b], order="C"))
-                regs[step.b] = None
-                continue
-            if step.planned is not None:
-                regs.append(pair(step.planned, a, regs[step.b]))
                 regs[step.b] = None
                 continue
             if step.sum_a:
