@@ -188,8 +188,10 @@ def test_the_peak_bounds_what_the_direct_run_allocates(seed: int) -> None:
         ("ABCDEFGHIabcdefghi,abcdefghiJKLMNOPQR,A,B,C,D,E,F->GHIJKLMNOPQR", {}),
         # 10 and 9 axes sharing 5, the shared ones in different orders in each (the random
         # 20-tensor network of degree 4's largest product, 1e9 FLOPs: its plan was slower)
-        ("abcdefghij,idkflmgne,ak,bl,cm,hn,j,o->o", dict(zip("abcdefghijklmn", (3, 2, 5, 2, 2,
-                                                     5, 4, 8, 6, 5, 6, 4, 6, 6)))),
+        (
+            "abcdefghij,idkflmgne,ak,bl,cm,hn,j,o->o",
+            dict(zip("abcdefghijklmn", (3, 2, 5, 2, 2, 5, 4, 8, 6, 5, 6, 4, 6, 6))),
+        ),
     ],
 )
 def test_a_large_product_runs_tensordot_style(eq: str, sizes: dict[str, int]) -> None:
