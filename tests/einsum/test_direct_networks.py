@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from opt_einsum.testing import rand_equation
 
 import einstride as es
-from einstride.engine.backends.numpy import direct
+from einstride.engine.backends.numpy import direct, generic
 from einstride.engine.backends.numpy.cache import hot_entry
 from einstride.engine.backends.numpy.direct import (
     COPY_CHOICE,
@@ -25,6 +25,7 @@ from einstride.engine.backends.numpy.direct import (
     direct_program,
     products,
 )
+from einstride.engine.backends.numpy.generic import RACE_RUNS, Entry
 from einstride.engine.backends.numpy.peak import plan_peak
 from einstride.engine.call import equation_of
 from einstride.engine.spec.equation import bind
@@ -136,13 +137,61 @@ def test_einsum_counts_the_direct_answer_and_plans_once_the_runs_took_as_long(
     first = es.einsum(eq, *ops)
     assert es.plan_cache_info().direct == 1
     entry = hot_entry(eq, _facts(ops), "auto")
-    for _ in range(3):
+    direct_bounds = (entry.largest, entry.peak)
+    assert entry.run.__name__ == ("race" if planning_s == 0.0 else "direct")
+    for _ in range(RACE_RUNS):  # the race between the plan and the direct program
         np.testing.assert_allclose(es.einsum(eq, *ops), first, rtol=1e-12)
-    compiled = entry.run.__name__ != "direct"
-    assert compiled == (planning_s == 0.0)  # the warm path once the runs took as long
-    assert entry.peak == (plan_peak(entry.plan) if compiled else entry.peak)
+    if planning_s == 0.0:
+        assert entry.planned and entry.run.__name__ != "race"  # settled: the winner's bounds
+        plan_bounds = (entry.plan.largest_bytes, plan_peak(entry.plan))
+        assert (entry.largest, entry.peak) in (plan_bounds, direct_bounds)
+    else:
+        assert entry.run.__name__ == "direct" and not entry.planned
     assert es.plan_cache_info().direct == 1
     assert "step 1" in es.explain(eq, *ops)
+
+
+@pytest.mark.parametrize("plan_faster", [True, False])
+def test_once_planned_the_faster_of_the_plan_and_the_direct_program_runs(
+    plan_faster: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the two programs race for RACE_RUNS calls, alternating (the direct one first, as the
+    # memory bound was checked for it), under the larger of their bounds; the faster stays
+    eq, ops = _network(3, 9, 3, "float64")
+    plan = es.contract_expression(eq, *[a.shape for a in ops]).plan()
+    ran: list[str] = []
+    clock = [0.0]
+
+    def program(name: str, seconds: float) -> Any:
+        def run(operands: Any, out: Any) -> str:
+            ran.append(name)
+            clock[0] += seconds
+            return name
+
+        return run
+
+    slow, fast = 2e-3, 1e-3
+    monkeypatch.setattr(generic.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(
+        generic, "compile_plan", lambda p: program("plan", fast if plan_faster else slow)
+    )
+    direct_s = slow if plan_faster else fast
+    entry = Entry.tiered(program("direct", direct_s), 10, 20, lambda: plan, 2.5 * direct_s)
+    for _ in range(3):
+        entry.run((), None)
+    assert ran[-1] == "direct" and entry.run.__name__ == "race"
+    assert entry.peak == 20  # not yet raced
+    entry.run((), None)
+    assert ran[-1] == "direct" and entry.peak == max(20, plan_peak(plan))
+    for _ in range(RACE_RUNS - 1):
+        assert entry.run.__name__ == "race"
+        entry.run((), None)
+    assert ran[3:] == ["direct", "plan"] * (RACE_RUNS // 2)
+    assert entry.run((), None) == ("plan" if plan_faster else "direct")
+    if plan_faster:
+        assert (entry.largest, entry.peak) == (plan.largest_bytes, plan_peak(plan))
+    else:
+        assert (entry.largest, entry.peak) == (10, 20)
 
 
 def test_the_peak_counts_the_copy_into_the_outputs_order() -> None:

@@ -99,6 +99,9 @@ def prepared_labels(spec: EinsumSpec) -> list[Labels]:
     dropped, each repeated label once (its diagonal)."""
     found = []
     for term, stretched in zip(spec.inputs, spec.stretched):
+        if not stretched and len(set(term)) == len(term):
+            found.append(term)  # the common case, without a generator (networks' first calls)
+            continue
         kept = (lab for ax, lab in enumerate(term) if ax not in stretched)
         found.append(tuple(dict.fromkeys(kept)))
     return found

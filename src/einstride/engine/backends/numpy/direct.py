@@ -37,7 +37,7 @@ from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import given_path
 from ...spec.walk import plan_path
-from .execute import EINSUM_LETTERS, Program
+from .execute import EINSUM_LETTERS, Program, sum_of_products
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
 from .options import PlannerOptions
@@ -401,11 +401,11 @@ def _runner(steps: list[Step], output: tuple[int, ...]) -> Program:
         for step in steps:
             a = regs[step.a]
             regs[step.a] = None
-            if isinstance(step, LoopProduct):
+            if isinstance(step, LoopProduct):  # NumPy's loop without einsum's Python wrapper
                 if step.b < 0:
-                    regs.append(np.einsum(step.subscripts, a, order="C"))
+                    regs.append(sum_of_products(step.subscripts, a, order="C"))
                     continue
-                regs.append(np.einsum(step.subscripts, a, regs[step.b], order="C"))
+                regs.append(sum_of_products(step.subscripts, a, regs[step.b], order="C"))
                 regs[step.b] = None
                 continue
             if step.sum_a:
