@@ -20,6 +20,8 @@ from einstride.engine.backends.numpy.cache import hot_entry
 from einstride.engine.backends.numpy.direct import (
     COPY_CHOICE,
     LOOP_ELEMENTS,
+    LOOPED_MIN_ELEMENTS,
+    LOOPED_MIN_RUN,
     LoopProduct,
     Product,
     direct_program,
@@ -54,14 +56,18 @@ def _network(seed: int, n: int, reg: int, dtype: str) -> tuple[str, list[Any]]:
     dtype=st.sampled_from(["float64", "float32", "complex128"]),
     loop_elements=st.sampled_from([0, 64, LOOP_ELEMENTS]),
     copy_choice=st.sampled_from([0, COPY_CHOICE]),
+    looped=st.booleans(),
 )
 def test_a_first_call_runs_the_path_directly_and_agrees(
-    seed: int, n: int, reg: int, dtype: str, loop_elements: int, copy_choice: int
+    seed: int, n: int, reg: int, dtype: str, loop_elements: int, copy_choice: int, looped: bool
 ) -> None:
     eq, ops = _network(seed, n, reg, dtype)
     with (
         mock.patch.object(direct, "LOOP_ELEMENTS", loop_elements),  # 0: no loop products
         mock.patch.object(direct, "COPY_CHOICE", copy_choice),  # 0: every copy's order chosen
+        # True: every operand of that layout is a looped view, however small
+        mock.patch.object(direct, "LOOPED_MIN_ELEMENTS", 0 if looped else LOOPED_MIN_ELEMENTS),
+        mock.patch.object(direct, "LOOPED_MIN_RUN", 0 if looped else LOOPED_MIN_RUN),
     ):
         found = direct_program(eq, _facts(ops), None, "auto")
     assert found is not None
@@ -109,6 +115,33 @@ def test_when_both_operands_are_copied_their_orders_are_the_cheaper_copies() -> 
     _, output, *_ = products(spec, [(0, 1)], 8)
     run = direct._runner([step], output)  # a network's runner, on this one product
     np.testing.assert_allclose(run(ops, None), np.einsum(eq, *ops), rtol=1e-12)
+
+
+def test_an_operand_with_free_labels_around_the_shared_ones_is_looped_over_not_copied() -> None:
+    # the random 10-tensor network of degree 4's first product: the larger operand 'jpsglof'
+    # (61,740 elements) shares 'psg' with 'gspek'; 'j' and 'lof' lie on both sides of them,
+    # so it is a (j, psg, lof) view whose matrices matmul loops over, times 'gspek' copied
+    # to (psg, ek) and broadcast over j: the labels j, lof, ek, in that order
+    eq = "jpsglof,gspek,jlofek->"
+    sizes = dict(zip("jpsglofek", (3, 4, 7, 7, 7, 3, 5, 3, 6)))
+    terms = eq.split("->")[0].split(",")
+    rng = np.random.default_rng(1)
+    ops = [rng.random(tuple(sizes[c] for c in t)) for t in terms]
+    spec = bind(equation_of(eq), [a.shape for a in ops])
+    count = {x: int(x in spec.inputs[2]) for x in range(len(sizes))}  # the third holds them
+    taken = [(spec.inputs[0], 0), (spec.inputs[1], 1)]
+    step, labels, _ = direct._product(taken, count, spec.sizes)
+    assert isinstance(step, Product) and step.swap_a and step.shape_a == (1, 3, 196, 105)
+    assert step.shape_b == (1, 1, 196, 18) and (step.a, step.b) == (0, 1)
+    assert "".join(spec.names[x] for x in labels) == "jlofek"
+    a = ops[0].transpose(step.perm_a).reshape(step.shape_a)
+    assert np.shares_memory(a, ops[0])  # a view, not a copy
+    run = direct._runner([step], tuple(range(len(labels))))
+    expected = np.einsum("jpsglof,gspek->jlofek", ops[0], ops[1])
+    np.testing.assert_allclose(run(ops, None), expected, rtol=1e-12)
+    with mock.patch.object(direct, "LOOPED_MIN_RUN", 10**6):  # a loop of matrices too small
+        copied, _, _ = direct._product(taken, count, spec.sizes)
+    assert isinstance(copied, Product) and len(copied.shape_a) == 2
 
 
 def test_small_products_are_one_einsum_call_and_large_ones_a_matmul() -> None:
