@@ -5,11 +5,13 @@ model, :mod:`.pairs`) costs about half a millisecond a step, far more than most 
 network's products take: a fresh 200-tensor circuit spent 130 ms planning for 2 ms of
 arithmetic.  On a plan-cache miss, a network of :data:`~.skeleton.NETWORK_OPERANDS` operands
 or more therefore runs its path at once, each product the way ``tensordot`` does it (sum
-the labels no one else needs, transpose, reshape -- a view where the layout allows, else a
-copy, written in whichever of the product's orders NumPy copies fastest when it is large
--- and one ``matmul``); the plan is built, and compiled, when the same shapes come
+the labels no one else needs, transpose, reshape -- a view where the layout allows (one
+that ``matmul`` loops over where an operand's free labels lie on both sides of the shared
+ones), else a copy, written in whichever of the product's orders NumPy copies fastest when
+it is large -- and one ``matmul``); the plan is built, and compiled, when the same shapes come
 again often enough that the direct runs have taken as long as planning would
-(:meth:`.generic.Entry.tiered`: then the warm path's program runs).
+(:meth:`.generic.Entry.tiered`: then the faster of the plan's program and the direct one,
+as a race of a few calls finds).
 
 Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
@@ -61,8 +63,8 @@ class Product(NamedTuple):
     over its ``sum_*`` axes, transposed by ``perm_*`` and reshaped to ``shape_*`` (swapping
     the last two axes of a ``swap_*`` one: a transposed matrix BLAS takes as it is), one
     ``matmul``, reshaped to ``shape``; the result goes to the end of the register list.
-    Large products too: run on their own plans (as they were until 2026-12-03), the two
-    of the benchmark's networks that had one took longer (random-20 of degree 4: 8.3e8
+    Large products run so too: on plans of their own (as until 2026-12-03) the two of the
+    benchmark's networks that had one took longer (random-20 of degree 4: 8.3e8
     multiply-adds 25.7 against 22.7 ms, and the next product 10.8 against 6.4 ms, as the
     plan's result, a transposed view of a ``b @ a``, was copied again), and batched
     products ran no faster (16,384 16 x 16 matmuls: 17.1 against 15.2 ms)."""
@@ -274,23 +276,22 @@ def _looped_view(
     plan's own way there: "looped ... matmul's batch loop runs over them").  Copying it
     instead writes its every element in runs as short as its innermost axis (measured, the
     random 10-tensor network of degree 4's first product: 61,740 elements of 7 axes, 268
-    against 38 µs).  None where it is no such view, small, or the loop is long."""
+    against 84 µs).  None where it is no such view, small, or the loop is long."""
     (la, ra), (lb, rb) = taken
     if split_b[3] > split_a[3]:  # the larger operand goes first
         (la, ra), (lb, rb), split_a, split_b = (lb, rb), (la, ra), split_b, split_a
     kept_a, free_a, sum_a, n_a = split_a
     kept_b, free_b, sum_b, n_b = split_b
-    f1 = _leading_free(kept_a, free_a, count)
-    if f1 is None or n_a < LOOPED_MIN_ELEMENTS:
+    blocks = _free_around_shared(kept_a, free_a, count)
+    if blocks is None or n_a < LOOPED_MIN_ELEMENTS:
         return None
-    head, loops = kept_a[: f1[1]], 1
-    for x in head:
+    i, j, end = blocks
+    loops = 1
+    for x in kept_a[:j]:
         loops *= sizes[x]
     if loops * LOOPED_MIN_RUN > n_a:
         return None
-    batch, looped = kept_a[: f1[0]], kept_a[f1[0] : f1[1]]
-    inner = tuple(x for x in kept_a if x not in free_a and not count[x])
-    rest = kept_a[f1[1] + len(inner) :]
+    batch, looped, inner, rest = kept_a[:i], kept_a[i:j], kept_a[j:end], kept_a[end:]
     nb, m1, k, m2, n = (_elements(t, sizes) for t in (batch, looped, inner, rest, free_b))
     swap_b = bool(free_b) and kept_b[-1] in inner
     order_b = batch + (free_b + inner if swap_b else inner + free_b)
@@ -311,9 +312,12 @@ def _looped_view(
     return step, labels, [n_a * (kept_a != la), n_b * (kept_b != lb), n_a, n_b]
 
 
-def _leading_free(kept: Labels, free: Labels, count: dict[int, int]) -> tuple[int, int] | None:
+def _free_around_shared(
+    kept: Labels, free: Labels, count: dict[int, int]
+) -> tuple[int, int, int] | None:
     """Where ``kept`` is batch labels, free ones, contracted ones, free ones again (each
-    block not empty but the batch), the ends ``(i, j)`` of its first free block; else None."""
+    block not empty but the batch), the ends ``(i, j, end)`` of the first three blocks;
+    else None."""
     i = 0
     while i < len(kept) and kept[i] not in free and count[kept[i]]:
         i += 1
@@ -326,7 +330,7 @@ def _leading_free(kept: Labels, free: Labels, count: dict[int, int]) -> tuple[in
     rest = kept[end:]
     if j == i or end == j or not rest or any(x not in free for x in rest):
         return None
-    return i, j
+    return i, j, end
 
 
 # an operand of this many elements or more is looped over rather than copied, where each
