@@ -323,6 +323,27 @@ def test_what_the_direct_way_leaves_to_the_planner(
     np.testing.assert_allclose(es.einsum(eq, *ops), expected)
 
 
+def test_explain_says_when_a_first_call_runs_directly() -> None:
+    eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+    ops = [np.ones((2, 3))] + [np.ones((3, 3))] * 7
+    shapes = [a.shape for a in ops]
+    for report in (
+        es.explain(eq, *ops),
+        es.explain(eq, *shapes),
+        es.contract_expression(eq, *shapes).explain(),
+    ):
+        assert report.splitlines()[1] == f"  {direct.DIRECT_NOTE}:"
+    ints = [a.astype(np.int64) for a in ops]  # planned: no BLAS dtype
+    seven = "ab,bc,cd,de,ef,fg,gh->ah"  # planned: fewer than 8 operands
+    assert direct.DIRECT_NOTE in es.explain(eq, *ops, memory_limit=2**30)  # within it
+    for report in (
+        es.explain(eq, *ints),
+        es.explain(seven, *ops[:7]),
+        es.explain(eq, *ops, memory_limit=200),  # the direct way's peak (336 B) is over it
+    ):
+        assert direct.DIRECT_NOTE not in report
+
+
 def test_mixed_or_integer_dtypes_are_planned() -> None:
     eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
     ints = [np.ones((2, 2), dtype=np.int64)] * 8

@@ -26,6 +26,7 @@ import numpy as np
 from .. import memory as _memory
 from ..errors import EinsumError
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
+from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
 from .backends.numpy.limited import explain_within, run_limited, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
@@ -188,10 +189,11 @@ def explain(
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
         plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
+        facts = shape_facts(shaped)
         report = explain_within(
             plan,
             subscripts,
-            shape_facts(shaped),
+            facts,
             None,
             None if dtype is None else dt,
             optimize,
@@ -200,6 +202,14 @@ def explain(
         if dtype is memory_limit is None:
             stand_ins = tuple(np.broadcast_to(np.zeros((), dt), s) for s, dt in shaped)
             report = _with_lane(report, subscripts, stand_ins, optimize)
+        report = with_direct_note(
+            report,
+            subscripts,
+            facts,
+            None if dtype is None else dt,
+            optimize,
+            _memory.LIMIT if limit is None else limit,
+        )
         return report
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
@@ -209,6 +219,10 @@ def explain(
     report = backend_for(call.operands).explain(call)
     if dtype is memory_limit is None and isinstance(subscripts, str):
         report = _with_lane(report, subscripts, operands, optimize)
+    plain = array_facts(call.operands)
+    if plain is not None:
+        limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+        report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit)
     return report
 
 

@@ -17,6 +17,7 @@ from ..errors import EinsumError
 from ..tensors import Tensor
 from .backends.numpy.backend import as_arrays, out_array, run_entry
 from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan_from_shapes
+from .backends.numpy.direct import with_direct_note
 from .backends.numpy.limited import explain_within, limited_plan, run_limited, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.options import PlannerOptions
@@ -153,9 +154,11 @@ class Expression:
     def explain(self) -> str:
         """The plan report (for C-contiguous operands), within the expression's memory limit
         (the sliced plan when the plan's peak is over it)."""
-        return explain_within(
-            self.plan(), self.key, self._facts(), None, self.dtype, self.path, self._limit(None)
+        facts = self._facts()
+        report = explain_within(
+            self.plan(), self.key, facts, None, self.dtype, self.path, self._limit(None)
         )
+        return with_direct_note(report, self.key, facts, self.dtype, self.path, self._limit(None))
 
     def __str__(self) -> str:
         return self.explain()

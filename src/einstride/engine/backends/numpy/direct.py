@@ -46,6 +46,7 @@ from .options import PlannerOptions
 from .skeleton import NETWORK_OPERANDS
 
 __all__ = [
+    "DIRECT_NOTE",
     "LOOP_ELEMENTS",
     "PLANNING_S_PER_STEP",
     "LoopProduct",
@@ -53,6 +54,7 @@ __all__ = [
     "direct_entry",
     "direct_program",
     "products",
+    "with_direct_note",
 ]
 
 Labels = tuple[int, ...]
@@ -126,6 +128,38 @@ def direct_program(
     if max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK:
         return None  # the planner names the step NumPy cannot hold
     return _runner(steps, output), largest, peak, [tuple(step) for step in path]
+
+
+DIRECT_NOTE = (
+    "network: the first call of these shapes runs its path directly, each product as "
+    "tensordot does it (no plan); the plan below runs once repeated calls have taken as "
+    "long as planning would, if it is the faster of the two over six calls"
+)
+
+
+def with_direct_note(
+    report: str, eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, limit: int
+) -> str:
+    """``report`` (a plan report) with :data:`DIRECT_NOTE` under its first line when the
+    first call of operands of these ``facts`` runs directly (:func:`direct_program`, its
+    peak within ``limit`` bytes).
+
+    >>> ops = [np.ones((2, 2))] * 8
+    >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
+    >>> eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+    >>> print(with_direct_note("head\\nrest", eq, facts, None, "auto", 2**30)[:65])
+    head
+      network: the first call of these shapes runs its path dire
+    >>> with_direct_note("head\\nrest", eq, facts, None, "auto", 0)  # over the limit
+    'head\\nrest'
+    >>> with_direct_note("head\\nrest", "ab,bc,cd->ad", facts[:9], None, "auto", 2**30)
+    'head\\nrest'
+    """
+    found = direct_program(eq_key, facts, dtype, optimize)
+    if found is None or found[2] > limit:
+        return report
+    head, _, rest = report.partition("\n")
+    return f"{head}\n  {DIRECT_NOTE}:\n{rest}"
 
 
 def direct_entry(
