@@ -189,28 +189,13 @@ def explain(
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
         plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
-        facts = shape_facts(shaped)
-        report = explain_within(
-            plan,
-            subscripts,
-            facts,
-            None,
-            None if dtype is None else dt,
-            optimize,
-            _memory.LIMIT if limit is None else limit,
-        )
+        facts, wanted = shape_facts(shaped), None if dtype is None else dt
+        within = _memory.LIMIT if limit is None else limit
+        report = explain_within(plan, subscripts, facts, None, wanted, optimize, within)
         if dtype is memory_limit is None:
             stand_ins = tuple(np.broadcast_to(np.zeros((), dt), s) for s, dt in shaped)
             report = _with_lane(report, subscripts, stand_ins, optimize)
-        report = with_direct_note(
-            report,
-            subscripts,
-            facts,
-            None if dtype is None else dt,
-            optimize,
-            _memory.LIMIT if limit is None else limit,
-        )
-        return report
+        return with_direct_note(report, subscripts, facts, wanted, optimize, within)
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(

@@ -154,11 +154,9 @@ class Expression:
     def explain(self) -> str:
         """The plan report (for C-contiguous operands), within the expression's memory limit
         (the sliced plan when the plan's peak is over it)."""
-        facts = self._facts()
-        report = explain_within(
-            self.plan(), self.key, facts, None, self.dtype, self.path, self._limit(None)
-        )
-        return with_direct_note(report, self.key, facts, self.dtype, self.path, self._limit(None))
+        facts, limit = self._facts(), self._limit(None)
+        report = explain_within(self.plan(), self.key, facts, None, self.dtype, self.path, limit)
+        return with_direct_note(report, self.key, facts, self.dtype, self.path, limit)
 
     def __str__(self) -> str:
         return self.explain()

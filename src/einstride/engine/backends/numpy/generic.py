@@ -139,26 +139,28 @@ class Entry(LazyPlan):
         """The program that alternates the plan's (built and compiled at its first call)
         and ``direct`` (whose bounds are ``largest`` and ``peak``) for :data:`RACE_RUNS`
         calls, under the larger bounds of the two, then leaves the faster in place."""
-        compiled: list[Program] = []
+        compiled: list[tuple[Program, tuple[int, int]]] = []  # the plan's program, bounds
         best = [float("inf"), float("inf")]  # each program's fastest run
         runs = [0]
 
         def race(operands: Sequence[Any], out: Any) -> Any:
             if not compiled:
-                compiled.append(compile_plan(self.plan))
-                self.largest = max(largest, self.plan.largest_bytes)
-                self.peak = max(peak, plan_peak(self.plan))
+                bounds = self._bounds()
+                compiled.append((compile_plan(self.plan), bounds))
+                self.largest, self.peak = max(largest, bounds[0]), max(peak, bounds[1])
             k = (runs[0] + 1) % 2  # the direct program first: the bounds were checked for it
             runs[0] += 1
             start = time.perf_counter()
             try:
-                return (direct if k else compiled[0])(operands, out)
+                return (direct if k else compiled[0][0])(operands, out)
             finally:
                 best[k] = min(best[k], time.perf_counter() - start)
-                if runs[0] >= RACE_RUNS and best[0] <= best[1]:
-                    self.run, self.largest, self.peak = compiled[0], *self._bounds()
-                elif runs[0] >= RACE_RUNS:
-                    self.run, self.largest, self.peak = direct, largest, peak
+                if runs[0] >= RACE_RUNS:
+                    program, (plan_largest, plan_peak_) = compiled[0]
+                    plan_won = best[0] <= best[1]
+                    self.run = program if plan_won else direct
+                    self.largest = plan_largest if plan_won else largest
+                    self.peak = plan_peak_ if plan_won else peak
 
         return race
 
