@@ -26,8 +26,8 @@ Network = tuple[list[tuple[int, ...]], tuple[int, ...], list[int]]
 
 def lattice(shape: tuple[int, ...], bond: int | list[int], open_legs: int = 0) -> Network:
     """A closed lattice of ``shape`` (one operand per site, a label per bond between
-    neighbours; ``bond`` a size for all or one per bond), the first ``open_legs`` sites with
-    an output label of size 2 each."""
+    neighbours; ``bond`` a size for all or one per bond), the first ``open_legs`` sites (at
+    most every site) with an output label of size 2 each."""
     sites = list(itertools.product(*(range(n) for n in shape)))
     index = {site: k for k, site in enumerate(sites)}
     inputs: list[list[int]] = [[] for _ in sites]
@@ -41,7 +41,7 @@ def lattice(shape: tuple[int, ...], bond: int | list[int], open_legs: int = 0) -
                 inputs[index[site]].append(label)
                 inputs[index[near]].append(label)
     output = []
-    for k in range(open_legs):
+    for k in range(min(open_legs, len(sites))):  # a lattice of fewer sites: one leg each
         output.append(len(sizes))
         inputs[k].append(len(sizes))
         sizes.append(2)
