@@ -53,8 +53,10 @@ def test_the_lane_gives_what_the_plan_gives(case: tuple[str, np.ndarray]) -> Non
     takes = a.size > 0 or not (lane.distinct or lane.same)
     before = plan_cache_info().lanes
     got = es.einsum(equation, a)
-    assert plan_cache_info().lanes == before + takes  # the lane answered
+    again = es.einsum(equation, a)  # the last call's test (the same subscripts and dtype)
+    assert plan_cache_info().lanes == before + 2 * takes  # the lane answered both
     planned = es.einsum(equation, a, **PLANNED)
+    np.testing.assert_array_equal(again, got)
     assert type(got) is type(planned)
     assert got.dtype == planned.dtype and np.shape(got) == np.shape(planned)
     np.testing.assert_allclose(got, planned, rtol=1e-5, atol=1e-5)
@@ -96,6 +98,40 @@ def test_calls_the_lane_does_not_fit_are_planned(equation: str, operand: np.ndar
 def test_sizes_that_disagree_raise_the_planned_error() -> None:
     with pytest.raises(es.EinsumError, match="label 'i'"):
         es.einsum("ii->i", np.ones((3, 4)))
+
+
+class _Subclass(np.ndarray):
+    """A subclass of ndarray: the lanes take ndarray itself only."""
+
+
+def test_the_last_call_test_hands_what_it_does_not_fit_to_the_lane_and_the_planner() -> None:
+    """After a call the lane answered, the next with the same subscripts object is tested
+    by the last call's record: an empty diagonal, another rank, sizes that disagree, a
+    subclass, another dtype or another operand count still get the planned way's answer
+    or error, and a new memory limit is obeyed."""
+    equation = "ii->i"
+    es.einsum(equation, np.eye(3))
+    assert es.einsum(equation, np.ones((0, 0))).shape == (0,)
+    for bad in (np.ones((0, 3)), np.ones((3, 4)), np.ones((2, 2, 2))):
+        with pytest.raises(es.EinsumError):
+            es.einsum(equation, bad)
+    for other in (np.eye(3).view(_Subclass), np.eye(3, dtype=np.int64), np.eye(3, dtype="f2")):
+        es.einsum(equation, np.eye(3))
+        before = plan_cache_info().lanes
+        np.testing.assert_array_equal(es.einsum(equation, other), np.ones(3))  # planned
+        assert plan_cache_info().lanes == before
+    assert es.einsum(equation, np.eye(3, dtype=np.float32)).dtype == np.float32
+    with pytest.raises((es.EinsumError, TypeError, ValueError)):
+        es.einsum(equation, np.eye(3), np.eye(3))
+    summed = "ijk->ij"
+    es.einsum(summed, np.ones((4, 4, 2)))
+    try:
+        set_memory_limit(1 << 12)  # the lane's bound shrinks: the last call's too
+        with pytest.raises(es.EinsumError, match="memory limit"):
+            es.einsum(summed, np.ones((64, 64, 2)))  # a result of 32 KiB
+    finally:
+        set_memory_limit(None)
+    assert es.einsum(summed, np.ones((64, 64, 2))).sum() == 2 * 4096.0
 
 
 @pytest.mark.parametrize(

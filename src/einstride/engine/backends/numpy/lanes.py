@@ -112,6 +112,7 @@ NO_LANE: Lane = _no_lane
 
 LANES: dict[str, Lane] = {}
 """Each equation string's lane (read directly by the hot path)."""
+_HOT_RESETS: list[Callable[[], None]] = []  # each public einsum's: forget its last call
 
 _AUTO_ONLY = {"optimize": "auto"}  # the default, named: still the lane
 _answered = itertools.count()  # next() is one atomic C call: no lock on the lane
@@ -130,7 +131,7 @@ def lane_answers() -> int:
 def clear_lanes() -> None:
     """Forget the compiled lanes and restart their count."""
     global _answered_before
-    LANES.clear()
+    _forget()
     _answered_before = _count()
 
 
@@ -181,6 +182,8 @@ def _compile(equation: Equation, bounds: _Bounds) -> Lane:
 
 def _forget() -> None:
     LANES.clear()
+    for reset in _HOT_RESETS:
+        reset()
 
 
 OPTIONS_HOOKS.append(_forget)
@@ -320,52 +323,84 @@ def _combos(shape: tuple[int, ...], distinct: tuple[int, ...]) -> int:
 # too low for an axis of ``distinct``.
 
 
+class _Hot(NamedTuple):
+    """The one-operand call a lane answered last, for the next call's test: the caller's
+    subscripts and the operand's dtype (the very objects: compared by identity), the
+    letters NumPy's loop gets, and the lane's test (:meth:`UnaryLane._fits`): a bound of
+    the operand's elements (or, past it, of the reduction's index combinations: one per
+    label of ``distinct``; a view's is unbounded) below which the lane takes any operand
+    that is not empty, and past both the planner's own test (``traffic``)."""
+
+    subscripts: object
+    dtype: object
+    letters: str
+    most: int
+    distinct: tuple[int, ...]
+    traffic: _Traffic
+
+
+_COLD = _Hot(object(), None, "", 0, (), _NO_TRAFFIC)  # no call yet: subscripts no one passes
+
+
 def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[..., Any]:
     """The public ``einsum``: the equation's lane, else ``planned(subscripts, *operands,
     **options)`` (the keyword checks and the planned way; ``no_subscripts`` is its default
-    first argument).  A :class:`UnaryLane` runs inline here, the lane's test written out
-    once more: in a cold call (another library ran in between) a Python call frame costs
-    more than a diagonal, and NumPy's own einsum is one frame (measured: 25 -> 13 µs for
-    ``ii->i`` on 513 x 513, NumPy's 14 µs).  So may every object of ours it reads, which
-    no other library keeps in cache: NumPy's loop gets the caller's own string where it
-    reads the equation as we do (not the lane's letters), a view reads no bound, and a
-    reduction's bound is first checked against the operand's size, one number.  (Their
-    effect is within the cold benchmark's noise: ``ii->i`` 1.4-2.1x numpy.einsum in nine
-    runs each of the code before and after.)"""
-    lanes, ndarray, dtypes, c_einsum = LANES, _ndarray, _LANE_DTYPES, sum_of_products
-    unary, answered, auto_only = UnaryLane, _answered, _AUTO_ONLY
+    first argument).
+
+    A call with the same subscripts object and operand dtype as the last one that a
+    one-operand lane answered (:class:`_Hot`) is answered in this one frame, by two
+    identity tests and a size bound (the lane's test, written out): in a cold call
+    (another library ran in between) every object read and every distinct operation
+    costs a cache or TLB miss, and this test reads one tuple of ours.  (Measured,
+    ``ii->i`` on 513 x 513 right after the benchmark's reference computation: the lane's
+    looked up and tested inline 10 µs a call, this 8, numpy.einsum 4, its C loop alone
+    2.5.)  Any other call looks up its lane; a one-operand lane that answers becomes the
+    last call."""
+    lanes, ndarray, c_einsum = LANES, _ndarray, sum_of_products
+    answered, auto_only, hot = _answered, _AUTO_ONLY, _COLD
 
     def einsum(subscripts: Any = no_subscripts, *operands: Any, **options: Any) -> Any:
+        nonlocal hot
+        last = hot
+        if subscripts is last[0] and not options:
+            try:
+                (a,) = operands  # ValueError: another operand count
+                if type(a) is ndarray and a.dtype is last[1]:
+                    size = a.size
+                    fits = 0 < size <= last[3]
+                    if not fits and size:  # a large reduction: its combinations, its bytes
+                        shape, combos = a.shape, 1
+                        for ax in last[4]:
+                            combos *= shape[ax]
+                        fits = combos <= last[3] or last[5].fits(a)
+                    if fits:
+                        result = c_einsum(last[2], a)
+                        next(answered)
+                        return result
+            except (ValueError, IndexError):  # NumPy's: another rank, sizes that disagree
+                pass
         if type(subscripts) is str and (not options or options == auto_only):
             lane = lanes.get(subscripts) or lane_for(subscripts)
-            if type(lane) is unary:  # UnaryLane.__call__, inline (every object read costs)
-                try:
-                    (a,) = operands  # ValueError: another operand count
-                    if type(a) is ndarray and a.dtype in dtypes:
-                        distinct = lane[1]  # UnaryLane._fits, written out
-                        if not distinct:  # a view: nothing summed, nothing to bound
-                            fits = not lane[4] or a.size > 0
-                        else:
-                            size, most = a.size, lane[2]
-                            fits = 0 < size <= most  # a bound of the combinations
-                            if not fits and size:
-                                shape, combos = a.shape, 1
-                                for ax in distinct:
-                                    combos *= shape[ax]
-                                fits = combos <= most or lane[6].fits(a)
-                        if fits:
-                            result = c_einsum(subscripts if lane[5] else lane[0], a)
-                            next(answered)
-                            return result
-                except (ValueError, IndexError):
-                    pass
-            else:
-                result = lane(operands)
-                if result is not None:
-                    return result
+            result = lane(operands)
+            if result is not None:
+                if isinstance(lane, UnaryLane) and lanes.get(subscripts) is lane:
+                    hot = _hot(subscripts, operands[0].dtype, cast(UnaryLane, lane))
+                return result
         return planned(subscripts, *operands, **options)
 
+    def forget() -> None:
+        nonlocal hot
+        hot = _COLD
+
+    _HOT_RESETS.append(forget)
     return einsum
+
+
+def _hot(subscripts: str, dtype: object, lane: UnaryLane) -> _Hot:
+    """The last call's record (:class:`_Hot`) of a call that ``lane`` answered."""
+    letters = subscripts if lane.native else lane.letters
+    most = lane.most if lane.distinct else _NEVER
+    return _Hot(subscripts, dtype, letters, most, lane.distinct, lane.traffic)
 
 
 # -- two operands ----------------------------------------------------------------------------
