@@ -84,7 +84,7 @@ def check_the_search(
     assert contracts_to_one(first.path, len(inputs))
     if not first.rated:  # greedy's path, taken where a bound of its cost fits no finder
         assert first.finder == "greedy" and budget is None and first.bound_ns > 0
-        assert first.budget_s < search._cheapest_finder_s(len(inputs))
+        assert first.budget_s < search.cheapest_finder_s(len(inputs))
         first = search.rated_choice(first, inputs, output, sizes)
         assert first.cost_ns <= first.bound_ns
     ns, flops, _ = path_cost(inputs, output, sizes, first.path)

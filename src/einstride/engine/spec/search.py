@@ -50,7 +50,12 @@ from .greedy import greedy_ssa
 from .trees import optimal_pairs, optimal_tree, reconfigure, tree_to_path
 
 __all__ = [
+    "BUDGET_SHARE",
+    "MAX_BUDGET_S",
     "PathChoice",
+    "adopt_longer",
+    "cheapest_finder_s",
+    "forget_longer",
     "rated_choice",
     "recall_choice",
     "remember_choice",
@@ -263,7 +268,7 @@ def search_budget(estimate_ns: float) -> float:
     return min(MAX_BUDGET_S, BUDGET_SHARE * estimate_ns * 1e-9)
 
 
-def _cheapest_finder_s(n: int) -> float:
+def cheapest_finder_s(n: int) -> float:
     """The least budget in which :class:`_Search` runs any finder after greedy on ``n``
     operands (its checks, in the order it runs them)."""
     found = TRIAL_S_PER_TENSOR * n
@@ -313,7 +318,11 @@ def search_path(
     ``sizes[label]`` is each label's size.  ``budget_s`` overrides the budget derived from
     the greedy path's estimated cost.  The same arguments give the same path (unless the
     machine is so slow that the safety deadline, :data:`DEADLINE_FACTOR` times the
-    budget, cuts the trials short: the choice then says so)."""
+    budget, cuts the trials short: the choice then says so), except that the default
+    search (no budget, seed 0) of a problem for which a longer search adopted a path
+    (:func:`adopt_longer`, while its shapes repeated) returns that path."""
+    if budget_s is None and seed == 0 and (longer := _longer(inputs, output, sizes)):
+        return longer
     problem = Problem(inputs, output, sizes)
     n = len(problem.inputs)
     if n <= 2:
@@ -325,7 +334,7 @@ def search_path(
     tree = greedy_ssa(problem)
     path = _linear(tree)
     if budget_s is None:
-        cheapest = _cheapest_finder_s(n)  # (past an estimate that buys it, the sum can stop)
+        cheapest = cheapest_finder_s(n)  # (past an estimate that buys it, the sum can stop)
         bound = problem.cost_bound(tree, past=cheapest / BUDGET_SHARE * 1e9)
         if search_budget(bound) < cheapest:  # the rating could change nothing
             return PathChoice(
@@ -613,6 +622,49 @@ def recall_choice(
         with _RECENT_LOCK:
             _RECENT[key] = found
     return found
+
+
+_LONGER: OrderedDict[Any, PathChoice] = OrderedDict()  # problems whose shapes repeated
+
+
+def adopt_longer(
+    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int], choice: PathChoice
+) -> None:
+    """Keep ``choice``, found by a longer search while the problem's shapes repeated, as
+    the default search's answer for the problem from now on (bounded, thread-safe; until
+    :func:`forget_longer`), and for the plan report.
+
+    >>> ring = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
+    >>> longer = replace(search_path(ring, (), (3, 4, 5, 6, 7)), finder="longer")
+    >>> adopt_longer(ring, (), (3, 4, 5, 6, 7), longer)
+    >>> search_path(ring, (), (3, 4, 5, 6, 7)).finder
+    'longer'
+    >>> forget_longer(); search_path(ring, (), (3, 4, 5, 6, 7)).finder
+    'greedy'
+    """
+    key = _recent_key(inputs, output, sizes)
+    with _RECENT_LOCK:
+        _LONGER[key] = choice
+        _LONGER.move_to_end(key)
+        while len(_LONGER) > _RECENT_SIZE:
+            _LONGER.popitem(last=False)
+    remember_choice(inputs, output, sizes, choice)
+
+
+def forget_longer() -> None:
+    """Forget every path :func:`adopt_longer` kept (``einstride.clear_plan_cache()``)."""
+    with _RECENT_LOCK:
+        _LONGER.clear()
+
+
+def _longer(
+    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int]
+) -> PathChoice | None:
+    if not _LONGER:  # the common case: no lock, no key
+        return None
+    key = _recent_key(inputs, output, sizes)
+    with _RECENT_LOCK:
+        return _LONGER.get(key)
 
 
 def rated_choice(

@@ -28,6 +28,7 @@ from ...call import dtype_of, equation_of
 from ...spec.dtypes import check_numeric
 from ...spec.equation import bind, parse_subscripts
 from ...spec.paths import optimize_key
+from ...spec.search import forget_longer
 from .direct import direct_entry
 from .execute import compile_plan
 from .fold import contiguous_strides
@@ -247,7 +248,8 @@ CLEAR_HOOKS: list[Callable[[], None]] = []
 
 
 def clear_plan_cache() -> None:
-    """Forget every cached plan (and parsed equation)."""
+    """Forget every cached plan (and parsed equation, and the paths that longer searches
+    found while shapes repeated)."""
     hot_cache.cache_clear()
     general_cache.cache_clear()
     class_decisions.cache_clear()
@@ -256,6 +258,7 @@ def clear_plan_cache() -> None:
     with _COUNT_LOCK:
         _GENERIC_ANSWERS[0] = _DIRECT_ANSWERS[0] = 0
     parse_subscripts.cache_clear()
+    forget_longer()
     for clear in CLEAR_HOOKS:
         clear()
 

@@ -11,7 +11,8 @@ ones), else a copy, written in whichever of the product's orders NumPy copies fa
 it is large -- and one ``matmul``); the plan is built, and compiled, when the same shapes come
 again often enough that the direct runs have taken as long as planning would
 (:meth:`.generic.Entry.tiered`: then the faster of the plan's program and the direct one,
-as a race of a few calls finds).
+as a race of a few calls finds).  Where einstride's own search chose the path, the calls'
+seconds also pay for longer searches of it (:class:`LongerSearch`).
 
 Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
@@ -30,25 +31,33 @@ True
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...call import equation_of
+from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import given_path
-from ...spec.walk import plan_path
+from ...spec.search import MAX_BUDGET_S, adopt_longer, cheapest_finder_s, search_path
+from ...spec.walk import path_choice_of, plan_path, prepared_labels
 from .execute import EINSUM_LETTERS, Program, sum_of_products
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
 from .options import PlannerOptions
 from .skeleton import NETWORK_OPERANDS
+from .steps import Plan
 
 __all__ = [
     "DIRECT_NOTE",
     "LOOP_ELEMENTS",
     "PLANNING_S_PER_STEP",
+    "RENEW_GAIN",
+    "RENEW_SHARE",
+    "LongerSearch",
     "LoopProduct",
     "Product",
     "direct_entry",
@@ -111,6 +120,17 @@ def direct_program(
 ) -> tuple[Program, int, int, list[tuple[int, ...]]] | None:
     """``(run, largest, peak, path)`` of the direct way for these operands (``facts`` as
     :func:`.cache.facts_of`), or None when the call is not a network it runs exactly."""
+    network = _network(eq_key, facts, dtype)
+    if network is None:
+        return None
+    spec, itemsize = network
+    path = given_path(optimize, len(spec.inputs)) or plan_path(spec, optimize)
+    built = _built(spec, path, itemsize)
+    return None if built is None else (*built, [tuple(step) for step in path])
+
+
+def _network(eq_key: Any, facts: tuple[Any, ...], dtype: Any) -> tuple[EinsumSpec, int] | None:
+    """The bound equation and the item size of a network the direct way runs exactly."""
     n = len(facts) // 3
     dtypes = set(facts[2::3])
     if n < NETWORK_OPERANDS or len(dtypes) != 1 or (dtype is not None and dtype not in dtypes):
@@ -121,13 +141,20 @@ def direct_program(
     spec = bind(equation_of(eq_key), facts[0::3])
     if any(spec.stretched) or not _distinct(spec):
         return None
-    path = given_path(optimize, n) or plan_path(spec, optimize)
+    return spec, item.itemsize
+
+
+def _built(
+    spec: EinsumSpec, path: Sequence[Sequence[int]], itemsize: int
+) -> tuple[Program, int, int] | None:
+    """``(run, largest, peak)`` of ``path``'s direct program, None for a path the direct
+    way does not run (a step of more than two operands, or of more axes than NumPy's)."""
     if any(len(step) > 2 for step in path):
         return None
-    steps, output, largest, peak = products(spec, path, item.itemsize)
+    steps, output, largest, peak = products(spec, path, itemsize)
     if max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK:
         return None  # the planner names the step NumPy cannot hold
-    return _runner(steps, output), largest, peak, [tuple(step) for step in path]
+    return _runner(steps, output), largest, peak
 
 
 DIRECT_NOTE = (
@@ -172,13 +199,113 @@ def direct_entry(
     """The entry of a network's shapes: it runs :func:`direct_program` until those runs
     have taken as long as planning would (:meth:`.generic.Entry.tiered`); its plan (for
     ``explain``, the memory-limited paths and the warm path) is built on the path the
-    direct runs take, when first asked for."""
+    direct runs take, when first asked for.  Where einstride's own search chose the path
+    (``optimize="auto"``), the calls' seconds pay for longer searches
+    (:class:`LongerSearch`)."""
     found = direct_program(eq_key, facts, dtype, optimize)
     if found is None:
         return None
     run, largest, peak, path = found
     make = functools.partial(plan_of, eq_key, facts, dtype, path, options, False)
-    return Entry.tiered(run, largest, peak, make, PLANNING_S_PER_STEP * len(path))
+    renewal = None
+    if optimize is None or (isinstance(optimize, str) and optimize == "auto"):
+        renewal = LongerSearch(eq_key, facts, dtype, options, path, peak)
+    return Entry.tiered(run, largest, peak, make, PLANNING_S_PER_STEP * len(path), renewal)
+
+
+RENEW_SHARE = 0.05
+"""The share of the seconds a network's repeated calls contracted that pays for longer
+searches of its path (:class:`LongerSearch`): they never make the calls more than 5%
+slower on the whole."""
+RENEW_GAIN = 0.9
+"""A longer search's path is taken when the cost model rates it at most this share of the
+current path's cost (and its peak is no higher): smaller gains are within the model's error."""
+
+
+class LongerSearch:
+    """Longer searches of a network's path while its shapes repeat (a
+    :class:`.generic.Renewal`): the first call's search had a budget of a share of the
+    estimated contraction (:func:`.search.search_budget`), right for a call made once, too
+    little for shapes contracted a thousand times.  Each search is paid for in advance by
+    :data:`RENEW_SHARE` of the seconds the calls contracted, and has twice the budget of
+    the one before (the first, twice the first call's search), up to
+    :data:`~.search.MAX_BUDGET_S`: then they end.  A search runs inside the call that paid
+    for it, with a seed of its own (deterministic).  A path that the cost model rates at
+    :data:`RENEW_GAIN` of the current one's or less, with a peak no higher, replaces it:
+    the entry starts over on its direct program (then its plan, raced as before), and
+    every later default search of the problem returns it (``explain`` too: its finder says
+    so) until ``einstride.clear_plan_cache()``.  Nothing is computed before the first
+    search is due: a first call pays for nothing."""
+
+    def __init__(
+        self,
+        eq_key: Any,
+        facts: tuple[Any, ...],
+        dtype: Any,
+        options: PlannerOptions,
+        path: Sequence[Sequence[int]],
+        peak: int,
+    ) -> None:
+        self._key, self._facts, self._dtype, self._options = eq_key, facts, dtype, options
+        self.path, self.peak = [tuple(step) for step in path], peak
+        self.cost_ns = -1.0  # the current path's estimate, rated at the first search
+        self.budget_s = 2 * cheapest_finder_s(len(facts) // 3)  # the next search's
+        self.spent_s = 0.0  # the searches' budgets so far
+        self.searches = 0
+        self.finished = False
+        self._lock = threading.Lock()
+
+    def due(self, contracted_s: float) -> bool:
+        """Whether the calls have paid for the next search."""
+        return RENEW_SHARE * contracted_s >= self.spent_s + self.budget_s
+
+    def renew(
+        self, contracted_s: float
+    ) -> tuple[Program, int, int, Callable[[], Plan], float] | None:
+        """Run the next search (unless another thread is running one); the direct
+        program of a better path, or None."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._search(contracted_s)
+        finally:
+            self._lock.release()
+
+    def _search(
+        self, contracted_s: float
+    ) -> tuple[Program, int, int, Callable[[], Plan], float] | None:
+        network = _network(self._key, self._facts, self._dtype)
+        assert network is not None  # the entry was built from it
+        spec, itemsize = network
+        terms, output = prepared_labels(spec), tuple(dict.fromkeys(spec.output))
+        if self.cost_ns < 0:  # the first time: rate the path, double its search's budget
+            first = path_choice_of(spec, self.path)
+            if first is None:  # (forgotten: the recent choices are bounded)
+                self.cost_ns = Problem(terms, output, spec.sizes).cost(self.path)[0]
+            else:
+                self.cost_ns = first.cost_ns
+                self.budget_s = max(self.budget_s, 2 * first.budget_s)
+            if not self.due(contracted_s):
+                return None
+        budget = min(self.budget_s, MAX_BUDGET_S)
+        self.searches += 1
+        choice = search_path(terms, output, spec.sizes, seed=self.searches, budget_s=budget)
+        self.spent_s += budget
+        self.budget_s = 2 * budget
+        self.finished = budget >= MAX_BUDGET_S
+        if choice.cost_ns > RENEW_GAIN * self.cost_ns:
+            return None
+        built = _built(spec, choice.path, itemsize)
+        if built is None or built[2] > self.peak:
+            return None
+        self.path = [tuple(step) for step in choice.path]
+        self.cost_ns, self.peak = choice.cost_ns, built[2]
+        finder = f"{choice.finder} (search {self.searches} while the shapes repeated)"
+        adopt_longer(terms, output, spec.sizes, replace(choice, finder=finder))
+        make = functools.partial(
+            plan_of, self._key, self._facts, self._dtype, self.path, self._options, False
+        )
+        return (*built, make, PLANNING_S_PER_STEP * len(self.path))
 
 
 def _distinct(spec: EinsumSpec) -> bool:

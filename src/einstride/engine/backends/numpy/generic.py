@@ -20,7 +20,7 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -35,7 +35,15 @@ from .sizefree import Where, compile_generic
 from .skeleton import ShapeClass, c_order_class, dense_class, shape_class
 from .steps import Plan
 
-__all__ = ["Entry", "LazyPlan", "class_program", "clear_generic", "generic_entry", "plan_of"]
+__all__ = [
+    "Entry",
+    "LazyPlan",
+    "Renewal",
+    "class_program",
+    "clear_generic",
+    "generic_entry",
+    "plan_of",
+]
 
 RACE_RUNS = 6  # calls that alternate a network's plan and its direct program (three each)
 
@@ -62,11 +70,27 @@ class LazyPlan:
         return self._plan is not None
 
 
+class Renewal(Protocol):
+    """A longer path search while a network's shapes repeat (:class:`.direct.LongerSearch`):
+    ``due`` says, from the seconds its calls have contracted so far, whether the next
+    search has been paid for; ``renew`` runs it, and returns the direct program of a better
+    path (``(program, largest, peak, make, planning_s)``, as :meth:`Entry.tiered` takes
+    them) or None; ``finished`` ends the searches."""
+
+    finished: bool
+
+    def due(self, contracted_s: float) -> bool: ...
+
+    def renew(
+        self, contracted_s: float
+    ) -> tuple[Program, int, int, Callable[[], Plan], float] | None: ...
+
+
 class Entry(LazyPlan):
     """A cached plan (built when first read, for shape-generic entries), its compiled
     program, its largest single allocation and its peak."""
 
-    __slots__ = ("largest", "peak", "run")
+    __slots__ = ("_contracted", "_renewal", "largest", "peak", "run")
 
     def __init__(
         self,
@@ -78,6 +102,8 @@ class Entry(LazyPlan):
     ) -> None:
         super().__init__(plan, make)
         self.run, self.largest, self.peak = run, largest, peak
+        self._renewal: Renewal | None = None
+        self._contracted = 0.0
 
     @classmethod
     def shape_generic(
@@ -104,6 +130,7 @@ class Entry(LazyPlan):
         peak: int,
         make: Callable[[], Plan],
         planning_s: float,
+        renewal: Renewal | None = None,
     ) -> Entry:
         """The entry of a network's shapes (:mod:`.direct`): it runs ``program`` until the
         time its runs took adds up to ``planning_s``, the estimated cost of planning, and
@@ -114,6 +141,10 @@ class Entry(LazyPlan):
         the direct program: a random 10-tensor network of degree 4 0.53x, an MPS
         expectation value 0.58x; a circuit of 16 qubits 1.9x, the closed 6 x 6 grid 1.3x).
 
+        With a ``renewal``, every call's seconds count toward its longer path searches;
+        when one finds a better path, the entry starts over on that path's direct program
+        (and its plan, built and raced as before).
+
         >>> calls = []
         >>> entry = Entry.tiered(lambda ops, out: calls.append(1), 0, 0, list, 0.0)
         >>> _ = entry.run((), None)                  # the program, once (no time spent yet)
@@ -121,6 +152,12 @@ class Entry(LazyPlan):
         ('race', 1)
         """
         entry = cls(None, program, largest, peak, make)
+        entry._renewal = renewal
+        entry._direct(program, largest, peak, planning_s)
+        return entry
+
+    def _direct(self, program: Program, largest: int, peak: int, planning_s: float) -> None:
+        """Run ``program`` from now on, until its runs took ``planning_s`` (then race)."""
         spent = [0.0]  # racing threads may lose an addition: that only delays the switch
 
         def direct(operands: Sequence[Any], out: Any) -> Any:
@@ -128,12 +165,13 @@ class Entry(LazyPlan):
             try:
                 return program(operands, out)
             finally:
-                spent[0] += time.perf_counter() - start
+                seconds = time.perf_counter() - start
+                spent[0] += seconds
                 if spent[0] >= planning_s:
-                    entry.run = entry._race(program, largest, peak)
+                    self.run = self._race(program, largest, peak)
+                self._count(seconds)
 
-        entry.run = direct
-        return entry
+        self.run = direct
 
     def _race(self, direct: Program, largest: int, peak: int) -> Program:
         """The program that alternates the plan's (built and compiled at its first call)
@@ -154,15 +192,48 @@ class Entry(LazyPlan):
             try:
                 return (direct if k else compiled[0][0])(operands, out)
             finally:
-                best[k] = min(best[k], time.perf_counter() - start)
+                seconds = time.perf_counter() - start
+                best[k] = min(best[k], seconds)
                 if runs[0] >= RACE_RUNS:
                     program, (plan_largest, plan_peak_) = compiled[0]
                     plan_won = best[0] <= best[1]
-                    self.run = program if plan_won else direct
+                    winner = program if plan_won else direct
+                    self.run = winner if self._renewal is None else self._timed(winner)
                     self.largest = plan_largest if plan_won else largest
                     self.peak = plan_peak_ if plan_won else peak
+                self._count(seconds)
 
         return race
+
+    def _timed(self, program: Program) -> Program:
+        """``program``, its seconds counted toward the longer searches."""
+
+        def timed(operands: Sequence[Any], out: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return program(operands, out)
+            finally:
+                self._count(time.perf_counter() - start)
+
+        return timed
+
+    def _count(self, seconds: float) -> None:
+        """Add a call's seconds; run the longer search they paid for, and start over on
+        the better path it found."""
+        renewal = self._renewal
+        if renewal is None:
+            return
+        self._contracted += seconds  # (threads may lose an addition: a later search)
+        if not renewal.due(self._contracted):
+            return
+        found = renewal.renew(self._contracted)
+        if renewal.finished:
+            self._renewal = None
+        if found is not None:
+            program, largest, peak, make, planning_s = found
+            self._plan, self._make = None, make
+            self.largest, self.peak = largest, peak
+            self._direct(program, largest, peak, planning_s)
 
     def _bounds(self) -> tuple[int, int]:
         return self.plan.largest_bytes, plan_peak(self.plan)
