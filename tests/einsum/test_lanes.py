@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
+from einstride.engine.backends.numpy import lanes
 from einstride.engine.backends.numpy.cache import clear_plan_cache, plan_cache_info
 from einstride.engine.backends.numpy.lanes import NO_LANE, UnaryLane, lane_for
 from einstride.engine.backends.numpy.options import PlannerOptions, set_default_options
@@ -102,6 +103,28 @@ def test_sizes_that_disagree_raise_the_planned_error() -> None:
 
 class _Subclass(np.ndarray):
     """A subclass of ndarray: the lanes take ndarray itself only."""
+
+
+def test_a_record_made_while_the_limit_changed_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread may change the memory limit (forgetting every lane and record) between the
+    lane's answer and the record it leaves: that record, made from the old bounds, must
+    not answer the next call."""
+    real = lanes._hot
+    summed = "ijk->ij"
+
+    def then_the_limit_changes(*args: Any) -> Any:
+        record = real(*args)
+        set_memory_limit(1 << 12)
+        return record
+
+    monkeypatch.setattr(lanes, "_hot", then_the_limit_changes)
+    try:
+        es.einsum(summed, np.ones((4, 4, 2)))
+        monkeypatch.setattr(lanes, "_hot", real)
+        with pytest.raises(es.EinsumError, match="memory limit"):
+            es.einsum(summed, np.ones((64, 64, 2)))  # a result of 32 KiB
+    finally:
+        set_memory_limit(None)
 
 
 def test_the_last_call_test_hands_what_it_does_not_fit_to_the_lane_and_the_planner() -> None:

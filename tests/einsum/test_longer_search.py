@@ -6,6 +6,7 @@ and is the default search's answer until the caches are cleared."""
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,12 @@ from einstride.engine.backends.numpy.execute import compile_plan
 from einstride.engine.backends.numpy.generic import Entry
 from einstride.engine.backends.numpy.options import DEFAULT
 from einstride.engine.spec.equation import bind, parse_subscripts
-from einstride.engine.spec.search import MAX_BUDGET_S, search_path
+from einstride.engine.spec.search import (
+    MAX_BUDGET_S,
+    adopt_longer,
+    longer_generation,
+    search_path,
+)
 from einstride.engine.spec.walk import prepared_labels
 
 
@@ -70,7 +76,7 @@ def test_the_entry_starts_over_on_the_program_a_renewal_finds(
         def due(self, contracted_s: float) -> bool:
             return contracted_s >= 3e-3 - 1e-12
 
-        def renew(self, contracted_s: float) -> Any:
+        def renew(self, contracted_s: float, peak: int) -> Any:
             asked.append(contracted_s)
             self.finished = True
             return program("better"), 1, 2, list, 1e9
@@ -103,7 +109,7 @@ def test_the_searches_are_paid_in_advance_and_double_up_to_the_largest_budget(
         contracted += 1e-3
         if longer.due(contracted):
             before = longer.spent_s
-            assert longer.renew(contracted) is None
+            assert longer.renew(contracted, 1 << 40) is None
             if longer.spent_s > before:  # a search ran: paid for by the calls so far
                 assert longer.spent_s <= RENEW_SHARE * contracted + 1e-12
         assert contracted < 1e3, "the searches never end"
@@ -124,7 +130,7 @@ def test_a_better_path_runs_from_then_on_and_is_the_default_searchs_answer() -> 
     first = longer.path
     found = None
     while found is None and not longer.finished:
-        found = longer.renew(1e4)  # calls that paid for every search
+        found = longer.renew(1e4, entry.peak)  # calls that paid for every search
     assert found is not None, "no longer search found a path 10% cheaper than greedy's"
     program, largest, peak, make, planning_s = found
     assert longer.path != first and largest <= peak <= entry.peak and planning_s > 0
@@ -152,7 +158,7 @@ def test_a_path_of_a_higher_peak_is_not_taken(monkeypatch: pytest.MonkeyPatch) -
     for peak, taken in ((0, False), (None, True)):
         _, longer = _longer(eq, ops)
         longer.peak = longer.peak if peak is None else peak
-        assert (longer.renew(1e4) is not None) == taken
+        assert (longer.renew(1e4, 1 << 40) is not None) == taken
     es.clear_plan_cache()
 
 
@@ -181,3 +187,43 @@ def test_einsum_calls_that_repeat_switch_to_the_better_path(
         raise AssertionError("four searches of doubling budgets found no better path")
     np.testing.assert_allclose(es.einsum(eq, *ops), expected, rtol=1e-9)  # the new program
     es.clear_plan_cache()
+
+
+def test_a_search_is_paid_once_its_time_counted_and_none_runs_once_finished(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    eq, ops = _grid(3, 3, 2)
+    _, longer = _longer(eq, ops)
+    real, searched = search_path, []
+
+    def slow(*args: Any, budget_s: float, seed: int) -> Any:
+        searched.append(budget_s)
+        time.sleep(0.05)  # far past its budget, as dp on a dense network can be
+        found = real(*args, budget_s=1e-6, seed=seed)
+        return replace(found, cost_ns=10 * found.cost_ns)
+
+    monkeypatch.setattr(direct, "search_path", slow)
+    paid = 1e3
+    assert longer.renew(paid, 1 << 40) is None and len(searched) == 1
+    assert longer.spent_s >= 0.05  # its time, not its budget
+    assert longer.renew(paid, 1 << 40) is None and len(searched) == 2  # paid for: runs
+    calls = longer.spent_s / RENEW_SHARE  # exactly what has been paid so far
+    assert longer.renew(calls, 1 << 40) is None and len(searched) == 2  # not paid: none
+    longer.finished = True
+    assert longer.renew(1e9, 1 << 40) is None and len(searched) == 2
+
+
+def test_a_kept_path_gives_way_only_to_a_cheaper_one_and_not_after_a_clear() -> None:
+    ring = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
+    sizes = (3, 4, 5, 6, 7)
+    base = search_path(ring, (), sizes, budget_s=1.0)
+    es.clear_plan_cache()
+    since = longer_generation()
+    adopt_longer(ring, (), sizes, replace(base, finder="first", cost_ns=10.0), since)
+    adopt_longer(ring, (), sizes, replace(base, finder="dearer", cost_ns=20.0), since)
+    assert search_path(ring, (), sizes).finder == "first"
+    adopt_longer(ring, (), sizes, replace(base, finder="cheaper", cost_ns=5.0), since)
+    assert search_path(ring, (), sizes).finder == "cheaper"
+    es.clear_plan_cache()  # a search begun before it adopts nothing
+    adopt_longer(ring, (), sizes, replace(base, finder="stale", cost_ns=1.0), since)
+    assert search_path(ring, (), sizes).finder != "stale"

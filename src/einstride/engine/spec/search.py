@@ -56,6 +56,7 @@ __all__ = [
     "adopt_longer",
     "cheapest_finder_s",
     "forget_longer",
+    "longer_generation",
     "rated_choice",
     "recall_choice",
     "remember_choice",
@@ -625,14 +626,26 @@ def recall_choice(
 
 
 _LONGER: OrderedDict[Any, PathChoice] = OrderedDict()  # problems whose shapes repeated
+_GENERATION = [0]  # how many times :func:`forget_longer` ran
+
+
+def longer_generation() -> int:
+    """A number that :func:`forget_longer` changes (a search begun before it adopts
+    nothing)."""
+    return _GENERATION[0]
 
 
 def adopt_longer(
-    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int], choice: PathChoice
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    choice: PathChoice,
+    since: int | None = None,
 ) -> None:
     """Keep ``choice``, found by a longer search while the problem's shapes repeated, as
     the default search's answer for the problem from now on (bounded, thread-safe; until
-    :func:`forget_longer`), and for the plan report.
+    :func:`forget_longer`), and for the plan report; unless one rated cheaper is kept
+    already, or the paths were forgotten since :func:`longer_generation` was ``since``.
 
     >>> ring = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
     >>> longer = replace(search_path(ring, (), (3, 4, 5, 6, 7)), finder="longer")
@@ -644,6 +657,11 @@ def adopt_longer(
     """
     key = _recent_key(inputs, output, sizes)
     with _RECENT_LOCK:
+        kept = _LONGER.get(key)
+        if (since is not None and since != _GENERATION[0]) or (
+            kept is not None and kept.cost_ns <= choice.cost_ns
+        ):
+            return
         _LONGER[key] = choice
         _LONGER.move_to_end(key)
         while len(_LONGER) > _RECENT_SIZE:
@@ -655,6 +673,7 @@ def forget_longer() -> None:
     """Forget every path :func:`adopt_longer` kept (``einstride.clear_plan_cache()``)."""
     with _RECENT_LOCK:
         _LONGER.clear()
+        _GENERATION[0] += 1
 
 
 def _longer(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -42,7 +43,13 @@ from ...call import equation_of
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import given_path
-from ...spec.search import MAX_BUDGET_S, adopt_longer, cheapest_finder_s, search_path
+from ...spec.search import (
+    MAX_BUDGET_S,
+    adopt_longer,
+    cheapest_finder_s,
+    longer_generation,
+    search_path,
+)
 from ...spec.walk import path_choice_of, plan_path, prepared_labels
 from .execute import EINSUM_LETTERS, Program, sum_of_products
 from .fold import BLAS_TYPES
@@ -214,9 +221,10 @@ def direct_entry(
 
 
 RENEW_SHARE = 0.05
-"""The share of the seconds a network's repeated calls contracted that pays for longer
-searches of its path (:class:`LongerSearch`): they never make the calls more than 5%
-slower on the whole."""
+"""The share of the seconds a network's repeated calls contracted that pays, in advance,
+for longer searches of its path (:class:`LongerSearch`): over many calls they take about
+5% of the time (a search's own time counts where it ran past its budget, so one that
+overran delays the next; the overrun itself falls in one call)."""
 RENEW_GAIN = 0.9
 """A longer search's path is taken when the cost model rates it at most this share of the
 current path's cost (and its peak is no higher): smaller gains are within the model's error."""
@@ -230,8 +238,10 @@ class LongerSearch:
     :data:`RENEW_SHARE` of the seconds the calls contracted, and has twice the budget of
     the one before (the first, twice the first call's search), up to
     :data:`~.search.MAX_BUDGET_S`: then they end.  A search runs inside the call that paid
-    for it, with a seed of its own (deterministic).  A path that the cost model rates at
-    :data:`RENEW_GAIN` of the current one's or less, with a peak no higher, replaces it:
+    for it (one thread at a time; another that finds it running goes on), with a seed of
+    its own (deterministic).  A path that the cost model rates at :data:`RENEW_GAIN` of the
+    current one's or less, with a peak no higher than the first path's and the entry's
+    bound, replaces it:
     the entry starts over on its direct program (then its plan, raced as before), and
     every later default search of the problem returns it (``explain`` too: its finder says
     so) until ``einstride.clear_plan_cache()``.  Nothing is computed before the first
@@ -254,19 +264,25 @@ class LongerSearch:
         self.searches = 0
         self.finished = False
         self._lock = threading.Lock()
+        self._since = longer_generation()  # a clear_plan_cache after it: adopt nothing
 
     def due(self, contracted_s: float) -> bool:
         """Whether the calls have paid for the next search."""
-        return RENEW_SHARE * contracted_s >= self.spent_s + self.budget_s
+        budget = min(self.budget_s, MAX_BUDGET_S)
+        return not self.finished and RENEW_SHARE * contracted_s >= self.spent_s + budget
 
     def renew(
-        self, contracted_s: float
+        self, contracted_s: float, peak: int
     ) -> tuple[Program, int, int, Callable[[], Plan], float] | None:
-        """Run the next search (unless another thread is running one); the direct
-        program of a better path, or None."""
+        """Run the next search (unless another thread is running one, or it is not paid
+        for); the direct program of a better path whose peak is at most ``peak`` (the
+        entry's now) and the first path's, or None."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
+            if not self.due(contracted_s):  # (another thread's search came first)
+                return None
+            self.peak = min(self.peak, peak)
             return self._search(contracted_s)
         finally:
             self._lock.release()
@@ -289,8 +305,11 @@ class LongerSearch:
                 return None
         budget = min(self.budget_s, MAX_BUDGET_S)
         self.searches += 1
+        start = time.perf_counter()
         choice = search_path(terms, output, spec.sizes, seed=self.searches, budget_s=budget)
-        self.spent_s += budget
+        # its time, where it ran past its budget (the finders' costs are estimates: dp on
+        # a dense network takes 5-30x): the next search waits until that is paid for too
+        self.spent_s += max(budget, time.perf_counter() - start)
         self.budget_s = 2 * budget
         self.finished = budget >= MAX_BUDGET_S
         if choice.cost_ns > RENEW_GAIN * self.cost_ns:
@@ -301,7 +320,7 @@ class LongerSearch:
         self.path = [tuple(step) for step in choice.path]
         self.cost_ns, self.peak = choice.cost_ns, built[2]
         finder = f"{choice.finder} (search {self.searches} while the shapes repeated)"
-        adopt_longer(terms, output, spec.sizes, replace(choice, finder=finder))
+        adopt_longer(terms, output, spec.sizes, replace(choice, finder=finder), self._since)
         make = functools.partial(
             plan_of, self._key, self._facts, self._dtype, self.path, self._options, False
         )

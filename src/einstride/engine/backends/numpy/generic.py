@@ -75,14 +75,15 @@ class Renewal(Protocol):
     ``due`` says, from the seconds its calls have contracted so far, whether the next
     search has been paid for; ``renew`` runs it, and returns the direct program of a better
     path (``(program, largest, peak, make, planning_s)``, as :meth:`Entry.tiered` takes
-    them) or None; ``finished`` ends the searches."""
+    them; its peak at most ``peak``, the entry's bound now) or None; ``finished`` ends the
+    searches."""
 
     finished: bool
 
     def due(self, contracted_s: float) -> bool: ...
 
     def renew(
-        self, contracted_s: float
+        self, contracted_s: float, peak: int
     ) -> tuple[Program, int, int, Callable[[], Plan], float] | None: ...
 
 
@@ -226,14 +227,16 @@ class Entry(LazyPlan):
         self._contracted += seconds  # (threads may lose an addition: a later search)
         if not renewal.due(self._contracted):
             return
-        found = renewal.renew(self._contracted)
+        found = renewal.renew(self._contracted, self.peak)
         if renewal.finished:
             self._renewal = None
         if found is not None:
             program, largest, peak, make, planning_s = found
             self._plan, self._make = None, make
-            self.largest, self.peak = largest, peak
+            # the program first, then its (no higher) bounds: a call that reads the bounds
+            # in between sees the old, larger ones
             self._direct(program, largest, peak, planning_s)
+            self.largest, self.peak = largest, peak
 
     def _bounds(self) -> tuple[int, int]:
         return self.plan.largest_bytes, plan_peak(self.plan)

@@ -148,6 +148,8 @@ def lane_for(subscripts: str) -> Lane:
             LANES.clear()
         if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
             LANES[subscripts] = lane
+            if DEFAULT.options is not options or limit != _memory.LIMIT:  # ... just now
+                LANES.pop(subscripts, None)
     return lane
 
 
@@ -385,6 +387,8 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
             if result is not None:
                 if isinstance(lane, UnaryLane) and lanes.get(subscripts) is lane:
                     hot = _hot(subscripts, operands[0].dtype, cast(UnaryLane, lane))
+                    if lanes.get(subscripts) is not lane:  # forgotten meanwhile (_forget
+                        hot = _COLD  # clears LANES first): the record may hold old bounds
                 return result
         return planned(subscripts, *operands, **options)
 
