@@ -50,7 +50,6 @@ from .greedy import greedy_ssa
 from .trees import optimal_pairs, optimal_tree, reconfigure, tree_to_path
 
 __all__ = [
-    "BUDGET_SHARE",
     "MAX_BUDGET_S",
     "PathChoice",
     "adopt_longer",

@@ -241,11 +241,10 @@ class LongerSearch:
     for it (one thread at a time; another that finds it running goes on), with a seed of
     its own (deterministic).  A path that the cost model rates at :data:`RENEW_GAIN` of the
     current one's or less, with a peak no higher than the first path's and the entry's
-    bound, replaces it:
-    the entry starts over on its direct program (then its plan, raced as before), and
-    every later default search of the problem returns it (``explain`` too: its finder says
-    so) until ``einstride.clear_plan_cache()``.  Nothing is computed before the first
-    search is due: a first call pays for nothing."""
+    bound, replaces it: the entry starts over on its direct program (then its plan, raced
+    as before), and every later default search of the problem returns it (``explain`` too:
+    its finder says so) until ``einstride.clear_plan_cache()``.  Nothing is computed before
+    the first search is due: a first call pays for nothing."""
 
     def __init__(
         self,
@@ -260,7 +259,7 @@ class LongerSearch:
         self.path, self.peak = [tuple(step) for step in path], peak
         self.cost_ns = -1.0  # the current path's estimate, rated at the first search
         self.budget_s = 2 * cheapest_finder_s(len(facts) // 3)  # the next search's
-        self.spent_s = 0.0  # the searches' budgets so far
+        self.spent_s = 0.0  # the searches' budgets so far (their time, where longer)
         self.searches = 0
         self.finished = False
         self._lock = threading.Lock()
