@@ -227,3 +227,30 @@ def test_a_kept_path_gives_way_only_to_a_cheaper_one_and_not_after_a_clear() -> 
     es.clear_plan_cache()  # a search begun before it adopts nothing
     adopt_longer(ring, (), sizes, replace(base, finder="stale", cost_ns=1.0), since)
     assert search_path(ring, (), sizes).finder != "stale"
+
+
+def test_a_run_that_raises_starts_no_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock, asked = [0.0], []
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupted(operands: Any, out: Any) -> None:
+        clock[0] += 1.0
+        raise Interrupted
+
+    class Always:
+        finished = False
+
+        def due(self, contracted_s: float) -> bool:
+            return True
+
+        def renew(self, contracted_s: float, peak: int) -> Any:
+            asked.append(contracted_s)
+            return None
+
+    monkeypatch.setattr(generic.time, "perf_counter", lambda: clock[0])
+    entry = Entry.tiered(interrupted, 10, 20, list, 1e9, Always())
+    with pytest.raises(Interrupted):
+        entry.run((), None)
+    assert asked == []  # (a search after Ctrl-C would hold the user up for seconds)

@@ -164,13 +164,14 @@ class Entry(LazyPlan):
         def direct(operands: Sequence[Any], out: Any) -> Any:
             start = time.perf_counter()
             try:
-                return program(operands, out)
+                result = program(operands, out)
             finally:
                 seconds = time.perf_counter() - start
                 spent[0] += seconds
                 if spent[0] >= planning_s:
                     self.run = self._race(program, largest, peak)
-                self._count(seconds)
+            self._count(seconds)  # a run that raised (an interrupt) starts no search
+            return result
 
         self.run = direct
 
@@ -191,7 +192,7 @@ class Entry(LazyPlan):
             runs[0] += 1
             start = time.perf_counter()
             try:
-                return (direct if k else compiled[0][0])(operands, out)
+                result = (direct if k else compiled[0][0])(operands, out)
             finally:
                 seconds = time.perf_counter() - start
                 best[k] = min(best[k], seconds)
@@ -202,7 +203,8 @@ class Entry(LazyPlan):
                     self.run = winner if self._renewal is None else self._timed(winner)
                     self.largest = plan_largest if plan_won else largest
                     self.peak = plan_peak_ if plan_won else peak
-                self._count(seconds)
+            self._count(seconds)
+            return result
 
         return race
 
@@ -211,10 +213,9 @@ class Entry(LazyPlan):
 
         def timed(operands: Sequence[Any], out: Any) -> Any:
             start = time.perf_counter()
-            try:
-                return program(operands, out)
-            finally:
-                self._count(time.perf_counter() - start)
+            result = program(operands, out)
+            self._count(time.perf_counter() - start)
+            return result
 
         return timed
 
