@@ -27,7 +27,7 @@ from einstride.engine.spec.search import (
     longer_generation,
     search_path,
 )
-from einstride.engine.spec.walk import prepared_labels
+from einstride.engine.spec.walk import search_problem
 
 
 def _grid(rows: int, cols: int, bond: int) -> tuple[str, list[np.ndarray]]:
@@ -120,7 +120,7 @@ def test_the_searches_are_paid_in_advance_and_double_up_to_the_largest_budget(
 
 def longer_problem(eq: str, ops: list[np.ndarray]) -> tuple[Any, Any, Any]:
     spec = bind(parse_subscripts(eq), [a.shape for a in ops])
-    return prepared_labels(spec), tuple(dict.fromkeys(spec.output)), spec.sizes
+    return (*search_problem(spec), spec.sizes)
 
 
 def test_a_better_path_runs_from_then_on_and_is_the_default_searchs_answer() -> None:

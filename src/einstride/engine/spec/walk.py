@@ -43,6 +43,7 @@ __all__ = [
     "path_flops",
     "plan_path",
     "prepared_labels",
+    "search_problem",
     "walk_path",
 ]
 
@@ -107,6 +108,16 @@ def prepared_labels(spec: EinsumSpec) -> list[Labels]:
     return found
 
 
+def search_problem(spec: EinsumSpec) -> tuple[list[Labels], Labels]:
+    """The operands' labels and the output's (each once) as the path finders take them.
+
+    >>> from .equation import parse_equation
+    >>> search_problem(parse_equation("iij,jk->ik", (2, 2, 3), (3, 4)))
+    ([(0, 1), (1, 2)], (0, 2))
+    """
+    return prepared_labels(spec), tuple(dict.fromkeys(spec.output))
+
+
 def plan_path(spec: EinsumSpec, optimize: Any) -> tuple[tuple[int, ...], ...]:
     """The contraction path of ``spec`` for ``optimize`` (``((0,),)`` for one operand; an
     explicit path or a finder name is checked whatever the operand count)."""
@@ -114,8 +125,7 @@ def plan_path(spec: EinsumSpec, optimize: Any) -> tuple[tuple[int, ...], ...]:
     if n in (1, 2) and not isinstance(optimize, (list, tuple)):
         check_optimize(optimize)  # one way only: no search, but a bad value is an error
         return ((0,),) if n == 1 else ((0, 1),)
-    terms = prepared_labels(spec)
-    return find_path(terms, tuple(dict.fromkeys(spec.output)), spec.sizes, optimize)
+    return find_path(*search_problem(spec), spec.sizes, optimize)
 
 
 def path_choice_of(spec: EinsumSpec, path: Sequence[Sequence[int]]) -> PathChoice | None:
@@ -126,8 +136,7 @@ def path_choice_of(spec: EinsumSpec, path: Sequence[Sequence[int]]) -> PathChoic
     >>> path_choice_of(spec, plan_path(spec, "auto")).finder
     'optimal'
     """
-    terms = prepared_labels(spec)
-    return recall_choice(terms, tuple(dict.fromkeys(spec.output)), spec.sizes, path)
+    return recall_choice(*search_problem(spec), spec.sizes, path)
 
 
 def flop_count(labels: Iterable[int], inner: bool, terms: int, sizes: Sequence[int]) -> int:

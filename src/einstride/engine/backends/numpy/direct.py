@@ -50,7 +50,7 @@ from ...spec.search import (
     longer_generation,
     search_path,
 )
-from ...spec.walk import path_choice_of, plan_path, prepared_labels
+from ...spec.walk import path_choice_of, plan_path, search_problem
 from .execute import EINSUM_LETTERS, Program, sum_of_products
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
@@ -213,11 +213,24 @@ def direct_entry(
     if found is None:
         return None
     run, largest, peak, path = found
-    make = functools.partial(plan_of, eq_key, facts, dtype, path, options, False)
     renewal = None
     if optimize is None or (isinstance(optimize, str) and optimize == "auto"):
         renewal = LongerSearch(eq_key, facts, dtype, options, path, peak)
-    return Entry.tiered(run, largest, peak, make, PLANNING_S_PER_STEP * len(path), renewal)
+    make, planning_s = _planned_later(eq_key, facts, dtype, path, options)
+    return Entry.tiered(run, largest, peak, make, planning_s, renewal)
+
+
+def _planned_later(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: Any,
+    path: Sequence[Sequence[int]],
+    options: PlannerOptions,
+) -> tuple[Callable[[], Plan], float]:
+    """What builds the plan of ``path``'s direct way when its runs have paid for it, and
+    its estimated cost (:meth:`.generic.Entry.tiered`)."""
+    make = functools.partial(plan_of, eq_key, facts, dtype, path, options, False)
+    return make, PLANNING_S_PER_STEP * len(path)
 
 
 RENEW_SHARE = 0.05
@@ -292,7 +305,7 @@ class LongerSearch:
         network = _network(self._key, self._facts, self._dtype)
         assert network is not None  # the entry was built from it
         spec, itemsize = network
-        terms, output = prepared_labels(spec), tuple(dict.fromkeys(spec.output))
+        terms, output = search_problem(spec)
         if self.cost_ns < 0:  # the first time: rate the path, double its search's budget
             first = path_choice_of(spec, self.path)
             if first is None:  # (forgotten: the recent choices are bounded)
@@ -320,10 +333,8 @@ class LongerSearch:
         self.cost_ns, self.peak = choice.cost_ns, built[2]
         finder = f"{choice.finder} (search {self.searches} while the shapes repeated)"
         adopt_longer(terms, output, spec.sizes, replace(choice, finder=finder), self._since)
-        make = functools.partial(
-            plan_of, self._key, self._facts, self._dtype, self.path, self._options, False
-        )
-        return (*built, make, PLANNING_S_PER_STEP * len(self.path))
+        later = _planned_later(self._key, self._facts, self._dtype, self.path, self._options)
+        return (*built, *later)
 
 
 def _distinct(spec: EinsumSpec) -> bool:

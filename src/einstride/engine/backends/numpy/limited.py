@@ -41,7 +41,7 @@ from ...call import equation_of
 from ...spec.equation import bind
 from ...spec.paths import find_path, optimize_key
 from ...spec.slicing import MAX_SLICES, PathModel, find_slicing, make_slicing, path_model
-from ...spec.walk import prepared_labels
+from ...spec.walk import search_problem
 from .cache import CLEAR_HOOKS, facts_of
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
@@ -202,7 +202,7 @@ def _repath(
     if optimize is False:
         return None
     spare = limit - (_result_bytes(base) if out is None else 0)
-    terms, output = prepared_labels(spec), tuple(dict.fromkeys(spec.output))
+    terms, output = search_problem(spec)
     for share in (1, 2, 4):  # the peak holds several intermediates at once
         elements = spare // (share * base.compute_dtype.itemsize)
         if elements < 1:
