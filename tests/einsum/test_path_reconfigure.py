@@ -88,11 +88,28 @@ def test_reconfiguration_stops_when_its_work_no_longer_pays_back() -> None:
         return path_cost(inputs, output, sizes, found)[0], spent
 
     free_ns, free_spent = run(0.0)  # no price on the work: sweeps until nothing improves
-    dear_ns, dear_spent = run(before)  # a pair cost worth the whole contraction: one window
+    # a pair cost worth the whole contraction: the work so far has not paid at the first
+    # whole-work check, long before the first window's end
+    dear_ns, dear_spent = run(before)
     fair_ns, fair_spent = run(10e3)  # the search's price (10 µs)
     assert free_ns <= fair_ns <= dear_ns <= before
-    assert trees.PAYBACK_WINDOW <= dear_spent < trees.PAYBACK_WINDOW + trees.optimal_pairs(4)
-    assert dear_spent < fair_spent < free_spent
+    assert trees.PAYBACK_START <= dear_spent < trees.PAYBACK_START + trees.optimal_pairs(4)
+    assert dear_spent < trees.PAYBACK_WINDOW < fair_spent < free_spent
+
+
+def test_reconfiguration_that_pays_for_itself_only_later_runs_on() -> None:
+    """Gains come in steps: the whole-work check waits for :data:`trees.PAYBACK_START`
+    pair costs, and one that has paid by then goes on to its windows."""
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    problem = costmodel.Problem(inputs, output, sizes)
+    greedy = search._greedy(problem)
+    before = path_cost(inputs, output, sizes, greedy)[0]
+    found, spent = trees.reconfigure(problem, greedy, subtree=4, max_pairs=50, pair_ns=0.0)
+    early_gain = before - path_cost(inputs, output, sizes, found)[0]
+    assert early_gain == 0.0  # this network's first subtrees gain nothing ...
+    found, spent = trees.reconfigure(problem, greedy, subtree=4, max_pairs=10**6, pair_ns=10e3)
+    assert spent > trees.PAYBACK_WINDOW  # ... and the work runs on past them
+    assert path_cost(inputs, output, sizes, found)[0] < before - spent * 10e3
 
 
 def test_random_trials_after_a_reconfiguration_are_reconfigured_in_turn(
