@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from typing import Any
 
 import numpy as np
@@ -286,3 +287,15 @@ def test_a_budget_given_buys_larger_subtrees(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(search._Search, "_deepen", lambda self: None)
     broad = search.search_path(inputs, output, sizes, budget_s=0.5)
     assert deep.cost_ns < 0.95 * broad.cost_ns  # measured: 22.2 against 24.8 ms
+
+
+def test_the_larger_subtrees_stop_at_the_safety_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 0.0)  # 10 ms past the start
+
+    def slow_trials(self: Any, first: int, keep_s: float = 0.0) -> None:
+        time.sleep(0.02)
+
+    monkeypatch.setattr(search._Search, "_reconfigured_trials", slow_trials)
+    tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
+    assert not [t for t in tried if t.startswith("subtree reconfiguration of ")]

@@ -356,7 +356,8 @@ def search_path(
 class _Search:
     """The finders after greedy, each while the budget left allows it: the exact optimum,
     dynamic programming, spectral bisection (lattices), subtree reconfiguration of the best
-    path, then greedy trials (after a reconfiguration, random ones reconfigured in turn).
+    path, then greedy trials (after a reconfiguration, random ones reconfigured in turn;
+    with a budget given, then the best path reconfigured with larger subtrees).
     The budget is a share of the cheapest path found so far (a finder that finds a much
     cheaper path shrinks it: there is less left to gain); every finder's time is estimated,
     never measured, so the choice is the same on any machine, except past the safety
@@ -408,9 +409,10 @@ class _Search:
         if reconfigured:
             # a budget given was paid for by the calls that a longer search serves: part
             # of it goes to depth (larger subtrees), which a first call's share never buys
-            kept = DEEPEN_SHARE * (self._allowed() - self.spent) if self.fixed else 0.0
+            given = self.fixed is not None
+            kept = DEEPEN_SHARE * (self._allowed() - self.spent) if given else 0.0
             self._reconfigured_trials(trial, keep_s=kept if self._deepening_fits(kept) else 0.0)
-            if self.fixed is not None:
+            if given:
                 self._deepen()
 
     def _paid(self) -> bool:
@@ -550,6 +552,8 @@ class _Search:
         100-tensor, 51 -> 37 ms), 0.82x (an MPS sandwich), 0.84x (random 60-tensor of
         bonds 2-8); a first call's search never buys it (its share of one contraction)."""
         for subtree in range(RECONF_SUBTREE + 1, DEEPEST_SUBTREE + 1):
+            if time.perf_counter() > self.deadline:
+                break
             best = min(self.candidates, key=lambda c: c.ns)
             # priced at nothing: the budget is spent as given, where it still improves
             found = self._reconfigured(best, self._allowed() - self.spent, subtree, 0.0)
