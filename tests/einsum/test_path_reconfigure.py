@@ -3,6 +3,7 @@ exact optimum when a subtree spans the whole network, and the search uses it whe
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -105,7 +106,7 @@ def test_reconfiguration_that_pays_for_itself_only_later_runs_on() -> None:
     problem = costmodel.Problem(inputs, output, sizes)
     greedy = search._greedy(problem)
     before = path_cost(inputs, output, sizes, greedy)[0]
-    found, spent = trees.reconfigure(problem, greedy, subtree=4, max_pairs=50, pair_ns=0.0)
+    found, _ = trees.reconfigure(problem, greedy, subtree=4, max_pairs=50, pair_ns=0.0)
     early_gain = before - path_cost(inputs, output, sizes, found)[0]
     assert early_gain == 0.0  # this network's first subtrees gain nothing ...
     found, spent = trees.reconfigure(problem, greedy, subtree=4, max_pairs=10**6, pair_ns=10e3)
@@ -133,11 +134,12 @@ def test_random_trials_after_a_reconfiguration_are_reconfigured_in_turn(
     monkeypatch.setattr(search, "REFINE_WITHIN", 0.0)
     tried = search.search_path(inputs, output, sizes, budget_s=0.2).tried
     assert re.fullmatch(r"random-greedy x\d+ \(0 reconfigured\)", tried[3])
-    # a budget that lasts for fewer than REFINE_MIN_TRIALS of them: the fixed restarts only
+    # a budget that lasts for fewer than REFINE_MIN_TRIALS of them: no random trials, the
+    # fixed restarts and then (a budget given) the larger subtrees
     monkeypatch.setattr(search, "REFINE_MIN_TRIALS", 10**6)
     tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
     assert tried[2] == f"greedy restarts x{len(search.FIXED_WEIGHTS)}"
-    assert all(t.startswith("subtree reconfiguration of") for t in tried[3:])
+    assert tried[3:] and all(t.startswith("subtree reconfiguration of ") for t in tried[3:])
 
 
 def _reconfigured_search(budget_s: float) -> tuple[search._Search, float]:
@@ -289,7 +291,25 @@ def test_a_budget_given_buys_larger_subtrees(monkeypatch: pytest.MonkeyPatch) ->
     assert deep.cost_ns < 0.95 * broad.cost_ns  # measured: 22.2 against 24.8 ms
 
 
+@pytest.mark.parametrize("tensors, d_max", [(60, 6), (100, 4)])
+def test_larger_subtrees_find_cheaper_paths_across_networks(
+    monkeypatch: pytest.MonkeyPatch, tensors: int, d_max: int
+) -> None:
+    """Not one network's luck: over four seeds the paths of searches with the larger
+    subtrees cost less than those of trials alone (geometric mean; measured 0.81x and
+    0.64x, while single networks go either way, 0.19-1.23x)."""
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    problems = [_network(tensors, seed=seed, d_max=d_max) for seed in range(4)]
+    deep = [search.search_path(*p, seed=1, budget_s=1.0).cost_ns for p in problems]
+    monkeypatch.setattr(search, "DEEPEN_SHARE", 0.0)
+    monkeypatch.setattr(search._Search, "_deepen", lambda self: True)
+    broad = [search.search_path(*p, seed=1, budget_s=1.0).cost_ns for p in problems]
+    ratios = [d / b for d, b in zip(deep, broad, strict=True)]
+    assert math.prod(ratios) ** (1 / len(ratios)) < 0.9
+
+
 def test_the_larger_subtrees_stop_at_the_safety_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like the trials, the larger subtrees stop at the safety deadline, and say so."""
     inputs, output, sizes = _network(60, seed=4, d_max=6)
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 0.0)  # 10 ms past the start
 
@@ -299,3 +319,4 @@ def test_the_larger_subtrees_stop_at_the_safety_deadline(monkeypatch: pytest.Mon
     monkeypatch.setattr(search._Search, "_reconfigured_trials", slow_trials)
     tried = search.search_path(inputs, output, sizes, budget_s=1.0).tried
     assert not [t for t in tried if t.startswith("subtree reconfiguration of ")]
+    assert tried[-1] == "subtrees of 5 and more cut at the safety deadline"
