@@ -351,7 +351,7 @@ def search_path(
     greedy = _rate(problem, "greedy", path)
     search = _Search(problem, greedy, budget_s, seed)
     search.run()
-    best = min(search.candidates, key=lambda c: c.ns)  # the first of equals: greedy's
+    best = search.best()
     return _chosen(
         best, tuple(search.tried), greedy.ns, search.budget, len(search.candidates), seed
     )
@@ -376,6 +376,10 @@ class _Search:
         self.best_ns, self.spent = greedy.ns, 0.0
         self.budget = self.restarts = self._allowed()
         self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
+
+    def best(self) -> _Candidate:
+        """The cheapest candidate so far (the first of equals: greedy's)."""
+        return min(self.candidates, key=lambda c: c.ns)
 
     def _allowed(self) -> float:
         return search_budget(self.best_ns) if self.fixed is None else max(0.0, self.fixed)
@@ -413,9 +417,9 @@ class _Search:
         if reconfigured:
             # a budget given was paid for by the calls that a longer search serves: part
             # of it goes to depth (larger subtrees), which a first call's share never buys
-            given = self.fixed is not None
-            kept = DEEPEN_SHARE * (self._allowed() - self.spent) if given else 0.0
-            keep_s = kept if self._deepening_fits(kept) else 0.0
+            keep_s = DEEPEN_SHARE * (self._allowed() - self.spent) if self.fixed else 0.0
+            if not self._deepening_fits(keep_s):
+                keep_s = 0.0
             trial = self._reconfigured_trials(trial, keep_s=keep_s)
             if keep_s and self._deepen():
                 self._reconfigured_trials(trial)  # what the larger subtrees left
@@ -461,7 +465,7 @@ class _Search:
         if not lattice_like(self.problem):
             return
         n = len(self.problem.inputs)
-        best = min(self.candidates, key=lambda c: c.ns)
+        best = self.best()
         max_bits = math.log2(max(best.largest, 1)) + BISECTION_SLACK_BITS
         tree = bisection_ssa(self.problem, max_bits)
         if tree is None:
@@ -503,7 +507,7 @@ class _Search:
     def _reconfigure(self) -> bool:
         """Subtree reconfiguration of the best path so far, while the budget lasts and it
         pays back its time (:func:`.trees.reconfigure`); whether it ran."""
-        best = min(self.candidates, key=lambda c: c.ns)
+        best = self.best()
         found = self._reconfigured(best, self._allowed() - self.spent)
         if found is None:
             return False
@@ -564,7 +568,7 @@ class _Search:
             if time.perf_counter() > self.deadline:
                 self.tried.append(f"subtrees of {subtree} and more cut at the safety deadline")
                 return False
-            best = min(self.candidates, key=lambda c: c.ns)
+            best = self.best()
             # priced at nothing: the budget is spent as given, where it still improves
             found = self._reconfigured(best, self._allowed() - self.spent, subtree, 0.0)
             if found is None:
