@@ -243,3 +243,44 @@ def test_a_tight_memory_limit_once_does_not_send_later_backwards_the_full_way(
     expected = torch.autograd.grad(torch.einsum("bij,bjk->bik", a, b), (a, b), cot)
     for x, y in zip(grads, expected):
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "equation, shape, dtype",
+    [
+        ("ijk->i", (3, 4, 5), F64),
+        ("ijk->ki", (3, 4, 5), F64),
+        ("ij->", (3, 4), torch.float32),
+        ("bij->b", (2, 3, 4), torch.complex128),
+    ],
+)
+def test_one_sum_runs_under_torch_s_own_autograd(
+    equation: str, shape: tuple[int, ...], dtype: torch.dtype
+) -> None:
+    """A call that is one ``torch.sum`` gets torch's own graph (no ``EinsumFunction``): the
+    gradient of torch.einsum, a zero-stride view, differentiable again."""
+    x = torch.randn(shape, dtype=dtype, requires_grad=True)
+    ours, theirs = es.einsum(equation, x), torch.einsum(equation, x)
+    assert ours.grad_fn is not None and ours.grad_fn.name() != "EinsumFunctionBackward"
+    cotangent = torch.randn_like(theirs)
+    (grad,) = torch.autograd.grad(ours, [x], cotangent, create_graph=True)
+    assert torch.allclose(grad, torch.autograd.grad(theirs, [x], cotangent)[0])
+    assert 0 in grad.stride()  # the cotangent expanded, not written out
+    if dtype == F64:
+        assert torch.autograd.gradgradcheck(lambda t: es.einsum(equation, t), (x,))
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, dtype",
+    [
+        ("ii->i", [(3, 3)], F64),  # a diagonal view, then the sum: not one torch.sum
+        ("ij->ji", [(2, 3)], F64),
+        ("ij,jk->ik", [(2, 3), (3, 4)], F64),
+        ("ij->i", [(2, 3)], torch.float16),  # accumulated in float32, then cast
+    ],
+)
+def test_other_calls_keep_einstride_s_backward(
+    equation: str, shapes: list[tuple[int, ...]], dtype: torch.dtype
+) -> None:
+    tensors = [torch.ones(s, dtype=dtype, requires_grad=True) for s in shapes]
+    assert es.einsum(equation, *tensors).grad_fn.name() == "EinsumFunctionBackward"

@@ -100,8 +100,11 @@ def _graph(
     tensors: Sequence[Any],
     by_steps_too: bool = True,
 ) -> torch.Tensor:
-    """The result with its graph: one :class:`.autograd.EinsumFunction` for the call, or one
-    per path step (:mod:`.stepwise`)."""
+    """The result with its graph: one :class:`.autograd.EinsumFunction` for the call, one
+    per path step (:mod:`.stepwise`), or torch's own for one ``torch.sum``
+    (:func:`.execute.one_native_sum`)."""
+    if entry.native_sum:
+        return entry.run(tensors, None)
     if by_steps_too and runs_by_steps(entry.plan):
         optimize = own_search(optimize)
 

@@ -39,7 +39,7 @@ from ..numpy.plan import build_plan, class_decisions
 from ..numpy.skeleton import shape_class
 from ..numpy.steps import Plan
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
-from .execute import compile_program
+from .execute import compile_program, one_native_sum
 from .operands import Facts, byte_strides, facts_of
 from .records import (
     MatmulOp,
@@ -76,6 +76,7 @@ class Entry(LazyPlan):
         "integer_products",
         "largest",
         "memo",
+        "native_sum",
         "output_shape",
         "peak",
         "program",
@@ -100,6 +101,7 @@ class Entry(LazyPlan):
         else:
             super().__init__(None, plan)
         self.text, self.program, self.run = text, program, compile_program(program)
+        self.native_sum = one_native_sum(program)  # under autograd: torch's own graph
         self.result, self.output_shape = result, output_shape
         self.largest, self.peak = largest, peak
         self.integer_products = any(
