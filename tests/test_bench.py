@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +321,28 @@ def test_a_slow_cold_contender_sits_out_the_remaining_shapes(
     monkeypatch.setattr(bench_cold, "CONTENDER_SECONDS", 0.0)
     result = run_cold_case(_cold("ij->j", [(3, 4)], "i"), stand_in(), {}, 4)
     assert result.subject.timing is not None and len(result.subject.timing.samples) == 1
+
+
+def test_the_cold_oracle_leaves_numpy_no_parse_of_the_timed_shapes() -> None:
+    """The check's oracle (numpy.einsum(optimize=True) on the same shapes) must not hand
+    the numpy.einsum(optimize) contender the parse of the call it times (NumPy 2.3+ keeps
+    them per equation and shapes)."""
+    parse = getattr(sys.modules["numpy._core.einsumfunc"], "_parse_eq_to_batch_matmul", None)
+    if parse is None or not hasattr(parse, "cache_info"):
+        pytest.skip("this NumPy keeps no parses")
+    hits: list[int] = []
+
+    def probe(case: Case, ops: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            before = parse.cache_info().hits
+            result = np.einsum(case.equation, *ops, optimize=True)
+            hits.append(parse.cache_info().hits - before)
+            return result
+
+        return run
+
+    run_cold_case(_cold("ij,jk->ik", [(3, 4), (4, 5)], "i"), stand_in(), {"probe": probe}, 4)
+    assert hits == [0, 0, 0, 0]
 
 
 def test_cold_case_checks_every_call() -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import random
 import statistics
-import sys
 import time
 import tracemalloc
 import warnings
@@ -35,6 +34,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .case import Operands, Skip
+from .check import forget_numpy_parses
 from .contenders import Engine, opt_einsum, optional_module
 from .networks import Network, random_regular
 from .results import geometric_mean
@@ -214,18 +214,6 @@ def _numpy_greedy(network: Network, ops: Operands) -> Prepared:
                     lambda: np.einsum(equation, *ops, optimize=path))  # fmt: skip
 
 
-def _forget_numpy_parses() -> None:
-    """numpy.einsum (2.3 and later) keeps each pairwise step's parse by its equation and
-    shapes (``_parse_eq_to_batch_matmul``, an LRU cache): forgotten before each fresh call,
-    as einstride's plans are, since a network's first call meets none of them (measured:
-    random-10 of degree 3 contracts in 0.37 ms on the parses of a previous call, 0.68 ms
-    without)."""
-    module = sys.modules.get("numpy._core.einsumfunc") or sys.modules.get("numpy.core.einsumfunc")
-    parse = getattr(module, "_parse_eq_to_batch_matmul", None)
-    if parse is not None and hasattr(parse, "cache_clear"):
-        parse.cache_clear()
-
-
 def _opt_einsum(optimize: str) -> NetworkPeer:
     def search(network: Network, ops: Operands) -> Prepared:
         if optimize == "dp" and network.tensors > DP_MAX_TENSORS:
@@ -267,7 +255,7 @@ def default_network_peers(quick: bool) -> dict[str, NetworkPeer]:
     """numpy.einsum (greedy path), opt_einsum (auto, greedy, random-greedy, dp), and
     torch.einsum and cotengra's HyperOptimizer at each budget when installed."""
     peers = {
-        'numpy.einsum(optimize="greedy")': NetworkPeer(_numpy_greedy, fresh=_forget_numpy_parses)
+        'numpy.einsum(optimize="greedy")': NetworkPeer(_numpy_greedy, fresh=forget_numpy_parses)
     }
     for name in ("auto", "greedy", "random-greedy", "dp"):
         peers[f"opt_einsum {name}"] = _opt_einsum(name)
