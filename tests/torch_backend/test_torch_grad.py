@@ -284,3 +284,14 @@ def test_other_calls_keep_einstride_s_backward(
 ) -> None:
     tensors = [torch.ones(s, dtype=dtype, requires_grad=True) for s in shapes]
     assert es.einsum(equation, *tensors).grad_fn.name() == "EinsumFunctionBackward"
+
+
+@pytest.mark.parametrize("dtype", [torch.complex128, torch.float64])
+def test_a_sum_cast_by_dtype_keeps_einstride_s_backward(dtype: torch.dtype) -> None:
+    """A sum into another dtype (``dtype=``) keeps the Function: torch's own sum of a real
+    operand into complex has no backward to the operand, einstride's gives its real part."""
+    x = torch.randn(3, 4, dtype=torch.float32, requires_grad=True)
+    y = es.einsum("ij->i", x, dtype=dtype)
+    assert y.dtype == dtype and y.grad_fn.name() == "EinsumFunctionBackward"
+    (grad,) = torch.autograd.grad(y.real.sum(), [x])
+    assert grad.dtype == torch.float32 and bool((grad == 1).all())
