@@ -323,13 +323,32 @@ def test_a_slow_cold_contender_sits_out_the_remaining_shapes(
     assert result.subject.timing is not None and len(result.subject.timing.samples) == 1
 
 
-def test_the_cold_oracle_leaves_numpy_no_parse_of_the_timed_shapes() -> None:
-    """The check's oracle (numpy.einsum(optimize=True) on the same shapes) must not hand
-    the numpy.einsum(optimize) contender the parse of the call it times (NumPy 2.3+ keeps
-    them per equation and shapes)."""
-    parse = getattr(sys.modules["numpy._core.einsumfunc"], "_parse_eq_to_batch_matmul", None)
+def _numpy_parse() -> Any:
+    """numpy.einsum's cache of parses (NumPy 2.3+), else skip the test."""
+    module = sys.modules.get("numpy._core.einsumfunc")
+    parse = getattr(module, "_parse_eq_to_batch_matmul", None)
     if parse is None or not hasattr(parse, "cache_info"):
         pytest.skip("this NumPy keeps no parses")
+    return parse
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, expected",
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)], [0, 0, 0, 0]),
+        # its step jk,kl keeps its shapes: numpy reuses its own parse of it, as a user's
+        # next call would; the oracle's never (the growing step's)
+        ("ij,jk,kl->il", [(4, 5), (5, 5), (5, 2)], [0, 1, 1, 1]),
+    ],
+)
+def test_the_cold_oracle_leaves_numpy_no_parse_of_the_timed_shapes(
+    equation: str, shapes: list[tuple[int, ...]], expected: list[int]
+) -> None:
+    """The check's oracle (numpy.einsum(optimize=True) on the same shapes) must not hand
+    the numpy.einsum(optimize) contender the parse of the call it times (NumPy 2.3+ keeps
+    them per equation and shapes), nor take away the ones its own calls made."""
+    parse = _numpy_parse()
+    parse.cache_clear()
     hits: list[int] = []
 
     def probe(case: Case, ops: Any) -> Callable[[], Any]:
@@ -341,8 +360,17 @@ def test_the_cold_oracle_leaves_numpy_no_parse_of_the_timed_shapes() -> None:
 
         return run
 
-    run_cold_case(_cold("ij,jk->ik", [(3, 4), (4, 5)], "i"), stand_in(), {"probe": probe}, 4)
-    assert hits == [0, 0, 0, 0]
+    run_cold_case(_cold(equation, shapes, "i"), stand_in(), {"probe": probe}, 4)
+    assert hits == expected
+
+
+def test_the_oracle_adds_nothing_to_numpy_s_parses() -> None:
+    parse = _numpy_parse()
+    before = parse.cache_info().currsize
+    oracle("ij,jk,kl->il", (np.ones((7, 3)), np.ones((3, 4)), np.ones((4, 2))))
+    assert parse.cache_info().currsize == before
+    module = sys.modules["numpy._core.einsumfunc"]
+    assert module._parse_eq_to_batch_matmul is parse  # the cache is back in place
 
 
 def test_cold_case_checks_every_call() -> None:

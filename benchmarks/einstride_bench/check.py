@@ -15,7 +15,9 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -45,32 +47,55 @@ def tolerance(dtype: np.dtype[Any]) -> float:
 
 
 def oracle(equation: str, ops: Operands) -> NDArray[Any]:
-    """``numpy.einsum`` on widened copies: float64, or complex128 for complex operands."""
+    """``numpy.einsum`` on widened copies: float64, or complex128 for complex operands;
+    NumPy's cache of parses left as it was (:func:`_parses_uncached`)."""
     complex_input = any(op.dtype.kind == "c" for op in ops)
     widest = np.complex128 if complex_input else np.float64
     wide = [op.astype(widest) if op.dtype.kind in "fcV" else op for op in ops]
-    return np.asarray(np.einsum(equation, *wide, optimize=True))
+    with _parses_uncached():
+        return np.asarray(np.einsum(equation, *wide, optimize=True))
+
+
+def _einsumfunc() -> Any:
+    """NumPy's einsum module (``numpy._core`` from 2.0, ``numpy.core`` before)."""
+    return sys.modules.get("numpy._core.einsumfunc") or sys.modules.get("numpy.core.einsumfunc")
 
 
 def forget_numpy_parses() -> None:
     """Forget numpy.einsum's parses of pairwise steps: since 2.3 it keeps each one by its
-    equation and shapes (``_parse_eq_to_batch_matmul``, an LRU cache), which a first call
-    of new shapes meets none of.  The networks' fresh calls forget them, as einstride's
-    plans are (measured: random-10 of degree 3 contracts in 0.37 ms on the parses of a
-    previous call, 0.68 ms without); so does the cold section after its oracle, which is
-    ``numpy.einsum(optimize=True)`` on the same shapes: it would otherwise hand that
-    contender the parse of the very call it times.
+    equation and shapes (``_parse_eq_to_batch_matmul``, an LRU cache), which a network's
+    first call meets none of; its fresh calls forget them, as einstride's plans are
+    (measured: random-10 of degree 3 contracts in 0.37 ms on the parses of a previous
+    call, 0.68 ms without).
 
     >>> _ = np.einsum("ij,jk,kl->il", *[np.ones((2, 2))] * 3, optimize=True)
     >>> forget_numpy_parses()
-    >>> parse = getattr(sys.modules["numpy._core.einsumfunc"], "_parse_eq_to_batch_matmul", None)
+    >>> parse = getattr(_einsumfunc(), "_parse_eq_to_batch_matmul", None)
     >>> parse is None or parse.cache_info().currsize == 0
     True
     """
-    module = sys.modules.get("numpy._core.einsumfunc") or sys.modules.get("numpy.core.einsumfunc")
-    parse = getattr(module, "_parse_eq_to_batch_matmul", None)
+    parse = getattr(_einsumfunc(), "_parse_eq_to_batch_matmul", None)
     if parse is not None and hasattr(parse, "cache_clear"):
         parse.cache_clear()
+
+
+@contextlib.contextmanager
+def _parses_uncached() -> Iterator[None]:
+    """numpy.einsum without its cache of parses (the function behind it, swapped in): the
+    oracle's computation of shapes about to be timed leaves the numpy.einsum(optimize)
+    contender no parse of them, and keeps the ones its own earlier calls made (a step of
+    a chain whose shapes do not grow: those a user's next call would reuse too)."""
+    module = _einsumfunc()
+    cached = getattr(module, "_parse_eq_to_batch_matmul", None)
+    plain = getattr(cached, "__wrapped__", None)
+    if plain is None:
+        yield
+        return
+    module._parse_eq_to_batch_matmul = plain
+    try:
+        yield
+    finally:
+        module._parse_eq_to_batch_matmul = cached
 
 
 def as_ndarray(result: object) -> NDArray[Any]:

@@ -4,8 +4,8 @@ Users of ML layers call einsum with a sequence length or a batch that changes fr
 to call; a plan cache never hits there. Each case is called on ``calls`` new shapes (one
 label grows by one each call), each contender once per shape in a new random order, and
 every call is timed on its own and its result checked against NumPy before the next (the
-check's oracle is computed first, and numpy.einsum's parses of those shapes forgotten:
-:func:`.check.forget_numpy_parses`). The
+check's oracle, computed first, leaves numpy.einsum's cache of parses as it was:
+:func:`.check.oracle`). The
 reported time is the median over the shapes (a contender slower than
 :data:`CONTENDER_SECONDS` per case in all is timed on the shapes it reached by then).
 
@@ -34,7 +34,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .case import Array, Case, Operands, Prepare, Skip, Target, dense
-from .check import forget_numpy_parses, mismatch, oracle
+from .check import mismatch, oracle
 from .contenders import Engine
 from .machine import CpuClock, background_cores
 from .results import CaseResult, Entry
@@ -245,7 +245,6 @@ def run_cold_case(
     for ops in cold.variants(calls):
         first, last = first or ops, ops
         expected = _expected(case, ops)
-        forget_numpy_parses()  # the oracle's: the numpy.einsum(optimize) contender's call
         for name, _, prepare in order.sample(chosen, len(chosen)):
             if name in problems or sum(samples[name]) > CONTENDER_SECONDS:
                 continue

@@ -232,8 +232,8 @@ _READING = """## How to read this
 - **Cold calls**: every call on a new shape (the issue-14 cases and the suite's einsum
   cases, a label growing by one per call), so no plan cache ever hits; each call timed
   alone, contenders in a new random order per shape, every result checked; the median.
-  The check's oracle is numpy.einsum(optimize=True) on the same shapes: numpy's own
-  per-shape parses of its steps, which it keeps, are forgotten before the contenders.
+  The check's oracle is numpy.einsum(optimize=True) on the same shapes, run without
+  numpy's own cache of per-shape parses: it leaves the contenders none of those shapes.
 - **Tensor networks**: one fresh call per network and contender (repeated while fast,
   median), split into the path search and the contraction along the path found.
 - Reproduce: `make bench` (full, rewrites this file) or `make bench-quick` (smaller sizes);
