@@ -4,7 +4,7 @@
 A call runs the cached plan for its operands' layouts over torch views; when an operand
 requires grad (and grad mode is on) it runs inside :class:`.autograd.EinsumFunction`, so the
 result carries a graph whose backward is einstride too (an n-ary call one path step at a
-time, see :mod:`.stepwise`); a call that is one ``torch.sum`` of an operand of the result's
+time, see :mod:`.stepwise`); a call that is one ``torch.sum`` of an operand in its own
 dtype runs under torch's own autograd (:func:`.execute.one_native_sum`).
 
 >>> import torch
@@ -102,10 +102,9 @@ def _graph(
     by_steps_too: bool = True,
 ) -> torch.Tensor:
     """The result with its graph: one :class:`.autograd.EinsumFunction` for the call, one
-    per path step (:mod:`.stepwise`), or torch's own for one ``torch.sum`` of an operand of
-    the result's dtype (:func:`.execute.one_native_sum`)."""
-    if entry.native_sum and tensors[0].dtype == entry.result:
-        # no cast: torch's sum of a real operand into complex has no backward to it
+    per path step (:mod:`.stepwise`), or torch's own for one ``torch.sum`` of an operand in
+    its own dtype (:func:`.execute.one_native_sum`)."""
+    if entry.native_sum:
         return entry.run(tensors, None)
     if by_steps_too and runs_by_steps(entry.plan):
         optimize = own_search(optimize)

@@ -75,15 +75,15 @@ def _general(program: TorchProgram) -> Run:
     return run
 
 
-def one_native_sum(program: TorchProgram) -> bool:
-    """Whether ``program`` is one ``torch.sum`` of its one operand, returned as it is (or
-    permuted): torch's own autograd differentiates that as it does ``torch.einsum``'s
-    (``SumBackward``: the cotangent expanded, a view), so under autograd it runs without
-    an :class:`~.autograd.EinsumFunction` around it (whose Python and graph node cost
-    ~0.1 ms a call: 1.91 against 1.72 ms for ``ijk->i`` on 256 x 256 x 128 float64,
-    forward and backward), where the operand has the result's dtype (the backend checks:
-    a cast by ``dtype=`` keeps the Function, whose backward also takes a real operand's
-    gradient from a complex result, which torch's sum has none for).
+def one_native_sum(program: TorchProgram, operand: np.dtype[Any]) -> bool:
+    """Whether ``program`` is one ``torch.sum`` of its one operand (of dtype ``operand``)
+    in that dtype, returned as it is (or permuted): torch's own autograd differentiates
+    that as it does ``torch.einsum``'s (``SumBackward``: the cotangent expanded, a view),
+    so under autograd it runs without an :class:`~.autograd.EinsumFunction` around it
+    (whose Python and graph node cost ~0.1 ms a call: 1.91 against 1.72 ms for ``ijk->i``
+    on 256 x 256 x 128 float64, forward and backward).  A sum into another dtype
+    (``dtype=``) keeps the Function, whose backward also takes a real operand's gradient
+    from a complex result, which torch's sum has none for.
 
     >>> import einstride as es
     >>> x, m = torch.ones(2, 3, 4, requires_grad=True), torch.ones(3, 3, requires_grad=True)
@@ -91,9 +91,14 @@ def one_native_sum(program: TorchProgram) -> bool:
     ('PermuteBackward0', 'EinsumFunctionBackward')
     """
     match program.steps:
-        case (ReduceOp(src=0, to=StepOutput(write=Write.RETURN, dst=dst)),):
+        case (ReduceOp(src=0, dtype=dtype, to=StepOutput(write=Write.RETURN, dst=dst)),):
             output = program.output
-            return program.n_inputs == 1 and output.create == "none" and output.result == dst
+            return (
+                program.n_inputs == 1
+                and dtype == operand
+                and output.create == "none"
+                and output.result == dst
+            )
         case _:
             return False
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,8 @@ class Entry(LazyPlan):
     builds it when first read), its torch program and compiled ``run``, the torch result
     dtype, the output shape, the largest single allocation, the peak (the most bytes its
     allocations hold at once), whether a matrix product runs in an integer (or bool) dtype,
-    and ``memo``: what later calls on it reuse (the step-by-step equations of
+    whether it is one sum that torch's own autograd differentiates (``native_sum``), and
+    ``memo``: what later calls on it reuse (the step-by-step equations of
     :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
 
     __slots__ = (
@@ -91,6 +92,7 @@ class Entry(LazyPlan):
         text: str,
         plan: Plan | Callable[[], Plan],
         program: TorchProgram,
+        operands: Sequence[np.dtype[Any]],
         result: torch.dtype,
         output_shape: tuple[int, ...],
         largest: int,
@@ -101,7 +103,7 @@ class Entry(LazyPlan):
         else:
             super().__init__(None, plan)
         self.text, self.program, self.run = text, program, compile_program(program)
-        self.native_sum = one_native_sum(program)  # under autograd: torch's own graph
+        self.native_sum = one_native_sum(program, operands[0])  # autograd: torch's own
         self.result, self.output_shape = result, output_shape
         self.largest, self.peak = largest, peak
         self.integer_products = any(
@@ -159,6 +161,7 @@ def make_entry(
         text=call.spec.text,
         plan=plan,
         program=translate(plan),
+        operands=call.dtypes,
         result=call.result,
         output_shape=call.spec.output_shape,
         largest=largest_bytes(plan),
@@ -241,6 +244,7 @@ def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry |
         text=call.spec.text,
         plan=functools.partial(call.plan, optimize, options),
         program=program,
+        operands=call.dtypes,
         result=call.result,
         output_shape=call.spec.output_shape,
         largest=largest,
