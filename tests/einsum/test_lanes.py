@@ -66,6 +66,76 @@ def test_the_lane_gives_what_the_plan_gives(case: tuple[str, np.ndarray]) -> Non
         assert got.flags.writeable == planned.flags.writeable
 
 
+@st.composite
+def expansion_cases(draw: Any) -> tuple[str, np.ndarray]:
+    """A one-operand expansion that sums nothing (each label once in the operand, at least
+    one repeated in the output, in any order) and an operand of any layout and lane dtype."""
+    term = "".join(draw(st.permutations("abc"))[: draw(st.integers(1, 3))])
+    repeats = draw(st.lists(st.sampled_from(term), min_size=1, max_size=3))
+    out = "".join(draw(st.permutations(term + "".join(repeats))))
+    sizes = {x: draw(st.integers(1, 4)) for x in term}
+    dtype = draw(st.sampled_from(["float64", "float32", "complex128", "complex64"]))
+    shape = tuple(sizes[x] for x in term)
+    return f"{term}->{out}", np.asarray(draw(layouts(shape, dtype)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(expansion_cases())
+def test_the_expansion_lane_gives_exactly_what_the_plan_gives(
+    case: tuple[str, np.ndarray],
+) -> None:
+    equation, a = case
+    before = plan_cache_info().lanes
+    got = es.einsum(equation, a)
+    assert plan_cache_info().lanes == before + 1
+    planned = es.einsum(equation, a, **PLANNED)
+    assert type(got) is np.ndarray and got.dtype == planned.dtype
+    np.testing.assert_array_equal(got, planned)
+    assert got.flags.c_contiguous and got.flags.writeable and not np.shares_memory(got, a)
+    term, out = equation.split("->")
+    for index in np.ndindex(got.shape):  # the brute-force oracle: NumPy cannot expand
+        at = {}
+        agree = all(at.setdefault(label, i) == i for label, i in zip(out, index, strict=True))
+        assert got[index] == (a[tuple(at[label] for label in term)] if agree else 0)
+
+
+@pytest.mark.parametrize(
+    ("equation", "operand"),
+    [
+        ("ij->iij", np.ones((0, 3))),  # an empty result: the plan's
+        ("ij->iij", np.ones((3, 2), np.int64)),  # another dtype
+        ("ij->iij", np.ones((2, 3, 4))),  # another rank: the planned error
+        ("i->ii", np.ones(3, np.float16)),  # computed in float32 by the plan
+    ],
+)
+def test_expansions_the_lane_does_not_fit_are_planned(equation: str, operand: np.ndarray) -> None:
+    lanes = plan_cache_info().lanes
+    if operand.ndim == len(equation.split("->")[0]):
+        assert es.einsum(equation, operand).dtype == operand.dtype
+    else:
+        with pytest.raises(es.EinsumError, match=r"rank|dimension"):
+            es.einsum(equation, operand)
+    assert plan_cache_info().lanes == lanes
+    assert lane_for(equation)((operand,), dry=True) is None
+
+
+def test_an_expansion_within_the_memory_limit_takes_the_lane_and_one_past_it_is_planned() -> None:
+    a = np.ones((10, 4))  # 'ij->iij': a result of 3,200 bytes
+    before = set_memory_limit(3200)
+    try:
+        lanes = plan_cache_info().lanes
+        assert es.einsum("ij->iij", a).shape == (10, 10, 4)
+        assert plan_cache_info().lanes == lanes + 1
+        set_memory_limit(3199)
+        with pytest.raises(es.EinsumError, match="memory limit"):
+            es.einsum("ij->iij", a)
+        assert plan_cache_info().lanes == lanes + 1
+        assert lane_for("ij->iij")((a,), dry=True) is None
+    finally:
+        set_memory_limit(before)
+    assert "diagonal view" in es.explain("ij->iij", a).splitlines()[1]
+
+
 def test_a_diagonal_is_a_writeable_view_as_numpy_gives_it() -> None:
     a = np.arange(9.0).reshape(3, 3)
     for got in (es.einsum("ii->i", a), es.einsum("ii->i", a, **PLANNED)):
@@ -167,7 +237,10 @@ def test_the_last_call_test_hands_what_it_does_not_fit_to_the_lane_and_the_plann
         ("ij,ji->ij", True),  # nothing contracted, no free label: a Hadamard product
         ("i,i->ii", False),  # a repeated output label: an expansion
         ("i,i->", True),
-        ("i->ii", False),  # an expansion
+        ("i->ii", True),  # an expansion: zeros and a copy into their diagonal
+        ("ij->iji", True),
+        ("ii->iii", False),  # an expansion of a diagonal
+        ("ij->ii", False),  # an expansion that sums j
         ("...ii->...i", False),  # '...'
         ("bsi,oi->bso", True),  # two left-free labels, merged by a reshape (a view)
         ("abc,cbd->ad", False),  # contracted labels in two orders: merging would copy

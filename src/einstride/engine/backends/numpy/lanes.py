@@ -9,6 +9,9 @@ shape and every strides it fits, what the planned way runs:
   kernel is NumPy's sum-of-products loop, and a transpose.  Unless the reduction would be
   split across threads, that loop run over the operand itself (NumPy takes the diagonals as
   views first) is the plan in one call.
+* one operand expanded (output labels repeat, nothing summed, the operand's labels
+  distinct): a plan is zeros of the result, NumPy's diagonal view of them and one copy of
+  the operand into it, which the lane runs as they are, within the memory limit.
 * two operands of the matmul form (no label summed inside one operand, a contracted label,
   batch labels shared): a plan is one batched matmul over views, which ``numpy.matmul``
   over the transposed operands is (a kind of several labels merged by a reshape, only
@@ -36,7 +39,10 @@ True
 >>> lane_for("i,j->ij")((np.ones(2), np.arange(3.0)))            # an outer product
 array([[0., 1., 2.],
        [0., 1., 2.]])
->>> lane_for("i->ii") is NO_LANE                                  # an expansion: planned
+>>> lane_for("i->ii")((np.arange(1.0, 3.0),))                     # an expansion
+array([[1., 0.],
+       [0., 2.]])
+>>> lane_for("ii->iii") is NO_LANE                 # an expansion of a diagonal: planned
 True
 """
 
@@ -51,6 +57,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from .... import memory as _memory
+from ....tensors import MAX_NDARRAY_RANK
 from ...spec.equation import Equation, parse_subscripts
 from ...spec.matmul import (
     Groups,
@@ -101,6 +108,8 @@ _ndarray = np.ndarray
 _matmul = np.matmul
 _multiply = np.multiply
 _empty = np.empty
+_zeros = np.zeros
+_copyto = np.copyto
 
 
 def _no_lane(operands: tuple[Any, ...], dry: bool = False) -> Any:
@@ -172,7 +181,11 @@ _NEVER = 1 << 126
 
 
 def _compile(equation: Equation, bounds: _Bounds) -> Lane:
-    if equation.has_ellipsis or len(set(equation.output)) != len(equation.output):
+    if equation.has_ellipsis:
+        return NO_LANE
+    if len(set(equation.output)) != len(equation.output):
+        if len(equation.terms) == 1:
+            return _expand_lane(equation.terms[0], equation.output, bounds)
         return NO_LANE
     if len(equation.terms) == 1:
         native = equation.explicit and _ASCII_EQUATION.fullmatch(equation.text) is not None
@@ -317,6 +330,50 @@ def _combos(shape: tuple[int, ...], distinct: tuple[int, ...]) -> int:
     for ax in distinct:
         combos *= shape[ax]
     return combos
+
+
+def _expand_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds) -> Lane:
+    """An expansion that sums nothing (output labels repeat: ``i->ii``, ``ij->iij``, a
+    gradient's diagonal) of an operand whose labels are distinct: what the plan runs, zeros
+    of the result's shape, NumPy's diagonal view of them (each output label one axis, in
+    the order of first appearance) and one copy of the operand, transposed, into that view.
+    The plan allocates nothing else (its copy step writes through the view), so the result's
+    bytes within the memory limit is its whole test; an empty result is the plan's."""
+    if len(set(term)) != len(term) or set(term) != set(output):
+        return NO_LANE
+    if max(output) >= len(EINSUM_LETTERS) or len(output) > MAX_NDARRAY_RANK:
+        return NO_LANE  # (past NumPy's rank: the plan's error)
+    labels = tuple(dict.fromkeys(output))
+    view = "".join(EINSUM_LETTERS[lab] for lab in output) + "->"
+    view += "".join(EINSUM_LETTERS[lab] for lab in labels)
+    perm = tuple(term.index(lab) for lab in labels)
+    moved = None if perm == tuple(range(len(term))) else perm
+    axes = tuple(term.index(lab) for lab in output)  # the result's shape, from the operand's
+    rank, limit = len(term), bounds.moved
+
+    def expand(operands: tuple[Any, ...], dry: bool = False) -> Any:
+        if len(operands) != 1:
+            return None
+        a = operands[0]
+        if type(a) is not _ndarray or a.ndim != rank or a.dtype not in _LANE_DTYPES:
+            return None
+        sizes = a.shape
+        shape = tuple([sizes[ax] for ax in axes])
+        elements = math.prod(shape)
+        if not elements or elements * a.itemsize > limit:
+            return None
+        if dry:
+            return (
+                f"zeros of the result ({elements:,} elements) and one copy of the operand "
+                "into NumPy's diagonal view of them"
+            )
+        next(_answered)
+        out = _zeros(shape, a.dtype)
+        source = a if moved is None else a.transpose(moved)
+        _copyto(sum_of_products(view, out), source, casting="unsafe")
+        return out
+
+    return expand
 
 
 # NumPy raises ValueError for another rank, or sizes of one label that disagree: the checks
