@@ -117,7 +117,8 @@ def _no_lane(operands: tuple[Any, ...], dry: bool = False) -> Any:
 
 
 NO_LANE: Lane = _no_lane
-"""The lane of an equation that has none (an expansion, ``...``, three operands, ...)."""
+"""The lane of an equation that has none (an expansion of a diagonal, ``...``, three
+operands, ...)."""
 
 LANES: dict[str, Lane] = {}
 """Each equation string's lane (read directly by the hot path)."""
@@ -333,8 +334,9 @@ def _combos(shape: tuple[int, ...], distinct: tuple[int, ...]) -> int:
 
 
 def _expand_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds) -> Lane:
-    """An expansion that sums nothing (output labels repeat: ``i->ii``, ``ij->iij``, a
-    gradient's diagonal) of an operand whose labels are distinct: what the plan runs, zeros
+    """An expansion that sums nothing (output labels repeat: ``i->ii``, ``ij->iij``, as a
+    hand-written backward pass has them) of an operand whose labels are distinct: what the
+    plan runs, zeros
     of the result's shape, NumPy's diagonal view of them (each output label one axis, in
     the order of first appearance) and one copy of the operand, transposed, into that view.
     The plan allocates nothing else (its copy step writes through the view), so the result's
