@@ -50,7 +50,7 @@ from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 from .bisection import LEAF, bisection_ssa, lattice_like
 from .costmodel import Problem
 from .greedy import greedy_ssa
-from .trees import optimal_pairs, optimal_tree, reconfigure, tree_to_path
+from .trees import optimal_tree, reconfigure, subtree_work, tree_to_path
 
 __all__ = [
     "MAX_BUDGET_S",
@@ -288,7 +288,7 @@ def cheapest_finder_s(n: int) -> float:
 def _cheapest_reconfiguration_s(n: int, subtree: int = RECONF_SUBTREE) -> float:
     """The least budget in which a reconfiguration runs on ``n`` operands (the pair costs
     of :data:`RECONF_MIN_SUBTREES` subtrees, plus building the tree and rating its path)."""
-    return (RECONF_MIN_SUBTREES * optimal_pairs(subtree) + 3 * n) * RECONF_S_PER_PAIR
+    return (RECONF_MIN_SUBTREES * subtree_work(subtree) + 3 * n) * RECONF_S_PER_PAIR
 
 
 def _bisection_probe_s(n: int) -> float:
