@@ -553,10 +553,11 @@ class _Search:
         """The best path reconfigured again with larger subtrees, five branches up to
         :data:`DEEPEST_SUBTREE`, in turn, while the budget given lasts: a subtree of four
         re-solves three products at a time, and a path it cannot improve may still hide
-        a cheaper order of seven or eight operands (a subtree of seven costs 966 pair
-        costs, 39x one of four).  Measured on the benchmark's networks, searches of 2 s
-        with and without (half the budget left after the restarts kept for this): the
-        estimates 0.84x (the closed 8 x 8 grid of bond 3, 6.3e6 -> 4.5e6 FLOPs, 0.89 ->
+        a cheaper order of seven or eight operands (a subtree of seven costs 120 pair
+        costs' work over arrays, :func:`.trees.subtree_work`, 5x one of four).  Measured
+        on the benchmark's networks, searches of 2 s with and without (half the budget
+        left after the restarts kept for this), before the arrays: the estimates 0.84x
+        (the closed 8 x 8 grid of bond 3, 6.3e6 -> 4.5e6 FLOPs, 0.89 ->
         0.74 ms a call), 0.78x (the 8 x 8 PEPS norm, 5.4 -> 5.1 ms), 0.85x (random
         100-tensor, 51 -> 37 ms), 0.82x (an MPS sandwich), 0.84x (random 60-tensor of
         bonds 2-8); on 48 random regular networks of 60 and 100 tensors, budgets of 0.25-2

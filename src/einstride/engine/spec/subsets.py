@@ -77,6 +77,8 @@ def optimal_tree_arrays(
     labels = _subset_labels(local.inputs, n)
     everything = np.arange(1 << n)
     kept = labels & (np.uint64(local.output) | labels[everything ^ ((1 << n) - 1)])
+    for k, mask in enumerate(local.inputs):  # an input as it is: its own labels summed first
+        kept[1 << k] = mask
     splits = _splits(n)
     pair_ns = local.pair_ns(kept[splits.parts], kept[splits.others], kept[splits.subsets])
     choice = _cheapest_splits(splits, pair_ns, n)
@@ -90,10 +92,11 @@ class _Local:
 
     def __init__(self, inputs: list[int], output: int, sizes: list[int]) -> None:
         self.inputs, self.output = inputs, output
-        self.size_tables = [
-            np.prod(np.where(_BYTE_BITS[:, : len(chunk)], np.array(chunk, float), 1.0), axis=1)
-            for chunk in (sizes[start : start + 8] for start in range(0, max(len(sizes), 1), 8))
-        ]
+        with np.errstate(over="ignore"):  # a product past float's range no set reaches
+            self.size_tables = [
+                np.prod(np.where(_BYTE_BITS[:, : len(chunk)], np.array(chunk, float), 1.0), axis=1)
+                for chunk in (sizes[start : start + 8] for start in range(0, max(len(sizes), 1), 8))
+            ]
 
     @classmethod
     def of(cls, problem: Problem, inputs: Sequence[int], output: int) -> _Local | None:

@@ -37,6 +37,7 @@ __all__ = [
     "optimal_tree",
     "optimal_tree_loop",
     "reconfigure",
+    "solved_exactly",
     "subtree_work",
     "tree_to_path",
 ]
@@ -71,11 +72,17 @@ def optimal_tree(problem: Problem, inputs: Sequence[int], output: int) -> Optima
     >>> optimal_tree(chain, chain.inputs, chain.output)[1:]
     (400000, 10000, (0, (1, 2)))
     """
+    return solved_exactly(problem, inputs, output)[0]
+
+
+def solved_exactly(problem: Problem, inputs: Sequence[int], output: int) -> tuple[OptimalTree, int]:
+    """:func:`optimal_tree` and its work in pair costs of the loop: :func:`subtree_work`
+    over arrays, :func:`optimal_pairs` in the loop (a subtree of more than 64 labels)."""
     if len(inputs) >= ARRAYS_FROM:
         found = optimal_tree_arrays(problem, inputs, output)
         if found is not None:
-            return found
-    return optimal_tree_loop(problem, inputs, output)
+            return found, subtree_work(len(inputs))
+    return optimal_tree_loop(problem, inputs, output), optimal_pairs(len(inputs))
 
 
 def optimal_tree_loop(problem: Problem, inputs: Sequence[int], output: int) -> OptimalTree:
@@ -119,7 +126,8 @@ def subtree_work(k: int) -> int:
     loop (the unit reconfiguration is budgeted in): :func:`optimal_pairs` below
     :data:`ARRAYS_FROM`, from there the arrays' (measured, warm: 0.15-0.2 ms fixed, 0.51 ms
     for the 3,025 pair costs of eight branches, 1.8 ms for nine, where the loop takes
-    2.5 µs a pair cost; the rare subtree of more than 64 labels runs the loop unpriced).
+    2.5 µs a pair cost; a subtree of more than 64 labels runs the loop, and
+    :func:`solved_exactly` counts its pair costs).
 
     >>> [subtree_work(k) for k in (4, 5, 6, 7, 8, 9)]
     [25, 90, 78, 120, 249, 643]
@@ -157,9 +165,10 @@ def reconfigure(
     problem: Problem, path: Path, *, subtree: int, max_pairs: int, pair_ns: float = 0.0
 ) -> tuple[Path, int]:
     """``path`` with its subtrees of up to ``subtree`` branches re-solved exactly under the
-    cost model, the most expensive first, sweep after sweep while one improves and the pair
-    costs spent stay under ``max_pairs``; returns the path and the pair costs spent.  A
-    path that is not a sequence of pairwise contractions comes back as it is.
+    cost model, the most expensive first, sweep after sweep while one improves and the work
+    spent stays under ``max_pairs``; returns the path and the work spent, both in pair costs
+    of the Python loop (:func:`subtree_work`: a larger subtree over arrays costs fewer than
+    it prices).  A path that is not a sequence of pairwise contractions comes back as it is.
 
     With ``pair_ns`` (what one pair cost takes to compute) it stops as soon as the last
     :data:`PAYBACK_WINDOW` pair costs saved less time than they took (the products left are
@@ -234,7 +243,8 @@ class _Tree:
 
     def resolve(self, top: int, k: int, floor: float) -> tuple[int, float]:
         """Re-solve the subtree of up to ``k`` branches below ``top`` (taken breadth first,
-        which gives balanced subtrees); returns the pair costs spent and the ns saved."""
+        which gives balanced subtrees); returns the work spent (:func:`solved_exactly`)
+        and the ns saved."""
         n = len(self.problem.inputs)
         queue, branches, products = [self.left[top], self.right[top]], list[int](), [top]
         while queue and len(queue) + len(branches) < k:
@@ -248,11 +258,11 @@ class _Tree:
         current = sum(self.cost[node] for node in products)
         if len(branches) < 3 or current <= max(floor, len(products) * STEP_NS * 1.0001):
             return 0, 0.0  # too cheap to gain anything, or every product a fixed cost
-        ns, _, _, tree = optimal_tree(
+        (ns, _, _, tree), work = solved_exactly(
             self.problem, [self.result[b] for b in branches], self.result[top]
         )
         if ns >= current * (1 - 1e-9):
-            return subtree_work(len(branches)), 0.0
+            return work, 0.0
         free = [node for node in products if node != top]
 
         def place(sub: Any, node: int) -> int:
@@ -264,7 +274,7 @@ class _Tree:
 
         place(tree, top)
         self._update(top, branches)
-        return subtree_work(len(branches)), current - ns
+        return work, current - ns
 
     def path(self) -> Path:
         """The tree as NumPy's path format (each product after both of its operands)."""
