@@ -88,7 +88,8 @@ def optimal_tree_arrays(
 
 class _Local:
     """The subtree's labels renumbered from bit 0: its masks as words, and per byte of a
-    word the sizes (products of label sizes) and label counts of all 256 values."""
+    word the sizes (products of label sizes) of all 256 values (their label counts are
+    the same for every byte: :data:`_BYTE_COUNTS`)."""
 
     def __init__(self, inputs: list[int], output: int, sizes: list[int]) -> None:
         self.inputs, self.output = inputs, output
@@ -175,10 +176,12 @@ def _subset_labels(inputs: list[int], n: int) -> Words:
 
 
 class _Splits:
-    """Every split of every subset of two or more of ``n`` inputs, by subset size: the
-    subsets of each size (increasing), and per subset its parts holding its first input
-    (decreasing: the Python loop's order) and their complements, as ``(subsets, splits)``
-    arrays concatenated over the sizes (``rows``: each size's slice of ``subsets``)."""
+    """Every split of every subset of two or more of ``n`` inputs, by subset size:
+    ``sizes`` (each size with its number of subsets), ``subset_list`` (the subsets of each
+    size, increasing), and one entry per split in ``parts`` (the parts holding the subset's
+    first input, decreasing: the Python loop's order), ``others`` (their complements) and
+    ``subsets`` (whose split), concatenated over the sizes: each size's splits reshape to
+    ``(subsets of that size, 2**(size-1) - 1)``."""
 
     def __init__(self, n: int) -> None:
         subsets, parts, sizes = [], [], []
