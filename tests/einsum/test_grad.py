@@ -286,6 +286,40 @@ def test_sublist_form_and_explicit_forward_paths() -> None:
         es.einsum_vjp([[0, 1]], (a, b), cot)
 
 
+@pytest.mark.parametrize(
+    ("eq", "shapes", "lanes"),
+    [
+        ("bij,bjk->bik", [(2, 5, 3), (2, 3, 4)], 2),  # two small matmul-form products
+        ("ii->i", [(4, 4)], 1),  # an expansion: i->ii
+        ("ij->", [(2, 3)], 0),  # a fill operand: three operands, planned
+    ],
+)
+def test_backward_einsums_take_the_lanes_as_the_forward_ones_do(
+    eq: str, shapes: list[tuple[int, ...]], lanes: int
+) -> None:
+    from einstride.engine.backends.numpy.cache import plan_cache_info
+
+    rng = np.random.default_rng(7)
+    ops = [rng.standard_normal(s) for s in shapes]
+    cot = rng.standard_normal(np.shape(es.einsum(eq, *ops)))
+    before = plan_cache_info().lanes
+    grads = es.einsum_vjp(eq, ops, cot)
+    assert plan_cache_info().lanes == before + lanes
+    planned = es.einsum_vjp(eq, ops, cot, optimize="greedy")  # a named finder: planned
+    assert plan_cache_info().lanes == before + lanes
+    for got, want in zip(grads, planned):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def test_labels_past_the_letters_take_the_sublist_form() -> None:
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
+    cot = np.ones((2, 4))
+    by_letters = es.einsum_vjp(([0, 1], [1, 2], [0, 2]), (a, b), cot)
+    by_large = es.einsum_vjp(([100, 61], [61, 90], [100, 90]), (a, b), cot)
+    for x, y in zip(by_letters, by_large):
+        np.testing.assert_array_equal(x, y)
+
+
 def test_a_list_as_a_sublist_label_is_an_einsum_type_error() -> None:
     with pytest.raises(es.EinsumTypeError, match=r"\[1\] at index 1"):
         es.einsum_vjp([[0, [1]]], (np.ones((2, 2)),), np.ones(2))
