@@ -36,6 +36,7 @@ from .skeleton import ShapeClass, c_order_class, dense_class, shape_class
 from .steps import Plan
 
 __all__ = [
+    "PROMOTE_AT",
     "Entry",
     "LazyPlan",
     "Renewal",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 RACE_RUNS = 6  # calls that alternate a network's plan and its direct program (three each)
+PROMOTE_AT = 8  # the call of a shape of a known class that builds its own plan: building
+#   it costs about what 15 calls save over the class's program (a 3-operand chain of 8 x 8
+#   matrices: ~200 µs against ~13 µs a call), so a shape seen fewer times keeps the program
 
 
 class LazyPlan:
@@ -110,14 +114,19 @@ class Entry(LazyPlan):
     def shape_generic(
         cls, program: Program, largest: int, peak: int, make: Callable[[], Plan]
     ) -> Entry:
-        """The entry of a new shape of a known class: its first call runs the class's
-        size-free program; a second call (the shape repeats: a warm cache) builds the plan
-        and compiles it like any other, so that repeated shapes run the specialised
-        program."""
+        """The entry of a new shape of a known class: its first calls run the class's
+        size-free program; the :data:`PROMOTE_AT`-th (the shape keeps coming back: a warm
+        cache) builds the plan and compiles it like any other, so that repeated shapes run
+        the specialised program, while a shape that comes back only a few times never pays
+        for building it."""
         entry = cls(None, program, largest, peak, make)
+        calls = 0
 
         def first(operands: Sequence[Any], out: Any) -> Any:
-            entry.run = entry._compiled
+            nonlocal calls
+            calls += 1  # (threads may lose an addition: a later promotion)
+            if calls >= PROMOTE_AT - 1:
+                entry.run = entry._compiled
             return program(operands, out)
 
         entry.run = first
