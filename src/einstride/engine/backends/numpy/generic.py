@@ -48,8 +48,9 @@ __all__ = [
 
 RACE_RUNS = 6  # calls that alternate a network's plan and its direct program (three each)
 PROMOTE_AT = 8  # the call of a shape of a known class that builds its own plan: building
-#   it costs about what 15 calls save over the class's program (a 3-operand chain of 8 x 8
-#   matrices: ~200 µs against ~13 µs a call), so a shape seen fewer times keeps the program
+#   it costs about a first call (a 3-operand chain of 8 x 8 matrices: ~200 µs), while the
+#   class's program runs a repeated shape nearly as fast (6-8 against 5-6 µs a call; a
+#   5-tensor network 145 against 120-150 µs), so a shape seen a few times keeps the program
 
 
 class LazyPlan:
