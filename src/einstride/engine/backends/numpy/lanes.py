@@ -336,11 +336,11 @@ def _combos(shape: tuple[int, ...], distinct: tuple[int, ...]) -> int:
 def _expand_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds) -> Lane:
     """An expansion that sums nothing (output labels repeat: ``i->ii``, ``ij->iij``, as a
     hand-written backward pass has them) of an operand whose labels are distinct: what the
-    plan runs, zeros
-    of the result's shape, NumPy's diagonal view of them (each output label one axis, in
-    the order of first appearance) and one copy of the operand, transposed, into that view.
-    The plan allocates nothing else (its copy step writes through the view), so the result's
-    bytes within the memory limit is its whole test; an empty result is the plan's."""
+    plan runs, zeros of the result's shape, NumPy's diagonal view of them (each output
+    label one axis, in the order of first appearance) and one copy of the operand,
+    transposed, into that view.  The plan allocates nothing else (its copy step writes
+    through the view), so the result's bytes within the memory limit is its whole test; an
+    empty result is the plan's."""
     if len(set(term)) != len(term) or set(term) != set(output):
         return NO_LANE
     if max(output) >= len(EINSUM_LETTERS) or len(output) > MAX_NDARRAY_RANK:
