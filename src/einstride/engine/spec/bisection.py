@@ -22,11 +22,11 @@ eigenvectors LAPACK returns (on a lattice symmetric in three or more directions,
 pair of them it returns may still change it).  Operands outside the graph's largest component (a
 scalar factor, a disconnected piece) are contracted by greedy and joined last.
 
-It runs where nearly every operand lies on a cycle of four and the graph is not long and
-thin (:func:`lattice_like`: a random network has few such cycles, an MPS is a chain).
-Where a block's boundary would hold more than ``max_bits`` (a network that passed the test
-but is no lattice) the finder gives up (None), having spent little more than the
-eigenvectors.
+The search takes its path first, in place of greedy's, where nearly every operand lies on a
+cycle of four and the graph is not long and thin (:func:`lattice_like`: a random network
+has few such cycles, an MPS is a chain).  Where a block's boundary would hold more than
+``max_bits`` (:func:`lattice_bits`: a network that passed the test but is no lattice) the
+finder gives up (None), having spent little more than the eigenvectors.
 
 >>> from .costmodel import Problem
 >>> rows = cols = 6                                            # a closed 6 x 6 grid, bond 4
@@ -59,7 +59,7 @@ import numpy as np
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
-__all__ = ["bisection_ssa", "lattice_like"]
+__all__ = ["bisection_ssa", "lattice_bits", "lattice_like"]
 
 LEAF = 16
 """Blocks of at most this many operands are contracted by greedy (measured, the cost
@@ -72,6 +72,11 @@ SQUARE_SHARE = 0.9
 circuit's brickwork; 0.1-0.6 of random regular networks of degree 3, 0.4-0.96 of degree 4
 at 17-40 tensors; those of degree 4 that pass are small, and the bisection stops on
 them)."""
+CUT_FACTOR = 2.0
+"""How many times a lattice's cut (:func:`lattice_bits`) a block's boundary may hold: the
+blocks of later halvings have longer boundaries than the first halves (measured, the
+largest against the cut: 1.0x on closed grids up to 8 x 8, 1.15x on 12 x 12 and on the 8 x 8
+PEPS norm, 1.6x on a 4 x 4 x 4 lattice, whose cut the bound underestimates)."""
 ANGLES = 12  # rotations tried in a (nearly) degenerate pair of eigenvectors
 DEGENERATE = 0.05  # eigenvalues closer than this share of the larger are a degenerate pair
 DIGITS = 9  # coordinates and cuts are compared rounded to this many digits
@@ -87,21 +92,42 @@ def lattice_like(problem: Problem) -> bool:
     four bonds (labels of two operands: a random network has few such cycles, a circuit's
     brickwork misses them at its ends), and no two are more than ``2 * sqrt(n)`` bonds apart
     (a double sweep's estimate: a chain, an MPS or a tensor train is ``n / 2`` long).  The
-    test for running :func:`bisection_ssa`: a pass over the graph.
+    test for running :func:`bisection_ssa`: a pass over the graph, which a random network
+    leaves early.
 
     >>> square = Problem([(0, 1), (1, 2), (2, 3), (3, 0)], (), (3, 3, 3, 3))
     >>> ring = Problem([(k, (k + 1) % 12) for k in range(12)], (), (3,) * 12)
     >>> lattice_like(square), lattice_like(ring)
     (True, False)
     """
+    return lattice_bits(problem) is not None
+
+
+def lattice_bits(problem: Problem) -> float | None:
+    """Where the graph is lattice-like (:func:`lattice_like`), the bits a block's boundary
+    may hold in its bisection (``max_bits`` of :func:`bisection_ssa`): a lattice of ``n``
+    operands and diameter ``d`` is cut across its short side by at most ``2 n / d`` bonds
+    (a grid of ``r x c``, ``r <= c``: ``r`` bonds, ``2 r c / (r + c)`` or more; a PEPS norm's
+    two layers, twice that), each of at most its widest bond's bits, and a block may hold
+    :data:`CUT_FACTOR` times that; else None.  A network that passes the test but is no
+    lattice (a small random one of degree 4) cuts more bonds, and its bisection stops.
+
+    >>> square = Problem([(0, 1), (1, 2), (2, 3), (3, 0)], (), (4, 4, 4, 4))
+    >>> lattice_bits(square)                   # 2 * 4 / 2 bonds of 2 bits, twice
+    16.0
+    """
     n = len(problem.inputs)
-    bonds = [held for held in _holders(problem).values() if len(held) == 2]
+    holders = _holders(problem)
+    bonds = [held for held in holders.values() if len(held) == 2]
     neighbours = _neighbours(bonds, n)
     main = _largest_component(neighbours)
-    if len(main) < 3:
-        return False
-    share = _on_squares(neighbours, main)
-    return share >= SQUARE_SHARE and _diameter(neighbours, main) <= 2 * len(main) ** 0.5
+    if len(main) < 3 or _on_squares(neighbours, main, SQUARE_SHARE) < SQUARE_SHARE:
+        return None
+    diameter = _diameter(neighbours, main)
+    if diameter > 2 * len(main) ** 0.5:
+        return None
+    widest = max(math.log2(problem.label_sizes[k]) for k, held in holders.items() if len(held) == 2)
+    return CUT_FACTOR * 2 * len(main) / max(diameter, 1) * widest
 
 
 def bisection_ssa(problem: Problem, max_bits: float) -> SSA | None:
@@ -181,15 +207,16 @@ def _diameter(neighbours: list[set[int]], component: list[int]) -> int:
     return _reached(neighbours, farthest)[1]
 
 
-def _on_squares(neighbours: list[set[int]], component: list[int]) -> float:
+def _on_squares(neighbours: list[set[int]], component: list[int], needed: float = 0.0) -> float:
     """The share of the component's operands that lie on a cycle of four (two of their
-    neighbours share another neighbour).
+    neighbours share another neighbour); once fewer than ``needed`` of them can, the most
+    it can be, below ``needed`` (a random network is left after a few operands).
 
     >>> _on_squares([{1, 3}, {0, 2}, {1, 3}, {0, 2, 4}, {3}], [0, 1, 2, 3, 4])
     0.8
     """
     on = 0
-    for a in component:
+    for seen, a in enumerate(component, start=1):
         reached: set[int] = set()
         for b in neighbours[a]:
             further = neighbours[b] - {a}
@@ -197,6 +224,8 @@ def _on_squares(neighbours: list[set[int]], component: list[int]) -> float:
                 on += 1
                 break
             reached |= further
+        if (most := 1.0 - (seen - on) / len(component)) < needed:
+            return most
     return on / len(component)
 
 

@@ -1,12 +1,12 @@
 """The default path search (``optimize="auto"``): time spent where it pays.
 
-The search first takes the greedy path (the exact optimum for up to four operands) and
-estimates, with a cost model of einstride's own executor, how long the contraction will
-take.  A share of that estimate is the search *budget*: nothing more for a contraction of
-microseconds, up to a few seconds for one of minutes.  Within the budget it tries more
-finders -- the exact optimum over the cost model for a few operands, opt_einsum's dynamic
-programming for a moderate number, spectral bisection for networks laid out like a lattice
-(:mod:`.bisection`), subtree reconfiguration of the best path so far
+The search first takes the greedy path (the exact optimum for up to four operands; spectral
+bisection's, :mod:`.bisection`, on a network laid out like a lattice) and estimates, with a
+cost model of einstride's own executor, how long the contraction will take.  A share of
+that estimate is the search *budget*: nothing more for a contraction of microseconds, up to
+a few seconds for one of minutes.  Within the budget it tries more finders -- greedy after
+a bisection, the exact optimum over the cost model for a few operands, opt_einsum's dynamic
+programming for a moderate number, subtree reconfiguration of the best path so far
 (:mod:`.trees`: subtrees of four branches re-solved exactly, while that pays back its
 time), then greedy trials (three fixed weightings of the operands' sizes, then seeded random
 ones; after a reconfiguration, each random trial that comes near the best is reconfigured
@@ -36,7 +36,6 @@ than that estimate, and the choice then says so.
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
@@ -47,7 +46,7 @@ from typing import Any
 
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
-from .bisection import LEAF, bisection_ssa, lattice_like
+from .bisection import LEAF, bisection_ssa, lattice_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
 from .trees import optimal_tree, reconfigure, subtree_work, tree_to_path
@@ -88,10 +87,7 @@ REFINE_MIN_TRIALS = 4  # the refined trials start when the budget lasts for this
 OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than greedy
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
-BISECTION_SLACK_BITS = 3.0  # a block may hold 8x the best path's largest intermediate
-GRAPH_S_PER_TENSOR = 10e-6  # the bisection's graph, per operand (measured: 3-5 µs) ...
-EIGH_S_PER_PAIR = 3e-7  # ... its eigenvectors, per operand squared (measured: 0.8-2.2e-7 up
-EIGH_S_PER_CUBE = 1.2e-10  # to 2,000 operands), and cubed (one thread: 5.7 s at 3,025)
+BISECTION_FROM = max(LEAF, DP_MAX)  # operands past which a lattice's first path is bisected
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -105,14 +101,15 @@ class PathChoice:
     (subtrees of 7)"``: the larger subtrees of a longer search); or for other
     ``optimize`` forms ``"given"``, ``"left to right"``, an opt_einsum finder's name or an
     optimizer's class).  ``cost_ns`` and ``flops`` rate the path with :func:`path_cost`;
-    ``baseline_ns`` is the greedy path's cost (what the budget was derived from);
-    ``budget_s`` the search budget, ``tried`` the finders run (greedy restarts and
-    random-greedy with their trial counts, reconfiguration with its pair costs) and
-    ``candidates`` the paths scored.  When a bound of greedy's cost (``bound_ns``, from
-    its products' sizes, the largest priced exactly: :meth:`.costmodel.Problem.cost_bound`)
-    already leaves a budget
-    that fits no other finder, greedy's path is taken unrated (``rated`` False: the cost
-    fields are 0 until :func:`rated_choice` fills them in, as the plan report asks).
+    ``first`` names the first finder (``"greedy"``, or ``"bisection"`` on a lattice) and
+    ``baseline_ns`` is its path's cost (what the budget was derived from); ``budget_s`` the
+    search budget, ``tried`` the finders run (greedy restarts and random-greedy with their
+    trial counts, reconfiguration with its pair costs) and ``candidates`` the paths
+    scored.  When a bound of the first path's cost (``bound_ns``, from its products'
+    sizes, the largest priced exactly: :meth:`.costmodel.Problem.cost_bound`) already
+    leaves a budget that fits no other finder, that path is taken unrated (``rated``
+    False: the cost fields are 0 until :func:`rated_choice` fills them in, as the plan
+    report asks).
     """
 
     path: Path
@@ -127,6 +124,7 @@ class PathChoice:
     seed: int = 0
     bound_ns: float = 0.0
     rated: bool = True
+    first: str = "greedy"
 
     def describe(self) -> str:
         """One line for the plan report: which finder won and why.
@@ -142,25 +140,27 @@ class PathChoice:
                 f"optimal over the cost model ({self.candidates} operands: every order "
                 f"scored); {rated}"
             )
+        first = self.first
         budget = f"budget {_fmt_s(self.budget_s)}" + (
-            f" = {BUDGET_SHARE:.0%} of greedy's est. {_fmt_ns(self.baseline_ns)}"
+            f" = {BUDGET_SHARE:.0%} of {first}'s est. {_fmt_ns(self.baseline_ns)}"
             if self.budget_s == search_budget(self.baseline_ns)
             else " (given)"
         )
         if self.bound_ns:
             budget = (
                 f"budget {_fmt_s(self.budget_s)} = {BUDGET_SHARE:.0%} of at most "
-                f"{_fmt_ns(self.bound_ns)}, a bound of greedy's est. from its products' sizes"
+                f"{_fmt_ns(self.bound_ns)}, a bound of {first}'s est. from its products' sizes"
             )
-        if self.tried == ("greedy",):
-            return f"greedy (no other finder fits the search {budget}); {rated}"
+        if self.candidates == 1:
+            stopped = "".join(f"; {tried}" for tried in self.tried if tried != first)
+            return f"{first} (no other finder fits the search {budget}{stopped}); {rated}"
         gain = self.baseline_ns / self.cost_ns if self.cost_ns > 0 else 1.0
         why = (
-            "no candidate beat greedy's own path"
-            if self.finder == "greedy"
-            else f"{gain:.3g}x cheaper than greedy's path"
+            f"no candidate beat {first}'s own path"
+            if self.finder == first
+            else f"{gain:.3g}x cheaper than {first}'s path"
             if gain >= 1.1
-            else f"{1 - 1 / gain:.1%} cheaper than greedy's path"
+            else f"{1 - 1 / gain:.1%} cheaper than {first}'s path"
         )
         return (
             f"{self.finder} won among {self.candidates} candidates from "
@@ -291,19 +291,6 @@ def _cheapest_reconfiguration_s(n: int, subtree: int = RECONF_SUBTREE) -> float:
     return (RECONF_MIN_SUBTREES * subtree_work(subtree) + 3 * n) * RECONF_S_PER_PAIR
 
 
-def _bisection_probe_s(n: int) -> float:
-    """The bisection's graph and eigenvectors on ``n`` operands: what it costs where it
-    stops (in the units of :data:`TRIAL_S_PER_TENSOR`, whose measurements the constants
-    share: 2-3x the time in a warm process)."""
-    return GRAPH_S_PER_TENSOR * n + EIGH_S_PER_PAIR * n * n + EIGH_S_PER_CUBE * n**3
-
-
-def _bisection_seconds(n: int) -> float:
-    """The whole bisection on ``n`` operands: its probe, then greedy over its blocks and
-    the rating of its path (a greedy trial's work)."""
-    return _bisection_probe_s(n) + TRIAL_S_PER_TENSOR * n
-
-
 def _optimal_seconds(n: int) -> float:
     return 1e-6 * 3.0**n
 
@@ -322,9 +309,11 @@ def search_path(
 ) -> PathChoice:
     """The budgeted search over ``inputs`` (distinct label ids per operand) -> ``output``;
     ``sizes[label]`` is each label's size.  ``budget_s`` overrides the budget derived from
-    the greedy path's estimated cost.  The same arguments give the same path (unless the
+    the first path's estimated cost.  The same arguments give the same path (unless the
     machine is so slow that the safety deadline, :data:`DEADLINE_FACTOR` times the
-    budget, cuts the trials short: the choice then says so), except that the default
+    budget, cuts the trials short: the choice then says so; or on a lattice symmetric in
+    three or more directions, where the bisection's halves depend on which eigenvectors
+    LAPACK returns), except that the default
     search (no budget, seed 0) of a problem for which a longer search adopted a path
     (:func:`adopt_longer`, while its shapes repeated) returns that path."""
     if budget_s is None and seed == 0 and (longer := _longer(inputs, output, sizes)):
@@ -337,43 +326,61 @@ def search_path(
     if n <= OPTIMAL_ALWAYS:
         best = _three(problem) if n == 3 else _optimal(problem)
         return _chosen(best, ("optimal",), best.ns, 0.0, n, seed)
-    tree = greedy_ssa(problem)
+    finder, tree, stopped = _first_tree(problem)
     path = _linear(tree)
     if budget_s is None:
         cheapest = cheapest_finder_s(n)  # (past an estimate that buys it, the sum can stop)
         bound = problem.cost_bound(tree, past=cheapest / BUDGET_SHARE * 1e9)
         if search_budget(bound) < cheapest:  # the rating could change nothing
             return PathChoice(
-                path=path, finder="greedy", cost_ns=0.0, flops=0, largest=0,
-                budget_s=search_budget(bound), tried=("greedy",), seed=seed, bound_ns=bound,
-                rated=False,
+                path=path, finder=finder, cost_ns=0.0, flops=0, largest=0,
+                budget_s=search_budget(bound), tried=(*stopped, finder), seed=seed,
+                bound_ns=bound, rated=False, first=finder,
             )  # fmt: skip
-    greedy = _rate(problem, "greedy", path)
-    search = _Search(problem, greedy, budget_s, seed)
+    first = _rate(problem, finder, path)
+    search = _Search(problem, first, budget_s, seed)
+    search.tried[:0] = stopped
     search.run()
     best = search.best()
-    return _chosen(
-        best, tuple(search.tried), greedy.ns, search.budget, len(search.candidates), seed
-    )
+    tried = tuple(search.tried)
+    return _chosen(best, tried, first.ns, search.budget, len(search.candidates), seed, first.finder)
+
+
+def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str, ...]]:
+    """The first finder's tree, from which the search's budget is derived: spectral
+    bisection's (:mod:`.bisection`) on a network of more than :data:`BISECTION_FROM`
+    operands laid out like a lattice, else greedy's; with what stopped on the way.  On a
+    lattice greedy's path is rarely good (measured, the cost model's estimates of the
+    bisection's path against greedy's: the closed 6 x 6 grid of bond 4 0.29x, 8 x 8 of bond
+    3 0.72x (7.3e6 against 2.0e7 FLOPs; cotengra's in 5 s 4.8e6), the 8 x 8 PEPS norm of
+    bond 2 0.22x; a 10 x 10 grid of bond 2 1.26x, a contraction of microseconds) and,
+    taken first, the bisection costs a greedy path's time (2.0 against 1.1 ms on the
+    8 x 8 grid) instead of adding to it where the budget would not buy it."""
+    if len(problem.inputs) > BISECTION_FROM and (max_bits := lattice_bits(problem)):
+        tree = bisection_ssa(problem, max_bits)
+        if tree is not None:
+            return "bisection", tree, ()
+        stop = f"spectral bisection (stopped: a block past {max_bits:.3g} bits)"
+        return "greedy", greedy_ssa(problem), (stop,)
+    return "greedy", greedy_ssa(problem), ()
 
 
 class _Search:
-    """The finders after greedy, each while the budget left allows it: the exact optimum,
-    dynamic programming, spectral bisection (lattices), subtree reconfiguration of the best
-    path, then greedy trials (after a reconfiguration, random ones reconfigured in turn;
+    """The finders after the first, each while the budget left allows it: greedy (after a
+    lattice's bisection), the exact optimum, dynamic programming, subtree reconfiguration
+    of the best path, then greedy trials (after a reconfiguration, random ones reconfigured in turn;
     with a budget given, then the best path reconfigured with larger subtrees).
     The budget is a share of the cheapest path found so far (a finder that finds a much
     cheaper path shrinks it: there is less left to gain); every finder's time is estimated,
     never measured, so the choice is the same on any machine, except past the safety
-    deadline (and, on a lattice symmetric in three or more directions, which eigenvectors
-    LAPACK returns to the bisection)."""
+    deadline."""
 
     def __init__(
-        self, problem: Problem, greedy: _Candidate, budget_s: float | None, seed: int
+        self, problem: Problem, first: _Candidate, budget_s: float | None, seed: int
     ) -> None:
         self.problem, self.seed, self.fixed = problem, seed, budget_s
-        self.candidates, self.tried = [greedy], ["greedy"]
-        self.best_ns, self.spent = greedy.ns, 0.0
+        self.candidates, self.tried = [first], [first.finder]
+        self.best_ns, self.spent = first.ns, 0.0
         self.budget = self.restarts = self._allowed()
         self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
 
@@ -401,12 +408,13 @@ class _Search:
             self._add(_rate(self.problem, "dp", _dp(self.problem)), _dp_seconds(n))
             self.tried.append("dp")
         trial = 0
+        if self.candidates[0].finder != "greedy" and self._fits(TRIAL_S_PER_TENSOR * n):
+            self._add(_rate(self.problem, "greedy", _greedy(self.problem)), TRIAL_S_PER_TENSOR * n)
+            self.tried.append("greedy")  # after the bisection (a lattice's first path)
         if self._infeasible():
             # no machine holds this path's intermediates: improving it step by step is slow
             # where a single greedy trial of another weighting finds a sane one
             trial = self._trials(0, len(FIXED_WEIGHTS), until_feasible=True)
-        if n > max(LEAF, DP_MAX) and self._fits(_bisection_seconds(n)):
-            self._bisect()
         self.restarts = self._allowed()  # the fixed weightings' budget: it does not shrink
         reconfigured = "optimal" not in self.tried and self._reconfigure()
         if not self._paid():
@@ -449,31 +457,6 @@ class _Search:
             f"for {_fmt_s(self.spent)} spent)"
         )
         return False
-
-    def _bisect(self) -> None:
-        """Spectral bisection (:mod:`.bisection`) where the network is lattice-like, its
-        blocks' boundaries holding at most :data:`BISECTION_SLACK_BITS` more bits than the
-        best path's largest intermediate (past that it stops, having cost its probe).  On
-        a lattice it finds paths that greedy and its refinements miss (measured, the cost
-        model's estimates against greedy's: the closed 8 x 8 grid of bond 4 0.44x, 6 x 6
-        of bond 5 0.15x, 12 x 12 of bond 3 0.03x after reconfiguration; the 8 x 8 PEPS
-        norm of bond 2 0.029x).  Within the budget like any finder, which excludes it
-        where it would not pay on the first call: the benchmark's 6 x 6 grid of bond 4 and
-        8 x 8 of bond 3 (contractions of 3-4 ms) would get paths estimated at 0.29x and
-        0.72x greedy's, but in a first call, cold, it took 2-3 ms there for a gain of
-        1-1.4 ms (measured with an allowance of its own, not kept)."""
-        if not lattice_like(self.problem):
-            return
-        n = len(self.problem.inputs)
-        best = self.best()
-        max_bits = math.log2(max(best.largest, 1)) + BISECTION_SLACK_BITS
-        tree = bisection_ssa(self.problem, max_bits)
-        if tree is None:
-            self.spent += _bisection_probe_s(n)
-            self.tried.append(f"spectral bisection (stopped: a block past {max_bits:.3g} bits)")
-            return
-        self._add(_rate(self.problem, "bisection", _linear(tree)), _bisection_seconds(n))
-        self.tried.append("spectral bisection")
 
     def _infeasible(self) -> bool:
         return min(c.largest for c in self.candidates) > INFEASIBLE_ELEMENTS
@@ -622,6 +605,7 @@ def _chosen(
     budget: float,
     candidates: int,
     seed: int,
+    first: str = "optimal",
 ) -> PathChoice:
     return PathChoice(
         path=best.path,
@@ -634,6 +618,7 @@ def _chosen(
         tried=tried,
         candidates=candidates,
         seed=seed,
+        first=first,
     )
 
 
