@@ -304,7 +304,7 @@ def _halving(weights: np.ndarray, candidates: np.ndarray) -> tuple[int, np.ndarr
                              np.argsort(-candidates, axis=1, kind="stable")])  # fmt: skip
     first = np.zeros(orders.shape, dtype=bool)
     np.put_along_axis(first, orders[:, : m // 2], True, axis=1)
-    cuts = np.round(np.einsum("ij,jk,ik->i", first, weights, ~first), DIGITS)
+    cuts = np.round(((first.astype(float) @ weights) * ~first).sum(axis=1), DIGITS)
     tied = np.flatnonzero(cuts == cuts.min())
     keys = [_halving_key(first[row]) for row in tied]
     row = int(tied[keys.index(min(keys))])
@@ -397,9 +397,7 @@ class _Bisection:
     def _greedy(self, block: np.ndarray) -> int:
         """Greedy over the block's operands, toward the labels its boundary keeps."""
         ids = [int(i) for i in block]
-        inputs, sizes = self.problem.inputs, self.problem.label_sizes
-        sub = Problem([_bits(inputs[i]) for i in ids], _bits(self._kept(block)), sizes)
-        for a, b in greedy_ssa(sub):
+        for a, b in greedy_ssa(self.problem.part(ids, self._kept(block))):
             ids.append(self._join(ids[a], ids[b]))
         return ids[-1]
 

@@ -16,6 +16,7 @@ search budget.
 
 from __future__ import annotations
 
+import copy
 import functools
 import operator
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -93,6 +94,23 @@ class Problem:
         self._classes = tuple(classes.items()) if len(classes) <= MAX_SIZE_CLASSES else None
         self._copies: dict[int, float] = {}  # ns of copying an operand per label mask
         self._pairs: dict[tuple[int, int, int], tuple[float, int]] = {}  # pair costs made
+
+    def part(self, members: Sequence[int], output: int) -> Problem:
+        """The problem over the operands ``members`` toward the labels of the mask
+        ``output``, with the same labels (bits) and sharing the memos: a block of a
+        bisection, contracted by greedy, without relabelling it or pricing anew.
+
+        >>> chain = Problem([(0, 1), (1, 2), (2, 3)], (0, 3), (4, 5, 6, 7))
+        >>> part = chain.part([1, 2], chain.inputs[0] | chain.output)
+        >>> part.inputs, part.output, part.size(part.inputs[0]) == chain.size(0b110)
+        ((6, 12), 11, True)
+        """
+        found = copy.copy(self)
+        found.inputs = tuple(self.inputs[i] for i in members)
+        found.output = output
+        found.terms = [self.terms[i] for i in members]
+        found.output_labels = [x for k, x in enumerate(self.labels) if output >> k & 1]
+        return found
 
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
