@@ -360,7 +360,7 @@ def test_a_stopped_bisection_says_so_and_greedy_comes_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     inputs, output, sizes = lattice((8, 8), 3)
-    monkeypatch.setattr(bisection, "CUT_FACTOR", 0.5)  # it stops at the first halves
+    monkeypatch.setattr(search, "bisection_ssa", lambda problem, max_bits: None)  # stops
     unrated = search_path(inputs, output, sizes)
     assert unrated.tried[0].startswith("spectral bisection (stopped: a block past")
     assert unrated.tried[1:] == ("greedy",) and unrated.first == "greedy"
@@ -370,9 +370,24 @@ def test_a_stopped_bisection_says_so_and_greedy_comes_first(
     assert math.isfinite(choice.cost_ns)
 
 
-def test_greedys_path_wins_where_it_is_cheaper_than_the_bisections() -> None:
-    # a 10 x 10 grid of bond 2 (a contraction of microseconds): greedy's path is rated 0.8x
-    # the bisection's; given a budget for it, the search keeps the cheaper
+def test_a_lattice_of_a_small_cut_starts_from_greedys_path() -> None:
+    # 100 operands times 2**11.1 elements of its cut: a contraction of a millisecond, where
+    # the bisection would nearly double the call
+    network = lattice((10, 10), 2)
+    n = len(network[0])
+    bits = bisection.lattice_bits(Problem(*network))
+    assert bits is not None and n * 2 ** (bits / 2) < search.BISECTION_MIN_ELEMENTS
+    for budget in (None, 0.0, 0.01):
+        choice = search_path(*network, budget_s=budget)
+        assert choice.first == "greedy" and not any("bisection" in t for t in choice.tried)
+
+
+def test_greedys_path_wins_where_it_is_cheaper_than_the_bisections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the 10 x 10 grid of bond 2 bisected all the same: greedy's path is rated 0.8x the
+    # bisection's; given a budget for it, the search keeps the cheaper
+    monkeypatch.setattr(search, "BISECTION_MIN_ELEMENTS", 0)
     network = lattice((10, 10), 2)
     n = len(network[0])
     bisected = rated(network, bisection_ssa(Problem(*network), max_bits=99.0))
@@ -431,7 +446,8 @@ def test_the_search_on_lattices_is_deterministic_valid_and_tries_the_bisection(
         first = search.rated_choice(first, *network)
     n = len(network[0])
     check_tree(tree_of(first.path, n), n)
-    if n > search.BISECTION_FROM and lattice_like(Problem(*network)):
+    bits = bisection.lattice_bits(Problem(*network))
+    if n > search.BISECTION_FROM and bits and n * 2 ** (bits / 2) >= search.BISECTION_MIN_ELEMENTS:
         assert first.first == "bisection" or first.tried[0].startswith("spectral bisection")
         if budget == 1.0:
             assert "greedy" in first.tried  # and greedy's path where the budget lasts

@@ -59,7 +59,7 @@ import numpy as np
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
-__all__ = ["bisection_ssa", "lattice_bits", "lattice_like"]
+__all__ = ["CUT_FACTOR", "bisection_ssa", "lattice_bits", "lattice_like"]
 
 LEAF = 16
 """Blocks of at most this many operands are contracted by greedy (measured, the cost

@@ -46,7 +46,7 @@ from typing import Any
 
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
-from .bisection import LEAF, bisection_ssa, lattice_bits
+from .bisection import CUT_FACTOR, LEAF, bisection_ssa, lattice_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
 from .trees import optimal_tree, reconfigure, subtree_work, tree_to_path
@@ -88,6 +88,7 @@ OPTIMAL_ALWAYS = 4  # up to this many operands the exact optimum is cheaper than
 OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
 BISECTION_FROM = max(LEAF, DP_MAX)  # operands past which a lattice's first path is bisected
+BISECTION_MIN_ELEMENTS = 2**19  # ... where its operands times its cut's elements reach this
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -354,9 +355,19 @@ def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str
     bisection's path against greedy's: the closed 6 x 6 grid of bond 4 0.29x, 8 x 8 of bond
     3 0.72x (7.3e6 against 2.0e7 FLOPs; cotengra's in 5 s 4.8e6), the 8 x 8 PEPS norm of
     bond 2 0.22x; a 10 x 10 grid of bond 2 1.26x, a contraction of microseconds) and,
-    taken first, the bisection costs a greedy path's time (2.0 against 1.1 ms on the
-    8 x 8 grid) instead of adding to it where the budget would not buy it."""
-    if len(problem.inputs) > BISECTION_FROM and (max_bits := lattice_bits(problem)):
+    taken first, the bisection costs about two greedy paths' time (2.0 against 1.1 ms on
+    the 8 x 8 grid) instead of adding to it where the budget would not buy it.  A lattice
+    whose operands times the elements of its cut (``2**cut`` for a cut of ``cut`` bits, a
+    lower bound of its intermediates) stay below :data:`BISECTION_MIN_ELEMENTS` is a
+    contraction of a millisecond or less, where greedy's path costs little whatever its
+    quality and the bisection would nearly double the call (measured, first calls: a
+    10 x 10 grid of bond 2, 2.2e5, 4.1 against 7.3 ms, its bisection's path the dearer;
+    5 x 5 and 6 x 6 of bond 2, 1.1 against 2.0 ms; the 8 x 8 grid of bond 3 is at 1.5e6,
+    6 x 6 of bond 4 at 7.7e5, the 8 x 8 PEPS norm of bond 2 at 1.8e7)."""
+    n = len(problem.inputs)
+    if n > BISECTION_FROM and (max_bits := lattice_bits(problem)):
+        if n * 2 ** (max_bits / CUT_FACTOR) < BISECTION_MIN_ELEMENTS:
+            return "greedy", greedy_ssa(problem), ()
         tree = bisection_ssa(problem, max_bits)
         if tree is not None:
             return "bisection", tree, ()
