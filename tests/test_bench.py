@@ -71,7 +71,7 @@ from einstride_bench.networks import (
     tensor_train,
 )
 from einstride_bench.results import CaseResult, Entry, SuiteResult, geometric_mean
-from einstride_bench.sections import cold_section
+from einstride_bench.sections import cold_section, network_section
 from einstride_bench.timing import interleave
 
 TINY = Budget(seconds=0.03, min_sample=1e-4, turn=1e-3, min_turns=1, max_rounds=20)
@@ -553,6 +553,34 @@ def test_numpy_forgets_its_step_parses_before_each_fresh_call() -> None:
     assert parse.cache_info().currsize > 0 and peer.fresh is not None
     peer.fresh()
     assert parse.cache_info().currsize == 0
+
+
+def test_where_the_flops_target_applies_the_subject_runs_cotengras_path_too() -> None:
+    net = mps_norm(20, 2)  # 40 tensors: the FLOPs target applies
+    calls: list[str] = []
+
+    def reference(network: Any, ops: Any) -> Prepared:  # cotengra's place: greedy's path
+        path = [tuple(e) for e in opt_einsum.contract_path(network.equation, *ops)[0]]
+        return Prepared(path, lambda: opt_einsum.contract(network.equation, *ops, optimize=path))
+
+    base = subject_peer(stand_in())
+    assert base.along is not None
+
+    def along(network: Any, ops: Any, path: Any) -> Any:
+        calls.append(f"along {len(path)}")
+        return base.along(network, ops, path)  # type: ignore[misc]
+
+    subject = dataclasses.replace(base, along=along)
+    peers = {**_small_peers(), "cotengra 0.5 s": NetworkPeer(reference)}
+    result = run_network(net, subject, peers, NETWORK_QUICK)
+    assert result.largest_budget == "cotengra 0.5 s" and calls == ["along 39"]
+    assert result.paired is not None and all(t > 0 for t in result.paired)
+    suite = SuiteResult("opt_einsum (stand-in)", "quick", sections=("networks",))
+    suite.networks = [result]
+    text = "\n".join(network_section(suite, None, "none"))
+    assert "contracts this path in" in text and "its own in" in text
+    small = run_network(grid(3, 3, 2), subject, peers, NETWORK_QUICK)  # 9 tensors: not there
+    assert small.paired is None and calls == ["along 39"]
 
 
 def test_network_paths_too_costly_are_not_run() -> None:

@@ -98,6 +98,8 @@ class NetworkPeer:
     search: Callable[[Network, Operands], Prepared]
     fresh: Callable[[], Any] | None = None
     separable: bool = True  # False: the search happens inside the contraction (torch)
+    along: Callable[[Network, Operands, Path], Callable[[], Any]] | None = None
+    """What contracts along a given path (the subject: a fresh call with ``optimize=path``)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,10 @@ class NetworkResult:
     reference: str
     largest_budget: str = ""  # the cotengra entry the FLOPs target compares with
     extra: dict[str, str] = field(default_factory=dict)
+    paired: tuple[float, float] | None = None
+    """The subject's contraction along the FLOPs reference's path and along its own (fresh
+    calls, alternated: :func:`_paired`), where the FLOPs target applies: whether a path of
+    fewer FLOPs runs faster in the subject's executor."""
 
     @property
     def subject(self) -> NetworkEntry:
@@ -202,7 +208,10 @@ def subject_peer(engine: Engine) -> NetworkPeer:
         return Prepared(None if path is None else [tuple(e) for e in path],
                         lambda: expression(*ops))  # fmt: skip
 
-    return NetworkPeer(search, fresh=engine.clear_caches)
+    def along(network: Network, ops: Operands, path: Path) -> Callable[[], Any]:
+        return lambda: engine.einsum(network.equation, *ops, optimize=path)
+
+    return NetworkPeer(search, fresh=engine.clear_caches, along=along)
 
 
 def _numpy_greedy(network: Network, ops: Operands) -> Prepared:
@@ -486,7 +495,39 @@ def run_network(
     reference, expected = _reference(network, ops, results, measured)
     entries = tuple(_checked(e, results[e.name], expected) for e in measured)
     budgets = [name for name in peers if name.startswith(COTENGRA)]
-    return NetworkResult(network, entries, reference, budgets[-1] if budgets else "")
+    largest = budgets[-1] if budgets else ""
+    paired = None
+    if network.tensors >= 40 and largest and not entries[0].problem:
+        mine, theirs = runs[0], next(r for r in runs if r.name == largest)
+        if mine.prepared and theirs.prepared and theirs.prepared.path is not None:
+            paired = _paired(network, ops, subject, mine.prepared, theirs.prepared.path, settings)
+    return NetworkResult(network, entries, reference, largest, paired=paired)
+
+
+def _paired(
+    network: Network,
+    ops: Operands,
+    subject: NetworkPeer,
+    own: Prepared,
+    path: Path,
+    settings: NetworkSettings,
+) -> tuple[float, float] | None:
+    """The subject's fresh contraction along ``path`` (the FLOPs reference's) and along its
+    own path, alternated (:attr:`NetworkSettings.repeats` times each where a call is
+    faster than :attr:`NetworkSettings.repeat_below`): the medians; None when it cannot
+    contract along a given path or the path must not run here."""
+    if subject.along is None or _guard(network, path, settings)[1]:
+        return None
+    theirs, mine = subject.along(network, ops, path), own.contract
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(max(1, settings.repeats)):
+        for contract, found in ((theirs, times[0]), (mine, times[1])):
+            if subject.fresh is not None:
+                subject.fresh()
+            found.append(_timed(contract)[0])
+        if times[0][-1] + times[1][-1] >= settings.repeat_below:
+            break
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def run_networks(

@@ -177,9 +177,14 @@ def _detail_row(result: NetworkResult, entry: NetworkEntry) -> str:
     relative = (_DASH if total is None or best is None or not best.total
                 else f"{total / best.total:.2f}x")  # fmt: skip
     name = f"**{entry.name}**" if entry is best or entry.subject else entry.name
+    note = entry.problem
+    if entry.name == result.largest_budget and result.paired is not None:
+        theirs, mine = result.paired
+        note = (f"{result.subject.name} contracts this path in {_seconds(theirs)}, its own in "
+                f"{_seconds(mine)} (fresh calls, alternated)")  # fmt: skip
     cells = [result.network.name, name, _seconds(entry.search), _seconds(entry.contraction),
              _seconds(total), relative, _flops(entry.flops), _bytes(entry.peak),
-             entry.problem]  # fmt: skip
+             note]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
 
@@ -211,8 +216,10 @@ def network_section(suite: SuiteResult, chart: str | None, chart_note: str) -> l
         f"(tracemalloc, a separate pass; torch's allocator is not visible to it). Targets: "
         f"total <= {NETWORK_TARGET:g}x the best peer's, geometric mean <= "
         f"{NETWORK_GEOMEAN_LIMIT:g}x; on networks of 40 tensors and more the path's FLOPs "
-        f"<= {NETWORK_FLOPS_FACTOR:g}x those of cotengra at its largest budget. Results "
-        f"checked against: {', '.join(references) or _DASH}.",
+        f"<= {NETWORK_FLOPS_FACTOR:g}x those of cotengra at its largest budget; there, "
+        f"that cotengra row's note gives {suite.engine}'s fresh contraction along "
+        f"cotengra's path and along its own, alternated (whether fewer FLOPs run faster in "
+        f"its executor). Results checked against: {', '.join(references) or _DASH}.",
         "",
         *network_summary(suite),
         "",
