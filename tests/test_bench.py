@@ -559,28 +559,53 @@ def test_where_the_flops_target_applies_the_subject_runs_cotengras_path_too() ->
     net = mps_norm(20, 2)  # 40 tensors: the FLOPs target applies
     calls: list[str] = []
 
+    def greedy_path(network: Any, ops: Any) -> Any:
+        return [tuple(e) for e in opt_einsum.contract_path(network.equation, *ops)[0]]
+
     def reference(network: Any, ops: Any) -> Prepared:  # cotengra's place: greedy's path
-        path = [tuple(e) for e in opt_einsum.contract_path(network.equation, *ops)[0]]
+        path = greedy_path(network, ops)
         return Prepared(path, lambda: opt_einsum.contract(network.equation, *ops, optimize=path))
 
-    base = subject_peer(stand_in())
-    assert base.along is not None
+    def own(network: Any, ops: Any) -> Prepared:  # a path of its own: left to right
+        path = [(0, 1)] * (len(ops) - 1)
+        return Prepared(path, lambda: opt_einsum.contract(network.equation, *ops, optimize=path))
 
     def along(network: Any, ops: Any, path: Any) -> Any:
-        calls.append(f"along {len(path)}")
-        return base.along(network, ops, path)  # type: ignore[misc]
+        def contract() -> Any:
+            calls.append("reference" if path == greedy_path(network, ops) else "own")
+            return opt_einsum.contract(network.equation, *ops, optimize=path)
 
-    subject = dataclasses.replace(base, along=along)
+        return contract
+
+    subject = NetworkPeer(own, fresh=lambda: calls.append("fresh"), along=along)
     peers = {**_small_peers(), "cotengra 0.5 s": NetworkPeer(reference)}
+    calls.clear()
     result = run_network(net, subject, peers, NETWORK_QUICK)
-    assert result.largest_budget == "cotengra 0.5 s" and calls == ["along 39"]
+    paired = [c for c in calls if c != "fresh"]  # only the comparison calls along a path
+    assert sorted(paired) == ["own"] * 3 + ["reference"] * 3  # PAIRED_CALLS each
+    tail = calls[-12:]
+    assert tail[0::2] == ["fresh"] * 6 and tail[1::2] == paired  # each one fresh
+    assert paired != sorted(paired)  # the order is drawn, not fixed
+    assert result.largest_budget == "cotengra 0.5 s"
     assert result.paired is not None and all(t > 0 for t in result.paired)
-    suite = SuiteResult("opt_einsum (stand-in)", "quick", sections=("networks",))
+    suite = SuiteResult("subject", "quick", sections=("networks",))
     suite.networks = [result]
     text = "\n".join(network_section(suite, None, "none"))
-    assert "contracts this path in" in text and "its own in" in text
-    small = run_network(grid(3, 3, 2), subject, peers, NETWORK_QUICK)  # 9 tensors: not there
-    assert small.paired is None and calls == ["along 39"]
+    assert "einstride contracts this path in" in text and "its own in" in text
+    # where the reference's row has a problem, no comparison, and the problem stays shown
+    wrong = {**_small_peers(), "cotengra 0.5 s": NetworkPeer(
+        lambda network, ops: Prepared(greedy_path(network, ops), lambda: 2.0))}  # fmt: skip
+    bad = run_network(net, subject, wrong, NETWORK_QUICK)
+    assert bad.paired is None
+    suite.networks = [bad]
+    assert "| wrong: max abs error" in "\n".join(network_section(suite, None, "none"))
+    # a failing or wrong call along a path leaves the comparison out, never the run
+    failing = dataclasses.replace(subject, along=lambda network, ops, path: lambda: 1 / 0)
+    assert run_network(net, failing, peers, NETWORK_QUICK).paired is None
+    off = dataclasses.replace(subject, along=lambda network, ops, path: lambda: 2.0)
+    assert run_network(net, off, peers, NETWORK_QUICK).paired is None
+    small = run_network(grid(3, 3, 2), subject, peers, NETWORK_QUICK)  # 9 tensors
+    assert small.paired is None
 
 
 def test_network_paths_too_costly_are_not_run() -> None:

@@ -132,9 +132,9 @@ class NetworkResult:
     largest_budget: str = ""  # the cotengra entry the FLOPs target compares with
     extra: dict[str, str] = field(default_factory=dict)
     paired: tuple[float, float] | None = None
-    """The subject's contraction along the FLOPs reference's path and along its own (fresh
-    calls, alternated: :func:`_paired`), where the FLOPs target applies: whether a path of
-    fewer FLOPs runs faster in the subject's executor."""
+    """The subject's contraction along the FLOPs reference's path and along its own (the
+    same fresh call for both, alternated: :func:`_paired`), where the FLOPs target applies:
+    whether a path of fewer FLOPs runs faster in the subject's executor."""
 
     @property
     def subject(self) -> NetworkEntry:
@@ -456,6 +456,7 @@ def _warm_up(network: Network, ops: Operands, settings: NetworkSettings) -> None
 
 
 WARM_UP_CALLS = 3
+PAIRED_CALLS = 3  # each path's calls in :func:`_paired` (networks of 40 tensors and more)
 
 
 def _warm_up_contenders(subject: NetworkPeer, peers: Mapping[str, NetworkPeer]) -> None:
@@ -497,10 +498,12 @@ def run_network(
     budgets = [name for name in peers if name.startswith(COTENGRA)]
     largest = budgets[-1] if budgets else ""
     paired = None
-    if network.tensors >= 40 and largest and not entries[0].problem:
-        mine, theirs = runs[0], next(r for r in runs if r.name == largest)
-        if mine.prepared and theirs.prepared and theirs.prepared.path is not None:
-            paired = _paired(network, ops, subject, mine.prepared, theirs.prepared.path, settings)
+    if network.tensors >= 40 and largest:
+        by_name = {r.name: r for r in runs}
+        checked = {e.name: e for e in entries}
+        mine, theirs = next(r for r in runs if r.subject), by_name[largest]
+        if not (checked[mine.name].problem or checked[largest].problem):
+            paired = _paired(network, ops, subject, mine.prepared, theirs.prepared, expected)
     return NetworkResult(network, entries, reference, largest, paired=paired)
 
 
@@ -508,25 +511,34 @@ def _paired(
     network: Network,
     ops: Operands,
     subject: NetworkPeer,
-    own: Prepared,
-    path: Path,
-    settings: NetworkSettings,
+    own: Prepared | None,
+    reference: Prepared | None,
+    expected: Any,
 ) -> tuple[float, float] | None:
-    """The subject's fresh contraction along ``path`` (the FLOPs reference's) and along its
-    own path, alternated (:attr:`NetworkSettings.repeats` times each where a call is
-    faster than :attr:`NetworkSettings.repeat_below`): the medians; None when it cannot
-    contract along a given path or the path must not run here."""
-    if subject.along is None or _guard(network, path, settings)[1]:
+    """The subject's contraction along the FLOPs reference's path and along its own, the
+    same call for both (a fresh ``einsum(..., optimize=path)``: no plan kept from before),
+    :data:`PAIRED_CALLS` times each in an order drawn anew for each pair (seeded by the
+    network): the medians; None when the subject cannot contract along a given path, a
+    path is unknown, or a call fails or gives another result (the table then says
+    nothing of it)."""
+    if subject.along is None or own is None or reference is None:
         return None
-    theirs, mine = subject.along(network, ops, path), own.contract
+    if own.path is None or reference.path is None:
+        return None
+    calls = (subject.along(network, ops, reference.path), subject.along(network, ops, own.path))
     times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(max(1, settings.repeats)):
-        for contract, found in ((theirs, times[0]), (mine, times[1])):
-            if subject.fresh is not None:
-                subject.fresh()
-            found.append(_timed(contract)[0])
-        if times[0][-1] + times[1][-1] >= settings.repeat_below:
-            break
+    order = random.Random(f"einstride-bench-paired:{network.name}")
+    try:
+        for _ in range(PAIRED_CALLS):
+            for k in order.sample((0, 1), 2):
+                if subject.fresh is not None:
+                    subject.fresh()
+                seconds, result = _timed(calls[k])
+                if _checked(NetworkEntry("paired", True), result, expected).problem:
+                    return None
+                times[k].append(seconds)
+    except Exception:  # the comparison is extra: a failure leaves it out, never the run
+        return None
     return statistics.median(times[0]), statistics.median(times[1])
 
 

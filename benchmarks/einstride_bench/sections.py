@@ -180,8 +180,9 @@ def _detail_row(result: NetworkResult, entry: NetworkEntry) -> str:
     note = entry.problem
     if entry.name == result.largest_budget and result.paired is not None:
         theirs, mine = result.paired
-        note = (f"{result.subject.name} contracts this path in {_seconds(theirs)}, its own in "
-                f"{_seconds(mine)} (fresh calls, alternated)")  # fmt: skip
+        paired = (f"{result.subject.name} contracts this path in {_seconds(theirs)}, its own "
+                  f"in {_seconds(mine)} (the same fresh call, alternated)")  # fmt: skip
+        note = f"{note}; {paired}" if note else paired
     cells = [result.network.name, name, _seconds(entry.search), _seconds(entry.contraction),
              _seconds(total), relative, _flops(entry.flops), _bytes(entry.peak),
              note]  # fmt: skip
@@ -217,9 +218,10 @@ def network_section(suite: SuiteResult, chart: str | None, chart_note: str) -> l
         f"total <= {NETWORK_TARGET:g}x the best peer's, geometric mean <= "
         f"{NETWORK_GEOMEAN_LIMIT:g}x; on networks of 40 tensors and more the path's FLOPs "
         f"<= {NETWORK_FLOPS_FACTOR:g}x those of cotengra at its largest budget; there, "
-        f"that cotengra row's note gives {suite.engine}'s fresh contraction along "
-        f"cotengra's path and along its own, alternated (whether fewer FLOPs run faster in "
-        f"its executor). Results checked against: {', '.join(references) or _DASH}.",
+        f"that cotengra row's note gives {suite.engine}'s contraction along cotengra's path "
+        f"and along its own (the same fresh call with the path given, alternated, three "
+        f"each; whether fewer FLOPs run faster in its executor). Results checked against: "
+        f"{', '.join(references) or _DASH}.",
         "",
         *network_summary(suite),
         "",

@@ -367,6 +367,7 @@ def test_a_stopped_bisection_says_so_and_greedy_comes_first(
     assert "; spectral bisection (stopped: a block past" in unrated.describe()
     choice = search_path(inputs, output, sizes, budget_s=0.05)
     assert choice.first == "greedy" and choice.tried[1] == "greedy"
+    assert choice.tried[0].startswith("spectral bisection (stopped: a block past")
     assert math.isfinite(choice.cost_ns)
 
 
@@ -376,10 +377,38 @@ def test_a_lattice_of_a_small_cut_starts_from_greedys_path() -> None:
     network = lattice((10, 10), 2)
     n = len(network[0])
     bits = bisection.lattice_bits(Problem(*network))
-    assert bits is not None and n * 2 ** (bits / 2) < search.BISECTION_MIN_ELEMENTS
+    assert (
+        bits is not None and n * 2 ** (bits / bisection.CUT_FACTOR) < search.BISECTION_MIN_ELEMENTS
+    )
     for budget in (None, 0.0, 0.01):
         choice = search_path(*network, budget_s=budget)
         assert choice.first == "greedy" and not any("bisection" in t for t in choice.tried)
+
+
+def test_the_cut_counts_a_bond_of_parallel_labels_whole_and_only_the_lattices() -> None:
+    # two labels of size 2 on every edge are one bond of 4: the same cut, the same first path
+    inputs, output, sizes = lattice((8, 8), 4)
+    doubled = [tuple(x for label in t for x in (label, label + len(sizes))) for t in inputs]
+    twin = (doubled, output, [2] * (2 * len(sizes)))
+    single = bisection.lattice_bits(Problem(inputs, output, sizes))
+    assert single is not None and bisection.lattice_bits(Problem(*twin)) == pytest.approx(single)
+    assert search_path(*twin).first == search_path(inputs, output, sizes).first == "bisection"
+    # a separate piece with a wide bond is not the lattice's: its bits do not count
+    small = lattice((6, 6), 2)
+    extra = len(small[2])
+    piece = [(extra,), (extra, extra + 1), (extra + 1,)]
+    apart = (small[0] + piece, small[1], small[2] + [1024, 1024])
+    assert bisection.lattice_bits(Problem(*apart)) == bisection.lattice_bits(Problem(*small))
+
+
+def test_no_lattice_past_bisection_up_to_operands_is_bisected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    inputs, output, sizes = lattice((8, 8), 3)
+    assert search_path(inputs, output, sizes).first == "bisection"
+    monkeypatch.setattr(search, "BISECTION_UP_TO", 63)  # the eigenvectors' cost is cubic
+    choice = search_path(inputs, output, sizes)
+    assert choice.first == "greedy" and choice.tried == ("greedy",)
 
 
 def test_greedys_path_wins_where_it_is_cheaper_than_the_bisections(
@@ -447,7 +476,10 @@ def test_the_search_on_lattices_is_deterministic_valid_and_tries_the_bisection(
     n = len(network[0])
     check_tree(tree_of(first.path, n), n)
     bits = bisection.lattice_bits(Problem(*network))
-    if n > search.BISECTION_FROM and bits and n * 2 ** (bits / 2) >= search.BISECTION_MIN_ELEMENTS:
+    wide = (
+        bits is not None and n * 2 ** (bits / bisection.CUT_FACTOR) >= search.BISECTION_MIN_ELEMENTS
+    )
+    if search.BISECTION_FROM < n <= search.BISECTION_UP_TO and wide:
         assert first.first == "bisection" or first.tried[0].startswith("spectral bisection")
         if budget == 1.0:
             assert "greedy" in first.tried  # and greedy's path where the budget lasts

@@ -108,8 +108,9 @@ def lattice_bits(problem: Problem) -> float | None:
     may hold in its bisection (``max_bits`` of :func:`bisection_ssa`): a lattice of ``n``
     operands and diameter ``d`` is cut across its short side by at most ``2 n / d`` bonds
     (a grid of ``r x c``, ``r <= c``: ``r`` bonds, ``2 r c / (r + c)`` or more; a PEPS norm's
-    two layers, twice that), each of at most its widest bond's bits, and a block may hold
-    :data:`CUT_FACTOR` times that; else None.  A network that passes the test but is no
+    two layers, twice that), each of at most its widest bond's bits (the labels two
+    operands share, together), and a block may hold :data:`CUT_FACTOR` times that; else
+    None.  A network that passes the test but is no
     lattice (a small random one of degree 4) cuts more bonds, and its bisection stops.
 
     >>> square = Problem([(0, 1), (1, 2), (2, 3), (3, 0)], (), (4, 4, 4, 4))
@@ -126,8 +127,19 @@ def lattice_bits(problem: Problem) -> float | None:
     diameter = _diameter(neighbours, main)
     if diameter > 2 * len(main) ** 0.5:
         return None
-    widest = max(math.log2(problem.label_sizes[k]) for k, held in holders.items() if len(held) == 2)
-    return CUT_FACTOR * 2 * len(main) / max(diameter, 1) * widest
+    return CUT_FACTOR * 2 * len(main) / max(diameter, 1) * _widest_bond(problem, holders, main)
+
+
+def _widest_bond(problem: Problem, holders: dict[int, list[int]], component: list[int]) -> float:
+    """The most bits two operands of the component share in labels of theirs alone (two
+    labels of size 2 between them are one bond of 4)."""
+    shared: dict[tuple[int, ...], float] = {}
+    for k, held in holders.items():
+        if len(held) == 2:
+            pair = tuple(held)
+            shared[pair] = shared.get(pair, 0.0) + math.log2(problem.label_sizes[k])
+    members = set(component)
+    return max(bits for pair, bits in shared.items() if pair[0] in members)
 
 
 def bisection_ssa(problem: Problem, max_bits: float) -> SSA | None:
@@ -135,7 +147,7 @@ def bisection_ssa(problem: Problem, max_bits: float) -> SSA | None:
     recursive bisection of its largest component (the rest joined last), or None where a
     block's boundary would hold more than ``max_bits`` bits (its intermediate more than
     ``2**max_bits`` elements) or the component has fewer than three operands.  (Whether
-    to run it: :func:`lattice_like`.)"""
+    to run it: :func:`lattice_like`; ``max_bits``: :func:`lattice_bits`.)"""
     n = len(problem.inputs)
     holders = _holders(problem)
     main = _largest_component(_neighbours(list(holders.values()), n))
@@ -214,6 +226,9 @@ def _on_squares(neighbours: list[set[int]], component: list[int], needed: float 
 
     >>> _on_squares([{1, 3}, {0, 2}, {1, 3}, {0, 2, 4}, {3}], [0, 1, 2, 3, 4])
     0.8
+    >>> ring = [{(k - 1) % 12, (k + 1) % 12} for k in range(12)]  # no square: 0.0 in full
+    >>> _on_squares(ring, list(range(12))), round(_on_squares(ring, list(range(12)), 0.9), 3)
+    (0.0, 0.833)
     """
     on = 0
     for seen, a in enumerate(component, start=1):

@@ -105,7 +105,7 @@ class Problem:
         >>> part.inputs, part.output, part.size(part.inputs[0]) == chain.size(0b110)
         ((6, 12), 11, True)
         """
-        found = copy.copy(self)
+        found = copy.copy(self)  # (every memo is keyed by masks alone: safe to share)
         found.inputs = tuple(self.inputs[i] for i in members)
         found.output = output
         found.terms = [self.terms[i] for i in members]

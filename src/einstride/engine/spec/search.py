@@ -1,7 +1,8 @@
 """The default path search (``optimize="auto"``): time spent where it pays.
 
 The search first takes the greedy path (the exact optimum for up to four operands; spectral
-bisection's, :mod:`.bisection`, on a network laid out like a lattice) and estimates, with a
+bisection's, :mod:`.bisection`, on a network of more than 16 operands laid out like a
+lattice whose cut is wide enough to matter: :func:`_first_tree`) and estimates, with a
 cost model of einstride's own executor, how long the contraction will take.  A share of
 that estimate is the search *budget*: nothing more for a contraction of microseconds, up to
 a few seconds for one of minutes.  Within the budget it tries more finders -- greedy after
@@ -24,7 +25,8 @@ The cost model (:mod:`.costmodel`) prices what the executor does, not FLOPs alon
 budget is converted into work (how many trials and pair costs) by a fixed estimate of
 their cost, never by a clock, so the search is deterministic for a seed; only a safety
 deadline (three budgets) stops the trials and the larger subtrees on a machine far slower
-than that estimate, and the choice then says so.
+than that estimate, and the choice then says so (and on a lattice symmetric in three or
+more directions, the bisection's halves depend on which eigenvectors LAPACK returns).
 
 >>> inputs = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]           # a ring of five matrices
 >>> choice = search_path(inputs, (), (30, 40, 50, 60, 70))
@@ -89,6 +91,8 @@ OPTIMAL_MAX = 7  # the exact optimum takes ~3**n/2 pair costs
 DP_MAX = 12  # opt_einsum's dynamic programming: exponential past this
 BISECTION_FROM = max(LEAF, DP_MAX)  # operands past which a lattice's first path is bisected
 BISECTION_MIN_ELEMENTS = 2**19  # ... where its operands times its cut's elements reach this
+BISECTION_UP_TO = 2048  # ... and up to this many (past it the eigenvectors take seconds: 5.7 s
+#   at 3,025 operands, one thread; a lattice that large contracts on no machine anyway)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -276,8 +280,8 @@ def search_budget(estimate_ns: float) -> float:
 
 
 def cheapest_finder_s(n: int) -> float:
-    """The least budget in which :class:`_Search` runs any finder after greedy on ``n``
-    operands (its checks, in the order it runs them)."""
+    """The least budget in which :class:`_Search` runs any finder after the first path on
+    ``n`` operands (its checks, in the order it runs them)."""
     found = TRIAL_S_PER_TENSOR * n
     if n <= OPTIMAL_MAX:
         found = min(found, _optimal_seconds(n))
@@ -323,10 +327,10 @@ def search_path(
     n = len(problem.inputs)
     if n <= 2:
         path: Path = ((0,),) if n == 1 else (((0, 1),) if n == 2 else ())
-        return _chosen(_rate(problem, "optimal", path), (), 0.0, 0.0, 1, seed)
+        return _chosen(_rate(problem, "optimal", path), (), 0.0, 0.0, 1, seed, "optimal")
     if n <= OPTIMAL_ALWAYS:
         best = _three(problem) if n == 3 else _optimal(problem)
-        return _chosen(best, ("optimal",), best.ns, 0.0, n, seed)
+        return _chosen(best, ("optimal",), best.ns, 0.0, n, seed, "optimal")
     finder, tree, stopped = _first_tree(problem)
     path = _linear(tree)
     if budget_s is None:
@@ -339,8 +343,7 @@ def search_path(
                 bound_ns=bound, rated=False, first=finder,
             )  # fmt: skip
     first = _rate(problem, finder, path)
-    search = _Search(problem, first, budget_s, seed)
-    search.tried[:0] = stopped
+    search = _Search(problem, first, budget_s, seed, stopped)
     search.run()
     best = search.best()
     tried = tuple(search.tried)
@@ -354,7 +357,7 @@ def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str
     lattice greedy's path is rarely good (measured, the cost model's estimates of the
     bisection's path against greedy's: the closed 6 x 6 grid of bond 4 0.29x, 8 x 8 of bond
     3 0.72x (7.3e6 against 2.0e7 FLOPs; cotengra's in 5 s 4.8e6), the 8 x 8 PEPS norm of
-    bond 2 0.22x; a 10 x 10 grid of bond 2 1.26x, a contraction of microseconds) and,
+    bond 2 0.22x; a 10 x 10 grid of bond 2 1.26x, a contraction of a millisecond) and,
     taken first, the bisection costs about two greedy paths' time (2.0 against 1.1 ms on
     the 8 x 8 grid) instead of adding to it where the budget would not buy it.  A lattice
     whose operands times the elements of its cut (``2**cut`` for a cut of ``cut`` bits, a
@@ -365,7 +368,7 @@ def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str
     5 x 5 and 6 x 6 of bond 2, 1.1 against 2.0 ms; the 8 x 8 grid of bond 3 is at 1.5e6,
     6 x 6 of bond 4 at 7.7e5, the 8 x 8 PEPS norm of bond 2 at 1.8e7)."""
     n = len(problem.inputs)
-    if n > BISECTION_FROM and (max_bits := lattice_bits(problem)):
+    if BISECTION_FROM < n <= BISECTION_UP_TO and (max_bits := lattice_bits(problem)) is not None:
         if n * 2 ** (max_bits / CUT_FACTOR) < BISECTION_MIN_ELEMENTS:
             return "greedy", greedy_ssa(problem), ()
         tree = bisection_ssa(problem, max_bits)
@@ -377,26 +380,32 @@ def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str
 
 
 class _Search:
-    """The finders after the first, each while the budget left allows it: greedy (after a
-    lattice's bisection), the exact optimum, dynamic programming, subtree reconfiguration
-    of the best path, then greedy trials (after a reconfiguration, random ones reconfigured in turn;
-    with a budget given, then the best path reconfigured with larger subtrees).
+    """The finders after the first, each while the budget left allows it: the exact
+    optimum, dynamic programming, greedy (after a lattice's bisection), subtree
+    reconfiguration of the best path, then greedy trials (after a reconfiguration, random
+    ones reconfigured in turn; with a budget given, then the best path reconfigured with
+    larger subtrees).
     The budget is a share of the cheapest path found so far (a finder that finds a much
     cheaper path shrinks it: there is less left to gain); every finder's time is estimated,
     never measured, so the choice is the same on any machine, except past the safety
     deadline."""
 
     def __init__(
-        self, problem: Problem, first: _Candidate, budget_s: float | None, seed: int
+        self,
+        problem: Problem,
+        first: _Candidate,
+        budget_s: float | None,
+        seed: int,
+        stopped: tuple[str, ...] = (),
     ) -> None:
         self.problem, self.seed, self.fixed = problem, seed, budget_s
-        self.candidates, self.tried = [first], [first.finder]
+        self.candidates, self.tried = [first], [*stopped, first.finder]
         self.best_ns, self.spent = first.ns, 0.0
         self.budget = self.restarts = self._allowed()
         self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
 
     def best(self) -> _Candidate:
-        """The cheapest candidate so far (the first of equals: greedy's)."""
+        """The cheapest candidate so far (the first of equals: the first finder's)."""
         return min(self.candidates, key=lambda c: c.ns)
 
     def _allowed(self) -> float:
@@ -444,17 +453,19 @@ class _Search:
                 self._reconfigured_trials(trial)  # what the larger subtrees left
 
     def _paid(self) -> bool:
-        """Whether the finders run so far gained (greedy's estimate less the best one's) at
+        """Whether the finders run so far gained (the first path's estimate less the best one's) at
         least the seconds they cost, or none ran; else the search stops before the greedy
-        trials, and says so.  Where the first finders find little, the trials rarely find
-        more (measured on the benchmark's networks: the random 20-tensor one of degree 4,
-        reconfiguration 2.7% cheaper for 3.3 ms, then three restarts 1.6 ms each for a path
-        rated 12% cheaper, 6% faster than the reconfigured one in einstride's executor (31.0
-        against 33.0 ms, greedy's 34.4), about what the restarts took; the random 100-tensor one,
-        reconfiguration 4.9% cheaper, then restarts rated 120x and 1,400x its cost), while
-        they cost their whole share of the budget: a search that finds nothing costs the
-        contraction a quarter more.  Estimates, not clocks: the same on any machine.  A
-        budget given (``search_path(budget_s=...)``) is spent as given."""
+        trials, and says so (greedy's own path after a lattice's bisection counts as a
+        finder: where it cannot beat the bisection, its trials rarely do).  Where the first
+        finders find little, the trials rarely find more (measured on the benchmark's
+        networks: the random 20-tensor one of degree 4, reconfiguration 2.7% cheaper for 3.3
+        ms, then three restarts 1.6 ms each for a path rated 12% cheaper, 6% faster than the
+        reconfigured one in einstride's executor (31.0 against 33.0 ms, greedy's 34.4),
+        about what the restarts took; the random 100-tensor one, reconfiguration 4.9%
+        cheaper, then restarts rated 120x and 1,400x its cost), while they cost their whole
+        share of the budget: a search that finds nothing costs the contraction a quarter
+        more.  Estimates, not clocks: the same on any machine.  A budget given
+        (``search_path(budget_s=...)``) is spent as given."""
         if self.fixed is not None:
             return True
         gained = (self.candidates[0].ns - self.best_ns) * 1e-9
@@ -616,7 +627,7 @@ def _chosen(
     budget: float,
     candidates: int,
     seed: int,
-    first: str = "optimal",
+    first: str = "greedy",
 ) -> PathChoice:
     return PathChoice(
         path=best.path,
@@ -751,7 +762,7 @@ def rated_choice(
     output: Sequence[int],
     sizes: Sequence[int],
 ) -> PathChoice:
-    """``choice`` with its cost fields filled in (an unrated greedy path: its own cost is
+    """``choice`` with its cost fields filled in (an unrated first path: its own cost is
     also the baseline).
 
     >>> ring = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
