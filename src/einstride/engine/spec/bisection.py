@@ -110,8 +110,8 @@ def lattice_bits(problem: Problem) -> float | None:
     (a grid of ``r x c``, ``r <= c``: ``r`` bonds, ``2 r c / (r + c)`` or more; a PEPS norm's
     two layers, twice that), each of at most its widest bond's bits (the labels two
     operands share, together), and a block may hold :data:`CUT_FACTOR` times that; else
-    None.  A network that passes the test but is no
-    lattice (a small random one of degree 4) cuts more bonds, and its bisection stops.
+    None.  A network that passes the test but is no lattice (a small random one of degree
+    4) cuts more bonds, and its bisection stops.
 
     >>> square = Problem([(0, 1), (1, 2), (2, 3), (3, 0)], (), (4, 4, 4, 4))
     >>> lattice_bits(square)                   # 2 * 4 / 2 bonds of 2 bits, twice
