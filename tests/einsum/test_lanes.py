@@ -723,3 +723,33 @@ def test_the_public_einsum_runs_a_one_operand_lane_as_the_lane_itself_does(
     assert plan_cache_info().lanes - before == answered
     if direct is not None:
         np.testing.assert_array_equal(public, direct)
+
+
+def test_every_call_a_hot_record_answers_is_counted_across_replacements() -> None:
+    """Each public einsum counts its one-operand answers in its hot record: alternating
+    equations replace the record on every call, and the replaced records' counts are kept
+    (folded once no call holds them) so the count is exact and the retired list stays
+    small."""
+    clear_plan_cache()
+    diagonal, trace, a = "ii->i", "ii->", np.eye(3)
+    for _ in range(50):
+        es.einsum(diagonal, a)
+        es.einsum(diagonal, a)  # the record's own answer
+        es.einsum(trace, a)
+    assert plan_cache_info().lanes == 150
+    assert len(lanes._RETIRED) <= 2
+
+
+def test_a_replaced_record_a_call_still_holds_keeps_the_answer_it_counts_after() -> None:
+    """A call that read the hot record before another thread replaced it counts its answer
+    in the old record: that record's count is folded only once no call holds it."""
+    clear_plan_cache()
+    es.einsum("ii->", np.eye(2))
+    held = lanes._HOT_RECORDS[0]()  # what a call mid-way holds (as `last`)
+    es.einsum("ii->i", np.eye(2))  # replaces the record: `held` is retired, still held
+    assert any(record is held for record in lanes._RETIRED)
+    held[8] += 1  # the held call's answer, counted after the replacement
+    assert plan_cache_info().lanes == 3
+    del held
+    es.einsum("ij->j", np.eye(2))  # another replacement folds the unheld records
+    assert plan_cache_info().lanes == 4 and len(lanes._RETIRED) <= 1

@@ -51,6 +51,8 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
@@ -130,7 +132,9 @@ _answered_before = 0  # its count when the caches were last cleared (it is never
 
 
 def _count() -> int:
-    return int(repr(_answered)[len("count(") : -1])
+    """Every answer of a lane: counted by the lanes, by replaced hot records and by the
+    current ones."""
+    return int(repr(_answered)[len("count(") : -1]) + _hot_answers()
 
 
 def lane_answers() -> int:
@@ -384,23 +388,75 @@ def _expand_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds
 # too low for an axis of ``distinct``.
 
 
-class _Hot(NamedTuple):
-    """The one-operand call a lane answered last, for the next call's test: the caller's
-    subscripts and the operand's dtype (the very objects: compared by identity), the
-    letters NumPy's loop gets, and the lane's test (:meth:`UnaryLane._fits`): a bound of
-    the operand's elements (or, past it, of the reduction's index combinations: one per
-    label of ``distinct``; a view's is unbounded) below which the lane takes any operand
-    that is not empty, and past both the planner's own test (``traffic``)."""
+_HOT_SLOTS = (
+    "subscripts", "dtype", "letters", "most", "past", "type", "ndarray", "loop", "answered", "on"
+)  # fmt: skip
+"""The slots of a hot record (:func:`_hot`), read by position in :func:`public_einsum`."""
 
-    subscripts: object
-    dtype: object
-    letters: str
-    most: int
-    distinct: tuple[int, ...]
-    traffic: _Traffic
+_Onward = Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]
+"""``on(subscripts, operands, options)``: a public einsum's way for the calls its hot record
+does not answer."""
 
 
-_COLD = _Hot(object(), None, "", 0, (), _NO_TRAFFIC)  # no call yet: subscripts no one passes
+def _hot(subscripts: object, dtype: object, lane: UnaryLane, on: _Onward) -> list[Any]:
+    """The record of the one-operand call a lane answered last, for the next call's test
+    (the slots of :data:`_HOT_SLOTS`): the caller's subscripts and the operand's dtype (the
+    very objects: compared by identity), the letters NumPy's loop gets, and the lane's test
+    (:meth:`UnaryLane._fits`) as a bound of the operand's elements below which it takes
+    any operand that is not empty (None: a view's, no bound) and past it the test itself;
+    then ``type``, ``numpy.ndarray``, NumPy's loop, the calls the record answered, and the
+    public einsum's way ``on`` for the calls it does not answer.
+
+    One list holds it all, its count included, read by position: in a cold call (another
+    library ran in between) every object read costs a cache and TLB miss (objects of other
+    sizes live in other pages), and so does each global name and each closure cell (a call
+    takes a reference to every cell of its function).  Measured in the cold benchmark's
+    loop (``ii->i`` on 513 x 513 to 572 x 572, against numpy.einsum, the median of eight
+    processes): a record, four cells and a counter of their own 2.1x; this list and one
+    cell 1.5x; a bare wrapper of NumPy's loop 0.75-1.3x (as the machine's phase goes).
+
+    >>> on = lambda subscripts, operands, options: None
+    >>> record = _hot("ii->", np.dtype("d"), cast(UnaryLane, lane_for("ii->")), on)
+    >>> record[2:4], record[4](np.ones((3, 3))), record[8]
+    (['ii->', 349525], True, 0)
+    >>> _hot("ii->i", np.dtype("d"), cast(UnaryLane, lane_for("ii->i")), on)[3] is None
+    True
+    """
+    letters = subscripts if lane.native else lane.letters
+    most = lane.most if lane.distinct else None
+    return [subscripts, dtype, letters, most, lane._fits, type, _ndarray, sum_of_products, 0, on]
+
+
+def _cold(on: _Onward) -> list[Any]:
+    """The record of no call yet (subscripts no one passes)."""
+    return [object(), None, "", 0, None, type, _ndarray, sum_of_products, 0, on]
+
+
+_HOT_LOCK = threading.Lock()  # held to replace a hot record, and to count
+_RETIRED: list[list[Any]] = []  # replaced hot records a call may still hold
+_FOLDED = [0]  # the answers of replaced records that no call holds
+_HOT_RECORDS: list[Callable[[], list[Any]]] = []  # each public einsum's current record
+_UNHELD = 3  # a retired record's references when no call holds it (see _fold)
+
+
+def _fold() -> None:
+    """Fold the counts of retired records that no call holds any more (the lock held): a
+    call that read the record before it was replaced counts its answer there, after."""
+    held = []
+    for record in _RETIRED:  # references: _RETIRED's, this loop's, getrefcount's argument
+        if sys.getrefcount(record) > _UNHELD:
+            held.append(record)
+        else:
+            _FOLDED[0] += record[8]
+    _RETIRED[:] = held
+
+
+def _hot_answers() -> int:
+    """The answers of every hot record: replaced ones and the current ones."""
+    with _HOT_LOCK:
+        _fold()
+        records = [*_RETIRED, *(current() for current in _HOT_RECORDS)]
+        return _FOLDED[0] + sum(int(record[8]) for record in records)
 
 
 def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[..., Any]:
@@ -409,61 +465,58 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
     first argument).
 
     A call with the same subscripts object and operand dtype as the last one that a
-    one-operand lane answered (:class:`_Hot`) is answered in this one frame, by two
-    identity tests and a size bound (the lane's test, written out): in a cold call
-    (another library ran in between) every object read and every distinct operation
-    costs a cache or TLB miss, and this test reads one tuple of ours.  (Measured,
-    ``ii->i`` on 513 x 513 right after the benchmark's reference computation: the lane's
-    looked up and tested inline 10 µs a call, this 8, numpy.einsum 4, its C loop alone
-    2.5.)  Any other call looks up its lane; a one-operand lane that answers becomes the
-    last call."""
-    lanes, ndarray, c_einsum = LANES, _ndarray, sum_of_products
-    answered, auto_only, hot = _answered, _AUTO_ONLY, _COLD
+    one-operand lane answered (its record, :func:`_hot`) is answered in this one frame, by
+    two identity tests and a size bound (the lane's test, written out), reading one list
+    through the function's one cell.  Any other call looks up its lane; a one-operand lane
+    that answers becomes the last call.  The record counts its answers in place: a read,
+    an add and a store, between which CPython's interpreter switches no thread (it checks
+    for a switch at calls and backward jumps); a record is replaced under a lock, its
+    count kept."""
+    lanes, auto_only = LANES, _AUTO_ONLY
+    hot: list[Any] = []  # the record, made once onward is
 
     def einsum(subscripts: Any = no_subscripts, *operands: Any, **options: Any) -> Any:
-        nonlocal hot
         last = hot
         if subscripts is last[0] and not options:
             try:
                 (a,) = operands  # ValueError: another operand count
-                if type(a) is ndarray and a.dtype is last[1]:
+                if last[5](a) is last[6] and a.dtype is last[1]:  # type(a): no global
                     size = a.size
-                    fits = 0 < size <= last[3]
-                    if not fits and size:  # a large reduction: its combinations, its bytes
-                        shape, combos = a.shape, 1
-                        for ax in last[4]:
-                            combos *= shape[ax]
-                        fits = combos <= last[3] or last[5].fits(a)
-                    if fits:
-                        result = c_einsum(last[2], a)
-                        next(answered)
+                    if size and (last[3] is None or size <= last[3] or last[4](a)):
+                        result = last[7](last[2], a)
+                        last[8] += 1
                         return result
             except (ValueError, IndexError):  # NumPy's: another rank, sizes that disagree
                 pass
+        return last[9](subscripts, operands, options)
+
+    def onward(subscripts: Any, operands: tuple[Any, ...], options: dict[str, Any]) -> Any:
+        nonlocal hot
         if type(subscripts) is str and (not options or options == auto_only):
             lane = lanes.get(subscripts) or lane_for(subscripts)
             result = lane(operands)
             if result is not None:
-                if isinstance(lane, UnaryLane) and lanes.get(subscripts) is lane:
-                    hot = _hot(subscripts, operands[0].dtype, cast(UnaryLane, lane))
-                    if lanes.get(subscripts) is not lane:  # forgotten meanwhile (_forget
-                        hot = _COLD  # clears LANES first): the record may hold old bounds
+                if isinstance(lane, UnaryLane):
+                    record = _hot(subscripts, operands[0].dtype, lane, onward)
+                    with _HOT_LOCK:  # unless forgotten meanwhile: its bounds may be old
+                        if lanes.get(subscripts) is lane:
+                            _RETIRED.append(hot)
+                            hot = record
+                            _fold()
                 return result
         return planned(subscripts, *operands, **options)
 
     def forget() -> None:
         nonlocal hot
-        hot = _COLD
+        with _HOT_LOCK:
+            _RETIRED.append(hot)
+            hot = _cold(onward)
+            _fold()
 
+    hot = _cold(onward)
     _HOT_RESETS.append(forget)
+    _HOT_RECORDS.append(lambda: hot)
     return einsum
-
-
-def _hot(subscripts: str, dtype: object, lane: UnaryLane) -> _Hot:
-    """The last call's record (:class:`_Hot`) of a call that ``lane`` answered."""
-    letters = subscripts if lane.native else lane.letters
-    most = lane.most if lane.distinct else _NEVER
-    return _Hot(subscripts, dtype, letters, most, lane.distinct, lane.traffic)
 
 
 # -- two operands ----------------------------------------------------------------------------
