@@ -62,10 +62,10 @@ def physical_memory() -> int:
 
 _configured: int | None = None  # set_memory_limit's value; None: the physical memory
 LIMIT: int = physical_memory()
+"""The limit in force (read directly by einsum's hot path; change it with set_memory_limit)."""
 
 LIMIT_HOOKS: list[Callable[[], None]] = []
 """Called after the limit changes (what was compiled with the old one is forgotten)."""
-"""The limit in force (read directly by einsum's hot path; change it with set_memory_limit)."""
 
 
 def memory_limit() -> int:

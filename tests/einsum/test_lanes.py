@@ -5,6 +5,7 @@ and a shape class never answers shapes whose sizes disagree."""
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -727,7 +728,7 @@ def test_the_public_einsum_runs_a_one_operand_lane_as_the_lane_itself_does(
 
 def test_every_call_a_hot_record_answers_is_counted_across_replacements() -> None:
     """Each public einsum counts its one-operand answers in its hot record: alternating
-    equations replace the record on every call, and the replaced records' counts are kept
+    equations replace the record on two of every three calls here, and the replaced records' counts are kept
     (folded once no call holds them) so the count is exact and the retired list stays
     small."""
     clear_plan_cache()
@@ -753,3 +754,39 @@ def test_a_replaced_record_a_call_still_holds_keeps_the_answer_it_counts_after()
     del held
     es.einsum("ij->j", np.eye(2))  # another replacement folds the unheld records
     assert plan_cache_info().lanes == 4 and len(lanes._RETIRED) <= 1
+
+
+def test_einsum_called_while_the_lanes_lock_is_held_does_not_hang() -> None:
+    """The GC's finalizers and signal handlers run inside the lock's regions, in the thread
+    that holds it, and may call einsum, which replaces hot records and counts under the
+    same lock: it must be reentrant."""
+    results: list[int] = []
+
+    def inside_the_lock() -> None:
+        with lanes._HOT_LOCK:
+            for equation in ("ii->", "ii->i", "ii->", "ij->j"):
+                es.einsum(equation, np.eye(3))
+            set_memory_limit(None)  # forgets every lane and record, under the lock too
+            results.append(plan_cache_info().lanes)
+
+    clear_plan_cache()
+    thread = threading.Thread(target=inside_the_lock, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "einsum hung on the lanes' lock"
+    assert results == [4]
+
+
+def test_errors_kept_with_their_tracebacks_do_not_keep_replaced_records() -> None:
+    """A call the hot record does not answer drops the record before going on: an error's
+    traceback keeps the frame, and a record it held would stay retired, walked by every
+    replacement."""
+    clear_plan_cache()
+    kept = []
+    for _ in range(50):
+        es.einsum("ii->", np.eye(2))
+        with pytest.raises(es.EinsumError) as error:
+            es.einsum("ii->", np.ones((2, 3)))  # sizes that disagree: the planned error
+        kept.append(error.value)
+        es.einsum("ii->i", np.eye(2))
+    assert len(lanes._RETIRED) <= 2

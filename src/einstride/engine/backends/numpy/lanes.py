@@ -124,6 +124,9 @@ operands, ...)."""
 
 LANES: dict[str, Lane] = {}
 """Each equation string's lane (read directly by the hot path)."""
+_HOT_LOCK = threading.RLock()
+"""Held to keep a lane, to forget them, to replace a hot record and to count; reentrant:
+the GC's finalizers and signal handlers run inside its regions, and may call einsum."""
 _HOT_RESETS: list[Callable[[], None]] = []  # each public einsum's: forget its last call
 
 _AUTO_ONLY = {"optimize": "auto"}  # the default, named: still the lane
@@ -153,17 +156,19 @@ def lane_for(subscripts: str) -> Lane:
     """The equation's lane (cached), :data:`NO_LANE` when it has none (parse errors raise).
     A lane is compiled with the default options and the memory limit of the moment (one
     comparison per call, not four attribute reads: on a cold cache that is microseconds);
-    changing either forgets every lane."""
+    changing either forgets every lane.  A lane is kept under the lock that forgetting
+    takes: one compiled with the old bounds is never kept past it."""
     lane = LANES.get(subscripts)
     if lane is None:
         options, limit = DEFAULT.options, _memory.LIMIT
         lane = _compile(parse_subscripts(subscripts), _Bounds.of(options, limit))
-        if len(LANES) >= _CACHE_SIZE:
-            LANES.clear()
-        if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
-            LANES[subscripts] = lane
-            if DEFAULT.options is not options or limit != _memory.LIMIT:  # ... just now
-                LANES.pop(subscripts, None)
+        with _HOT_LOCK:
+            if len(LANES) >= _CACHE_SIZE:
+                LANES.clear()
+            if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
+                LANES[subscripts] = lane
+                if DEFAULT.options is not options or limit != _memory.LIMIT:  # (a finalizer's)
+                    LANES.pop(subscripts, None)
     return lane
 
 
@@ -201,9 +206,10 @@ def _compile(equation: Equation, bounds: _Bounds) -> Lane:
 
 
 def _forget() -> None:
-    LANES.clear()
-    for reset in _HOT_RESETS:
-        reset()
+    with _HOT_LOCK:
+        LANES.clear()
+        for reset in _HOT_RESETS:
+            reset()
 
 
 OPTIONS_HOOKS.append(_forget)
@@ -415,16 +421,20 @@ def _hot(subscripts: object, dtype: object, lane: UnaryLane, on: _Onward) -> lis
     sizes live in other pages), and so does each global name and each closure cell (a call
     takes a reference to every cell of its function).  Measured in the cold benchmark's
     loop (``ii->i`` on 513 x 513 to 572 x 572, against numpy.einsum, the median of eight
-    processes): a record, four cells and a counter of their own 2.1x; this list and one
+    processes): a record and a shared counter read through seven cells (four of them read
+    on the way), with the global ``type`` and the builtin ``next``, 2.1x; this list and one
     cell 1.5x; a bare wrapper of NumPy's loop 0.75-1.3x (as the machine's phase goes).
     Past the bound of elements the combinations are counted inline: the lane's own test,
     a method call, made ``bii->b`` (65-124 x 64 x 64) 1.5x numpy.einsum's time where
     inline it is 1.3x (the old record's 1.4x).
 
     >>> on = lambda subscripts, operands, options: None
-    >>> record = _hot("ii->", np.dtype("d"), cast(UnaryLane, lane_for("ii->")), on)
-    >>> record[2:5], record[8], record[10](np.ones((3, 3)))
-    (['ii->', 349525, (0,)], 0, True)
+    >>> lane = cast(UnaryLane, lane_for("ii->"))
+    >>> record = _hot("ii->", np.dtype("d"), lane, on)
+    >>> record[2], record[3] == lane.most, record[4], record[8], record[10](np.ones((3, 3)))
+    ('ii->', True, (0,), 0, True)
+    >>> len(record) == len(_cold(on)) == len(_HOT_SLOTS)
+    True
     >>> _hot("ii->i", np.dtype("d"), cast(UnaryLane, lane_for("ii->i")), on)[3] is None
     True
     """
@@ -439,23 +449,36 @@ def _cold(on: _Onward) -> list[Any]:
     return [object(), None, "", 0, (), type, _ndarray, sum_of_products, 0, on, None]
 
 
-_HOT_LOCK = threading.Lock()  # held to replace a hot record, and to count
 _RETIRED: list[list[Any]] = []  # replaced hot records a call may still hold
 _FOLDED = [0]  # the answers of replaced records that no call holds
+
+
+def _unheld() -> int:
+    """A record's references in :func:`_fold`'s loop when no call holds it (measured: what
+    the interpreter counts for a loop variable and an argument differs between versions)."""
+    probe: list[list[Any]] = [[]]
+    for record in probe:  # references: the list's, this loop's, getrefcount's argument
+        return sys.getrefcount(record)
+    raise AssertionError
+
+
+_UNHELD = _unheld()
 _HOT_RECORDS: list[Callable[[], list[Any]]] = []  # each public einsum's current record
-_UNHELD = 3  # a retired record's references when no call holds it (see _fold)
 
 
 def _fold() -> None:
-    """Fold the counts of retired records that no call holds any more (the lock held): a
-    call that read the record before it was replaced counts its answer there, after."""
-    held = []
-    for record in _RETIRED:  # references: _RETIRED's, this loop's, getrefcount's argument
+    """Fold the counts of retired records that no call holds any more (the lock held; a
+    call that read a record before it was replaced counts its answer there, after; a frame
+    kept by an error's traceback would hold one too, which the public einsum's way on
+    does not), from a snapshot: a nested fold (a finalizer's call) sees only what this one
+    kept.  CPython's reference counts tell which are held."""
+    retired = _RETIRED[:]
+    del _RETIRED[:]
+    for record in retired:  # references: retired's, this loop's, getrefcount's argument
         if sys.getrefcount(record) > _UNHELD:
-            held.append(record)
+            _RETIRED.append(record)
         else:
             _FOLDED[0] += record[8]
-    _RETIRED[:] = held
 
 
 def _hot_answers() -> int:
@@ -477,8 +500,8 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
     through the function's one cell.  Any other call looks up its lane; a one-operand lane
     that answers becomes the last call.  The record counts its answers in place: a read,
     an add and a store, between which CPython's interpreter switches no thread (it checks
-    for a switch at calls and backward jumps); a record is replaced under a lock, its
-    count kept."""
+    for a switch at calls and backward jumps; under free threading the count would be a
+    statistic); a record is replaced under a lock, its count kept (:func:`_fold`)."""
     lanes, auto_only = LANES, _AUTO_ONLY
     hot: list[Any] = []  # the record, made once onward is
 
@@ -501,7 +524,9 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
                         return result
             except (ValueError, IndexError):  # NumPy's: another rank, sizes that disagree
                 pass
-        return last[9](subscripts, operands, options)
+        on = last[9]
+        del last  # an error's traceback keeps this frame: it must not keep the record
+        return on(subscripts, operands, options)
 
     def onward(subscripts: Any, operands: tuple[Any, ...], options: dict[str, Any]) -> Any:
         nonlocal hot
@@ -513,17 +538,24 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
                     record = _hot(subscripts, operands[0].dtype, lane, onward)
                     with _HOT_LOCK:  # unless forgotten meanwhile: its bounds may be old
                         if lanes.get(subscripts) is lane:
-                            _RETIRED.append(hot)
-                            hot = record
+                            retired, hot = hot, record  # no switch between: swapped first
+                            _RETIRED.append(retired)
+                            if lanes.get(subscripts) is not lane:  # (by a finalizer's call)
+                                stale, hot = hot, _cold(onward)
+                                _RETIRED.append(stale)
+                                del stale
+                            del retired
                             _fold()
                 return result
         return planned(subscripts, *operands, **options)
 
     def forget() -> None:
         nonlocal hot
+        cold = _cold(onward)
         with _HOT_LOCK:
-            _RETIRED.append(hot)
-            hot = _cold(onward)
+            retired, hot = hot, cold
+            _RETIRED.append(retired)
+            del retired
             _fold()
 
     hot = _cold(onward)
