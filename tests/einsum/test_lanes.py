@@ -728,9 +728,9 @@ def test_the_public_einsum_runs_a_one_operand_lane_as_the_lane_itself_does(
 
 def test_every_call_a_hot_record_answers_is_counted_across_replacements() -> None:
     """Each public einsum counts its one-operand answers in its hot record: alternating
-    equations replace the record on two of every three calls here, and the replaced records' counts are kept
-    (folded once no call holds them) so the count is exact and the retired list stays
-    small."""
+    equations replace the record on two of every three calls here, and the replaced
+    records' counts are kept (folded once no call holds them) so the count is exact and
+    the retired list stays small."""
     clear_plan_cache()
     diagonal, trace, a = "ii->i", "ii->", np.eye(3)
     for _ in range(50):

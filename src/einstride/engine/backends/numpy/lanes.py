@@ -529,7 +529,6 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
         return on(subscripts, operands, options)
 
     def onward(subscripts: Any, operands: tuple[Any, ...], options: dict[str, Any]) -> Any:
-        nonlocal hot
         if type(subscripts) is str and (not options or options == auto_only):
             lane = lanes.get(subscripts) or lane_for(subscripts)
             result = lane(operands)
@@ -538,25 +537,24 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
                     record = _hot(subscripts, operands[0].dtype, lane, onward)
                     with _HOT_LOCK:  # unless forgotten meanwhile: its bounds may be old
                         if lanes.get(subscripts) is lane:
-                            retired, hot = hot, record  # no switch between: swapped first
-                            _RETIRED.append(retired)
+                            install(record)
                             if lanes.get(subscripts) is not lane:  # (by a finalizer's call)
-                                stale, hot = hot, _cold(onward)
-                                _RETIRED.append(stale)
-                                del stale
-                            del retired
-                            _fold()
+                                install(_cold(onward))
                 return result
         return planned(subscripts, *operands, **options)
 
-    def forget() -> None:
+    def install(record: list[Any]) -> None:
+        """Make ``record`` the hot one, the old one retired (the lock held)."""
         nonlocal hot
+        retired, hot = hot, record  # no thread switch between: an interrupt leaves either
+        _RETIRED.append(retired)
+        del retired  # (a reference _fold would take for a call's)
+        _fold()
+
+    def forget() -> None:
         cold = _cold(onward)
         with _HOT_LOCK:
-            retired, hot = hot, cold
-            _RETIRED.append(retired)
-            del retired
-            _fold()
+            install(cold)
 
     hot = _cold(onward)
     _HOT_RESETS.append(forget)
