@@ -77,11 +77,8 @@ def optimal_tree_arrays(
     labels = _subset_labels(local.inputs, n)
     everything = np.arange(1 << n)
     kept = labels & (np.uint64(local.output) | labels[everything ^ ((1 << n) - 1)])
-    for k, mask in enumerate(local.inputs):  # an input as it is: its own labels summed first
-        kept[1 << k] = mask
-    splits = _splits(n)
-    pair_ns = local.pair_ns(kept[splits.parts], kept[splits.others], kept[splits.subsets])
-    choice = _cheapest_splits(splits, pair_ns, n)
+    pair_ns = local.pair_ns(kept, _splits(n))
+    choice = _cheapest_splits(_splits(n), pair_ns, n)
     tree = _tree(choice, (1 << n) - 1)
     return _priced(problem, inputs, output, tree)
 
@@ -141,18 +138,29 @@ class _Local:
         run = np.where(wide, size ** (1.0 / np.maximum(rank, 1.0)), 1.0)
         return np.where(wide, size * (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN / run), 0.0)
 
-    def pair_ns(self, a: Words, b: Words, keep: Words) -> Floats:
-        """:meth:`.costmodel.Problem.pair`'s nanoseconds over arrays, term by term in its
-        order (``keep`` broadcast over each subset's splits)."""
-        ra: Words = np.bitwise_and(a, np.bitwise_or(b, keep))
-        rb: Words = np.bitwise_and(b, np.bitwise_or(a, keep))
-        union: Words = np.bitwise_or(ra, rb)
-        out: Words = np.bitwise_and(union, keep)
-        loop, size_a, size_b = self.size(union), self.size(ra), self.size(rb)
-        size_out = self.size(out)
+    def pair_ns(self, kept: Words, splits: _Splits) -> Floats:
+        """:meth:`.costmodel.Problem.pair`'s nanoseconds of every split over arrays, term by
+        term in its order.  ``kept[s]`` holds the labels of subset ``s`` that its
+        complement or the output needs: what its product holds, and what each side of a
+        split keeps (a side's label that the other side does not hold is needed outside
+        the pair, so the pair keeps it), so the sides' sizes and copies are looked up per
+        subset and only the labels the two sides share are sized per split.  An input
+        holding labels no other operand needs (summed alone first: ``ra != a``) adds that
+        step wherever it is a side."""
+        size, copy = self.size(kept), self.copy_ns(kept)
+        alone = np.zeros(len(kept))  # the step summing an input's own labels first
+        for k, mask in enumerate(self.inputs):
+            if int(kept[1 << k]) != mask:
+                own = float(self.size(np.array([mask], np.uint64))[0])
+                alone[1 << k] = STEP_NS + BYTE_NS * ITEMSIZE * own
+        parts, others, subsets = splits.parts, splits.others, splits.subsets
+        keep = kept[subsets]
+        shared: Words = np.bitwise_and(kept[parts], kept[others])
+        size_a, size_b, size_out = size[parts], size[others], size[subsets]
+        loop = size_a * size_b / self.size(shared)
         ns = STEP_NS + BYTE_NS * ITEMSIZE * (size_a + size_b + size_out)
-        matmul = union != out
-        matrices = self.size(np.bitwise_and(np.bitwise_and(ra, rb), keep))
+        matmul = np.bitwise_and(shared, ~keep) != 0  # a label summed: BLAS
+        matrices = self.size(np.bitwise_and(shared, keep))
         inner = loop / size_out
         rows, cols = size_a / (matrices * inner), size_b / (matrices * inner)
         thin = (
@@ -162,9 +170,9 @@ class _Local:
         )
         gemm = GEMM_NS_PER_FLOP * 2.0 * loop * thin + MATRIX_NS * matrices
         ns = ns + np.where(matmul, gemm, LOOP_NS_PER_ELEMENT * loop)
-        ns = ns + np.where(matmul, self.copy_ns(ra) + self.copy_ns(rb), 0.0)
-        ns = ns + np.where(ra != a, STEP_NS + BYTE_NS * ITEMSIZE * self.size(a), 0.0)
-        return ns + np.where(rb != b, STEP_NS + BYTE_NS * ITEMSIZE * self.size(b), 0.0)
+        ns = ns + np.where(matmul, copy[parts] + copy[others], 0.0)
+        found: Floats = ns + alone[parts] + alone[others]
+        return found
 
 
 def _subset_labels(inputs: list[int], n: int) -> Words:

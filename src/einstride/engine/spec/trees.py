@@ -49,8 +49,8 @@ SKIP_SHARE = 1e-3  # a subtree costing less than this share of the whole is not 
 PAYBACK_WINDOW = 250  # pair costs (ten subtrees of four) between payback checks
 PAYBACK_START = 100  # pair costs (four subtrees of four) before the first whole-work check
 ARRAYS_FROM = 6  # inputs from which the exact optimum's pair costs are computed over arrays
-ARRAYS_BASE_WORK = 60  # ... their fixed work per subtree, in pair costs of the loop
-ARRAYS_PAIRS_PER_WORK = 16  # ... and how many of their pair costs one of the loop's is worth
+ARRAYS_BASE_WORK = 33  # ... their fixed work per subtree, in pair costs of the loop
+ARRAYS_PAIRS_PER_WORK = 30  # ... and how many of their pair costs one of the loop's is worth
 
 
 def optimal_pairs(k: int) -> int:
@@ -126,11 +126,14 @@ def subtree_work(k: int) -> int:
     loop (the unit reconfiguration is budgeted in): :func:`optimal_pairs` below
     :data:`ARRAYS_FROM`, from there the arrays' (measured, warm: 0.15-0.2 ms fixed, 0.51 ms
     for the 3,025 pair costs of eight branches, 1.8 ms for nine, where the loop takes
-    2.5 µs a pair cost; a subtree of more than 64 labels runs the loop, and
-    :func:`solved_exactly` counts its pair costs).
+    2.5 µs a pair cost, when they priced each split's sides anew; since they look the
+    sides up per subset, 0.5-0.6x that, alternated in one machine phase: 0.47-0.63
+    against 1.0-1.2 ms for six branches, 1.1-1.5 against 2.2-2.4 ms for eight, 2.6-2.7
+    against 5.2-6.0 ms for nine, 7.2-7.6 against 12.8-14.4 ms for ten; a subtree of
+    more than 64 labels runs the loop, and :func:`solved_exactly` counts its pair costs).
 
-    >>> [subtree_work(k) for k in (4, 5, 6, 7, 8, 9)]
-    [25, 90, 78, 120, 249, 643]
+    >>> [subtree_work(k) for k in (4, 5, 6, 7, 8, 9, 10)]
+    [25, 90, 43, 65, 133, 344, 983]
     """
     pairs = optimal_pairs(k)
     return pairs if k < ARRAYS_FROM else ARRAYS_BASE_WORK + pairs // ARRAYS_PAIRS_PER_WORK
