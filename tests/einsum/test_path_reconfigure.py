@@ -77,6 +77,46 @@ def test_the_work_stops_at_the_pair_budget() -> None:
     assert trees.reconfigure(problem, ((0, 1, 2),) * 29, subtree=4, max_pairs=10**6)[1] == 0
 
 
+@pytest.mark.parametrize("subtree", [4, 7])
+def test_a_subtree_met_again_unchanged_is_not_solved_again(
+    subtree: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the sweeps after the first meet most subtrees unchanged: skipping their solves must
+    # change neither the path nor the work counted, only the solves made
+    inputs, output, sizes = _network(60, seed=4, d_max=6)
+    greedy = search._greedy(costmodel.Problem(inputs, output, sizes))
+    solved: list[int] = []
+    solve = trees.solved_exactly
+
+    def counted(problem: costmodel.Problem, branches: Any, top: int) -> Any:
+        solved.append(1)
+        return solve(problem, branches, top)
+
+    monkeypatch.setattr(trees, "solved_exactly", counted)
+    remembered = trees.reconfigure(
+        costmodel.Problem(inputs, output, sizes), greedy, subtree=subtree, max_pairs=10**6
+    )
+    with_memo = len(solved)
+
+    class Forgetful(dict[Any, int]):
+        def get(self, key: Any, default: Any = None) -> Any:
+            return default
+
+    original_init = trees._Tree.__init__
+
+    def forgetful_init(self: Any, *args: Any) -> None:
+        original_init(self, *args)
+        self.unimproved = Forgetful()
+
+    monkeypatch.setattr(trees._Tree, "__init__", forgetful_init)
+    solved.clear()
+    forgotten = trees.reconfigure(
+        costmodel.Problem(inputs, output, sizes), greedy, subtree=subtree, max_pairs=10**6
+    )
+    assert remembered == forgotten  # the same path, the same work counted
+    assert with_memo < len(solved)  # fewer solves
+
+
 def test_reconfiguration_stops_when_its_work_no_longer_pays_back() -> None:
     inputs, output, sizes = _network(60, seed=4, d_max=6)
     greedy = search._greedy(costmodel.Problem(inputs, output, sizes))

@@ -222,6 +222,11 @@ class _Tree:
         self.outside = [0] * size
         self.result = list(problem.inputs) + [0] * (n - 1)
         self.cost = [0.0] * size
+        # the subtrees re-solved without a gain, by their branches' and top's labels, with
+        # their work: a later sweep meets most of them unchanged, and solving one again
+        # would find the same tree (their work is still counted: the same budget buys the
+        # same sweeps, only sooner)
+        self.unimproved: dict[tuple[tuple[int, ...], int], int] = {}
         self._update(size - 1, ())
 
     def _update(self, top: int, kept: Sequence[int]) -> None:
@@ -261,10 +266,13 @@ class _Tree:
         current = sum(self.cost[node] for node in products)
         if len(branches) < 3 or current <= max(floor, len(products) * STEP_NS * 1.0001):
             return 0, 0.0  # too cheap to gain anything, or every product a fixed cost
-        (ns, _, _, tree), work = solved_exactly(
-            self.problem, [self.result[b] for b in branches], self.result[top]
-        )
+        key = (tuple([self.result[b] for b in branches]), self.result[top])
+        work = self.unimproved.get(key)
+        if work is not None:
+            return work, 0.0
+        (ns, _, _, tree), work = solved_exactly(self.problem, key[0], key[1])
         if ns >= current * (1 - 1e-9):
+            self.unimproved[key] = work
             return work, 0.0
         free = [node for node in products if node != top]
 
