@@ -559,7 +559,7 @@ class _Search:
         :data:`DEEPEST_SUBTREE`, in turn, while the budget given lasts: a subtree of four
         re-solves three products at a time, and a path it cannot improve may still hide
         a cheaper order of seven or eight operands (a subtree of seven costs 65 pair
-        costs' work over arrays, :func:`.trees.subtree_work`, 5x one of four).  Measured
+        costs' work over arrays, :func:`.trees.subtree_work`, 2.6x one of four).  Measured
         on the benchmark's networks, searches of 2 s with and without (half the budget
         left after the restarts kept for this), before the arrays: the estimates 0.84x
         (the closed 8 x 8 grid of bond 3, 6.3e6 -> 4.5e6 FLOPs, 0.89 ->

@@ -77,8 +77,8 @@ def optimal_tree_arrays(
     labels = _subset_labels(local.inputs, n)
     everything = np.arange(1 << n)
     kept = labels & (np.uint64(local.output) | labels[everything ^ ((1 << n) - 1)])
-    pair_ns = local.pair_ns(kept, _splits(n))
-    choice = _cheapest_splits(_splits(n), pair_ns, n)
+    splits = _splits(n)
+    choice = _cheapest_splits(splits, local.pair_ns(kept, splits), n)
     tree = _tree(choice, (1 << n) - 1)
     return _priced(problem, inputs, output, tree)
 
