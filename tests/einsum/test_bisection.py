@@ -456,7 +456,7 @@ def test_on_a_peps_norm_the_search_finds_a_tenth_of_greedys_flops() -> None:
     st.tuples(st.integers(3, 9), st.integers(3, 9)),
     st.lists(st.integers(2, 5), min_size=1, max_size=4),
     st.integers(0, 2**16),
-    st.sampled_from([None, 0.01, 1.0]),
+    st.sampled_from([None, 0.01, 0.25]),
     st.booleans(),
 )
 @settings(max_examples=25, deadline=None)
@@ -481,7 +481,7 @@ def test_the_search_on_lattices_is_deterministic_valid_and_tries_the_bisection(
     )
     if search.BISECTION_FROM < n <= search.BISECTION_UP_TO and wide:
         assert first.first == "bisection" or first.tried[0].startswith("spectral bisection")
-        if budget == 1.0:
+        if budget == 0.25:
             assert "greedy" in first.tried  # and greedy's path where the budget lasts
 
 
