@@ -37,7 +37,7 @@ from ..errors import EinsumError, EinsumTypeError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
-from .backends.numpy.execute import EINSUM_LETTERS
+from .backends.numpy.execute import numpy_equation
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
 from .spec.dtypes import check_numeric
@@ -131,9 +131,7 @@ def _einsum_arguments(
     >>> _einsum_arguments([(0, 60)], (0,), ["a"])
     ('a', [0, 60], [0])
     """
-    if all(label < len(EINSUM_LETTERS) for term in (*terms, result) for label in term):
-        letters = ["".join(EINSUM_LETTERS[label] for label in term) for term in terms]
-        equation = ",".join(letters) + "->" + "".join(EINSUM_LETTERS[label] for label in result)
+    if (equation := numpy_equation(terms, result)) is not None:
         return (equation, *operands)
     args: list[Any] = []
     for operand, term in zip(operands, terms):

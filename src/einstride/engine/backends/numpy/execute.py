@@ -61,6 +61,7 @@ __all__ = [
     "fused_call",
     "loop_kernel",
     "matmul_only",
+    "numpy_equation",
     "operands_reader",
     "pair_reader",
     "program_of",
@@ -101,6 +102,23 @@ _copyto = np.copyto
 _empty = np.empty
 EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """The labels ``numpy.einsum`` takes (a step's equation is written in these)."""
+
+
+def numpy_equation(terms: Sequence[Sequence[int]], output: Sequence[int]) -> str | None:
+    """``terms -> output`` (label ids) as ``numpy.einsum``'s equation, label id ``k``
+    written as the ``k``-th letter; None where an id has no letter (past the 52).
+
+    >>> numpy_equation([(0, 1), (1, 2)], (0, 2))
+    'ab,bc->ac'
+    >>> numpy_equation([(0, 60)], (0,)) is None
+    True
+    """
+    letters = EINSUM_LETTERS  # (label ids are never negative)
+    try:
+        written = ",".join(["".join([letters[k] for k in term]) for term in terms])
+        return written + "->" + "".join([letters[k] for k in output])
+    except IndexError:
+        return None
 
 
 def compile_plan(plan: Plan) -> Program:

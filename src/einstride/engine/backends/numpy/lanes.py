@@ -69,7 +69,7 @@ from ...spec.matmul import (
     matmul_form,
     merged_shapes,
 )
-from .execute import EINSUM_LETTERS, sum_of_products
+from .execute import numpy_equation, sum_of_products
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 from .plan import CACHE_LINE, bytes_moved, reduction_bytes
 
@@ -226,10 +226,9 @@ _ASCII_EQUATION = re.compile(r"[a-zA-Z]*->[a-zA-Z]*")
 def _unary_lane(
     term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds, native: bool
 ) -> Lane:
-    if max(term, default=0) >= len(EINSUM_LETTERS):
+    letters = numpy_equation((term,), output)
+    if letters is None:
         return NO_LANE
-    letters = "".join(EINSUM_LETTERS[lab] for lab in term) + "->"
-    letters += "".join(EINSUM_LETTERS[lab] for lab in output)
     first = {lab: term.index(lab) for lab in term}
     same = tuple((first[lab], ax) for ax, lab in enumerate(term) if first[lab] != ax)
     if len(output) == len(first):  # nothing summed: a view (diagonals, a transpose)
@@ -353,11 +352,10 @@ def _expand_lane(term: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds
     empty result is the plan's."""
     if len(set(term)) != len(term) or set(term) != set(output):
         return NO_LANE
-    if max(output) >= len(EINSUM_LETTERS) or len(output) > MAX_NDARRAY_RANK:
-        return NO_LANE  # (past NumPy's rank: the plan's error)
     labels = tuple(dict.fromkeys(output))
-    view = "".join(EINSUM_LETTERS[lab] for lab in output) + "->"
-    view += "".join(EINSUM_LETTERS[lab] for lab in labels)
+    view = numpy_equation((output,), labels)
+    if view is None or len(output) > MAX_NDARRAY_RANK:
+        return NO_LANE  # (past NumPy's rank: the plan's error)
     perm = tuple(term.index(lab) for lab in labels)
     moved = None if perm == tuple(range(len(term))) else perm
     axes = tuple(term.index(lab) for lab in output)  # the result's shape, from the operand's
@@ -590,7 +588,8 @@ def _broadcast_lane(
     class's stand-in, which moves no more, so a call it would split never takes the lane.
     Sizes of a label are checked: NumPy would broadcast a length-1 axis, named labels never
     do.  ``lane_max_combos=0`` turns this lane off too."""
-    if max(left + right, default=0) >= len(EINSUM_LETTERS) or bounds.lane_max == 0:
+    letters = numpy_equation((left, right), output)
+    if letters is None or bounds.lane_max == 0:
         return NO_LANE
     ranks = (len(left), len(right))
     same = tuple((left.index(lab), right.index(lab)) for lab in left if lab in right)
@@ -606,8 +605,6 @@ def _broadcast_lane(
         )
         how = "one broadcast numpy.multiply into a new array"
     else:
-        terms = (left, right, output)
-        letters = "{},{}->{}".format(*("".join(EINSUM_LETTERS[x] for x in t) for t in terms))
         run = _outer(letters)
         how = "one call of NumPy's sum-of-products loop (an outer product) into a new array"
 
