@@ -5,6 +5,7 @@ way gives; everything else declines to the planned way, which runs it or raises 
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from typing import Any
 
@@ -17,7 +18,10 @@ from hypothesis import strategies as st
 import einstride as es
 from einstride import EinsumError, memory
 from einstride.engine.backends.numpy.options import default_options, set_default_options
-from einstride.engine.backends.torch import lanes
+from einstride.engine.backends.torch import lanes, plan
+from einstride.engine.backends.torch.records import MatmulOp, translate
+from einstride.engine.spec.equation import parse_subscripts
+from einstride.engine.spec.matmul import matmul_form
 
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 TOLERANCE = {
@@ -78,6 +82,57 @@ def test_the_lane_gives_the_planned_result(
         assert answered == 0
     elif a.is_contiguous() and b.is_contiguous():
         assert answered == 1  # nothing declines these: the lane ran
+
+
+def _one_product_from_scratch(equation: str, a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a plan made from scratch for ``a, b`` (not through their shape class) is one
+    product of the two operands viewed in the matmul form's order, its result the einsum's."""
+    facts = plan.facts_of([a, b])
+    scratch = plan._Call.of(equation, facts, None, None).plan("auto", plan.planner_options())
+    program = translate(scratch)
+    parsed = parse_subscripts(equation)
+    form = matmul_form(*parsed.terms, parsed.output)
+    assert form is not None
+    if len(program.steps) != 1 or not isinstance(program.steps[0], MatmulOp):
+        return False
+    (step,) = program.steps
+    return (
+        (step.left, step.right) == (0, 1)
+        and (step.left_view.perm, step.right_view.perm, program.output.final_perm) == form.perms
+        and program.output.create == "none"
+    )
+
+
+@given(matmul_calls(), st.sampled_from(DTYPES), st.integers(0, 2**31))
+@settings(max_examples=100, deadline=None)
+def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
+    call: tuple[str, list[tuple[int, ...]], bool], dtype: torch.dtype, seed: int
+) -> None:
+    """With the bound at one combination every product is past it: the lane answers exactly
+    where a plan made from scratch for the call is its product (so the shape class it asks
+    decides as the call's own plan would), and gives the planned result."""
+    equation, shapes, views = call
+    rng = random.Random(seed)
+    a, b = (_tensor(shape, dtype, views, rng) for shape in shapes)
+    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=1))
+    try:
+        count = lanes.lane_answers()
+        result = es.einsum(equation, a, b)
+        answered = lanes.lane_answers() - count
+        planned = es.einsum(equation, a, b, optimize="greedy")
+    finally:
+        set_default_options(before)
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(result, planned, rtol=tol, atol=tol)
+    if lanes.lane_for(equation) is None or a.numel() * b.numel() == 0:
+        assert answered == 0
+        return
+    combos = math.prod({**dict(zip(equation[:equation.index(",")], a.shape)),
+                        **dict(zip(equation[equation.index(",") + 1 : equation.index("-")],
+                                   b.shape))}.values())  # fmt: skip
+    contiguous = a.is_contiguous() and b.is_contiguous()
+    if combos > 1:
+        assert answered == (contiguous and _one_product_from_scratch(equation, a, b))
 
 
 @st.composite
@@ -170,7 +225,10 @@ def test_what_the_lane_declines_runs_the_planned_way() -> None:
     assert _declined("ij,jk->ik", a, b.numpy())  # a NumPy operand: converted
     assert _declined("ii,ij->j", torch.ones(4, 4), torch.ones(4, 5))  # a diagonal first
     assert _declined("ij,jk->ijk", a, b)  # contracts nothing
-    assert _declined("ij,jk->ik", torch.ones(600, 600), torch.ones(600, 600))  # past the bound
+    # past the bound, where the plan is the same product of C-contiguous operands on the CPU
+    assert not _declined("ij,jk->ik", torch.ones(600, 600), torch.ones(600, 600))
+    assert _declined("ij,jk->ik", torch.ones(600, 600), torch.ones(600, 8))  # tall: swapped
+    assert _declined("ij,jk->ik", torch.ones(600, 600).T, torch.ones(600, 600))
     assert _declined("ij,jk->ik", torch.ones(0, 4), torch.ones(4, 5))  # empty
     # merged groups need contiguous operands (a reshape that is a view)
     assert not _declined("abk,kc->abc", torch.ones(2, 3, 4), torch.ones(4, 5))
@@ -191,11 +249,15 @@ def test_lane_max_combos_and_the_memory_limit_bound_the_lane() -> None:
         set_default_options(before)
     assert not _declined("ij,jk->ik", a, b)
     limit = memory.memory_limit()
-    memory.set_memory_limit(256)  # bytes: the lane's 512 combinations of complex128 pass it
+    memory.set_memory_limit(256)  # bytes: the bound falls to 16 combinations (of complex128)
     try:
-        assert _declined("ij,jk->ik", a, b)
+        # past it, the result's bytes decide, as the plan's peak (its operands viewed) does
+        assert not _declined("ij,jk->ik", a, b)  # 256 B of float32
+        memory.set_memory_limit(255)
+        count = lanes.lane_answers()
         with pytest.raises(EinsumError, match="memory limit"):
-            es.einsum("ij,jk->ik", torch.ones(64, 64), torch.ones(64, 64))
+            es.einsum("ij,jk->ik", a, b)
+        assert lanes.lane_answers() == count
     finally:
         memory.set_memory_limit(limit)
     assert not _declined("ij,jk->ik", a, b)

@@ -1,4 +1,4 @@
-"""The torch backend's lane: a small matmul-form product of plain tensors, run without a plan.
+"""The torch backend's lane: a matmul-form product of plain tensors, run without a plan.
 
 A torch call on a new shape (a sequence length that changes per call) misses the plan
 cache: its shape class's plan is translated with the new sizes and compiled, 60-100 µs of
@@ -7,8 +7,10 @@ Python for a product that torch runs in a few.  Where the equation is of the mat
 (:attr:`~..numpy.options.PlannerOptions.lane_max_combos` index combinations, the NumPy
 lane's bound), the plan is one batched matmul over views, which ``torch.matmul`` over the
 permuted operands is: the lane runs that, compiled once per equation string, with no
-cache look.  Only for what the planned way runs the same: two plain strided tensors of one
-device and one floating or complex dtype, sizes that agree (a label of size 1 never
+cache look; past that bound, where the operands' shape class's plan is that product
+(C-contiguous operands on the CPU; asked once per class).  Only for what the planned way
+runs the same: two plain strided tensors of one device and one floating or complex
+dtype, sizes that agree (a label of size 1 never
 broadcasts), a result within the memory limit, no graph to record (no operand requires
 grad, or grad mode is off: a graph's backward is einstride's, :mod:`.autograd`); groups of
 several labels merged only where the operand is contiguous (a view).  Anything else
@@ -41,7 +43,9 @@ from ...spec.equation import parse_subscripts
 from ...spec.matmul import Groups, Indices, MatmulForm, matmul_form, merged_shapes
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import DEFAULT, OPTIONS_HOOKS
+from ..numpy.skeleton import rep_size
 from .guard import CPU, limit_for
+from .plan import one_product_class
 
 __all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_for", "lane_report"]
 
@@ -117,7 +121,11 @@ def _compile(subscripts: str, most: int) -> TorchLane | None:
     if len(equation.terms) != 2:
         return None
     form = matmul_form(*equation.terms, equation.output)
-    return None if form is None else _matmul_lane(form, most)
+    if form is None:
+        return None
+    left, right = equation.terms
+    axes = tuple((0, left.index(x)) if x in left else (1, right.index(x)) for x in equation.output)
+    return _matmul_lane(form, most, subscripts, axes)
 
 
 def _sum_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane | None:
@@ -173,11 +181,20 @@ def _trace_lane() -> TorchLane:
     return trace
 
 
-def _matmul_lane(form: MatmulForm, most: int) -> TorchLane:
+def _matmul_lane(
+    form: MatmulForm, most: int, subscripts: str, result_axes: tuple[tuple[int, int], ...]
+) -> TorchLane:
     """``torch.matmul`` over the operands permuted to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)``, its result permuted to the output's order (the NumPy lane's
-    product, :func:`..numpy.lanes._matmul_lane`, with torch's ops)."""
+    product, :func:`..numpy.lanes._matmul_lane`, with torch's ops).  Past ``most`` index
+    combinations, C-contiguous operands on the CPU whose shape class's plan is this
+    product (:func:`.plan.one_product_class`, asked once per class) take the lane too:
+    a new shape of the class would translate the class's plan into the same product
+    (measured, an attention score ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of
+    49-92: 357 µs a call through the plan, 128 of them making its entry, torch.einsum
+    197).  ``result_axes``: an ``(operand, axis)`` of each output label's size."""
     (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
+    classes: dict[tuple[Any, ...], bool] = {}  # whether the class's plan is this product
     left_perm, right_perm, out_perm = perms
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
@@ -202,7 +219,9 @@ def _matmul_lane(form: MatmulForm, most: int) -> TorchLane:
         combos = 1
         for op, ax in sized:
             combos *= (left, right)[op][ax]
-        if combos > most or not combos:  # empty: the plan's (its result may pass the limit)
+        if not combos:  # empty: the plan's (its result may pass the limit)
+            return None
+        if combos > most and not _planned_as_this(a, b, left, right):
             return None
         if (merge_left and not a.is_contiguous()) or (merge_right and not b.is_contiguous()):
             return None
@@ -210,9 +229,12 @@ def _matmul_lane(form: MatmulForm, most: int) -> TorchLane:
         if device != CPU and combos * a.element_size() > limit_for(device, None):
             return None
         if dry:
+            bound = f"at most {most:,}"
+            if combos > most:
+                bound = f"past {most:,}, its shape class's plan is this product"
             return (
                 f"one torch.matmul over permuted views{merged} ({combos:,} index "
-                f"combinations, at most {most:,})"
+                f"combinations, {bound})"
             )
         next(_answered)
         if left_moved is not None:
@@ -229,6 +251,25 @@ def _matmul_lane(form: MatmulForm, most: int) -> TorchLane:
         if result_index is not None:
             result = result[result_index]
         return result if out_moved is None else result.permute(out_moved)
+
+    def _planned_as_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> bool:
+        """Whether a product past the bound is the plan's too, and within the memory limit
+        (the plan's peak: the result, its operands viewed)."""
+        if a.device != CPU or not (a.is_contiguous() and b.is_contiguous()):
+            return False
+        elements = 1
+        for op, ax in result_axes:
+            elements *= (left, right)[op][ax]
+        if elements * a.element_size() > limit_for(CPU, None):
+            return False
+        key = (tuple(map(rep_size, left)), tuple(map(rep_size, right)), a.dtype)
+        found = classes.get(key)
+        if found is None:
+            if len(classes) >= _CACHE_SIZE:
+                classes.clear()
+            shapes = (tuple(left), tuple(right))
+            found = classes[key] = one_product_class(subscripts, shapes, a.dtype, perms)
+        return found
 
     return product
 

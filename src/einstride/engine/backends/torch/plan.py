@@ -44,6 +44,7 @@ from .operands import Facts, byte_strides, facts_of
 from .records import (
     MatmulOp,
     TorchProgram,
+    Write,
     largest_bytes,
     peak_bytes,
     sized_bytes,
@@ -58,6 +59,7 @@ __all__ = [
     "entry_for",
     "facts_of",
     "make_entry",
+    "one_product_class",
     "planner_options",
 ]
 
@@ -220,6 +222,49 @@ class _Call:
             self.spec, self.dtypes, self.strides, out=self.out, dtype=self.compute,
             optimize=optimize, options=options,
         )  # fmt: skip
+
+
+def one_product_class(
+    subscripts: str,
+    shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    dtype: torch.dtype,
+    perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+) -> bool:
+    """Whether the plan of C-contiguous operands of ``shapes`` and ``dtype`` (any shape of
+    their shape class: one plan's decisions) is one matrix product of the left and the right
+    operand viewed in ``perms`` order, its result the einsum's own, viewed through the third:
+    what the torch lane runs (:mod:`.lanes`).  Not where the planner prices a copy or the
+    product the other way round (MKL's preferences: a tall result, two transposed operands).
+
+    >>> perms = ((0, 1), (0, 1), (0, 1))                        # ij,jk->ik as it stands
+    >>> one_product_class("ij,jk->ik", ((600, 600), (600, 600)), torch.float64, perms)
+    True
+    >>> one_product_class("ij,jk->ik", ((600, 8), (8, 600)), torch.float64, perms)
+    True
+    >>> one_product_class("ij,jk->ik", ((600, 600), (600, 8)), torch.float64, perms)
+    False
+    """
+    facts: list[Any] = []
+    for shape in shapes:
+        facts += (shape, _c_order(shape), dtype)
+    program = make_entry(subscripts, tuple(facts), None, None, "auto").program
+    match program.steps:
+        case (MatmulOp(left=0, right=1, left_view=left, right_view=right, to=to),):
+            return (
+                (left.perm, right.perm, program.output.final_perm) == perms
+                and to.write is Write.RETURN
+                and program.output.create == "none"
+            )
+        case _:
+            return False
+
+
+def _c_order(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry | None:
