@@ -113,8 +113,11 @@ def _dense_pattern(shape: Sequence[int], strides: Sequence[int], itemsize: int) 
         return tuple(order), broadcast, tuple(ax for ax in order if shape[ax] == 1), ()
     if 0 in shape:
         return None
-    broadcast = tuple(ax for ax in range(n) if strides[ax] == 0 and shape[ax] != 1)
-    order = sorted((ax for ax in range(n) if ax not in broadcast), key=lambda ax: -strides[ax])
+    # outermost first by stride, ties in axis order (a stable sort, reversed)
+    order = sorted(range(n), key=strides.__getitem__, reverse=True)
+    if 0 in strides:
+        broadcast = tuple([ax for ax in range(n) if strides[ax] == 0 and shape[ax] != 1])
+        order = [ax for ax in order if ax not in broadcast]
     inner, steps = itemsize, []
     for ax in reversed(order):
         step, rest = divmod(strides[ax], inner)
@@ -122,8 +125,8 @@ def _dense_pattern(shape: Sequence[int], strides: Sequence[int], itemsize: int) 
             return None
         steps.append(step)
         inner = strides[ax] * shape[ax]
-    ones = tuple(ax for ax in range(n) if shape[ax] == 1)
-    kept = tuple(reversed(steps)) if any(step != 1 for step in steps) else ()
+    ones = tuple([ax for ax in range(n) if shape[ax] == 1]) if 1 in shape else ()
+    kept = tuple(reversed(steps)) if steps.count(1) != len(steps) else ()
     return tuple(order), broadcast, ones, kept
 
 

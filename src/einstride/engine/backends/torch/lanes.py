@@ -8,7 +8,7 @@ Python for a product that torch runs in a few.  Where the equation is of the mat
 lane's bound), the plan is one batched matmul over views, which ``torch.matmul`` over the
 permuted operands is: the lane runs that, compiled once per equation string, with no
 cache look; past that bound, where the operands' shape class's plan is that product
-(C-contiguous operands on the CPU; asked once per class).  Only for what the planned way
+(dense operands on the CPU; asked once per class).  Only for what the planned way
 runs the same: two plain strided tensors of one device and one floating or complex
 dtype, sizes that agree (a label of size 1 never
 broadcasts), a result within the memory limit, no graph to record (no operand requires
@@ -45,7 +45,7 @@ from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import DEFAULT, OPTIONS_HOOKS
 from ..numpy.skeleton import rep_size
 from .guard import CPU, limit_for
-from .plan import one_product_class
+from .plan import one_product_class, pair_class
 
 __all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_for", "lane_report"]
 
@@ -187,14 +187,15 @@ def _matmul_lane(
     """``torch.matmul`` over the operands permuted to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)``, its result permuted to the output's order (the NumPy lane's
     product, :func:`..numpy.lanes._matmul_lane`, with torch's ops).  Past ``most`` index
-    combinations, C-contiguous operands on the CPU whose shape class's plan is this
+    combinations, dense operands on the CPU whose shape class's plan is this
     product (:func:`.plan.one_product_class`, asked once per class) take the lane too:
     a new shape of the class would translate the class's plan into the same product
     (measured, an attention score ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of
     49-92: 357 µs a call through the plan, 128 of them making its entry, torch.einsum
     197).  ``result_axes``: an ``(operand, axis)`` of each output label's size."""
     (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
-    classes: dict[tuple[Any, ...], bool] = {}  # whether the class's plan is this product
+    classes: dict[Any, bool] = {}  # whether the class's plan is this product, per class
+    layouts: dict[tuple[Any, ...], bool] = {}  # ... and per operand layout
     left_perm, right_perm, out_perm = perms
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
@@ -254,21 +255,40 @@ def _matmul_lane(
 
     def _planned_as_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> bool:
         """Whether a product past the bound is the plan's too, and within the memory limit
-        (the plan's peak: the result, its operands viewed)."""
-        if a.device != CPU or not (a.is_contiguous() and b.is_contiguous()):
+        (the plan's peak: the result, its operands viewed); remembered per layout (a
+        repeated call asks two dictionaries) and per shape class (a new shape asks one
+        class key)."""
+        if a.device != CPU:
             return False
         elements = 1
         for op, ax in result_axes:
             elements *= (left, right)[op][ax]
         if elements * a.element_size() > limit_for(CPU, None):
             return False
-        key = (tuple(map(rep_size, left)), tuple(map(rep_size, right)), a.dtype)
+        layout = (left, a.stride(), right, b.stride(), a.dtype)
+        found = layouts.get(layout)
+        if found is None:
+            found = _class_is_this(a, b, left, right)
+            if len(layouts) >= _CACHE_SIZE:
+                layouts.clear()
+            layouts[layout] = found
+        return found
+
+    def _class_is_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> bool:
+        key: Any
+        if a.is_contiguous() and b.is_contiguous():  # (the class: C order, sizes rounded)
+            key = (tuple(map(rep_size, left)), tuple(map(rep_size, right)), a.dtype)
+        else:
+            key = pair_class(a, b)
+            if key is None:
+                return False  # not dense: the plan copies
         found = classes.get(key)
         if found is None:
             if len(classes) >= _CACHE_SIZE:
                 classes.clear()
-            shapes = (tuple(left), tuple(right))
-            found = classes[key] = one_product_class(subscripts, shapes, a.dtype, perms)
+            shapes, strides = (tuple(left), tuple(right)), (a.stride(), b.stride())
+            found = one_product_class(subscripts, shapes, strides, a.dtype, perms)
+            classes[key] = found
         return found
 
     return product

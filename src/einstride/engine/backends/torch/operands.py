@@ -113,7 +113,7 @@ def byte_strides(strides: Sequence[int], dtype: torch.dtype) -> tuple[int, ...]:
     (24, 8)
     """
     size = dtype.itemsize
-    return tuple(s * size for s in strides)
+    return tuple([s * size for s in strides])
 
 
 def _footprint(t: torch.Tensor) -> Footprint:

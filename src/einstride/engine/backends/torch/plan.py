@@ -36,7 +36,7 @@ from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
 from ..numpy.plan import build_plan, class_decisions
-from ..numpy.skeleton import shape_class
+from ..numpy.skeleton import ShapeClass, shape_class
 from ..numpy.steps import Plan
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
 from .execute import compile_program, one_native_sum
@@ -60,6 +60,7 @@ __all__ = [
     "facts_of",
     "make_entry",
     "one_product_class",
+    "pair_class",
     "planner_options",
 ]
 
@@ -227,27 +228,26 @@ class _Call:
 def one_product_class(
     subscripts: str,
     shapes: tuple[tuple[int, ...], tuple[int, ...]],
+    strides: tuple[tuple[int, ...], tuple[int, ...]],
     dtype: torch.dtype,
     perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
 ) -> bool:
-    """Whether the plan of C-contiguous operands of ``shapes`` and ``dtype`` (any shape of
-    their shape class: one plan's decisions) is one matrix product of the left and the right
-    operand viewed in ``perms`` order, its result the einsum's own, viewed through the third:
-    what the torch lane runs (:mod:`.lanes`).  Not where the planner prices a copy or the
-    product the other way round (MKL's preferences: a tall result, two transposed operands).
+    """Whether the plan of two operands of ``shapes``, element ``strides`` and ``dtype``
+    (any shape of their shape class: one plan's decisions) is one matrix product of the left
+    and the right operand viewed in ``perms`` order, its result the einsum's own, viewed
+    through the third: what the torch lane runs (:mod:`.lanes`).  Not where the planner
+    copies an operand or runs the product the other way round (MKL's preferences: a tall
+    result, two transposed operands).
 
-    >>> perms = ((0, 1), (0, 1), (0, 1))                        # ij,jk->ik as it stands
-    >>> one_product_class("ij,jk->ik", ((600, 600), (600, 600)), torch.float64, perms)
+    >>> perms, c = ((0, 1), (0, 1), (0, 1)), ((600, 1), (600, 1))    # ij,jk->ik as it stands
+    >>> one_product_class("ij,jk->ik", ((600, 600),) * 2, c, torch.float64, perms)
     True
-    >>> one_product_class("ij,jk->ik", ((600, 8), (8, 600)), torch.float64, perms)
-    True
-    >>> one_product_class("ij,jk->ik", ((600, 600), (600, 8)), torch.float64, perms)
+    >>> one_product_class("ij,jk->ik", ((600, 600), (600, 8)), ((600, 1), (8, 1)),
+    ...                   torch.float64, perms)
     False
     """
-    facts: list[Any] = []
-    for shape in shapes:
-        facts += (shape, _c_order(shape), dtype)
-    program = make_entry(subscripts, tuple(facts), None, None, "auto").program
+    facts = (shapes[0], strides[0], dtype, shapes[1], strides[1], dtype)
+    program = make_entry(subscripts, facts, None, None, "auto").program
     match program.steps:
         case (MatmulOp(left=0, right=1, left_view=left, right_view=right, to=to),):
             return (
@@ -259,12 +259,20 @@ def one_product_class(
             return False
 
 
-def _c_order(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
+def pair_class(a: torch.Tensor, b: torch.Tensor) -> ShapeClass | None:
+    """The shape class of two operands of one dtype (:func:`..numpy.skeleton.shape_class`),
+    None where one is not dense.
+
+    >>> x, y = torch.ones(6, 5, dtype=torch.float64), torch.ones(7, 5, dtype=torch.float64)
+    >>> pair_class(x, x.T) == pair_class(y, y.T)                     # sizes 6 and 7: one class
+    True
+    >>> pair_class(x.as_strided((3, 4), (3, 2)), x) is None         # overlapping: not dense
+    True
+    """
+    dtype = numpy_dtype(a.dtype, "operand 0 has dtype")
+    shapes = (tuple(a.shape), tuple(b.shape))
+    strides = (byte_strides(a.stride(), a.dtype), byte_strides(b.stride(), b.dtype))
+    return shape_class(shapes, strides, (dtype, dtype))
 
 
 def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry | None:
