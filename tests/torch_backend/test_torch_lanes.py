@@ -142,6 +142,73 @@ def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
 
 
 @st.composite
+def broadcast_calls(draw: Any) -> tuple[str, list[tuple[int, ...]], bool]:
+    """Two operands that contract nothing (labels in one or both, every one kept), in drawn
+    orders, and whether they are given as permuted or stepped views."""
+    letters = iter("abcdefgh")
+    shared, left_only, right_only = (
+        [next(letters) for _ in range(draw(st.integers(0, 2)))] for _ in range(3)
+    )
+    sizes = {lab: draw(st.integers(1, 4)) for lab in shared + left_only + right_only}
+    left = draw(st.permutations(shared + left_only))
+    right = draw(st.permutations(shared + right_only))
+    output = draw(st.permutations(shared + left_only + right_only))
+    equation = f"{''.join(left)},{''.join(right)}->{''.join(output)}"
+    shapes = [tuple(sizes[lab] for lab in term) for term in (left, right)]
+    return equation, shapes, draw(st.booleans())
+
+
+@given(broadcast_calls(), st.sampled_from(DTYPES), st.integers(0, 2**31))
+@settings(max_examples=100, deadline=None)
+def test_a_product_that_contracts_nothing_is_the_plans_batch_step(
+    call: tuple[str, list[tuple[int, ...]], bool], dtype: torch.dtype, seed: int
+) -> None:
+    """An outer or Hadamard product: the lane's result is the plan's, value for value (one
+    multiply each) and stride for stride (a new C-ordered tensor in the output's order)."""
+    equation, shapes, views = call
+    rng = random.Random(seed)
+    a, b = (_tensor(shape, dtype, views, rng) for shape in shapes)
+    before = lanes.lane_answers()
+    result = es.einsum(equation, a, b)
+    assert lanes.lane_answers() - before == 1
+    planned = es.einsum(equation, a, b, optimize="greedy")
+    assert lanes.lane_answers() - before == 1
+    assert torch.equal(result, planned) and _strides(result) == _strides(planned)
+    assert result.is_contiguous()
+    expected = np.einsum(equation, a.numpy(), b.numpy())
+    np.testing.assert_allclose(result.numpy(), expected, rtol=TOLERANCE[dtype])
+
+
+@given(
+    st.integers(1, 4).flatmap(lambda n: st.tuples(st.permutations(range(n)), st.lists(
+        st.integers(1, 4), min_size=n, max_size=n))),
+    st.sampled_from(DTYPES),
+    st.booleans(),
+    st.integers(0, 2**31),
+)  # fmt: skip
+@settings(max_examples=100, deadline=None)
+def test_a_transpose_is_the_plans_view(
+    perm_sizes: tuple[list[int], list[int]], dtype: torch.dtype, view: bool, seed: int
+) -> None:
+    """One operand of distinct labels, all kept: a view of it, as the plan's result is."""
+    perm, sizes = perm_sizes
+    term = "abcd"[: len(perm)]
+    equation = f"{term}->{''.join(term[p] for p in perm)}"
+    a = _tensor(tuple(sizes), dtype, view, random.Random(seed))
+    before = lanes.lane_answers()
+    result = es.einsum(equation, a)
+    assert lanes.lane_answers() - before == 1
+    planned = es.einsum(equation, a, optimize="greedy")
+    assert torch.equal(result, planned) and _strides(result) == _strides(planned)
+    assert result.data_ptr() == planned.data_ptr() == a.data_ptr()  # views of the operand
+
+
+def _strides(t: torch.Tensor) -> tuple[int, ...]:
+    """The strides that address anything (a length-1 axis's is any number)."""
+    return tuple(st if size != 1 else 0 for st, size in zip(t.stride(), t.shape))
+
+
+@st.composite
 def sums(draw: Any) -> tuple[str, tuple[int, ...], bool]:
     """One operand of distinct labels, some summed, the rest kept in its order."""
     rank = draw(st.integers(1, 4))
@@ -187,8 +254,10 @@ def test_a_trace_runs_torch_trace_as_the_plan_does(dtype: torch.dtype) -> None:
 
 def test_one_operand_calls_the_sum_lane_leaves_to_the_plan() -> None:
     a = torch.ones(3, 3, 2)
-    for equation in ("ijk->kji", "ijk->ki", "iik->k", "iik->ik", "ijk->ijk", "i->ii"):
+    for equation in ("ijk->ki", "iik->k", "iik->ik", "i->ii"):
         assert _declined(equation, a if equation != "i->ii" else torch.ones(3))
+    for equation in ("ijk->kji", "ijk->ijk"):  # all kept: the view lane's
+        assert not _declined(equation, a)
     assert _declined("ii->", torch.ones(3, 4)[:, :3].T.contiguous()[:2, :2].long())
     assert _declined("ii->", torch.ones(0, 0))
     assert _declined("ijk->i", torch.ones(0, 2, 3))
@@ -230,7 +299,11 @@ def test_what_the_lane_declines_runs_the_planned_way() -> None:
     assert _declined("ij,jk->ik", a.to(torch.complex128).conj(), b.to(torch.complex128))
     assert _declined("ij,jk->ik", a, b.numpy())  # a NumPy operand: converted
     assert _declined("ii,ij->j", torch.ones(4, 4), torch.ones(4, 5))  # a diagonal first
-    assert _declined("ij,jk->ijk", a, b)  # contracts nothing
+    assert not _declined("ij,jk->ijk", a, b)  # contracts nothing: one broadcast multiply
+    assert _declined("ij,jk->ijk", torch.ones(0, 4), b)  # ... not an empty one
+    with pytest.raises(EinsumError, match="'j'"):  # j: 4 and 1 (never broadcast): planned
+        _declined("ij,jk->ijk", a, torch.ones(1, 5))
+    assert not _declined("ij->ji", a) and _declined("ij->ji", a.long())  # a view
     # past the bound, where the plan is the same product of C-contiguous operands on the CPU
     assert not _declined("ij,jk->ik", torch.ones(600, 600), torch.ones(600, 600))
     assert _declined("ij,jk->ik", torch.ones(600, 600), torch.ones(600, 8))  # tall: swapped
