@@ -179,28 +179,34 @@ def test_a_product_that_contracts_nothing_is_the_plans_batch_step(
     np.testing.assert_allclose(result.numpy(), expected, rtol=TOLERANCE[dtype])
 
 
-@given(
-    st.integers(1, 4).flatmap(lambda n: st.tuples(st.permutations(range(n)), st.lists(
-        st.integers(1, 4), min_size=n, max_size=n))),
-    st.sampled_from(DTYPES),
-    st.booleans(),
-    st.integers(0, 2**31),
-)  # fmt: skip
-@settings(max_examples=100, deadline=None)
-def test_a_transpose_is_the_plans_view(
-    perm_sizes: tuple[list[int], list[int]], dtype: torch.dtype, view: bool, seed: int
+@st.composite
+def views(draw: Any) -> tuple[str, tuple[int, ...]]:
+    """One operand of labels that may repeat (diagonals), every label kept once, in a drawn
+    order."""
+    term = draw(st.lists(st.sampled_from("abc"), min_size=1, max_size=4))
+    sizes = {lab: draw(st.integers(1, 4)) for lab in term}
+    output = draw(st.permutations(list(dict.fromkeys(term))))
+    return f"{''.join(term)}->{''.join(output)}", tuple(sizes[lab] for lab in term)
+
+
+@given(views(), st.sampled_from(DTYPES), st.booleans(), st.integers(0, 2**31))
+@settings(max_examples=150, deadline=None)
+def test_a_transpose_or_a_diagonal_is_the_plans_view(
+    call: tuple[str, tuple[int, ...]], dtype: torch.dtype, view: bool, seed: int
 ) -> None:
-    """One operand of distinct labels, all kept: a view of it, as the plan's result is."""
-    perm, sizes = perm_sizes
-    term = "abcd"[: len(perm)]
-    equation = f"{term}->{''.join(term[p] for p in perm)}"
-    a = _tensor(tuple(sizes), dtype, view, random.Random(seed))
+    """One operand, nothing summed: a view of it (a permute, or diagonals as_strided), as
+    the plan's result is, stride for stride."""
+    equation, shape = call
+    a = _tensor(shape, dtype, view, random.Random(seed))
     before = lanes.lane_answers()
     result = es.einsum(equation, a)
     assert lanes.lane_answers() - before == 1
     planned = es.einsum(equation, a, optimize="greedy")
     assert torch.equal(result, planned) and _strides(result) == _strides(planned)
-    assert result.data_ptr() == planned.data_ptr() == a.data_ptr()  # views of the operand
+    assert result.data_ptr() == planned.data_ptr()  # views of the operand
+    assert result.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+    expected = np.einsum(equation, a.numpy())
+    np.testing.assert_array_equal(result.numpy(), expected)
 
 
 def _strides(t: torch.Tensor) -> tuple[int, ...]:
@@ -254,10 +260,12 @@ def test_a_trace_runs_torch_trace_as_the_plan_does(dtype: torch.dtype) -> None:
 
 def test_one_operand_calls_the_sum_lane_leaves_to_the_plan() -> None:
     a = torch.ones(3, 3, 2)
-    for equation in ("ijk->ki", "iik->k", "iik->ik", "i->ii"):
+    for equation in ("ijk->ki", "iik->k", "i->ii"):
         assert _declined(equation, a if equation != "i->ii" else torch.ones(3))
-    for equation in ("ijk->kji", "ijk->ijk"):  # all kept: the view lane's
+    for equation in ("ijk->kji", "ijk->ijk", "iik->ik", "iik->ki"):  # nothing summed: views
         assert not _declined(equation, a)
+    with pytest.raises(EinsumError, match="'i'"):  # sizes that disagree: planned, which raises
+        es.einsum("ii->i", torch.ones(3, 4))
     assert _declined("ii->", torch.ones(3, 4)[:, :3].T.contiguous()[:2, :2].long())
     assert _declined("ii->", torch.ones(0, 0))
     assert _declined("ijk->i", torch.ones(0, 2, 3))

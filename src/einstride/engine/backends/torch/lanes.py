@@ -16,7 +16,8 @@ grad, or grad mode is off: a graph's backward is einstride's, :mod:`.autograd`);
 several labels merged only where the operand is contiguous (a view).  Anything else
 returns None and takes the planned way, which also raises the errors.  Two operands that
 contract nothing are one ``torch.mul`` into a new tensor (the plan's batch step); one
-operand of distinct labels, all kept, one ``permute`` (the plan's view); one operand summed
+operand of which nothing is summed a view of it (the plan's: a ``permute``, or its
+diagonals ``as_strided``); one operand summed
 over some labels, the rest kept in its order, one ``torch.sum`` (the plan's reduce step);
 the trace of a square matrix ``torch.trace`` (the plan's kernel for it).
 
@@ -127,8 +128,8 @@ def _compile(subscripts: str, most: int) -> TorchLane | None:
         return None
     if len(equation.terms) == 1:
         (term,) = equation.terms
-        if term and len(set(term)) == len(term) == len(equation.output):
-            return _permute_lane(term, equation.output)  # (the same labels, output distinct)
+        if term and set(term) == set(equation.output):  # nothing summed (output distinct)
+            return _view_lane(term, equation.output)
         return _sum_lane(term, equation.output) if term else None
     if len(equation.terms) != 2:
         return None
@@ -140,10 +141,15 @@ def _compile(subscripts: str, most: int) -> TorchLane | None:
     return None if form is None else _matmul_lane(form, most, subscripts, axes)
 
 
-def _permute_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane:
-    """One operand of distinct labels, all kept: the plan's result is the operand itself,
-    viewed in the output's order (no step), which one ``permute`` is."""
-    perm, rank = tuple(term.index(x) for x in output), len(term)
+def _view_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane:
+    """One operand, nothing summed: the plan's result is the operand itself viewed (no
+    step, or one view step): in the output's order, one ``permute`` where no label repeats;
+    else its diagonals, each output label's stride the sum of its axes' (``ii->i``,
+    ``bii->bi``), one ``as_strided``."""
+    rank = len(term)
+    perm = tuple(term.index(x) for x in output)
+    axes = tuple(tuple(ax for ax, y in enumerate(term) if y == x) for x in output)
+    diagonal = len(output) < rank
 
     def view(operands: tuple[Any, ...], dry: bool = False) -> Any:
         if len(operands) != 1:
@@ -151,10 +157,25 @@ def _permute_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane:
         (a,) = operands
         if type(a) not in _PLAIN or not _plain(a) or a.dim() != rank or not a.numel():
             return None
+        if not diagonal:
+            if dry:
+                return "a view of the operand (torch.permute)"
+            next(_answered)
+            return a.permute(perm)
+        shape, strides = a.shape, a.stride()
+        sizes, steps = [], []
+        for group in axes:
+            size, step = shape[group[0]], 0
+            for ax in group:
+                if shape[ax] != size:
+                    return None  # sizes that disagree: the plan's error
+                step += strides[ax]
+            sizes.append(size)
+            steps.append(step)
         if dry:
-            return "a view of the operand (torch.permute)"
+            return "a view of the operand's diagonal (torch.as_strided)"
         next(_answered)
-        return a.permute(perm)
+        return a.as_strided(sizes, steps, a.storage_offset())
 
     return view
 
