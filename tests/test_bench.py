@@ -46,7 +46,7 @@ from einstride_bench.cold import (
     issue_cases,
     like,
     run_cold_case,
-    torch_issue_cases,
+    torch_cold_cases,
 )
 from einstride_bench.contenders import NUMPY, naive_size
 from einstride_bench.imports import import_seconds, probe_environment
@@ -401,12 +401,15 @@ def test_the_cold_section_reports_the_imports() -> None:
     assert "numpy 100 ms, einstride 1.25 s" in line
 
 
-def test_the_cold_section_times_the_issues_cases_on_torch_without_a_target() -> None:
+def test_the_cold_section_times_its_cases_on_torch_without_a_target() -> None:
     pytest.importorskip("torch")
     from einstride_bench.contenders import TORCH, default_peers, load_einstride
 
-    cases = torch_issue_cases()
+    cases = torch_cold_cases()[: len(issue_cases())]  # the issue's first, then the suite's
     assert [c.case.equation for c in cases] == [c.case.equation for c in issue_cases()]
+    assert {c.case.equation for c in torch_cold_cases()} == {
+        c.case.equation for c in cold_cases() if c.case.equation != "ij->iij"
+    }  # all but the diagonal expansion, which torch.einsum does not run
     assert all(c.case.on_torch and c.case.targets == () for c in cases)
     peers = {TORCH: default_peers()[TORCH]}
     result = run_cold_case(cases[1], load_einstride(), peers, 3)

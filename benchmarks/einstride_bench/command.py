@@ -33,7 +33,7 @@ from .cold import (
     ColdCase,
     cold_cases,
     run_cold,
-    torch_issue_cases,
+    torch_cold_cases,
 )
 from .contenders import (
     TORCH,
@@ -227,7 +227,7 @@ def _chosen(
     # slowed every library's cold products in the run (measured: the cold MLP layer
     # 0.65 -> 0.76-2.0 ms, torch.einsum's 2-4x; why is not known), which the peers' own
     # import of it, later, does not
-    on_torch = torch_issue_cases() if importlib.util.find_spec("torch") is not None else ()
+    on_torch = torch_cold_cases() if importlib.util.find_spec("torch") is not None else ()
     cold = (
         [c for c in (*cold_cases(), *on_torch) if wanted(c.case.name, c.case.equation)]
         if ("cold" in sections)

@@ -173,7 +173,7 @@ class SuiteResult:
     background: float | None = None  # cores other processes kept busy during the run
     sections: tuple[str, ...] = ("warm",)  # which of "warm", "cold", "networks" ran
     cold: list[CaseResult] = field(default_factory=list)
-    torch_cold: list[CaseResult] = field(default_factory=list)  # the cases on torch
+    torch_cold: list[CaseResult] = field(default_factory=list)  # the cold cases on torch
     networks: list[NetworkResult] = field(default_factory=list)
     imports: dict[str, float] = field(default_factory=dict)  # seconds per module (cold)
 

@@ -108,7 +108,7 @@ def cold_section(suite: SuiteResult) -> list[str]:
 
 
 def _torch_cold(suite: SuiteResult) -> list[str]:
-    """The issue's cases on torch tensors: einstride against torch.einsum, no target."""
+    """The section's cases on torch tensors: einstride against torch.einsum, no target."""
     if not suite.torch_cold:
         return []
     notes = _Footnotes()
@@ -123,7 +123,8 @@ def _torch_cold(suite: SuiteResult) -> list[str]:
     return [
         "### On torch tensors",
         "",
-        f"The issue's cases on torch tensors ({suite.notes.get('torch cases on', 'cpu')}), "
+        f"The section's cases on torch tensors ({suite.notes.get('torch cases on', 'cpu')}; "
+        "but the diagonal expansion, which torch.einsum does not run), "
         "each call on a new shape as above: what a torch user's first call of a shape costs, "
         f"einstride against torch.einsum. No target (the section's targets are its NumPy "
         f"cases); geometric mean of the ratios: {shown}.",

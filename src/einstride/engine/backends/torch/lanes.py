@@ -194,10 +194,7 @@ def _broadcast_lane(
     against 45."""
     ranks = (len(left), len(right))
     same = tuple((left.index(x), right.index(x)) for x in left if x in right)
-    left_perm = tuple(left.index(x) for x in output if x in left)
-    right_perm = tuple(right.index(x) for x in output if x in right)
-    left_index = tuple(slice(None) if x in left else None for x in output)
-    right_index = tuple(slice(None) if x in right else None for x in output)
+    viewed = tuple(_broadcast_view(term, output) for term in (left, right))
 
     def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
         if len(operands) != 2:
@@ -221,10 +218,25 @@ def _broadcast_lane(
             return "one torch.mul of broadcast views into a new tensor"
         next(_answered)
         out = torch.empty(shape, dtype=a.dtype, device=a.device)
-        return torch.mul(a.permute(left_perm)[left_index], b.permute(right_perm)[right_index],
-                         out=out)  # fmt: skip
+        return torch.mul(viewed[0](a), viewed[1](b), out=out)
 
     return product
+
+
+def _broadcast_view(term: tuple[int, ...], output: tuple[int, ...]) -> Callable[[Any], Any]:
+    """An operand of ``term`` viewed in the output's order, a size-1 axis where it lacks a
+    label (the fewest torch calls: each costs microseconds on a new shape's call)."""
+    perm = tuple(term.index(x) for x in output if x in term)
+    index = tuple(slice(None) if x in term else None for x in output)
+    moved = perm != tuple(range(len(term)))
+    inserted = len(index) > len(term)
+    if moved and inserted:
+        return lambda t: t.permute(perm)[index]
+    if moved:
+        return lambda t: t.permute(perm)
+    if inserted:
+        return lambda t: t[index]
+    return lambda t: t
 
 
 def _sum_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane | None:
