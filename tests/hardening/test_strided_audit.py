@@ -36,7 +36,7 @@ AUDITED = {
     "einstride.engine.backends.torch.execute:_fused_fn.compute": "an operand's diagonals, broadcast axes",
     "einstride.engine.backends.torch.execute:_fold_batch.viewed": "batch axes that fold, merged",
     "einstride.engine.backends.torch.execute:_destination.write_view": "the diagonal of the output",
-    "einstride.engine.backends.torch.lanes:_view_lane.view": "an operand's diagonals, sizes checked",
+    "einstride.engine.backends.torch.lanes:_unary_lane.unary": "an operand's diagonals, sizes checked",
 }
 RAW_VIEW_NAMES = {"as_strided", "frombuffer", "sliding_window_view"}
 
