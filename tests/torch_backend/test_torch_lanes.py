@@ -296,8 +296,17 @@ def test_what_the_lane_declines_runs_the_planned_way() -> None:
     a, b = torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64)
     assert not _declined("ij,jk->ik", a, b)
     leaf = a.clone().requires_grad_()
-    assert _declined("ij,jk->ik", leaf, b)  # a graph: its backward is einstride's
-    assert es.einsum("ij,jk->ik", leaf, b).grad_fn.name() == "EinsumFunctionBackward"
+    assert not _declined("ij,jk->ik", leaf, b)  # a graph: torch's own, as torch.einsum's
+    assert es.einsum("ij,jk->ik", leaf, b).grad_fn.name() == "MmBackward0"
+    assert _declined("ii->i", torch.ones(3, 3, requires_grad=True))  # a diagonal's: einstride's
+    limit = memory.memory_limit()
+    row, column = torch.ones(1, 9, dtype=torch.float64), torch.ones(9, 1, dtype=torch.float64)
+    memory.set_memory_limit(64)  # the product's 8 bytes fit, an operand's 72 do not
+    try:
+        assert not _declined("ij,jk->ik", row, column)  # no graph: the result decides
+        assert _declined("ij,jk->ik", row.clone().requires_grad_(), column)  # its gradient
+    finally:
+        memory.set_memory_limit(limit)
     with torch.no_grad():
         assert not _declined("ij,jk->ik", leaf, b)
     assert not _declined("ij,jk->ik", torch.nn.Parameter(a.clone()).detach(), b)
@@ -360,7 +369,8 @@ def test_explain_says_when_the_lane_runs_a_call() -> None:
     assert "lane: einsum runs this call without a plan, as one torch.matmul over permuted" in report
     assert "step 1" in report  # the plan it replaces follows
     leaf = a.clone().requires_grad_()
-    assert "lane:" not in es.explain("bij,bjk->bik", leaf, b)
+    assert "lane:" in es.explain("bij,bjk->bik", leaf, b)  # a graph: torch's own
+    assert "lane:" not in es.explain("bii->bi", torch.ones(2, 3, 3, requires_grad=True))
     assert "lane:" not in es.explain("bij,bjk->bik", a, b, optimize="greedy")
 
 

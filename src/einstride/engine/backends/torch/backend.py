@@ -5,7 +5,8 @@ A call runs the cached plan for its operands' layouts over torch views; when an 
 requires grad (and grad mode is on) it runs inside :class:`.autograd.EinsumFunction`, so the
 result carries a graph whose backward is einstride too (an n-ary call one path step at a
 time, see :mod:`.stepwise`); a call that is one ``torch.sum`` of an operand in its own
-dtype runs under torch's own autograd (:func:`.execute.one_native_sum`).
+dtype (:func:`.execute.one_native_sum`), or that a lane runs (:mod:`.lanes`), runs under
+torch's own autograd.
 
 >>> import torch
 >>> from ...call import make_call
@@ -154,7 +155,7 @@ def hot(subscripts: str, operands: tuple[Any, ...], optimize: Any) -> torch.Tens
 
     >>> hot("ij->ji", (torch.ones(2, 3),), "auto").shape
     torch.Size([3, 2])
-    >>> hot("ij->ji", (torch.ones(2, 3, requires_grad=True),), "auto").grad_fn.name()
+    >>> hot("ii->i", (torch.ones(3, 3, requires_grad=True),), "auto").grad_fn.name()
     'EinsumFunctionBackward'
     >>> hot("ij,jk,kl->il", (torch.ones(2, 2, requires_grad=True),) * 3, "auto").sum()
     tensor(16., grad_fn=<SumBackward0>)

@@ -20,16 +20,18 @@ that kernel, compiled once per equation string, with no cache look:
 
 Only for what the planned way runs the same: plain strided tensors of one device and one
 floating or complex dtype, sizes that agree (a label of size 1 never broadcasts), a result
-within the memory limit, no graph to record (no operand requires grad, or grad mode is
-off: a graph's backward is einstride's, :mod:`.autograd`).  Anything else returns None
-and takes the planned way, which also raises the errors.
+within the memory limit.  With a graph to record (an operand requires grad under grad
+mode), torch's own autograd records the kernel, as it does ``torch.einsum``'s (operands
+within the memory limit: each gradient is an operand's size), except for a diagonal and a
+large outer or Hadamard product, whose backward is einstride's (:mod:`.autograd`).
+Anything else returns None and takes the planned way, which also raises the errors.
 
 >>> import torch
 >>> lane = lane_for("bij,bjk->bik")
 >>> lane((torch.ones(2, 3, 4), torch.ones(2, 4, 5))).shape
 torch.Size([2, 3, 5])
->>> lane((torch.ones(2, 3, 4, requires_grad=True), torch.ones(2, 4, 5))) is None  # a graph
-True
+>>> lane((torch.ones(2, 3, 4, requires_grad=True), torch.ones(2, 4, 5))).grad_fn.name()
+'UnsafeViewBackward0'
 >>> lane_for("ijk->i")((torch.ones(2, 3, 4),))
 tensor([12., 12.])
 >>> lane_for("i->ii") is None                                     # an expansion: planned
@@ -137,7 +139,7 @@ def _compile(subscripts: str, most: int) -> TorchLane | None:
     left, right = equation.terms
     axes = tuple((0, left.index(x)) if x in left else (1, right.index(x)) for x in equation.output)
     if contracts_nothing(left, right, equation.output):
-        return _broadcast_lane(left, right, equation.output, axes)
+        return _broadcast_lane(left, right, equation.output, axes, most)
     form = matmul_form(left, right, equation.output)
     return None if form is None else _matmul_lane(form, most, subscripts, axes)
 
@@ -147,13 +149,17 @@ def _broadcast_lane(
     right: tuple[int, ...],
     output: tuple[int, ...],
     result_axes: tuple[tuple[int, int], ...],
+    most: int,
 ) -> TorchLane:
     """Two operands that contract nothing (an outer or a Hadamard product): the plan's one
     batch step, ``torch.mul`` of the operands viewed in the output's order (a size-1 axis
     where one lacks a label) into a new C-ordered tensor of the output's shape, within the
     memory limit (its peak: the result).  Measured on a new shape each call (k of 100-159):
     ``bi,bj->bij`` of k x 64 223 µs through the plan, torch.einsum 80; ``i,j->ij`` 164
-    against 45."""
+    against 45.  With a graph to record, only results of at most ``most`` elements (the
+    matmul lane's bound): torch's own backward of an outer product multiplies the whole
+    cotangent out before it sums (2048 x 2048: 43.7 ms forward and backward,
+    einstride's 22.2)."""
     ranks = (len(left), len(right))
     same = tuple((left.index(x), right.index(x)) for x in left if x in right)
     viewed = tuple(_broadcast_view(term, output) for term in (left, right))
@@ -162,7 +168,7 @@ def _broadcast_lane(
         if len(operands) != 2:
             return None
         a, b = operands
-        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
+        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b, graph=True):
             return None
         shapes = (a.shape, b.shape)
         if (len(shapes[0]), len(shapes[1])) != ranks:
@@ -176,9 +182,14 @@ def _broadcast_lane(
             elements *= size
         if not elements or elements * a.element_size() > limit_for(a.device, None):
             return None  # empty (the plan's), or past the memory limit (the plan's error)
+        if elements > most and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+            return None  # a large graph: einstride's backward
         if dry:
             return "one torch.mul of broadcast views into a new tensor"
         next(_answered)
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+            # (out= records no graph: torch lays the product out after its operands)
+            return torch.mul(viewed[0](a), viewed[1](b)).contiguous()
         out = torch.empty(shape, dtype=a.dtype, device=a.device)
         return torch.mul(viewed[0](a), viewed[1](b), out=out)
 
@@ -231,7 +242,9 @@ def _unary_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane:
         if len(operands) != 1:
             return None
         (a,) = operands
-        if type(a) not in _PLAIN or not _plain(a) or a.dim() != rank or not a.numel():
+        if type(a) not in _PLAIN or not _plain(a, not diagonal) or a.dim() != rank:
+            return None  # (a diagonal's graph: einstride's backward, not as_strided's)
+        if not a.numel():
             return None  # (empty: the plan's zeros)
         viewed, shape = a, a.shape
         if diagonal:
@@ -309,7 +322,7 @@ def _matmul_lane(
         if len(operands) != 2:
             return None
         a, b = operands
-        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
+        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b, graph=True):
             return None
         left, right = a.shape, b.shape
         if len(left) != left_rank or len(right) != right_rank:
@@ -405,17 +418,21 @@ def _c_order(t: torch.Tensor) -> bool:
     return True
 
 
-def _plain_pair(a: torch.Tensor, b: torch.Tensor) -> bool:
+def _plain_pair(a: torch.Tensor, b: torch.Tensor, graph: bool = False) -> bool:
     """Two :func:`_plain` tensors of one device and one dtype."""
-    return b.dtype is a.dtype and a.device == b.device and _plain(a) and _plain(b)
+    return b.dtype is a.dtype and a.device == b.device and _plain(a, graph) and _plain(b, graph)
 
 
-def _plain(a: torch.Tensor) -> bool:
+def _plain(a: torch.Tensor, graph: bool = False) -> bool:
     """A strided tensor of a lane dtype, not a lazy conjugate or negation, with no graph to
-    record."""
+    record, or (``graph``: the lane's kernel is what torch's own autograd differentiates as
+    it does ``torch.einsum``'s) operands within the memory limit, which bounds each of
+    their gradients."""
     if a.dtype not in _DTYPES or a.layout is not _STRIDED or a.is_conj() or a.is_neg():
         return False
-    return not (a.requires_grad and torch.is_grad_enabled())
+    if not (a.requires_grad and torch.is_grad_enabled()):
+        return True
+    return graph and a.numel() * a.element_size() <= limit_for(a.device, None)
 
 
 def _merged_product(
