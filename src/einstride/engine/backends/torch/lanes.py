@@ -168,7 +168,7 @@ def _broadcast_lane(
         if len(operands) != 2:
             return None
         a, b = operands
-        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b, graph=True):
+        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
             return None
         shapes = (a.shape, b.shape)
         if (len(shapes[0]), len(shapes[1])) != ranks:
@@ -322,7 +322,7 @@ def _matmul_lane(
         if len(operands) != 2:
             return None
         a, b = operands
-        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b, graph=True):
+        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
             return None
         left, right = a.shape, b.shape
         if len(left) != left_rank or len(right) != right_rank:
@@ -418,9 +418,10 @@ def _c_order(t: torch.Tensor) -> bool:
     return True
 
 
-def _plain_pair(a: torch.Tensor, b: torch.Tensor, graph: bool = False) -> bool:
-    """Two :func:`_plain` tensors of one device and one dtype."""
-    return b.dtype is a.dtype and a.device == b.device and _plain(a, graph) and _plain(b, graph)
+def _plain_pair(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Two :func:`_plain` tensors of one device and one dtype (a graph allowed: both lanes
+    of two operands run one kernel torch's own autograd differentiates)."""
+    return b.dtype is a.dtype and a.device == b.device and _plain(a, True) and _plain(b, True)
 
 
 def _plain(a: torch.Tensor, graph: bool = False) -> bool:
