@@ -165,11 +165,10 @@ def _broadcast_lane(
     viewed = tuple(_broadcast_view(term, output) for term in (left, right))
 
     def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
-        if len(operands) != 2:
+        pair = _plain_pair(operands)
+        if pair is None:
             return None
-        a, b = operands
-        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
-            return None
+        a, b = pair
         shapes = (a.shape, b.shape)
         if (len(shapes[0]), len(shapes[1])) != ranks:
             return None
@@ -319,11 +318,10 @@ def _matmul_lane(
     merged = ", label groups merged as views" if groups is not None else ""
 
     def product(operands: tuple[Any, ...], dry: bool = False) -> Any:
-        if len(operands) != 2:
+        pair = _plain_pair(operands)
+        if pair is None:
             return None
-        a, b = operands
-        if type(a) not in _PLAIN or type(b) not in _PLAIN or not _plain_pair(a, b):
-            return None
+        a, b = pair
         left, right = a.shape, b.shape
         if len(left) != left_rank or len(right) != right_rank:
             return None
@@ -418,10 +416,17 @@ def _c_order(t: torch.Tensor) -> bool:
     return True
 
 
-def _plain_pair(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Two :func:`_plain` tensors of one device and one dtype (a graph allowed: both lanes
-    of two operands run one kernel torch's own autograd differentiates)."""
-    return b.dtype is a.dtype and a.device == b.device and _plain(a, True) and _plain(b, True)
+def _plain_pair(operands: tuple[Any, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Two :func:`_plain` tensors of one device and one dtype, or None (a graph allowed:
+    both lanes of two operands run one kernel torch's own autograd differentiates)."""
+    if len(operands) != 2:
+        return None
+    a, b = operands
+    if type(a) not in _PLAIN or type(b) not in _PLAIN or b.dtype is not a.dtype:
+        return None
+    if a.device != b.device or not _plain(a, True) or not _plain(b, True):
+        return None
+    return a, b
 
 
 def _plain(a: torch.Tensor, graph: bool = False) -> bool:
