@@ -58,7 +58,6 @@ from ...spec.matmul import (
 )
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import DEFAULT, OPTIONS_HOOKS
-from ..numpy.skeleton import rep_size
 from .guard import CPU, limit_for
 from .plan import one_product_class, pair_class
 
@@ -386,13 +385,9 @@ def _matmul_lane(
         return found
 
     def _class_is_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> bool:
-        key: Any
-        if _c_order(a) and _c_order(b):  # (the class: C order, sizes rounded)
-            key = (tuple(map(rep_size, left)), tuple(map(rep_size, right)), a.dtype)
-        else:
-            key = pair_class(a, b)
-            if key is None:
-                return False  # no shape class (irregular): planned for its own layout
+        key = pair_class(a, b)
+        if key is None:
+            return False  # no shape class (irregular): planned for its own layout
         found = classes.get(key)
         if found is None:
             if len(classes) >= _CACHE_SIZE:
@@ -403,17 +398,6 @@ def _matmul_lane(
         return found
 
     return product
-
-
-def _c_order(t: torch.Tensor) -> bool:
-    """C order in every stride, a length-1 axis's too: the shape class's C pattern
-    (``is_contiguous`` passes any stride of a length-1 axis, whose class differs)."""
-    step = 1
-    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
-        if stride != step:
-            return False
-        step *= size
-    return True
 
 
 def _plain_pair(operands: tuple[Any, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -36,7 +36,7 @@ from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
 from ..numpy.plan import build_plan, class_decisions
-from ..numpy.skeleton import ShapeClass, shape_class
+from ..numpy.skeleton import c_order_class, dense_class, shape_class
 from ..numpy.steps import Plan
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
 from .execute import compile_program, one_native_sum
@@ -259,9 +259,10 @@ def one_product_class(
             return False
 
 
-def pair_class(a: torch.Tensor, b: torch.Tensor) -> ShapeClass | None:
-    """The shape class of two operands of one dtype (:func:`..numpy.skeleton.shape_class`),
-    None where one is not dense.
+def pair_class(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, ...] | None:
+    """The shape class key of two operands of one dtype, as the NumPy backend's cache
+    names it on a miss (:func:`..numpy.skeleton.c_order_class`, else
+    :func:`..numpy.skeleton.dense_class`), None where one is not regular.
 
     >>> x, y = torch.ones(6, 5, dtype=torch.float64), torch.ones(7, 5, dtype=torch.float64)
     >>> pair_class(x, x.T) == pair_class(y, y.T)                     # sizes 6 and 7: one class
@@ -270,9 +271,9 @@ def pair_class(a: torch.Tensor, b: torch.Tensor) -> ShapeClass | None:
     True
     """
     dtype = numpy_dtype(a.dtype, "operand 0 has dtype")
-    shapes = (tuple(a.shape), tuple(b.shape))
-    strides = (byte_strides(a.stride(), a.dtype), byte_strides(b.stride(), b.dtype))
-    return shape_class(shapes, strides, (dtype, dtype))
+    facts = (a.shape, byte_strides(a.stride(), a.dtype), dtype,
+             b.shape, byte_strides(b.stride(), b.dtype), dtype)  # fmt: skip
+    return c_order_class(facts) or dense_class(facts)
 
 
 def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry | None:
