@@ -19,7 +19,7 @@ import einstride as es
 from einstride import EinsumError, memory
 from einstride.engine.backends.numpy.options import default_options, set_default_options
 from einstride.engine.backends.torch import lanes, plan
-from einstride.engine.backends.torch.records import MatmulOp, translate
+from einstride.engine.backends.torch.records import CopyOp, MatmulOp, translate
 from einstride.engine.spec.equation import parse_subscripts
 from einstride.engine.spec.matmul import matmul_form
 
@@ -84,23 +84,33 @@ def test_the_lane_gives_the_planned_result(
         assert answered == 1  # nothing declines these: the lane ran
 
 
-def _one_product_from_scratch(equation: str, a: torch.Tensor, b: torch.Tensor) -> bool:
+def _one_product_from_scratch(
+    equation: str, a: torch.Tensor, b: torch.Tensor
+) -> tuple[bool, bool] | None:
     """Whether a plan made from scratch for ``a, b`` (not through their shape class) is one
-    product of the two operands viewed in the matmul form's order, its result the einsum's."""
+    product of the two operands viewed in the matmul form's order, its result the einsum's,
+    after copies of whole operands in their own order (which are copied), or None."""
     facts = plan.facts_of([a, b])
     scratch = plan._Call.of(equation, facts, None, None).plan("auto", plan.planner_options())
     program = translate(scratch)
     parsed = parse_subscripts(equation)
     form = matmul_form(*parsed.terms, parsed.output)
     assert form is not None
-    if len(program.steps) != 1 or not isinstance(program.steps[0], MatmulOp):
-        return False
-    (step,) = program.steps
-    return (
-        (step.left, step.right) == (0, 1)
-        and (step.left_view.perm, step.right_view.perm, program.output.final_perm) == form.perms
-        and program.output.create == "none"
-    )
+    *copies, step = program.steps
+    source = {0: 0, 1: 1}
+    for copy in copies:
+        if not isinstance(copy, CopyOp) or copy.perm != tuple(range(len(copy.perm))):
+            return None
+        source[copy.to.dst] = copy.src
+    if not isinstance(step, MatmulOp) or len(copies) > 2:
+        return None
+    if (source.get(step.left), source.get(step.right)) != (0, 1):
+        return None
+    if (step.left_view.perm, step.right_view.perm, program.output.final_perm) != form.perms:
+        return None
+    if program.output.create != "none":
+        return None
+    return step.left != 0, step.right != 1
 
 
 @given(matmul_calls(), st.sampled_from(DTYPES), st.integers(0, 2**31))
@@ -109,9 +119,9 @@ def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
     call: tuple[str, list[tuple[int, ...]], bool], dtype: torch.dtype, seed: int
 ) -> None:
     """With the bound at one combination every product is past it: the lane answers exactly
-    where a plan made from scratch for the call is its product (so the shape class it asks
-    decides as the call's own plan would: a stepped or permuted view too), and gives the
-    planned result."""
+    where a plan made from scratch for the call is its product, after copies of stepped
+    operands (so the shape class it asks decides as the call's own plan would: a stepped
+    or permuted view too), and gives the planned result."""
     equation, shapes, views = call
     rng = random.Random(seed)
     a, b = (_tensor(shape, dtype, views, rng) for shape in shapes)
@@ -134,12 +144,15 @@ def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
     parsed = parse_subscripts(equation)
     form = matmul_form(*parsed.terms, parsed.output)
     assert form is not None
-    merged = (form.merge_left and not a.is_contiguous()) or (
-        form.merge_right and not b.is_contiguous()
-    )  # a reshape that is no view: the lane declines whatever the bound
-    if combos > 1 and not merged:  # (an irregular layout has no class to ask: planned)
-        classed = plan.pair_class(a, b) is not None
-        assert answered == (classed and _one_product_from_scratch(equation, a, b))
+    if combos > 1:  # (an irregular layout has no class to ask: planned)
+        copies = _one_product_from_scratch(equation, a, b)
+        expected = plan.pair_class(a, b) is not None and copies is not None
+        if copies is not None and (
+            (form.merge_left and not (copies[0] or a.is_contiguous()))
+            or (form.merge_right and not (copies[1] or b.is_contiguous()))
+        ):
+            expected = False  # a reshape that is no view: the lane declines
+        assert answered == expected
 
 
 @st.composite
@@ -328,7 +341,9 @@ def test_what_the_lane_declines_runs_the_planned_way() -> None:
     assert not _declined("ij,jk->ik", torch.ones(600, 600).T, torch.ones(600, 600))  # a view
     assert _declined("ij,jk->ik", torch.ones(600, 600).T, torch.ones(600, 600).T)  # swapped
     overlapping = torch.ones(600, 600).as_strided((600, 600), (1, 1))
-    assert _declined("ij,jk->ik", overlapping, torch.ones(600, 600))  # copied
+    assert _declined("ij,jk->ik", overlapping, torch.ones(600, 600))  # irregular: no class
+    stepped = torch.ones(1200, 1200)[::2, ::2]  # no unit stride: the plan copies it first
+    assert not _declined("ij,jk->ik", stepped, stepped)
     assert _declined("ij,jk->ik", torch.ones(0, 4), torch.ones(4, 5))  # empty
     # merged groups need contiguous operands (a reshape that is a view)
     assert not _declined("abk,kc->abc", torch.ones(2, 3, 4), torch.ones(4, 5))
@@ -361,6 +376,32 @@ def test_lane_max_combos_and_the_memory_limit_bound_the_lane() -> None:
     finally:
         memory.set_memory_limit(limit)
     assert not _declined("ij,jk->ik", a, b)
+
+
+def test_past_the_bound_the_copies_count_against_the_memory_limit() -> None:
+    """A product past the bound of operands the plan copies first: the lane's peak, as the
+    plan's, is the result and the copies (12,800 B each here)."""
+    stepped = torch.rand(80, 80, dtype=torch.float64)[::2, ::2]
+    expected = stepped.contiguous() @ stepped.contiguous()
+    limit = memory.memory_limit()
+    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=1))
+    try:
+        memory.set_memory_limit(3 * 12_800)
+        assert not _declined("ij,jk->ik", stepped, stepped)
+        assert "copied into C order first" in es.explain("ij,jk->ik", stepped, stepped)
+        memory.set_memory_limit(3 * 12_800 - 1)
+        count = lanes.lane_answers()
+        try:
+            result = es.einsum("ij,jk->ik", stepped, stepped)  # planned: within, or refused
+        except EinsumError as error:
+            assert "memory limit" in str(error)
+        else:
+            torch.testing.assert_close(result, expected)
+        assert lanes.lane_answers() == count
+    finally:
+        memory.set_memory_limit(limit)
+        set_default_options(before)
+    torch.testing.assert_close(es.einsum("ij,jk->ik", stepped, stepped), expected)
 
 
 def test_explain_says_when_the_lane_runs_a_call() -> None:

@@ -9,8 +9,9 @@ that kernel, compiled once per equation string, with no cache look:
   ``torch.matmul`` over the permuted operands, for a product of at most
   :attr:`~..numpy.options.PlannerOptions.lane_max_combos` index combinations (the NumPy
   lane's bound), or past it where the operands' shape class's plan is that product (dense
-  operands on the CPU; asked once per class); groups of several labels merged only where
-  the operand is contiguous (a view);
+  operands on the CPU, strided ones copied into C order first as the plan copies them;
+  asked once per class); groups of several labels merged only where the operand is
+  contiguous (a view);
 - two operands that contract nothing: one ``torch.mul`` into a new tensor (the plan's
   batch step);
 - one operand: viewed onto its distinct labels (its diagonals ``as_strided``), summed over
@@ -59,7 +60,7 @@ from ...spec.matmul import (
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import DEFAULT, OPTIONS_HOOKS
 from .guard import CPU, limit_for
-from .plan import one_product_class, pair_class
+from .plan import Copies, one_product_copies, pair_class
 
 __all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_for", "lane_report"]
 
@@ -303,10 +304,15 @@ def _matmul_lane(
     a new shape of the class would translate the class's plan into the same product
     (measured, an attention score ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of
     49-92: 357 µs a call through the plan, 128 of them making its entry, torch.einsum
-    197).  ``result_axes``: an ``(operand, axis)`` of each output label's size."""
+    197), after the copies the plan makes of operands whose strides no BLAS takes
+    (``Tensor.contiguous``: ``ij,jk->ik`` of every other row and column, 193-252 x 192 on a
+    new shape, 720-770 µs a call through the plan, 230 of them its entry and compiling it,
+    torch.einsum 480-500).  ``result_axes``: an ``(operand, axis)`` of each output label's
+    size."""
     (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
-    classes: dict[Any, bool] = {}  # whether the class's plan is this product, per class
-    layouts: dict[tuple[Any, ...], bool] = {}  # ... and per operand layout
+    # whether the class's plan is this product (and what it copies first), per class ...
+    classes: dict[Any, Copies | None] = {}
+    layouts: dict[tuple[Any, ...], Copies | None] = {}  # ... and per operand layout
     left_perm, right_perm, out_perm = perms
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
@@ -332,9 +338,15 @@ def _matmul_lane(
             combos *= (left, right)[op][ax]
         if not combos:  # empty: the plan's (its result may pass the limit)
             return None
-        if combos > most and not _planned_as_this(a, b, left, right):
-            return None
-        if (merge_left and not a.is_contiguous()) or (merge_right and not b.is_contiguous()):
+        copy_left = copy_right = False
+        if combos > most:
+            copies = _planned_as_this(a, b, left, right)
+            if copies is None:
+                return None
+            copy_left, copy_right = copies
+        if (merge_left and not (copy_left or a.is_contiguous())) or (
+            merge_right and not (copy_right or b.is_contiguous())
+        ):
             return None
         device = a.device
         if device != CPU and combos * a.element_size() > limit_for(device, None):
@@ -343,11 +355,18 @@ def _matmul_lane(
             bound = f"at most {most:,}"
             if combos > most:
                 bound = f"past {most:,}, its shape class's plan is this product"
+                copied = [side for side, c in (("left", copy_left), ("right", copy_right)) if c]
+                if copied:
+                    bound += f", the {' and '.join(copied)} copied into C order first"
             return (
                 f"one torch.matmul over permuted views{merged} ({combos:,} index "
                 f"combinations, {bound})"
             )
         next(_answered)
+        if copy_left:
+            a = a.contiguous()
+        if copy_right:
+            b = b.contiguous()
         if left_moved is not None:
             a = a.permute(left_moved)
         if right_moved is not None:
@@ -363,39 +382,40 @@ def _matmul_lane(
             result = result[result_index]
         return result if out_moved is None else result.permute(out_moved)
 
-    def _planned_as_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> bool:
-        """Whether a product past the bound is the plan's too, and within the memory limit
-        (the plan's peak: the result, its operands viewed); remembered per layout (a
-        repeated call asks two dictionaries) and per shape class (a new shape asks one
-        class key)."""
+    def _planned_as_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> Copies | None:
+        """Whether a product past the bound is the plan's too (which operands it copies
+        first), within the memory limit (the plan's peak: the result and the copies, its
+        operands viewed); remembered per layout (a repeated call asks two dictionaries) and
+        per shape class (a new shape asks one class key)."""
         if a.device != CPU:
-            return False
+            return None
+        layout = (left, a.stride(), right, b.stride(), a.dtype)
+        if layout in layouts:
+            copies = layouts[layout]
+        else:
+            copies = _class_copies(a, b, left, right)
+            if len(layouts) >= _CACHE_SIZE:
+                layouts.clear()
+            layouts[layout] = copies
+        if copies is None:
+            return None
         elements = 1
         for op, ax in result_axes:
             elements *= (left, right)[op][ax]
-        if elements * a.element_size() > limit_for(CPU, None):
-            return False
-        layout = (left, a.stride(), right, b.stride(), a.dtype)
-        found = layouts.get(layout)
-        if found is None:
-            found = _class_is_this(a, b, left, right)
-            if len(layouts) >= _CACHE_SIZE:
-                layouts.clear()
-            layouts[layout] = found
-        return found
+        elements += a.numel() * copies[0] + b.numel() * copies[1]
+        return copies if elements * a.element_size() <= limit_for(CPU, None) else None
 
-    def _class_is_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> bool:
+    def _class_copies(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> Copies | None:
         key = pair_class(a, b)
         if key is None:
-            return False  # no shape class (irregular): planned for its own layout
-        found = classes.get(key)
-        if found is None:
-            if len(classes) >= _CACHE_SIZE:
-                classes.clear()
-            shapes, strides = (tuple(left), tuple(right)), (a.stride(), b.stride())
-            found = one_product_class(subscripts, shapes, strides, a.dtype, perms)
-            classes[key] = found
-        return found
+            return None  # no shape class (irregular): planned for its own layout
+        if key in classes:
+            return classes[key]
+        if len(classes) >= _CACHE_SIZE:
+            classes.clear()
+        shapes, strides = (tuple(left), tuple(right)), (a.stride(), b.stride())
+        copies = classes[key] = one_product_copies(subscripts, shapes, strides, a.dtype, perms)
+        return copies
 
     return product
 

@@ -42,6 +42,7 @@ from .dtypes import numpy_dtype, result_dtype, torch_dtype
 from .execute import compile_program, one_native_sum
 from .operands import Facts, byte_strides, facts_of
 from .records import (
+    CopyOp,
     MatmulOp,
     TorchProgram,
     Write,
@@ -54,12 +55,13 @@ from .records import (
 
 __all__ = [
     "CACHE_SIZE",
+    "Copies",
     "Entry",
     "clear_cache",
     "entry_for",
     "facts_of",
     "make_entry",
-    "one_product_class",
+    "one_product_copies",
     "pair_class",
     "planner_options",
 ]
@@ -225,38 +227,64 @@ class _Call:
         )  # fmt: skip
 
 
-def one_product_class(
+Copies = tuple[bool, bool]
+"""Which of the two operands a plan copies (whole, in its own axis order, C-ordered) before
+its one product."""
+
+
+def one_product_copies(
     subscripts: str,
     shapes: tuple[tuple[int, ...], tuple[int, ...]],
     strides: tuple[tuple[int, ...], tuple[int, ...]],
     dtype: torch.dtype,
     perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-) -> bool:
+) -> Copies | None:
     """Whether the plan of two operands of ``shapes``, element ``strides`` and ``dtype``
     (any shape of their shape class: one plan's decisions) is one matrix product of the left
     and the right operand viewed in ``perms`` order, its result the einsum's own, viewed
-    through the third: what the torch lane runs (:mod:`.lanes`).  Not where the planner
-    copies an operand or runs the product the other way round (MKL's preferences: a tall
-    result, two transposed operands).
+    through the third: what the torch lane runs (:mod:`.lanes`); with which operands the
+    plan first copies whole into C order (strides no BLAS takes: a step along every axis),
+    as ``Tensor.contiguous`` does.  None where the planner copies an operand in another
+    order, or runs the product the other way round (MKL's preferences: a tall result, two
+    transposed operands).
 
     >>> perms, c = ((0, 1), (0, 1), (0, 1)), ((600, 1), (600, 1))    # ij,jk->ik as it stands
-    >>> one_product_class("ij,jk->ik", ((600, 600),) * 2, c, torch.float64, perms)
+    >>> one_product_copies("ij,jk->ik", ((600, 600),) * 2, c, torch.float64, perms)
+    (False, False)
+    >>> one_product_copies("ij,jk->ik", ((600, 600), (600, 8)), ((600, 1), (8, 1)),
+    ...                    torch.float64, perms) is None
     True
-    >>> one_product_class("ij,jk->ik", ((600, 600), (600, 8)), ((600, 1), (8, 1)),
-    ...                   torch.float64, perms)
-    False
+    >>> one_product_copies("ij,jk->ik", ((300, 300),) * 2, ((1200, 2),) * 2,    # every other
+    ...                    torch.float64, perms)
+    (True, True)
     """
     facts = (shapes[0], strides[0], dtype, shapes[1], strides[1], dtype)
     program = make_entry(subscripts, facts, None, None, "auto").program
-    match program.steps:
-        case (MatmulOp(left=0, right=1, left_view=left, right_view=right, to=to),):
-            return (
-                (left.perm, right.perm, program.output.final_perm) == perms
-                and to.write is Write.RETURN
-                and program.output.create == "none"
-            )
+    *copies, product = program.steps
+    held = {0: (0, False), 1: (1, False)}  # register -> (operand, copied)
+    for step in copies:
+        match step:
+            case CopyOp(src=src, perm=perm, to=to) if (
+                src in (0, 1)
+                and held[src] == (src, False)
+                and perm == tuple(range(len(perm)))
+                and to.write is Write.NEW
+                and step.dtype == numpy_dtype(dtype, "the operands have dtype")
+            ):
+                held[to.dst] = (src, True)
+            case _:
+                return None
+    match product:
+        case MatmulOp(left=left, right=right, left_view=lv, right_view=rv, to=to) if (
+            held.get(left, (-1,))[0] == 0 and held.get(right, (-1,))[0] == 1
+        ):
+            if (lv.perm, rv.perm, program.output.final_perm) != perms:
+                return None
+            if to.write is not Write.RETURN or program.output.create != "none":
+                return None
+            return held[left][1], held[right][1]
         case _:
-            return False
+            return None
 
 
 def pair_class(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, ...] | None:
