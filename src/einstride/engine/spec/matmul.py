@@ -34,6 +34,7 @@ __all__ = [
     "MatmulForm",
     "contracts_nothing",
     "core_index",
+    "kind_counts",
     "matmul_form",
     "merged_shapes",
 ]
@@ -78,6 +79,18 @@ class MatmulForm(NamedTuple):
     sized: tuple[tuple[int, int], ...]
     merge_left: bool
     merge_right: bool
+
+
+def kind_counts(form: MatmulForm) -> tuple[int, int, int, int]:
+    """How many batch, row, inner and column labels ``form`` has.
+
+    >>> kind_counts(matmul_form((0, 1, 2), (0, 2, 3), (0, 1, 3)))  # bij,bjk->bik
+    (1, 1, 1, 1)
+    """
+    left, right = (len(p) for p in form.perms[:2])
+    shared = len(form.same)  # batch and inner labels
+    inner = left + right - len(form.perms[2]) - shared
+    return shared - inner, left - shared, inner, right - shared
 
 
 def contracts_nothing(left: Labels, right: Labels, output: Labels) -> bool:

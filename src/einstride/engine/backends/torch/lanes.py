@@ -8,10 +8,11 @@ that kernel, compiled once per equation string, with no cache look:
 - two operands of the matmul form (:func:`..spec.matmul.matmul_form`): one
   ``torch.matmul`` over the permuted operands, for a product of at most
   :attr:`~..numpy.options.PlannerOptions.lane_max_combos` index combinations (the NumPy
-  lane's bound), or past it where the operands' shape class's plan is that product (dense
-  operands on the CPU, strided ones copied into C order first as the plan copies them;
-  asked once per class); groups of several labels merged only where the operand is
-  contiguous (a view);
+  lane's bound), or past it where the operands' shape class's plan is one product (dense
+  operands on the CPU; asked once per class), run as the plan runs it: operands copied
+  into C order first where it copies them, the result's transpose where it swaps them;
+  groups of several labels merged only where the operand is contiguous (a view) or the
+  plan says they are;
 - two operands that contract nothing: one ``torch.mul`` into a new tensor (the plan's
   batch step);
 - one operand: viewed onto its distinct labels (its diagonals ``as_strided``), summed over
@@ -42,6 +43,7 @@ True
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -60,7 +62,7 @@ from ...spec.matmul import (
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import DEFAULT, OPTIONS_HOOKS
 from .guard import CPU, limit_for
-from .plan import Copies, one_product_copies, pair_class
+from .plan import OneProduct, one_product_plan, pair_class
 
 __all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_for", "lane_report"]
 
@@ -299,20 +301,18 @@ def _matmul_lane(
     """``torch.matmul`` over the operands permuted to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)``, its result permuted to the output's order (the NumPy lane's
     product, :func:`..numpy.lanes._matmul_lane`, with torch's ops).  Past ``most`` index
-    combinations, dense operands on the CPU whose shape class's plan is this
-    product (:func:`.plan.one_product_class`, asked once per class) take the lane too:
-    a new shape of the class would translate the class's plan into the same product
-    (measured, an attention score ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of
-    49-92: 357 µs a call through the plan, 128 of them making its entry, torch.einsum
-    197), after the copies the plan makes of operands whose strides no BLAS takes
-    (``Tensor.contiguous``: ``ij,jk->ik`` of every other row and column, 193-252 x 192 on a
-    new shape, 720-770 µs a call through the plan, 230 of them its entry and compiling it,
-    torch.einsum 480-500).  ``result_axes``: an ``(operand, axis)`` of each output label's
-    size."""
+    combinations, dense operands on the CPU whose shape class's plan is one product
+    (:func:`.plan.one_product_plan`, asked once per class) take the lane too, which runs
+    that product as the plan does (:func:`_as_planned`): a new shape of the class would
+    translate the class's plan into the same product (measured, an attention score
+    ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of 49-92: 357 µs a call through the
+    plan, 128 of them making its entry, torch.einsum 197; ``ij,jk->ik`` of every other row
+    and column, 193-252 x 192, copied first: 720-770 µs, 230 of them its entry and
+    compiling it, torch.einsum 480-500).  ``result_axes``: an ``(operand, axis)`` of each
+    output label's size."""
     (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
-    # whether the class's plan is this product (and what it copies first), per class ...
-    classes: dict[Any, Copies | None] = {}
-    layouts: dict[tuple[Any, ...], Copies | None] = {}  # ... and per operand layout
+    classes: dict[Any, OneProduct | None] = {}  # the class's plan as one product, per class
+    layouts: dict[tuple[Any, ...], OneProduct | None] = {}  # ... and per operand layout
     left_perm, right_perm, out_perm = perms
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
     right_moved = None if right_perm == tuple(range(right_rank)) else right_perm
@@ -338,35 +338,25 @@ def _matmul_lane(
             combos *= (left, right)[op][ax]
         if not combos:  # empty: the plan's (its result may pass the limit)
             return None
-        copy_left = copy_right = False
         if combos > most:
-            copies = _planned_as_this(a, b, left, right)
-            if copies is None:
+            planned = _planned_as_this(a, b, left, right)
+            if planned is None:
                 return None
-            copy_left, copy_right = copies
-        if (merge_left and not (copy_left or a.is_contiguous())) or (
-            merge_right and not (copy_right or b.is_contiguous())
-        ):
+            if dry:
+                return _planned_report(planned, combos, most)
+            next(_answered)
+            return _as_planned(a, b, planned)
+        if (merge_left and not a.is_contiguous()) or (merge_right and not b.is_contiguous()):
             return None
         device = a.device
         if device != CPU and combos * a.element_size() > limit_for(device, None):
             return None
         if dry:
-            bound = f"at most {most:,}"
-            if combos > most:
-                bound = f"past {most:,}, its shape class's plan is this product"
-                copied = [side for side, c in (("left", copy_left), ("right", copy_right)) if c]
-                if copied:
-                    bound += f", the {' and '.join(copied)} copied into C order first"
             return (
                 f"one torch.matmul over permuted views{merged} ({combos:,} index "
-                f"combinations, {bound})"
+                f"combinations, at most {most:,})"
             )
         next(_answered)
-        if copy_left:
-            a = a.contiguous()
-        if copy_right:
-            b = b.contiguous()
         if left_moved is not None:
             a = a.permute(left_moved)
         if right_moved is not None:
@@ -382,30 +372,36 @@ def _matmul_lane(
             result = result[result_index]
         return result if out_moved is None else result.permute(out_moved)
 
-    def _planned_as_this(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> Copies | None:
-        """Whether a product past the bound is the plan's too (which operands it copies
-        first), within the memory limit (the plan's peak: the result and the copies, its
-        operands viewed); remembered per layout (a repeated call asks two dictionaries) and
-        per shape class (a new shape asks one class key)."""
+    def _planned_as_this(
+        a: torch.Tensor, b: torch.Tensor, left: Any, right: Any
+    ) -> OneProduct | None:
+        """The plan's one product past the bound, within the memory limit (the plan's
+        peak: the result and the copies, its operands viewed); remembered per layout (a
+        repeated call asks two dictionaries) and per shape class (a new shape asks one
+        class key)."""
         if a.device != CPU:
             return None
         layout = (left, a.stride(), right, b.stride(), a.dtype)
         if layout in layouts:
-            copies = layouts[layout]
+            planned = layouts[layout]
         else:
-            copies = _class_copies(a, b, left, right)
+            planned = _class_product(a, b, left, right)
             if len(layouts) >= _CACHE_SIZE:
                 layouts.clear()
-            layouts[layout] = copies
-        if copies is None:
+            layouts[layout] = planned
+        if planned is None:
             return None
         elements = 1
         for op, ax in result_axes:
             elements *= (left, right)[op][ax]
-        elements += a.numel() * copies[0] + b.numel() * copies[1]
-        return copies if elements * a.element_size() <= limit_for(CPU, None) else None
+        for operand, copy in zip((a, b), planned.copies):
+            if copy is not None:
+                elements += operand.numel()
+        return planned if elements * a.element_size() <= limit_for(CPU, None) else None
 
-    def _class_copies(a: torch.Tensor, b: torch.Tensor, left: Any, right: Any) -> Copies | None:
+    def _class_product(
+        a: torch.Tensor, b: torch.Tensor, left: Any, right: Any
+    ) -> OneProduct | None:
         key = pair_class(a, b)
         if key is None:
             return None  # no shape class (irregular): planned for its own layout
@@ -414,10 +410,50 @@ def _matmul_lane(
         if len(classes) >= _CACHE_SIZE:
             classes.clear()
         shapes, strides = (tuple(left), tuple(right)), (a.stride(), b.stride())
-        copies = classes[key] = one_product_copies(subscripts, shapes, strides, a.dtype, perms)
-        return copies
+        planned = classes[key] = one_product_plan(subscripts, shapes, strides, a.dtype, form)
+        return planned
 
     return product
+
+
+def _as_planned(a: torch.Tensor, b: torch.Tensor, how: OneProduct) -> torch.Tensor:
+    """The product as the plan runs it (:class:`.plan.OneProduct`): the operands copied
+    (``Tensor.contiguous``: a new C-ordered tensor) where it copies them, viewed in its
+    order with each kind merged (a view: the plan checked it for the class), multiplied
+    (the right one first where it swaps them), the result unmerged and permuted."""
+    x = _prepared(a, how.copies[0], how.folds[0])
+    y = _prepared(b, how.copies[1], how.folds[1])
+    nb, rows, inner, cols = how.counts
+    free = rows
+    if how.swapped:
+        x, y, free = y, x, cols
+    head, x_shape, y_shape = x.shape[:nb], x.shape, y.shape
+    first = tuple(x_shape[nb : nb + free])
+    second = tuple(y_shape[nb + inner :])
+    k = math.prod(x_shape[nb + free :])
+    result = _matmul(
+        x.reshape((*head, math.prod(first), k)), y.reshape((*head, k, math.prod(second)))
+    ).reshape((*head, *first, *second))
+    final = how.final
+    return result if final == tuple(range(len(final))) else result.permute(final)
+
+
+def _prepared(t: torch.Tensor, copy: tuple[int, ...] | None, fold: tuple[int, ...]) -> Any:
+    identity = tuple(range(t.dim()))
+    if copy is not None:
+        t = (t if copy == identity else t.permute(copy)).contiguous()
+    return t if fold == identity else t.permute(fold)
+
+
+def _planned_report(how: OneProduct, combos: int, most: int) -> str:
+    """What :func:`_as_planned` runs, for ``explain``."""
+    copied = [side for side, copy in zip(("left", "right"), how.copies) if copy is not None]
+    first = f"the {' and '.join(copied)} operand copied into C order, then " if copied else ""
+    order = ", the result's transpose as right^T @ left^T" * how.swapped
+    return (
+        f"{first}one torch.matmul over views{order} ({combos:,} index combinations, "
+        f"past {most:,}: its shape class's plan is this product)"
+    )
 
 
 def _plain_pair(operands: tuple[Any, ...]) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -31,6 +31,7 @@ import torch
 from ....errors import EinsumError
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind
+from ...spec.matmul import MatmulForm, kind_counts
 from ...spec.paths import optimize_key
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
@@ -55,13 +56,14 @@ from .records import (
 
 __all__ = [
     "CACHE_SIZE",
-    "Copies",
     "Entry",
+    "OneProduct",
+    "as_one_product",
     "clear_cache",
     "entry_for",
     "facts_of",
     "make_entry",
-    "one_product_copies",
+    "one_product_plan",
     "pair_class",
     "planner_options",
 ]
@@ -227,64 +229,121 @@ class _Call:
         )  # fmt: skip
 
 
-Copies = tuple[bool, bool]
-"""Which of the two operands a plan copies (whole, in its own axis order, C-ordered) before
-its one product."""
+Perm = tuple[int, ...]
 
 
-def one_product_copies(
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OneProduct:
+    """How a plan runs a two-operand product of the matmul form as one matrix product: each
+    operand copied whole into a new C-ordered tensor of its axes permuted by ``copies[k]``
+    first (None: viewed as it is), then viewed in ``folds[k]`` order (over the copy's axes)
+    with its kinds merged; ``swapped``: the product is the result's transpose, the right
+    operand's by the left one's (``right^T @ left^T``: MKL's choice for a tall result or
+    two transposed operands); the
+    product's axes (batch, the first operand's free labels, the second's) permuted by
+    ``final`` into the output's order.  ``counts``: how many labels of each kind (batch,
+    rows, inner, cols)."""
+
+    copies: tuple[Perm | None, Perm | None]
+    folds: tuple[Perm, Perm]
+    swapped: bool
+    final: Perm
+    counts: tuple[int, int, int, int]
+
+
+def one_product_plan(
     subscripts: str,
     shapes: tuple[tuple[int, ...], tuple[int, ...]],
     strides: tuple[tuple[int, ...], tuple[int, ...]],
     dtype: torch.dtype,
-    perms: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
-) -> Copies | None:
-    """Whether the plan of two operands of ``shapes``, element ``strides`` and ``dtype``
-    (any shape of their shape class: one plan's decisions) is one matrix product of the left
-    and the right operand viewed in ``perms`` order, its result the einsum's own, viewed
-    through the third: what the torch lane runs (:mod:`.lanes`); with which operands the
-    plan first copies whole into C order (strides no BLAS takes: a step along every axis),
-    as ``Tensor.contiguous`` does.  None where the planner copies an operand in another
-    order, or runs the product the other way round (MKL's preferences: a tall result, two
-    transposed operands).
+    form: MatmulForm,
+) -> OneProduct | None:
+    """How the plan of two operands of ``shapes``, element ``strides`` and ``dtype`` (any
+    shape of their shape class: one plan's decisions) runs their product as one matrix
+    product (:func:`as_one_product`), or None where it does more: what the torch lane runs
+    past its bound (:mod:`.lanes`); ``form``: the equation's matmul form
+    (:func:`..spec.matmul.matmul_form`).
 
-    >>> perms, c = ((0, 1), (0, 1), (0, 1)), ((600, 1), (600, 1))    # ij,jk->ik as it stands
-    >>> one_product_copies("ij,jk->ik", ((600, 600),) * 2, c, torch.float64, perms)
-    (False, False)
-    >>> one_product_copies("ij,jk->ik", ((600, 600), (600, 8)), ((600, 1), (8, 1)),
-    ...                    torch.float64, perms) is None
-    True
-    >>> one_product_copies("ij,jk->ik", ((300, 300),) * 2, ((1200, 2),) * 2,    # every other
-    ...                    torch.float64, perms)
-    (True, True)
+    >>> from ...spec.matmul import matmul_form
+    >>> form = matmul_form((0, 1), (1, 2), (0, 2))                  # ij,jk->ik
+    >>> c = ((600, 1), (600, 1))                                     # C order
+    >>> one_product_plan("ij,jk->ik", ((600, 600),) * 2, c, torch.float64, form).copies
+    (None, None)
+    >>> tall = one_product_plan("ij,jk->ik", ((600, 600), (600, 8)), ((600, 1), (8, 1)),
+    ...                         torch.float64, form)                 # (k, i) = (j, k)^T (i, j)^T
+    >>> tall.swapped, tall.folds, tall.final
+    (True, ((1, 0), (1, 0)), (1, 0))
+    >>> one_product_plan("ij,jk->ik", ((300, 300),) * 2, ((1200, 2),) * 2,   # every other
+    ...                  torch.float64, form).copies
+    ((0, 1), (0, 1))
     """
     facts = (shapes[0], strides[0], dtype, shapes[1], strides[1], dtype)
     program = make_entry(subscripts, facts, None, None, "auto").program
+    return as_one_product(program, form, numpy_dtype(dtype, "the operands have dtype"))
+
+
+def as_one_product(
+    program: TorchProgram, form: MatmulForm, dtype: np.dtype[Any]
+) -> OneProduct | None:
+    """``program`` as :class:`OneProduct`: copies of the operands (each at most once, in
+    ``dtype``) and one product of them that is the result, each operand's axes ordered as
+    the matmul ``form`` orders them (swapped: rows and columns exchanged); else None."""
     *copies, product = program.steps
-    held = {0: (0, False), 1: (1, False)}  # register -> (operand, copied)
+    held: dict[int, tuple[int, Perm | None]] = {0: (0, None), 1: (1, None)}
     for step in copies:
         match step:
             case CopyOp(src=src, perm=perm, to=to) if (
                 src in (0, 1)
-                and held[src] == (src, False)
-                and perm == tuple(range(len(perm)))
                 and to.write is Write.NEW
-                and step.dtype == numpy_dtype(dtype, "the operands have dtype")
+                and step.dtype == dtype
+                and (src, None) == held[src]
+                and all(held_src != src for held_src, _ in list(held.values())[2:])
             ):
-                held[to.dst] = (src, True)
+                held[to.dst] = (src, perm)
             case _:
                 return None
     match product:
         case MatmulOp(left=left, right=right, left_view=lv, right_view=rv, to=to) if (
-            held.get(left, (-1,))[0] == 0 and held.get(right, (-1,))[0] == 1
+            left in held and right in held and product.dtype == dtype
         ):
-            if (lv.perm, rv.perm, program.output.final_perm) != perms:
-                return None
-            if to.write is not Write.RETURN or program.output.create != "none":
-                return None
-            return held[left][1], held[right][1]
+            pass
         case _:
             return None
+    if to.write is not Write.RETURN or program.output.create != "none":
+        return None
+    (first, first_copy), (second, second_copy) = held[left], held[right]
+    swapped = (first, second) == (1, 0)
+    counts = kind_counts(form)
+    expected = _swapped_perms(form.perms, counts) if swapped else form.perms
+    copies_ = (first_copy, second_copy)
+    folds = (lv.perm, rv.perm)
+    if {first, second} != {0, 1} or program.output.final_perm != expected[2]:
+        return None
+    for side in (0, 1):
+        viewed = folds[side]
+        copy = copies_[side]
+        order = viewed if copy is None else tuple(copy[ax] for ax in viewed)
+        if order != expected[side]:
+            return None
+    if swapped:
+        copies_, folds = (copies_[1], copies_[0]), (folds[1], folds[0])
+    return OneProduct(
+        copies=copies_, folds=folds, swapped=swapped, final=program.output.final_perm,
+        counts=counts,
+    )  # fmt: skip
+
+
+def _swapped_perms(
+    perms: tuple[Perm, Perm, Perm], counts: tuple[int, int, int, int]
+) -> tuple[Perm, Perm, Perm]:
+    """The form's perms for ``right @ left``: the right operand's axes as batch + cols +
+    inner, the left one's as batch + inner + rows, the output's among batch + cols + rows."""
+    nb, nm, nk, nn = counts
+    left, right, out = perms
+    first = right[:nb] + right[nb + nk :] + right[nb : nb + nk]
+    second = left[:nb] + left[nb + nm :] + left[nb : nb + nm]
+    moved = list(range(nb)) + [nb + nn + j for j in range(nm)] + [nb + j for j in range(nn)]
+    return first, second, tuple(moved[ax] for ax in out)
 
 
 def pair_class(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, ...] | None:
