@@ -136,6 +136,58 @@ def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
             assert result.stride() == planned.stride()  # the plan's layout too
 
 
+LAYOUTS = ("as is", "transposed", "every other")
+
+
+def _laid_out(shape: tuple[int, ...], layout: str, rng: random.Random) -> torch.Tensor:
+    """A float64 tensor of ``shape``: C-ordered, its axes reversed in memory, or every other
+    element along each axis (no unit stride: BLAS takes it only copied)."""
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    if layout == "transposed":
+        return torch.randn(shape[::-1], generator=g, dtype=F64).permute(
+            *reversed(range(len(shape)))
+        )
+    if layout == "every other":
+        base = torch.randn([2 * d for d in shape], generator=g, dtype=F64)
+        return base[tuple(slice(None, None, 2) for _ in shape)]
+    return torch.randn(shape, generator=g, dtype=F64)
+
+
+@given(
+    st.sampled_from(["ij,jk->ik", "ij,kj->ik", "ji,jk->ki", "bij,bjk->bik", "bij,bkj->bki",
+                     "abk,kc->abc", "ak,kbc->bca"]),
+    st.lists(st.integers(2, 40), min_size=5, max_size=5),
+    st.sampled_from(LAYOUTS),
+    st.sampled_from(LAYOUTS),
+    st.integers(0, 2**31),
+)  # fmt: skip
+@settings(max_examples=80, deadline=None)
+def test_past_the_bound_copies_and_swaps_are_the_plans(
+    equation: str, sizes: list[int], left: str, right: str, seed: int
+) -> None:
+    """Stepped operands (which the plan copies first) and transposed ones or tall results
+    (where it swaps the product): past the bound the lane answers exactly where a plan
+    made from scratch is one product, with the plan's values and strides."""
+    rng = random.Random(seed)
+    size = dict(zip("abcijk", sizes + sizes))
+    terms = equation.split("->")[0].split(",")
+    a, b = (_laid_out(tuple(size[c] for c in t), lay, rng)
+            for t, lay in zip(terms, (left, right)))  # fmt: skip
+    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=1))
+    try:
+        count = lanes.lane_answers()
+        result = es.einsum(equation, a, b)
+        answered = lanes.lane_answers() - count
+        planned = es.einsum(equation, a, b, optimize="greedy")
+    finally:
+        set_default_options(before)
+    torch.testing.assert_close(result, planned, rtol=1e-12, atol=1e-12)
+    scratch = _one_product_from_scratch(equation, a, b)
+    assert answered == (plan.pair_class(a, b) is not None and scratch is not None)
+    if answered:
+        assert result.stride() == planned.stride()
+
+
 @st.composite
 def broadcast_calls(draw: Any) -> tuple[str, list[tuple[int, ...]], bool]:
     """Two operands that contract nothing (labels in one or both, every one kept), in drawn

@@ -303,7 +303,8 @@ def _matmul_lane(
     product, :func:`..numpy.lanes._matmul_lane`, with torch's ops).  Past ``most`` index
     combinations, dense operands on the CPU whose shape class's plan is one product
     (:func:`.plan.one_product_plan`, asked once per class) take the lane too, which runs
-    that product as the plan does (:func:`_as_planned`): a new shape of the class would
+    that product as the plan does (the form's own, or where the plan copies or swaps,
+    :func:`_as_planned`): a new shape of the class would
     translate the class's plan into the same product (measured, an attention score
     ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of 49-92: 357 µs a call through the
     plan, 128 of them making its entry, torch.einsum 197; ``ij,jk->ik`` of every other row
@@ -338,14 +339,22 @@ def _matmul_lane(
             combos *= (left, right)[op][ax]
         if not combos:  # empty: the plan's (its result may pass the limit)
             return None
+        bound = f"at most {most:,}"
         if combos > most:
             planned = _planned_as_this(a, b, left, right)
             if planned is None:
                 return None
-            if dry:
-                return _planned_report(planned, combos, most)
-            next(_answered)
-            return _as_planned(a, b, planned)
+            if (
+                planned.copies != (None, None)
+                or planned.swapped
+                or (merge_left and not a.is_contiguous())
+                or (merge_right and not b.is_contiguous())
+            ):  # (its merges are views of the operands' class: the plan checked them)
+                if dry:
+                    return _planned_report(planned, combos, most)
+                next(_answered)
+                return _as_planned(a, b, planned)
+            bound = f"past {most:,}, its shape class's plan is this product"
         if (merge_left and not a.is_contiguous()) or (merge_right and not b.is_contiguous()):
             return None
         device = a.device
@@ -354,7 +363,7 @@ def _matmul_lane(
         if dry:
             return (
                 f"one torch.matmul over permuted views{merged} ({combos:,} index "
-                f"combinations, at most {most:,})"
+                f"combinations, {bound})"
             )
         next(_answered)
         if left_moved is not None:
