@@ -100,10 +100,18 @@ def contracts_nothing(left: Labels, right: Labels, output: Labels) -> bool:
     return distinct and all(lab in output for lab in left + right)
 
 
-def matmul_form(left: Labels, right: Labels, output: Labels) -> MatmulForm | None:
+def matmul_form(
+    left: Labels, right: Labels, output: Labels, *, runs_only: bool = True
+) -> MatmulForm | None:
     """The matmul form of ``left, right -> output`` (distinct labels in ``output``), or None
-    (a diagonal or a one-operand sum first, nothing contracted, or a kind of several
-    labels that is not a run of an operand's axes in its order: merging it would copy)."""
+    (a diagonal or a one-operand sum first, nothing contracted, or, unless ``runs_only`` is
+    False, a kind of several labels that is not a run of an operand's axes in its order:
+    merging it would copy, which a plan may do first).
+
+    >>> abcd_dcbe = ((0, 1, 2, 3), (3, 2, 1, 4), (0, 4))              # inner bcd, then dcb
+    >>> matmul_form(*abcd_dcbe) is None, matmul_form(*abcd_dcbe, runs_only=False).perms
+    (True, ((0, 1, 2, 3), (2, 1, 0, 3), (0, 1)))
+    """
     if len(set(left)) != len(left) or len(set(right)) != len(right):
         return None
     if any(lab not in right and lab not in output for lab in left) or any(
@@ -132,8 +140,8 @@ def matmul_form(left: Labels, right: Labels, output: Labels) -> MatmulForm | Non
             core_index(bool(rows), bool(cols), 0) if made else (0, 0),  # (0, 0): a scalar
         )
         return MatmulForm(ranks, perms, indices, same, sized, False, False)
-    if not all(_block(term, group) for term, group in
-               ((left, rows), (left, inner), (right, inner), (right, cols))):  # fmt: skip
+    runs = ((left, rows), (left, inner), (right, inner), (right, cols))
+    if runs_only and not all(_block(term, group) for term, group in runs):
         return None
     groups = Groups(
         tuple(left.index(lab) for lab in batch),

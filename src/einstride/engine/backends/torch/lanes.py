@@ -143,7 +143,11 @@ def _compile(subscripts: str, most: int) -> TorchLane | None:
     if contracts_nothing(left, right, equation.output):
         return _broadcast_lane(left, right, equation.output, axes, most)
     form = matmul_form(left, right, equation.output)
-    return None if form is None else _matmul_lane(form, most, subscripts, axes)
+    if form is not None:
+        return _matmul_lane(form, most, subscripts, axes)
+    # kinds that merge only copied (abcd,dcbe->ae): past the bound, where the plan copies
+    form = matmul_form(left, right, equation.output, runs_only=False)
+    return None if form is None else _matmul_lane(form, most, subscripts, axes, small=False)
 
 
 def _broadcast_lane(
@@ -296,7 +300,11 @@ def _trace_lane() -> TorchLane:
 
 
 def _matmul_lane(
-    form: MatmulForm, most: int, subscripts: str, result_axes: tuple[tuple[int, int], ...]
+    form: MatmulForm,
+    most: int,
+    subscripts: str,
+    result_axes: tuple[tuple[int, int], ...],
+    small: bool = True,
 ) -> TorchLane:
     """``torch.matmul`` over the operands permuted to ``(batch, rows, inner)`` and
     ``(batch, inner, cols)``, its result permuted to the output's order (the NumPy lane's
@@ -310,7 +318,8 @@ def _matmul_lane(
     plan, 128 of them making its entry, torch.einsum 197; ``ij,jk->ik`` of every other row
     and column, 193-252 x 192, copied first: 720-770 µs, 230 of them its entry and
     compiling it, torch.einsum 480-500).  ``result_axes``: an ``(operand, axis)`` of each
-    output label's size."""
+    output label's size; ``small`` False: a form whose kinds merge only copied, which runs
+    only past the bound, where the plan copies (``abcd,dcbe->ae``)."""
     (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
     classes: dict[Any, OneProduct | None] = {}  # the class's plan as one product, per class
     layouts: dict[tuple[Any, ...], OneProduct | None] = {}  # ... and per operand layout
@@ -340,12 +349,15 @@ def _matmul_lane(
         if not combos:  # empty: the plan's (its result may pass the limit)
             return None
         bound = f"at most {most:,}"
+        if combos <= most and not small:
+            return None
         if combos > most:
             planned = _planned_as_this(a, b, left, right)
             if planned is None:
                 return None
             if (
-                planned.copies != (None, None)
+                not small
+                or planned.copies != (None, None)
                 or planned.swapped
                 or (merge_left and not a.is_contiguous())
                 or (merge_right and not b.is_contiguous())
