@@ -348,7 +348,6 @@ def _matmul_lane(
             combos *= (left, right)[op][ax]
         if not combos:  # empty: the plan's (its result may pass the limit)
             return None
-        bound = f"at most {most:,}"
         if combos <= most and not small:
             return None
         if combos > most:
@@ -366,13 +365,15 @@ def _matmul_lane(
                     return _planned_report(planned, combos, most)
                 next(_answered)
                 return _as_planned(a, b, planned)
-            bound = f"past {most:,}, its shape class's plan is this product"
         if (merge_left and not a.is_contiguous()) or (merge_right and not b.is_contiguous()):
             return None
         device = a.device
         if device != CPU and combos * a.element_size() > limit_for(device, None):
             return None
         if dry:
+            bound = f"at most {most:,}"
+            if combos > most:
+                bound = f"past {most:,}, its shape class's plan is this product"
             return (
                 f"one torch.matmul over permuted views{merged} ({combos:,} index "
                 f"combinations, {bound})"
