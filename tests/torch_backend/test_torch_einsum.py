@@ -177,6 +177,19 @@ def test_integers_wrap_and_bools_are_or_of_and() -> None:
     assert es.einsum("ij->i", m).tolist() == [True, False]
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16, torch.int32])
+@pytest.mark.parametrize("equation", ["ab->a", "ab->b", "ab->", "ii->", "ii->i", "abc->ca"])
+def test_one_operand_integer_sums_wrap_in_their_dtype(dtype: torch.dtype, equation: str) -> None:
+    """torch.sum of integers is int64 unless told: the result keeps the operand's dtype and
+    wraps around as NumPy's does (the spec's integer rule)."""
+    shape = (5,) * len(equation.split("->")[0])
+    x = torch.full(shape, 100, dtype=dtype)
+    got = es.einsum(equation, x)
+    expected = np.einsum(equation, x.numpy())
+    assert got.dtype == dtype
+    assert np.array_equal(got.numpy(), expected)
+
+
 def test_dtype_keyword_casts() -> None:
     a = torch.full((2, 2), 1.7, dtype=F64)
     assert es.einsum("ij->ij", a, dtype=torch.int32).tolist() == [[1, 1], [1, 1]]

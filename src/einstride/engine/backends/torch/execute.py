@@ -215,8 +215,12 @@ def _sum_kernel(
 
         return any_of
 
+    # an integer sum without dtype= is int64 in torch: dtype= keeps it in the compute
+    # dtype, wrapping around as NumPy's does
+    exact = dtype.is_floating_point or dtype.is_complex
+
     def sum_of(x: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
-        if x.dtype != dtype:  # accumulate in the compute dtype (float16 in float32)
+        if x.dtype != dtype or not exact:  # accumulate in the compute dtype
             if out is None:
                 return torch.sum(x, dim=axes, dtype=dtype)
             return torch.sum(x, dim=axes, dtype=dtype, out=out)
@@ -229,7 +233,7 @@ def _sum_kernel(
             return sum_of(x, out)
         # a scalar result sums every axis: no dim= (a 2048-element strided trace, 31 -> 28
         # us)
-        return torch.sum(x) if x.dtype == dtype else torch.sum(x, dtype=dtype)
+        return torch.sum(x) if x.dtype == dtype and exact else torch.sum(x, dtype=dtype)
 
     return sum_all if whole else sum_of
 
