@@ -165,6 +165,23 @@ def test_gradients_of_broadcast_and_low_precision_operands_keep_their_dtype() ->
     assert r.grad is not None and r.grad.dtype == F64
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_scalar_result_s_gradients_are_computed_in_its_dtype(create_graph: bool) -> None:
+    """A 0-d cotangent does not count in torch's promotion: the gradients of a scalar
+    result are still computed in its dtype (float64 here, not the float16 of the other
+    operand; complex64, not the complex32 torch would make of float16 and a 0-d complex)."""
+    x = torch.randn(1000, dtype=torch.float16, generator=torch.Generator().manual_seed(0))
+    w = torch.randn(1000, dtype=F64, requires_grad=True)
+    y = es.einsum("i,i->", x, w)
+    cot = torch.tensor(1 / 3, dtype=F64)
+    (grad,) = torch.autograd.grad(y, w, cot, create_graph=create_graph)
+    assert grad.dtype == F64
+    torch.testing.assert_close(grad, x.double() / 3, rtol=1e-15, atol=1e-15)
+    v = torch.randn(3, dtype=torch.complex64, requires_grad=True)
+    (grad,) = torch.autograd.grad(es.einsum("i,i->", x[:3], v).abs(), v, create_graph=create_graph)
+    assert grad.dtype == torch.complex64
+
+
 def test_parameters_train_through_the_backend() -> None:
     w = torch.nn.Parameter(torch.zeros(3, 2, dtype=F64))
     x = torch.randn(8, 3, dtype=F64, generator=torch.Generator().manual_seed(0))

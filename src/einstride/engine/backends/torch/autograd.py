@@ -30,6 +30,7 @@ import torch
 
 from ...call import EinsumCall, EquationKey
 from ...spec.backward import backward_equations
+from .dtypes import numpy_dtype
 
 __all__ = ["Backward", "EinsumFunction", "own_search", "vjp"]
 
@@ -165,6 +166,9 @@ def _calls(
     """The backward einsum of every operand that needs a gradient (None for the others)."""
     optimize = own_search(backward.optimize)
     plain = [t.conj() if t.is_complex() else t for t in tensors]
+    # a 0-d cotangent (a scalar result) would not count in torch's promotion: the gradients
+    # are computed in the result's dtype, as the forward was (not float16 of another operand)
+    dtype = numpy_dtype(cotangent.dtype, "the cotangent has dtype") if not cotangent.dim() else None
     calls: list[EinsumCall | None] = []
     for k, recipe in enumerate(recipes):
         if not needs[k]:
@@ -178,6 +182,7 @@ def _calls(
             EinsumCall(
                 key=recipe.key,
                 operands=tuple(operands),
+                dtype=dtype,
                 optimize=optimize,
                 memory_limit=backward.memory_limit,
             )

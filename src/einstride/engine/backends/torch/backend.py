@@ -194,7 +194,7 @@ def _plain_run(
 
 
 def _plain_entry(
-    key: Any, operands: tuple[Any, ...], optimize: Any
+    key: Any, operands: tuple[Any, ...], optimize: Any, dtype: Any = None
 ) -> tuple[Entry, bool, torch.device] | None:
     """The cached entry of plain tensors on one device, whether its result needs a graph,
     and the device; None for anything else (the full path runs it).  The memory limit is
@@ -216,7 +216,7 @@ def _plain_entry(
         graph = graph or t.requires_grad
         facts += (t.shape, t.stride(), t.dtype)
     graph = graph and torch.is_grad_enabled()
-    return entry_for(key, tuple(facts), None, None, optimize), graph, device
+    return entry_for(key, tuple(facts), None, dtype, optimize), graph, device
 
 
 def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -> bool:
@@ -231,7 +231,7 @@ def _gradient_entry(call: EinsumCall) -> Entry | None:
     """The entry a backward einsum runs on without a graph (None: it takes the full path);
     the memory limit is checked on each run (:func:`within_limit`), not here, so that one
     call's tight ``memory_limit=`` does not send every later backward the full way."""
-    found = _plain_entry(call.key, call.operands, call.optimize)
+    found = _plain_entry(call.key, call.operands, call.optimize, call.dtype)
     return found[0] if found is not None and not found[1] else None
 
 
