@@ -251,8 +251,21 @@ def test_a_transpose_or_a_diagonal_is_the_plans_view(
     assert torch.equal(result, planned) and _strides(result) == _strides(planned)
     assert result.data_ptr() == planned.data_ptr()  # views of the operand
     assert result.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+    assert result is not a  # a new view: changing its metadata never changes the operand's
     expected = np.einsum(equation, a.numpy())
     np.testing.assert_array_equal(result.numpy(), expected)
+
+
+def test_the_identity_is_a_new_view_not_the_operand() -> None:
+    x = torch.randn(3, 4)
+    es.einsum("ij->ji", x)  # (the lanes are compiled)
+    y = es.einsum("ij->ij", x)
+    assert y is not x and y.data_ptr() == x.data_ptr()
+    y.t_()
+    assert x.shape == (3, 4)
+    w = torch.randn(2, 2, requires_grad=True)
+    v = es.einsum("ij->ij", w)
+    assert v is not w and not v.is_leaf
 
 
 def _strides(t: torch.Tensor) -> tuple[int, ...]:

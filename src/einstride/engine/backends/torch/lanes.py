@@ -276,6 +276,8 @@ def _unary_lane(term: tuple[int, ...], output: tuple[int, ...]) -> TorchLane:
         next(_answered)
         if summed:
             viewed = torch.sum(viewed, dim=summed) if kept else torch.sum(viewed)
+        elif not (moved or diagonal):  # ij->ij: a new view, never the operand itself
+            return viewed.view(shape)
         return viewed.permute(perm) if moved else viewed
 
     return unary
