@@ -361,7 +361,9 @@ def test_what_the_lane_declines_runs_the_planned_way() -> None:
     row, column = torch.ones(1, 9, dtype=torch.float64), torch.ones(9, 1, dtype=torch.float64)
     memory.set_memory_limit(64)  # the product's 8 bytes fit, an operand's 72 do not
     try:
-        assert not _declined("ij,jk->ik", row, column)  # no graph: the result decides
+        # torch.matmul may copy an operand: the lane counts them, the plan (views) runs it
+        assert _declined("ij,jk->ik", row, column)
+        assert es.einsum("ij,jk->ik", row, column).item() == 9.0
         assert _declined("ij,jk->ik", row.clone().requires_grad_(), column)  # its gradient
     finally:
         memory.set_memory_limit(limit)
@@ -418,10 +420,12 @@ def test_lane_max_combos_and_the_memory_limit_bound_the_lane() -> None:
         set_default_options(before)
     assert not _declined("ij,jk->ik", a, b)
     limit = memory.memory_limit()
-    memory.set_memory_limit(256)  # bytes: the bound falls to 16 combinations (of complex128)
-    try:
-        # past it, the result's bytes decide, as the plan's peak (its operands viewed) does
-        assert not _declined("ij,jk->ik", a, b)  # 256 B of float32
+    memory.set_memory_limit(768)  # bytes: the bound falls to 16 combinations (a complex128
+    try:  # result and two operands of that many elements at most: 768 B)
+        # past it, the result's and the operands' bytes decide (torch.matmul may copy them)
+        assert not _declined("ij,jk->ik", a, b)  # 3 x 256 B of float32
+        memory.set_memory_limit(767)
+        assert _declined("ij,jk->ik", a, b)  # the plan runs it (its peak: 256 B)
         memory.set_memory_limit(255)
         count = lanes.lane_answers()
         with pytest.raises(EinsumError, match="memory limit"):
@@ -430,6 +434,28 @@ def test_lane_max_combos_and_the_memory_limit_bound_the_lane() -> None:
     finally:
         memory.set_memory_limit(limit)
     assert not _declined("ij,jk->ik", a, b)
+
+
+def test_a_lane_never_passes_a_memory_limit_the_plan_keeps() -> None:
+    """torch.matmul copies operands whose batch axes do not merge, and a Hadamard product
+    under grad is laid out then copied into C order: the lanes count both, so a global
+    limit the plan refuses is refused (or met by the plan), never passed by a lane."""
+    limit = memory.memory_limit()
+    a = torch.randn(16, 2, 32, 64, dtype=torch.complex128).permute(1, 3, 0, 2)  # (b, h) apart
+    b = torch.randn(1, 2, 32, 64, dtype=torch.complex128).permute(1, 3, 0, 2)
+    x = torch.randn(256, 256, dtype=torch.complex128, requires_grad=True)
+    y = torch.randn(256, 256, dtype=torch.complex128)
+    try:
+        memory.set_memory_limit(1 << 20)
+        count = lanes.lane_answers()
+        with pytest.raises(EinsumError, match="memory limit"):
+            es.einsum("bhqd,bhkd->bhqk", a, b)  # the plan's peak: 1,081,344 B
+        result = es.einsum("ij,ij->ji", x, y)  # 1 MiB: the plan's peak, not the lane's 2
+        assert lanes.lane_answers() == count
+        torch.testing.assert_close(result, (x * y).T)
+    finally:
+        memory.set_memory_limit(limit)
+    assert not _declined("ij,ij->ji", x, y)
 
 
 def test_past_the_bound_the_copies_count_against_the_memory_limit() -> None:
@@ -443,7 +469,7 @@ def test_past_the_bound_the_copies_count_against_the_memory_limit() -> None:
         memory.set_memory_limit(3 * 12_800)
         assert not _declined("ij,jk->ik", stepped, stepped)
         assert "copied into C order" in es.explain("ij,jk->ik", stepped, stepped)
-        memory.set_memory_limit(3 * 12_800 - 1)
+        memory.set_memory_limit(3 * 12_800 - 1)  # (the plan's peak too: it copies both)
         count = lanes.lane_answers()
         try:
             result = es.einsum("ij,jk->ik", stepped, stepped)  # planned: within, or refused

@@ -21,8 +21,9 @@ that kernel, compiled once per equation string, with no cache look:
   ``torch.trace`` (the plan's kernel for it).
 
 Only for what the planned way runs the same: plain strided tensors of one device and one
-floating or complex dtype, sizes that agree (a label of size 1 never broadcasts), a result
-within the memory limit.  With a graph to record (an operand requires grad under grad
+floating or complex dtype, sizes that agree (a label of size 1 never broadcasts), a peak
+within the memory limit (a product's: its result and both operands, which torch.matmul may
+copy; a Hadamard product's under a graph: twice its result, laid out then copied).  With a graph to record (an operand requires grad under grad
 mode), torch's own autograd records the kernel, as it does ``torch.einsum``'s (operands
 within the memory limit: each gradient is an operand's size), except for a diagonal and a
 large outer or Hadamard product, whose backward is einstride's (:mod:`.autograd`).
@@ -108,7 +109,8 @@ def lane_for(subscripts: str) -> TorchLane | None:
     except KeyError:
         pass
     options, limit = DEFAULT.options, _memory.LIMIT
-    lane = _compile(subscripts, min(options.lane_max_combos, limit // _ITEM_BYTES))
+    # within the bound the result and both operands (torch.matmul may copy them) fit
+    lane = _compile(subscripts, min(options.lane_max_combos, limit // (3 * _ITEM_BYTES)))
     if len(_LANES) >= _CACHE_SIZE:
         _LANES.clear()
     if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
@@ -160,7 +162,7 @@ def _broadcast_lane(
     """Two operands that contract nothing (an outer or a Hadamard product): the plan's one
     batch step, ``torch.mul`` of the operands viewed in the output's order (a size-1 axis
     where one lacks a label) into a new C-ordered tensor of the output's shape, within the
-    memory limit (its peak: the result).  Measured on a new shape each call (k of 100-159):
+    memory limit (its peak: the result; under a graph, twice it).  Measured on a new shape each call (k of 100-159):
     ``bi,bj->bij`` of k x 64 223 µs through the plan, torch.einsum 80; ``i,j->ij`` 164
     against 45.  With a graph to record, only results of at most ``most`` elements (the
     matmul lane's bound): torch's own backward of an outer product multiplies the whole
@@ -185,15 +187,17 @@ def _broadcast_lane(
         elements = 1
         for size in shape:
             elements *= size
-        if not elements or elements * a.element_size() > limit_for(a.device, None):
+        graph = torch.is_grad_enabled() and (a.requires_grad or b.requires_grad)
+        # under a graph torch lays the product out after its operands, and the lane copies
+        # it into the plan's C order: twice the result at its peak
+        if not elements or (1 + graph) * elements * a.element_size() > limit_for(a.device, None):
             return None  # empty (the plan's), or past the memory limit (the plan's error)
-        if elements > most and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        if elements > most and graph:
             return None  # a large graph: einstride's backward
         if dry:
             return "one torch.mul of broadcast views into a new tensor"
         next(_answered)
-        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-            # (out= records no graph: torch lays the product out after its operands)
+        if graph:  # (out= records no graph)
             return torch.mul(viewed[0](a), viewed[1](b)).contiguous()
         out = torch.empty(shape, dtype=a.dtype, device=a.device)
         return torch.mul(viewed[0](a), viewed[1](b), out=out)
@@ -399,8 +403,10 @@ def _matmul_lane(
     def _planned_as_this(
         a: torch.Tensor, b: torch.Tensor, left: Any, right: Any
     ) -> OneProduct | None:
-        """The plan's one product past the bound, within the memory limit (the plan's
-        peak: the result and the copies, its operands viewed); remembered per layout (a
+        """The plan's one product past the bound, within the memory limit (the result and
+        each operand once: copied as the plan copies it, or by torch.matmul where its
+        batch axes do not merge; the plan's peak may be less, then it runs); remembered
+        per layout (a
         repeated call asks two dictionaries) and per shape class (a new shape asks one
         class key)."""
         if a.device != CPU:
@@ -415,12 +421,12 @@ def _matmul_lane(
             layouts[layout] = planned
         if planned is None:
             return None
+        # the result, and each operand once: copied as the plan copies it, or by torch.matmul
+        # where its batch axes do not merge (the plan's peak may be less: then it runs)
         elements = 1
         for op, ax in result_axes:
             elements *= (left, right)[op][ax]
-        for operand, copy in zip((a, b), planned.copies):
-            if copy is not None:
-                elements += operand.numel()
+        elements += a.numel() + b.numel()
         return planned if elements * a.element_size() <= limit_for(CPU, None) else None
 
     def _class_product(
