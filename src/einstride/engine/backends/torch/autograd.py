@@ -62,13 +62,26 @@ class EinsumFunction(torch.autograd.Function):
     def forward(ctx: Any, *args: Any) -> Any:
         backward, run, *tensors = args
         ctx.einsum_backward = backward
-        ctx.save_for_backward(*tensors)
+        # an operand's values enter only the other operands' gradients: saved where one of
+        # them needs its gradient (else an in-place change of it afterwards would fail the
+        # backward, as torch.einsum's does not), its shape and dtype where none does
+        needs = ctx.needs_input_grad[2:]
+        read = [any(n for k, n in enumerate(needs) if k != j) for j in range(len(tensors))]
+        ctx.save_for_backward(*(t for t, r in zip(tensors, read) if r))
+        ctx.einsum_unread = [None if r else (t.shape, t.dtype) for t, r in zip(tensors, read)]
         return run(tensors, None)
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
         (cotangent,) = grad_outputs
-        grads = vjp(ctx.einsum_backward, ctx.saved_tensors, cotangent, ctx.needs_input_grad[2:])
+        saved = iter(ctx.saved_tensors)
+        tensors = [
+            next(saved)
+            if unread is None
+            else torch.empty(unread[0], dtype=unread[1], device="meta")
+            for unread in ctx.einsum_unread
+        ]
+        grads = vjp(ctx.einsum_backward, tensors, cotangent, ctx.needs_input_grad[2:])
         return (None, None, *grads)
 
 

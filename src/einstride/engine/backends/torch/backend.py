@@ -4,9 +4,9 @@
 A call runs the cached plan for its operands' layouts over torch views; when an operand
 requires grad (and grad mode is on) it runs inside :class:`.autograd.EinsumFunction`, so the
 result carries a graph whose backward is einstride too (an n-ary call one path step at a
-time, see :mod:`.stepwise`); a call that is one ``torch.sum`` of an operand in its own
-dtype (:func:`.execute.one_native_sum`), or that a lane runs (:mod:`.lanes`), runs under
-torch's own autograd.
+time, see :mod:`.stepwise`); a call that is one operand permuted, or one ``torch.sum``
+of it in its own dtype (:func:`.execute.one_native`), or that a lane runs
+(:mod:`.lanes`), runs under torch's own autograd.
 
 >>> import torch
 >>> from ...call import make_call
@@ -103,9 +103,9 @@ def _graph(
     by_steps_too: bool = True,
 ) -> torch.Tensor:
     """The result with its graph: one :class:`.autograd.EinsumFunction` for the call, one
-    per path step (:mod:`.stepwise`), or torch's own for one ``torch.sum`` of an operand in
-    its own dtype (:func:`.execute.one_native_sum`)."""
-    if entry.native_sum:
+    per path step (:mod:`.stepwise`), or torch's own for one operand permuted or one
+    ``torch.sum`` of it in its own dtype (:func:`.execute.one_native`)."""
+    if entry.native:
         return entry.run(tensors, None)
     if by_steps_too and runs_by_steps(entry.plan):
         optimize = own_search(optimize)

@@ -43,7 +43,7 @@ from .records import (
     Write,
 )
 
-__all__ = ["Run", "assign", "compile_program", "matmul_into", "one_native_sum"]
+__all__ = ["Run", "assign", "compile_program", "matmul_into", "one_native"]
 
 Run = Callable[[Sequence[torch.Tensor], "torch.Tensor | None"], torch.Tensor]
 OpFn = Callable[[list[Any], Any], None]
@@ -75,30 +75,37 @@ def _general(program: TorchProgram) -> Run:
     return run
 
 
-def one_native_sum(program: TorchProgram, operand: np.dtype[Any]) -> bool:
-    """Whether ``program`` is one ``torch.sum`` of its one operand (of dtype ``operand``)
-    in that dtype, returned as it is (or permuted): torch's own autograd differentiates
-    that as it does ``torch.einsum``'s (``SumBackward``: the cotangent expanded, a view),
-    so under autograd it runs without an :class:`~.autograd.EinsumFunction` around it
-    (whose Python and graph node cost ~0.1 ms a call: 1.91 against 1.72 ms for ``ijk->i``
-    on 256 x 256 x 128 float64, forward and backward).  A sum into another dtype
-    (``dtype=``) keeps the Function, whose backward also takes a real operand's gradient
-    from a complex result, which torch's sum has none for.
+def one_native(program: TorchProgram, operand: np.dtype[Any]) -> bool:
+    """Whether ``program`` is its one operand (of dtype ``operand``) permuted, or one
+    ``torch.sum`` of it in its own dtype: torch's own autograd differentiates that as it
+    does ``torch.einsum``'s (a permuted view: ``PermuteBackward``; a sum: ``SumBackward``,
+    the cotangent expanded, a view), so under autograd it runs without an
+    :class:`~.autograd.EinsumFunction` around it.  A permuted result then stays a view
+    torch tracks: an in-place change of the operand (or of the result) afterwards is
+    torch's to handle, as for ``torch.einsum``'s, where a custom Function's view output
+    refuses both; and the Function's Python and graph node cost ~0.1 ms a call (1.91
+    against 1.72 ms for ``ijk->i`` on 256 x 256 x 128 float64, forward and backward).  A
+    diagonal keeps the Function: its backward writes the cotangent into zero pages
+    (``calloc``), 3-4x faster than ``as_strided``'s or ``diagonal``'s, which zero the whole
+    gradient (an in-place change of the operand after a diagonal view is taken then fails
+    the backward with torch's error).  So does a sum into another dtype (``dtype=``), whose
+    backward also takes a real operand's gradient from a complex result, which torch's
+    sum has none for.
 
     >>> import einstride as es
     >>> x, m = torch.ones(2, 3, 4, requires_grad=True), torch.ones(3, 3, requires_grad=True)
     >>> es.einsum("ijk->ki", x).grad_fn.name(), es.einsum("ii->i", m).grad_fn.name()
     ('PermuteBackward0', 'EinsumFunctionBackward')
+    >>> es.einsum("ij->ji", m, optimize="greedy").grad_fn.name()     # planned: no lane
+    'PermuteBackward0'
     """
+    if program.n_inputs != 1 or program.output.create != "none":
+        return False
     match program.steps:
+        case ():
+            return program.output.result == 0
         case (ReduceOp(src=0, dtype=dtype, to=StepOutput(write=Write.RETURN, dst=dst)),):
-            output = program.output
-            return (
-                program.n_inputs == 1
-                and dtype == operand
-                and output.create == "none"
-                and output.result == dst
-            )
+            return dtype == operand and program.output.result == dst
         case _:
             return False
 

@@ -23,10 +23,11 @@ that kernel, compiled once per equation string, with no cache look:
 Only for what the planned way runs the same: plain strided tensors of one device and one
 floating or complex dtype, sizes that agree (a label of size 1 never broadcasts), a peak
 within the memory limit (a product's: its result and both operands, which torch.matmul may
-copy; a Hadamard product's under a graph: twice its result, laid out then copied).  With a graph to record (an operand requires grad under grad
-mode), torch's own autograd records the kernel, as it does ``torch.einsum``'s (operands
-within the memory limit: each gradient is an operand's size), except for a diagonal and a
-large outer or Hadamard product, whose backward is einstride's (:mod:`.autograd`).
+copy; a Hadamard product's under a graph: twice its result, laid out then copied).
+With a graph to record (an operand requires grad under grad mode), torch's own autograd
+records the kernel, as it does ``torch.einsum``'s (operands within the memory limit: each
+gradient is an operand's size), except for a diagonal and a large outer or Hadamard
+product, whose backward is einstride's (:mod:`.autograd`).
 Anything else returns None and takes the planned way, which also raises the errors.
 
 >>> import torch
@@ -159,14 +160,14 @@ def _broadcast_lane(
     result_axes: tuple[tuple[int, int], ...],
     most: int,
 ) -> TorchLane:
-    """Two operands that contract nothing (an outer or a Hadamard product): the plan's one
-    batch step, ``torch.mul`` of the operands viewed in the output's order (a size-1 axis
-    where one lacks a label) into a new C-ordered tensor of the output's shape, within the
-    memory limit (its peak: the result; under a graph, twice it).  Measured on a new shape each call (k of 100-159):
-    ``bi,bj->bij`` of k x 64 223 µs through the plan, torch.einsum 80; ``i,j->ij`` 164
-    against 45.  With a graph to record, only results of at most ``most`` elements (the
-    matmul lane's bound): torch's own backward of an outer product multiplies the whole
-    cotangent out before it sums (2048 x 2048: 43.7 ms forward and backward,
+    """Two operands that contract nothing (an outer or a Hadamard product): the plan's one batch
+    step, ``torch.mul`` of the operands viewed in the output's order (a size-1 axis where
+    one lacks a label) into a new C-ordered tensor of the output's shape, within the memory
+    limit (its peak: the result; under a graph, twice it).  Measured on a new shape each
+    call (k of 100-159): ``bi,bj->bij`` of k x 64 223 µs through the plan, torch.einsum 80;
+    ``i,j->ij`` 164 against 45.  With a graph to record, only results of at most ``most``
+    elements (the matmul lane's bound): torch's own backward of an outer product multiplies
+    the whole cotangent out before it sums (2048 x 2048: 43.7 ms forward and backward,
     einstride's 22.2)."""
     ranks = (len(left), len(right))
     same = tuple((left.index(x), right.index(x)) for x in left if x in right)

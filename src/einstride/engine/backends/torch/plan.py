@@ -40,7 +40,7 @@ from ..numpy.plan import build_plan, class_decisions
 from ..numpy.skeleton import c_order_class, dense_class, shape_class
 from ..numpy.steps import Plan
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
-from .execute import compile_program, one_native_sum
+from .execute import compile_program, one_native
 from .operands import Facts, byte_strides, facts_of
 from .records import (
     CopyOp,
@@ -76,7 +76,8 @@ class Entry(LazyPlan):
     builds it when first read), its torch program and compiled ``run``, the torch result
     dtype, the output shape, the largest single allocation, the peak (the most bytes its
     allocations hold at once), whether a matrix product runs in an integer (or bool) dtype,
-    whether it is one sum that torch's own autograd differentiates (``native_sum``), and
+    whether it is a permuted view or a sum that torch's own autograd differentiates
+    (``native``), and
     ``memo``: what later calls on it reuse (the step-by-step equations of
     :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
 
@@ -84,7 +85,7 @@ class Entry(LazyPlan):
         "integer_products",
         "largest",
         "memo",
-        "native_sum",
+        "native",
         "output_shape",
         "peak",
         "program",
@@ -110,7 +111,7 @@ class Entry(LazyPlan):
         else:
             super().__init__(None, plan)
         self.text, self.program, self.run = text, program, compile_program(program)
-        self.native_sum = one_native_sum(program, operands[0])  # autograd: torch's own
+        self.native = one_native(program, operands[0])  # autograd: torch's own
         self.result, self.output_shape = result, output_shape
         self.largest, self.peak = largest, peak
         self.integer_products = any(
