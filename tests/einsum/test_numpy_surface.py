@@ -4,6 +4,8 @@ strings, and explain on operands (the front end, engine/call.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -78,6 +80,27 @@ def test_exception_classes_are_also_numpys() -> None:
     with pytest.raises(EinsumPathError) as path_info:
         es.einsum("ij,jk,kl->il", *three, optimize=["einsum_path", (0, 1)])
     assert isinstance(path_info.value, RuntimeError) and isinstance(path_info.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (np.ones(2), [np.array([0]), 1]),  # an array has __index__, which raises
+        (np.ones(2), [np.array([0, 1])]),
+        (None, np.ones((2, 2))),
+        (np.ones((2, 2)), np.ones((2, 2))),  # an operand where a sublist belongs
+    ],
+)
+def test_arrays_where_labels_belong_are_einstride_type_errors(args: tuple[Any, ...]) -> None:
+    with pytest.raises(EinsumTypeError, match="labels must be non-negative ints"):
+        es.einsum(*args)
+
+
+def test_bytes_subscripts_are_ascii_as_numpy_takes_them() -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(es.einsum(b"ij->ji", a), np.einsum(b"ij->ji", a))
+    with pytest.raises(EinsumError, match="not ASCII"):
+        es.einsum(b"\xff", a)
 
 
 def test_the_optimize_tuple_limits_intermediates() -> None:

@@ -97,6 +97,13 @@ def make_call(
         raise EinsumError(
             f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, not {casting!r}"
         )
+    if isinstance(subscripts, bytes):  # NumPy takes ASCII bytes too
+        try:
+            subscripts = subscripts.decode("ascii")
+        except UnicodeDecodeError:
+            raise EinsumError(
+                f"einsum: the subscripts {subscripts!r} are bytes that are not ASCII"
+            ) from None
     if isinstance(subscripts, str):
         key: EquationKey = subscripts
         raw: Sequence[Any] = operands

@@ -387,12 +387,15 @@ def _sublist_items(sublist: Any, index: int | None) -> list[Any]:
         if item is Ellipsis:
             items.append(Ellipsis)
             continue
-        if isinstance(item, bool) or not hasattr(item, "__index__"):
+        try:  # (an array has __index__, which raises unless it holds one integer)
+            label = None if isinstance(item, bool) else operator.index(item)
+        except TypeError:
+            label = None
+        if label is None:
             raise EinsumTypeError(
                 f"einsum: {what} has {_shown(item)} at index {k}; labels "
                 "must be non-negative ints or ... (Ellipsis)"
             )
-        label = operator.index(item)
         if label < 0:
             raise EinsumError(f"einsum: {what} has the negative label {label} at index {k}")
         if label > MAX_LABEL:
