@@ -146,6 +146,32 @@ def test_explain_takes_shapes_or_operands() -> None:
         es.explain("ij,jk->ik", (3, 4), np.ones((4, 5)))
 
 
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [
+        ("ij,ij->ij", [(1000, 1500)] * 2),  # split over threads where there are several
+        ("ijk->k", [(400, 300, 100)]),
+        ("bsi,oi->bso", [(2, 3, 4), (5, 4)]),  # a lane: C-contiguous operands
+        ("ij,jk->ik", [(4, 4), (4, 4)]),
+        ("i,j->ij", [(3,), (0,)]),
+    ],
+)
+def test_explain_of_shapes_tells_the_lane_as_of_c_arrays(
+    equation: str, shapes: list[tuple[int, ...]]
+) -> None:
+    """Shapes stand for C-contiguous arrays: the report says what a call on such arrays
+    runs, lane or plan (stride-0 stand-ins once said neither)."""
+    of_shapes = es.explain(equation, *shapes).splitlines()
+    of_arrays = es.explain(equation, *[np.zeros(s) for s in shapes]).splitlines()
+    assert [x for x in of_shapes if "lane" in x] == [x for x in of_arrays if "lane" in x]
+
+
+def test_explain_says_a_view_result_is_one() -> None:
+    assert "(a view of operand 0)" in es.explain("ij->ji", np.ones((3, 3), int))
+    assert "(a view of operand 0)" in es.explain("ii->i", (3, 3))
+    assert "(new array)" in es.explain("ij->i", (3, 3))
+
+
 def test_optimize_false_is_never_a_memory_trap() -> None:
     """Left-to-right pairs of ``ea,fb,gc,hd,abcd->efgh`` would allocate 18 GB at full size:
     optimize=False then runs NumPy's one loop, holding no more than NumPy does, and says why."""

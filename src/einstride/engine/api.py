@@ -193,7 +193,7 @@ def explain(
         within = _memory.LIMIT if limit is None else limit
         report = explain_within(plan, subscripts, facts, None, wanted, optimize, within)
         if dtype is memory_limit is None:
-            stand_ins = tuple(np.broadcast_to(np.zeros((), dt), s) for s, dt in shaped)
+            stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
             report = _with_lane(report, subscripts, stand_ins, optimize)
         return with_direct_note(report, subscripts, facts, wanted, optimize, within)
     if any(s is not None for s in shapes):
@@ -209,6 +209,19 @@ def explain(
         limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
         report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit)
     return report
+
+
+def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """A read-only array of ``shape`` with the strides of a C-contiguous one (what shapes
+    stand for) and no memory behind them: the lanes' dry runs read strides, never
+    elements."""
+    strides, inner = [], dtype.itemsize
+    for size in reversed(shape):
+        strides.append(inner)
+        inner *= max(size, 1)
+    return np.lib.stride_tricks.as_strided(
+        np.zeros(1, dtype), shape, tuple(reversed(strides)), writeable=False
+    )
 
 
 def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: Any) -> str:

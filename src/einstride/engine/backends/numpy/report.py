@@ -57,7 +57,12 @@ def format_plan(plan: Plan) -> str:
     lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
     for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
-    out_where = "written into out=" if plan.output.create is OutputCreation.OUT else "new array"
+    viewed = _view_of(plan)
+    out_where = "new array"
+    if plan.output.create is OutputCreation.OUT:
+        out_where = "written into out="
+    elif viewed is not None:
+        out_where = f"a view of operand {viewed}"
     lines.append(
         f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
         f"computed in {plan.compute_dtype}"
@@ -106,8 +111,19 @@ def format_plan(plan: Plan) -> str:
         lines += _step_lines(k + 1, step, names)
         names.regs[step.dst] = f"step {k + 1}"
     if not plan.steps:
-        lines.append("  (no steps: the result is a view of operand 0)")
+        lines.append(f"  (no steps: the result is a view of operand {viewed})")
     return "\n".join(lines)
+
+
+def _view_of(plan: Plan) -> int | None:
+    """The operand whose view the result is (its register, or views of it), else None."""
+    if plan.output.create is not OutputCreation.NONE:
+        return None
+    register = plan.output.result
+    views = {step.dst: step for step in plan.steps if isinstance(step, ViewStep)}
+    while register in views:
+        register = views[register].src
+    return register if register < len(plan.spec.inputs) else None
 
 
 def _step_lines(number: int, step: Step, names: _Names) -> list[str]:
