@@ -29,6 +29,7 @@ AUDITED = {
     "einstride.tensors:_materialize": "a layout validated against the storage",
     "einstride.tensors:as_tensor": "non-negative strides: the span from the first element",
     "einstride.layout:_probe": "read-only address arithmetic for np.shares_memory, never read",
+    "einstride.engine.api:_c_order_stand_in": "a read-only probe for the lanes' dry runs, never read",
     "einstride.transfer:_flat": "only dense arrays, whose size items are contiguous",
     "einstride.engine.backends.numpy.execute:destination.write_view": "the diagonal of the output array",
     # torch.as_strided: torch itself rejects a view outside the tensor's storage

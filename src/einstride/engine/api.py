@@ -212,9 +212,12 @@ def explain(
 
 
 def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """A read-only array of ``shape`` with the strides of a C-contiguous one (what shapes
-    stand for) and no memory behind them: the lanes' dry runs read strides, never
-    elements."""
+    """A read-only probe with the shape and the strides of a C-contiguous array (what
+    shapes stand for) on a one-element base, for the lanes' dry runs, which read its
+    shape, strides and dtype and never an element (``lane(operands, dry=True)`` computes
+    nothing); it never leaves :func:`explain`.  A zero-stride stand-in once made the
+    report claim a lane the call never takes and miss one it takes (their tests count the
+    bytes moved, and C order)."""
     strides, inner = [], dtype.itemsize
     for size in reversed(shape):
         strides.append(inner)
