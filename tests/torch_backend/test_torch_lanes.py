@@ -100,6 +100,22 @@ def _one_product_from_scratch(
     return plan.as_one_product(translate(scratch), form, scratch.steps[-1].dtype)
 
 
+def _past_the_bound(
+    equation: str, a: torch.Tensor, b: torch.Tensor
+) -> tuple[torch.Tensor, int, torch.Tensor]:
+    """The call with the lanes' bound at one combination, whether a lane answered, and the
+    planned result (another ``optimize=``: no lane)."""
+    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=1))
+    try:
+        count = lanes.lane_answers()
+        result = es.einsum(equation, a, b)
+        answered = lanes.lane_answers() - count
+        planned = es.einsum(equation, a, b, optimize="greedy")
+    finally:
+        set_default_options(before)
+    return result, answered, planned
+
+
 @given(matmul_calls(), st.sampled_from(DTYPES), st.integers(0, 2**31))
 @settings(max_examples=100, deadline=None)
 def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
@@ -112,14 +128,7 @@ def test_past_the_bound_the_lane_runs_what_a_plan_from_scratch_runs(
     equation, shapes, views = call
     rng = random.Random(seed)
     a, b = (_tensor(shape, dtype, views, rng) for shape in shapes)
-    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=1))
-    try:
-        count = lanes.lane_answers()
-        result = es.einsum(equation, a, b)
-        answered = lanes.lane_answers() - count
-        planned = es.einsum(equation, a, b, optimize="greedy")
-    finally:
-        set_default_options(before)
+    result, answered, planned = _past_the_bound(equation, a, b)
     tol = TOLERANCE[dtype]
     torch.testing.assert_close(result, planned, rtol=tol, atol=tol)
     if lanes.lane_for(equation) is None or a.numel() * b.numel() == 0:
@@ -172,14 +181,7 @@ def test_past_the_bound_copies_and_swaps_are_the_plans(
     terms = equation.split("->")[0].split(",")
     a, b = (_laid_out(tuple(size[c] for c in t), lay, rng)
             for t, lay in zip(terms, (left, right)))  # fmt: skip
-    before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=1))
-    try:
-        count = lanes.lane_answers()
-        result = es.einsum(equation, a, b)
-        answered = lanes.lane_answers() - count
-        planned = es.einsum(equation, a, b, optimize="greedy")
-    finally:
-        set_default_options(before)
+    result, answered, planned = _past_the_bound(equation, a, b)
     torch.testing.assert_close(result, planned, rtol=1e-12, atol=1e-12)
     scratch = _one_product_from_scratch(equation, a, b)
     assert answered == (plan.pair_class(a, b) is not None and scratch is not None)
