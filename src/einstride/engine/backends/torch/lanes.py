@@ -319,8 +319,8 @@ def _matmul_lane(
     combinations, dense operands on the CPU whose shape class's plan is one product
     (:func:`.plan.one_product_plan`, asked once per class) take the lane too, which runs
     that product as the plan does (the form's own, or where the plan copies or swaps,
-    :func:`_as_planned`): a new shape of the class would
-    translate the class's plan into the same product (measured, an attention score
+    :func:`_as_planned`): a new shape of the class would translate the class's plan into
+    the same product (measured, an attention score
     ``bhqd,bhkd->bhqk`` of 1 x 4 x k x 32 on a new k of 49-92: 357 µs a call through the
     plan, 128 of them making its entry, torch.einsum 197; ``ij,jk->ik`` of every other row
     and column, 193-252 x 192, copied first: 720-770 µs, 230 of them its entry and
@@ -407,9 +407,8 @@ def _matmul_lane(
         """The plan's one product past the bound, within the memory limit (the result and
         each operand once: copied as the plan copies it, or by torch.matmul where its
         batch axes do not merge; the plan's peak may be less, then it runs); remembered
-        per layout (a
-        repeated call asks two dictionaries) and per shape class (a new shape asks one
-        class key)."""
+        per layout (a repeated call asks two dictionaries) and per shape class (a new
+        shape asks one class key)."""
         if a.device != CPU:
             return None
         layout = (left, a.stride(), right, b.stride(), a.dtype)

@@ -240,10 +240,9 @@ class OneProduct:
     first (None: viewed as it is), then viewed in ``folds[k]`` order (over the copy's axes)
     with its kinds merged; ``swapped``: the product is the result's transpose, the right
     operand's by the left one's (``right^T @ left^T``: MKL's choice for a tall result or
-    two transposed operands); the
-    product's axes (batch, the first operand's free labels, the second's) permuted by
-    ``final`` into the output's order.  ``counts``: how many labels of each kind (batch,
-    rows, inner, cols)."""
+    two transposed operands); the product's axes (batch, the first operand's free labels,
+    the second's) permuted by ``final`` into the output's order.  ``counts``: how many
+    labels of each kind (batch, rows, inner, cols)."""
 
     copies: tuple[Perm | None, Perm | None]
     folds: tuple[Perm, Perm]
@@ -289,17 +288,17 @@ def as_one_product(
     """``program`` as :class:`OneProduct`: copies of the operands (each at most once, in
     ``dtype``) and one product of them that is the result, each operand's axes ordered as
     the matmul ``form`` orders them (swapped: rows and columns exchanged); else None."""
+    if not program.steps:
+        return None
     *copies, product = program.steps
-    held: dict[int, tuple[int, Perm | None]] = {0: (0, None), 1: (1, None)}
+    held: dict[int, tuple[int, Perm | None]] = {0: (0, None), 1: (1, None)}  # operand, copy
     for step in copies:
         match step:
             case CopyOp(src=src, perm=perm, to=to) if (
-                src in (0, 1)
-                and to.write is Write.NEW
-                and step.dtype == dtype
-                and (src, None) == held[src]
-                and all(held_src != src for held_src, _ in list(held.values())[2:])
+                src in (0, 1) and to.write is Write.NEW and step.dtype == dtype
             ):
+                if any(held_src == src for held_src, _ in list(held.values())[2:]):
+                    return None  # copied twice
                 held[to.dst] = (src, perm)
             case _:
                 return None
@@ -313,23 +312,21 @@ def as_one_product(
     if to.write is not Write.RETURN or program.output.create != "none":
         return None
     (first, first_copy), (second, second_copy) = held[left], held[right]
-    swapped = (first, second) == (1, 0)
+    if {first, second} != {0, 1}:
+        return None
+    swapped = first == 1
     counts = kind_counts(form)
     expected = _swapped_perms(form.perms, counts) if swapped else form.perms
-    copies_ = (first_copy, second_copy)
-    folds = (lv.perm, rv.perm)
-    if {first, second} != {0, 1} or program.output.final_perm != expected[2]:
+    copy_perms, folds = (first_copy, second_copy), (lv.perm, rv.perm)
+    for copy, fold, wanted in zip(copy_perms, folds, expected):
+        if (fold if copy is None else tuple(copy[ax] for ax in fold)) != wanted:
+            return None  # viewed in another order than the form's
+    if program.output.final_perm != expected[2]:
         return None
-    for side in (0, 1):
-        viewed = folds[side]
-        copy = copies_[side]
-        order = viewed if copy is None else tuple(copy[ax] for ax in viewed)
-        if order != expected[side]:
-            return None
     if swapped:
-        copies_, folds = (copies_[1], copies_[0]), (folds[1], folds[0])
+        copy_perms, folds = copy_perms[::-1], folds[::-1]
     return OneProduct(
-        copies=copies_, folds=folds, swapped=swapped, final=program.output.final_perm,
+        copies=copy_perms, folds=folds, swapped=swapped, final=program.output.final_perm,
         counts=counts,
     )  # fmt: skip
 
