@@ -97,6 +97,43 @@ def test_a_known_class_translates_as_a_fresh_plan(
     assert np.allclose(got.numpy(), expected, rtol=1e-5)  # small integers: exact sums
 
 
+LOOPED = ["fb,abcd->afcd", "abcd,bx->axcd", "ea,fb,abcd,gc,hd->efgh"]
+LARGER = [(8, 9, 10, 11), (12, 13, 14, 15), (16, 19, 23)]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.sampled_from(LOOPED),
+    st.dictionaries(st.sampled_from("abcdefghx"), st.sampled_from(LARGER), min_size=9),
+    st.integers(0, 2**31),
+)
+def test_a_product_over_looped_labels_of_a_known_class_is_translated(
+    equation: str, buckets: dict[str, tuple[int, ...]], seed: int
+) -> None:
+    """A contraction of an operand's middle axis leaves free labels that do not fold (the
+    planner loops over one: a looped product); a new shape of its class is translated with
+    its sizes (not planned), equal to a fresh plan's records, and gives its result."""
+    rng = np.random.default_rng(seed)
+    first = {x: int(rng.choice(b)) for x, b in buckets.items()}
+    second = {x: int(rng.choice([n for n in b if n != first[x]])) for x, b in buckets.items()}
+    terms = equation.split("->")[0].split(",")
+    how = [(tuple(range(len(t))), None, (1,) * len(t)) for t in terms]  # C order
+    ops = [[_operand(t, sizes, torch.float64, h) for t, h in zip(terms, how)]
+           for sizes in (first, second)]  # fmt: skip
+    es.clear_plan_cache()
+    _entry(equation, ops[0])  # the class's plan is made here
+    through_class = _entry(equation, ops[1])
+    assert not through_class.planned
+    es.clear_plan_cache()
+    fresh = _fresh_plan(equation, ops[1])
+    assert any(getattr(step, "looped", ()) for step in fresh.steps)  # (the point)
+    assert through_class.program == translate(fresh)
+    assert (through_class.largest, through_class.peak) == (largest_bytes(fresh), peak_bytes(fresh))
+    got = through_class.run(ops[1], None)
+    expected = np.einsum(equation, *(x.numpy() for x in ops[1]))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+
+
 def test_a_new_shape_of_a_known_class_is_not_planned() -> None:
     es.clear_plan_cache()
     a, b = torch.rand(4, 37, 16), torch.rand(4, 16, 8)

@@ -40,7 +40,6 @@ import numpy as np
 
 from ...spec.equation import EinsumSpec
 from ..numpy.delivery import Delivery, DeliveryPlan, OutputCreation
-from ..numpy.pairs import Fold as NumpyFold
 from ..numpy.peak import plan_peak
 from ..numpy.plan import check_memory
 from ..numpy.steps import (
@@ -239,7 +238,7 @@ def translate_sized(plan: Plan, spec: EinsumSpec, strides: Strides) -> TorchProg
     """The records of ``plan``'s decisions for another shape of its shape class: ``spec``'s
     sizes and the operands' element ``strides`` (equal to the translation of the plan a
     fresh planner makes for that shape: the tests hold them equal), or None where a step's
-    records need more than the label sizes (a product over looped labels, a fused step).
+    records need more than the label sizes (a fused step).
     Every shape a record holds is a product of label sizes; a view's strides are the
     operand's own.
 
@@ -304,31 +303,16 @@ def _delivery(delivery: DeliveryPlan, dst: int) -> StepOutput:
     return StepOutput(write=_WRITES[delivery.mode], dst=dst, dest_perm=delivery.dest_perm)
 
 
-def _fold(fold: NumpyFold) -> Fold:
-    return Fold(perm=fold.perm, shape=fold.shape)
-
-
 def _op(step: Step, plan: Plan, strides: Strides) -> TorchOp:
     """A step's record at the plan's own sizes: as another shape's (:func:`_sized_op`), but
-    a product over looped labels keeps its planned views, and a fused step its operands'."""
+    a fused step keeps its operands' views."""
     sized = _sized_op(step, plan.spec, strides)
     if sized is not None:
         return sized
     match step:
-        case ContractStep():
-            return MatmulOp(
-                left=step.left.register,
-                right=step.right.register,
-                left_view=_fold(step.geometry.left),
-                right_view=_fold(step.geometry.right),
-                out_shape=step.geometry.out_shape,
-                shape=step.shape,
-                dtype=step.dtype,
-                to=_delivery(step.delivery, step.dst),
-            )
         case FusedStep():
             return _fused(step, plan, strides)
-        case ViewStep() | ReduceStep() | CopyStep() | BatchStep():
+        case ViewStep() | ReduceStep() | CopyStep() | BatchStep() | ContractStep():
             raise AssertionError(f"a {step.kind} step's record is its sizes'")
         case _:
             assert_never(step)
@@ -391,11 +375,11 @@ def _sized_op(step: Step, spec: EinsumSpec, strides: Strides) -> TorchOp | None:
                 dtype=step.dtype,
                 to=_delivery(step.delivery, step.dst),
             )
-        case ContractStep() if not step.looped:
+        case ContractStep():
             return _matmul(step, sizes)
         case BatchStep():
             return _multiply(step, sizes)
-        case ContractStep() | FusedStep():
+        case FusedStep():
             return None
         case _:
             assert_never(step)
@@ -421,23 +405,38 @@ def _sized_view(step: ViewStep, spec: EinsumSpec, strides: Strides) -> ViewOp:
 
 
 def _matmul(step: ContractStep, sizes: Sequence[int]) -> MatmulOp:
-    """``(batch, M, K) @ (batch, K, N)``: each operand's labels in its fold's order are the
-    batch labels, then its free labels (M or N), then the contracted ones (K); the result
-    register holds batch + M + N (:func:`..numpy.pairs.matmul_geometry` without loops)."""
-    g, geo = step.groups, step.geometry
-    nb, nm, nk = len(g.batch), len(g.left_free), len(g.contracted)
+    """``(batch, loops..., M, K) @ (batch, loops..., K, N)`` at label ``sizes``
+    (:func:`..numpy.pairs.matmul_geometry`'s shapes): each operand's labels in its fold's
+    order are the batch labels, its looped ones (the left's free, then contracted; the
+    right's free, then contracted), then the folded free (M or N) and contracted (K) ones;
+    each operand gets a size-1 dimension for the other's looped free labels; the result
+    register holds batch + loops + M + N."""
+    g, geo, looped = step.groups, step.geometry, step.looped
+    nb = len(g.batch)
     left = [step.left.labels[ax] for ax in geo.left.perm]
-    right = [step.right.labels[ax] for ax in geo.right.perm]
-    m, k = _dims(sizes, left[nb : nb + nm]), _dims(sizes, left[nb + nm :])
-    n = _dims(sizes, right[nb + nk :])
-    batch = _dims(sizes, left[:nb])
-    mm, kk, nn = math.prod(m), math.prod(k), math.prod(n)
+    right = [step.right.labels[ax] for ax in geo.right.perm][nb:]
+
+    def kind(labels: Sequence[int], group: Sequence[int], loops: bool) -> tuple[int, ...]:
+        return tuple(x for x in labels if x in group and (x in looped) == loops)
+
+    bt = tuple(left[:nb])
+    lm, lk = kind(left[nb:], g.left_free, True), kind(left[nb:], g.contracted, True)
+    m, k = kind(left[nb:], g.left_free, False), kind(left[nb:], g.contracted, False)
+    ln, n = kind(right, g.right_free, True), kind(right, g.right_free, False)
+    batch = _dims(sizes, bt)
+    mm, kk, nn = (math.prod(_dims(sizes, group)) for group in (m, k, n))
     return MatmulOp(
         left=step.left.register,
         right=step.right.register,
-        left_view=Fold(perm=geo.left.perm, shape=batch + (mm, kk)),
-        right_view=Fold(perm=geo.right.perm, shape=batch + (kk, nn)),
-        out_shape=batch + (mm, nn),
+        left_view=Fold(
+            perm=geo.left.perm,
+            shape=batch + _dims(sizes, lm) + (1,) * len(ln) + _dims(sizes, lk) + (mm, kk),
+        ),
+        right_view=Fold(
+            perm=geo.right.perm,
+            shape=batch + (1,) * len(lm) + _dims(sizes, ln + lk) + (kk, nn),
+        ),
+        out_shape=_dims(sizes, bt + lm + ln + lk) + (mm, nn),
         shape=_dims(sizes, geo.labels),
         dtype=step.dtype,
         to=_delivery(step.delivery, step.dst),
