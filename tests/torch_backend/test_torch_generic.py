@@ -102,20 +102,17 @@ LARGER = [(8, 9, 10, 11), (12, 13, 14, 15), (16, 19, 23)]
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    st.sampled_from(LOOPED),
-    st.dictionaries(st.sampled_from("abcdefghx"), st.sampled_from(LARGER), min_size=9),
-    st.integers(0, 2**31),
-)
+@given(st.sampled_from(LOOPED), st.sampled_from(LARGER), st.integers(0, 2**31))
 def test_a_product_over_looped_labels_of_a_known_class_is_translated(
-    equation: str, buckets: dict[str, tuple[int, ...]], seed: int
+    equation: str, bucket: tuple[int, ...], seed: int
 ) -> None:
     """A contraction of an operand's middle axis leaves free labels that do not fold (the
-    planner loops over one: a looped product); a new shape of its class is translated with
-    its sizes (not planned), equal to a fresh plan's records, and gives its result."""
+    planner loops over one: a looped product, at these sizes of one half-octave); a new
+    shape of its class is translated with its sizes (not planned), equal to a fresh plan's
+    records, and gives its result."""
     rng = np.random.default_rng(seed)
-    first = {x: int(rng.choice(b)) for x, b in buckets.items()}
-    second = {x: int(rng.choice([n for n in b if n != first[x]])) for x, b in buckets.items()}
+    first = {x: int(rng.choice(bucket)) for x in "abcdefghx"}
+    second = {x: int(rng.choice([n for n in bucket if n != first[x]])) for x in first}
     terms = equation.split("->")[0].split(",")
     how = [(tuple(range(len(t))), None, (1,) * len(t)) for t in terms]  # C order
     ops = [[_operand(t, sizes, torch.float64, h) for t, h in zip(terms, how)]
@@ -130,7 +127,7 @@ def test_a_product_over_looped_labels_of_a_known_class_is_translated(
     assert through_class.program == translate(fresh)
     assert (through_class.largest, through_class.peak) == (largest_bytes(fresh), peak_bytes(fresh))
     got = through_class.run(ops[1], None)
-    expected = np.einsum(equation, *(x.numpy() for x in ops[1]))
+    expected = np.einsum(equation, *(x.numpy() for x in ops[1]), optimize=True)
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
 
 
