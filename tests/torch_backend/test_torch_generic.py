@@ -125,6 +125,12 @@ def test_a_product_over_looped_labels_of_a_known_class_is_translated(
     fresh = _fresh_plan(equation, ops[1])
     assert any(getattr(step, "looped", ()) for step in fresh.steps)  # (the point)
     assert through_class.program == translate(fresh)
+    for step, op in zip(fresh.steps, through_class.program.steps):
+        if getattr(step, "looped", ()):  # the records' shapes are the planner's geometry
+            geo = step.geometry
+            assert (op.left_view.perm, op.left_view.shape) == (geo.left.perm, geo.left.shape)
+            assert (op.right_view.perm, op.right_view.shape) == (geo.right.perm, geo.right.shape)
+            assert (op.out_shape, op.shape) == (geo.out_shape, step.shape)
     assert (through_class.largest, through_class.peak) == (largest_bytes(fresh), peak_bytes(fresh))
     got = through_class.run(ops[1], None)
     expected = np.einsum(equation, *(x.numpy() for x in ops[1]), optimize=True)
