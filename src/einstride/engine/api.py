@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import memory as _memory
 from ..errors import EinsumError
+from ..strides import row_major_strides
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
@@ -218,13 +219,8 @@ def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarra
     nothing); it never leaves :func:`explain`.  A zero-stride stand-in once made the
     report claim a lane the call never takes and miss one it takes (their tests count the
     bytes moved, and C order)."""
-    strides, inner = [], dtype.itemsize
-    for size in reversed(shape):
-        strides.append(inner)
-        inner *= max(size, 1)
-    return np.lib.stride_tricks.as_strided(
-        np.zeros(1, dtype), shape, tuple(reversed(strides)), writeable=False
-    )
+    strides = row_major_strides(shape, dtype.itemsize)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides, writeable=False)
 
 
 def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: Any) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "blas_ns",
     "choose",
     "classify",
+    "fold_geometry",
     "matmul_geometry",
     "split_group",
 ]
@@ -166,23 +167,42 @@ def matmul_geometry(
 ) -> Geometry:
     """``(batch, loops..., M, K) @ (batch, loops..., K, N)``: each operand gets a size-1
     dimension for the other's looped free labels, so matmul broadcasts over them."""
+    loops = (pick.loop_m, pick.loop_k, pick.loop_n)
+    return fold_geometry(bt, loops, (pick.m, pick.k, pick.n), la, lb, sizes)
+
+
+Kinds = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+def fold_geometry(
+    bt: tuple[int, ...],
+    loops: Kinds,
+    folded: Kinds,
+    la: tuple[int, ...],
+    lb: tuple[int, ...],
+    sizes: Sequence[int],
+) -> Geometry:
+    """:func:`matmul_geometry` of the labels ``bt`` (batch), ``loops`` (looped free-left,
+    contracted, free-right) and ``folded`` (M, K, N) of operands labelled ``la`` and
+    ``lb`` at label ``sizes`` (another shape of a plan's product: the torch records')."""
 
     def dims(labels: Sequence[int]) -> tuple[int, ...]:
         return tuple(sizes[x] for x in labels)
 
-    mm, kk, nn = (math.prod(dims(grp)) for grp in (pick.m, pick.k, pick.n))
-    lm, lk, ln = pick.loop_m, pick.loop_k, pick.loop_n
+    lm, lk, ln = loops
+    m, k, n = folded
+    mm, kk, nn = (math.prod(dims(grp)) for grp in folded)
     return Geometry(
         left=Fold(
-            perm=tuple(la.index(x) for x in bt + pick.left_order),
+            perm=tuple(la.index(x) for x in bt + lm + lk + m + k),
             shape=dims(bt + lm) + (1,) * len(ln) + dims(lk) + (mm, kk),
         ),
         right=Fold(
-            perm=tuple(lb.index(x) for x in bt + pick.right_order),
+            perm=tuple(lb.index(x) for x in bt + ln + lk + k + n),
             shape=dims(bt) + (1,) * len(lm) + dims(ln + lk) + (kk, nn),
         ),
         out_shape=dims(bt + lm + ln + lk) + (mm, nn),
-        labels=bt + lm + ln + lk + pick.m + pick.n,
+        labels=bt + lm + ln + lk + m + n,
     )
 
 

@@ -31,7 +31,6 @@ this file is the one to update.
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
@@ -40,6 +39,7 @@ import numpy as np
 
 from ...spec.equation import EinsumSpec
 from ..numpy.delivery import Delivery, DeliveryPlan, OutputCreation
+from ..numpy.pairs import fold_geometry
 from ..numpy.peak import plan_peak
 from ..numpy.plan import check_memory
 from ..numpy.steps import (
@@ -405,39 +405,29 @@ def _sized_view(step: ViewStep, spec: EinsumSpec, strides: Strides) -> ViewOp:
 
 
 def _matmul(step: ContractStep, sizes: Sequence[int]) -> MatmulOp:
-    """``(batch, loops..., M, K) @ (batch, loops..., K, N)`` at label ``sizes``
-    (:func:`..numpy.pairs.matmul_geometry`'s shapes): each operand's labels in its fold's
-    order are the batch labels, its looped ones (the left's free, then contracted; the
-    right's free, then contracted), then the folded free (M or N) and contracted (K) ones;
-    each operand gets a size-1 dimension for the other's looped free labels; the result
-    register holds batch + loops + M + N."""
+    """``(batch, loops..., M, K) @ (batch, loops..., K, N)`` at label ``sizes``: the
+    planner's geometry (:func:`..numpy.pairs.fold_geometry`) of the labels its folds hold,
+    each operand's in its fold's order (the batch labels, its looped ones, then the folded
+    free (M or N) and contracted (K) ones); the result register holds batch + loops + M + N."""
     g, geo, looped = step.groups, step.geometry, step.looped
     nb = len(g.batch)
-    left = [step.left.labels[ax] for ax in geo.left.perm]
-    right = [step.right.labels[ax] for ax in geo.right.perm][nb:]
+    left = tuple(step.left.labels[ax] for ax in geo.left.perm)
+    right = tuple(step.right.labels[ax] for ax in geo.right.perm)[nb:]
 
     def kind(labels: Sequence[int], group: Sequence[int], loops: bool) -> tuple[int, ...]:
         return tuple(x for x in labels if x in group and (x in looped) == loops)
 
-    bt = tuple(left[:nb])
-    lm, lk = kind(left[nb:], g.left_free, True), kind(left[nb:], g.contracted, True)
-    m, k = kind(left[nb:], g.left_free, False), kind(left[nb:], g.contracted, False)
-    ln, n = kind(right, g.right_free, True), kind(right, g.right_free, False)
-    batch = _dims(sizes, bt)
-    mm, kk, nn = (math.prod(_dims(sizes, group)) for group in (m, k, n))
+    free, inner = (left[nb:], g.left_free), (left[nb:], g.contracted)
+    loops = (kind(*free, True), kind(*inner, True), kind(right, g.right_free, True))
+    folded = (kind(*free, False), kind(*inner, False), kind(right, g.right_free, False))
+    sized = fold_geometry(left[:nb], loops, folded, step.left.labels, step.right.labels, sizes)
     return MatmulOp(
         left=step.left.register,
         right=step.right.register,
-        left_view=Fold(
-            perm=geo.left.perm,
-            shape=batch + _dims(sizes, lm) + (1,) * len(ln) + _dims(sizes, lk) + (mm, kk),
-        ),
-        right_view=Fold(
-            perm=geo.right.perm,
-            shape=batch + (1,) * len(lm) + _dims(sizes, ln + lk) + (kk, nn),
-        ),
-        out_shape=_dims(sizes, bt + lm + ln + lk) + (mm, nn),
-        shape=_dims(sizes, geo.labels),
+        left_view=Fold(perm=sized.left.perm, shape=sized.left.shape),
+        right_view=Fold(perm=sized.right.perm, shape=sized.right.shape),
+        out_shape=sized.out_shape,
+        shape=_dims(sizes, sized.labels),
         dtype=step.dtype,
         to=_delivery(step.delivery, step.dst),
     )
