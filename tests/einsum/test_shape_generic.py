@@ -150,8 +150,10 @@ def test_explain_says_which_level_decided() -> None:
     first = es.explain("bij,bjk->bik", np.ones((4, 40, 16)), np.ones((4, 16, 16)))
     again = es.explain("bij,bjk->bik", np.ones((4, 45, 16)), np.ones((4, 16, 16)))
     assert "decisions: of the shape class of (4, 32, 16), (4, 16, 16)" in first
-    assert "made now and cached" in first
+    assert "decided for these shapes, the first of their class, and cached" in first
     assert "reused from the shape-generic cache" in again
+    # the report describes the plan, whenever it is asked for: not "made now" on a hit
+    assert es.explain("bij,bjk->bik", np.ones((4, 40, 16)), np.ones((4, 16, 16))) == first
     strided = es.explain("ij,jk->ik", np.ones((40, 32))[:, :10], np.ones((10, 8)))
     assert "decisions: made for these shapes (an irregular layout" in strided
 
@@ -218,3 +220,16 @@ def test_new_shapes_of_a_non_c_ordered_class_skip_binding_and_the_class(
         assert entry._plan is None  # the size-free program
         np.testing.assert_allclose(entry.run(operands, None), np.einsum(equation, *operands))
     assert looks == [equation]
+
+
+def test_the_generic_count_leaves_out_the_call_that_planned_the_class() -> None:
+    """``plan_cache_info().generic`` counts misses that a known class's program answered;
+    the first shape of a class plans the class (found by a review: it counted too)."""
+    clear_plan_cache()
+    start = es.plan_cache_info().generic
+    chain = [np.ones((37, 20)), np.ones((20, 30)), np.ones((30, 5))]
+    make_entry("ij,jk,kl->il", facts_of(chain), None, None, "auto")
+    assert es.plan_cache_info().generic == start
+    chain[0] = np.ones((38, 20))  # a new shape of the same class
+    make_entry("ij,jk,kl->il", facts_of(chain), None, None, "auto")
+    assert es.plan_cache_info().generic == start + 1

@@ -115,8 +115,9 @@ def make_entry(
             return direct
         generic, decided_now = generic_entry(eq_key, facts, dtype, optimize, chosen)
         if generic is not None:
-            with _COUNT_LOCK:
-                _GENERIC_ANSWERS[0] += 1
+            if not decided_now:  # (a class's first call planned the class: not counted)
+                with _COUNT_LOCK:
+                    _GENERIC_ANSWERS[0] += 1
             return generic
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)

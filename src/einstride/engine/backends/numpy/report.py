@@ -278,7 +278,11 @@ def _decided(plan: Plan) -> str:
     if plan.decided_for is None:
         return "made for these shapes (an irregular layout, or out=: no shape class)"
     shapes = ", ".join(_shape(s) for s in plan.decided_for)
-    how = "reused from the shape-generic cache" if plan.reused else "made now and cached"
+    how = (
+        "reused from the shape-generic cache (decided for an earlier shape of the class)"
+        if plan.reused
+        else "decided for these shapes, the first of their class, and cached"
+    )
     return f"of the shape class of {shapes} (half-octave sizes), {how}"
 
 
