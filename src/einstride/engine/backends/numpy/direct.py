@@ -702,6 +702,7 @@ def _runner(steps: list[Step], output: tuple[int, ...]) -> Program:
             product = np.matmul(a.swapaxes(-1, -2) if step.swap_a else a,
                                 b.swapaxes(-1, -2) if step.swap_b else b)  # fmt: skip
             regs.append(product.reshape(step.shape))
+            a = b = product = None  # the operands' copies die here, as the peak counts
         result = regs[-1].transpose(output)
         if result.ndim == 0:
             return result[()]
