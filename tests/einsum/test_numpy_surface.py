@@ -82,6 +82,16 @@ def test_exception_classes_are_also_numpys() -> None:
     assert isinstance(path_info.value, RuntimeError) and isinstance(path_info.value, ValueError)
 
 
+@pytest.mark.parametrize("path", [["einsum_path"], [], ()])
+@pytest.mark.parametrize("equation", ["ij->", "ij->i", "ij->j", "ii->i", "ij->ji"])
+def test_an_empty_path_of_one_operand_still_runs_its_step(equation: str, path: Any) -> None:
+    """NumPy's path for one operand is ``[(0,)]``; an empty one (a review: einstride returned
+    the operand unreduced for ``ij->``, a bare ValueError for ``ij->i``) is that step too."""
+    a = np.arange(16.0).reshape(4, 4)
+    np.testing.assert_array_equal(es.einsum(equation, a, optimize=path), np.einsum(equation, a))
+    assert es.einsum_path(equation, a, optimize=path)[0] == ["einsum_path", (0,)]
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -263,8 +263,16 @@ def _finder(optimize: Any) -> Any:
 
 
 def _checked_path(path: Sequence[Any], n: int) -> tuple[tuple[int, ...], ...]:
-    """Validate a NumPy-format path over ``n`` operands: it must end with one operand."""
+    """Validate a NumPy-format path over ``n`` operands: it must end with one operand.  An
+    empty path of one operand is its own step, ``(0,)`` (NumPy's path for one operand:
+    the operand's sums and diagonals still run).
+
+    >>> _checked_path(["einsum_path"], 1)
+    ((0,),)
+    """
     entries = [e for e in path if not _is_path_head(e)]
+    if n == 1 and not entries:
+        return ((0,),)
     live = n
     checked = []
     for k, entry in enumerate(entries):
