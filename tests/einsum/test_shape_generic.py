@@ -233,3 +233,34 @@ def test_the_generic_count_leaves_out_the_call_that_planned_the_class() -> None:
     chain[0] = np.ones((38, 20))  # a new shape of the same class
     make_entry("ij,jk,kl->il", facts_of(chain), None, None, "auto")
     assert es.plan_cache_info().generic == start + 1
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_named_finder_or_a_cap_is_asked_at_the_real_sizes(backend: str) -> None:
+    """A shape class rounds sizes (23 -> 16); a path einstride's own search chose for the
+    class stands for them, but ``optimize="optimal"`` or NumPy's ``(name, memory_limit)``
+    promise something of the real sizes (a review: the cap kept only at the rounded ones,
+    an intermediate of 15 elements under a cap of 12; "optimal" 1.44x the optimum)."""
+    import opt_einsum as oe
+
+    if backend == "torch":
+        torch = pytest.importorskip("torch")
+        convert: Any = lambda a: torch.from_numpy(a)  # noqa: E731
+    else:
+        convert = lambda a: a  # noqa: E731
+    clear_plan_cache()
+    for shapes in ([(16, 16), (16, 16), (16, 16)], [(23, 16), (16, 23), (23, 16)]):
+        ops = [np.ones(s) for s in shapes]  # the first shapes plan the class
+        path = es.einsum_path("ab,bc,cd->ad", *ops, optimize="optimal")[0][1:]
+        assert path == list(oe.contract_path("ab,bc,cd->ad", *ops, optimize="optimal")[0])
+        got = es.einsum("ab,bc,cd->ad", *map(convert, ops), optimize="optimal")
+        np.testing.assert_allclose(np.asarray(got), np.einsum("ab,bc,cd->ad", *ops))
+    clear_plan_cache()
+    ring = [(3, 4), (4, 4), (4, 6), (6, 3)], [(3, 4), (4, 5), (5, 6), (6, 3)]
+    for shapes in ring:  # 5 rounds to 4: one class
+        ops = [np.ones(s) for s in shapes]
+        path = es.einsum_path("ij,jk,kl,li->", *ops, optimize=("greedy", 12))[0]
+        assert path == np.einsum_path("ij,jk,kl,li->", *ops, optimize=("greedy", 12))[0]
+        got = es.einsum("ij,jk,kl,li->", *map(convert, ops), optimize=("greedy", 12))
+        np.testing.assert_allclose(np.asarray(got), np.einsum("ij,jk,kl,li->", *ops))
+    assert path == ["einsum_path", (0, 1, 2, 3)]  # every pair's product exceeds 12 elements

@@ -35,6 +35,7 @@ __all__ = [
     "find_path",
     "given_path",
     "optimize_key",
+    "path_fits_any_size",
 ]
 
 
@@ -91,6 +92,28 @@ def optimize_key(optimize: Any) -> Any:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def path_fits_any_size(optimize: Any, n: int) -> bool:
+    """Whether the path that ``optimize`` gives ``n`` operands may be chosen at a shape
+    class's representative sizes (:mod:`..backends.numpy.skeleton`, half-octave sizes) and
+    run at the real ones: with two operands or fewer (one way), an explicit path, or
+    einstride's own search (``"auto"``: a first call's budgeted search, documented as
+    decided for the class).  A named finder (``"optimal"``, True's greedy), NumPy's
+    ``(name, memory_limit)`` or an optimizer object is asked for the real sizes: a review
+    found ``("greedy", 12)`` keeping its cap only at the rounded sizes (an intermediate
+    of 15 elements) and ``"optimal"`` 1.44x the optimum's FLOPs.
+
+    >>> path_fits_any_size("auto", 5), path_fits_any_size([(0, 1), (0, 1)], 3)
+    (True, True)
+    >>> path_fits_any_size("optimal", 3), path_fits_any_size(("greedy", 12), 4)
+    (False, False)
+    >>> path_fits_any_size("optimal", 2)
+    True
+    """
+    if n <= 2 or optimize is None or (type(optimize) is str and optimize == "auto"):
+        return True
+    return isinstance(optimize, (list, tuple)) and _limited(optimize) is None
 
 
 def _limited(optimize: Any) -> tuple[str, int] | None:

@@ -41,7 +41,7 @@ from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec, Equation, bind
-from ...spec.paths import optimize_key
+from ...spec.paths import optimize_key, path_fits_any_size
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
@@ -117,7 +117,11 @@ def build_plan(
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
     opts = default_options() if options is None else options
-    opt_key = optimize_key(optimize) if out is None and optimize is not False else None
+    opt_key = (
+        optimize_key(optimize)
+        if out is None and optimize is not False and path_fits_any_size(optimize, len(dts))
+        else None
+    )
     cls = None if opt_key is None else shape_class(spec.shapes(), layouts, dts)
     if cls is not None:
         dtype_key = None if dtype is None else np.dtype(dtype)

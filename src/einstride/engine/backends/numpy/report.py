@@ -287,9 +287,14 @@ def _decided(plan: Plan) -> str:
 
 
 def _path_finder(plan: Plan) -> list[str]:
-    """Which finder found the path (searched at the real or the representative shapes)."""
-    choice, at = path_choice_of(plan.spec, plan.path), ""
-    if choice is None and plan.decided_for is not None:
+    """Which finder found the path: searched at the representative shapes for a plan
+    decided for its shape class (where another ``optimize=`` may have found the same path
+    at the real shapes: its choice is not this plan's), else at the real ones."""
+    choice, at = None, ""
+    if plan.decided_for is not None:
         choice = path_choice_of(bind(plan.spec.equation, plan.decided_for), plan.path)
-        at = " (estimated at the representative shapes)"
+        if plan.decided_for != plan.spec.shapes():
+            at = " (estimated at the representative shapes)"
+    if choice is None:
+        choice, at = path_choice_of(plan.spec, plan.path), ""
     return [] if choice is None else [f"  path finder: {choice.describe()}{at}"]

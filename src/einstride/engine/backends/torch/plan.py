@@ -32,7 +32,7 @@ from ....errors import EinsumError
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind
 from ...spec.matmul import MatmulForm, kind_counts
-from ...spec.paths import optimize_key
+from ...spec.paths import optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
@@ -363,9 +363,11 @@ def pair_class(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, ...] | None:
 
 def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry | None:
     """The entry from the operands' shape class's plan, translated with their sizes (None:
-    ``optimize=False`` or an optimizer object, operands that are not dense, or records that
-    need more than the sizes)."""
-    opt_key = None if optimize is False else optimize_key(optimize)
+    ``optimize=False`` or an optimizer object, a path asked for the real sizes
+    (:func:`...spec.paths.path_fits_any_size`), operands that are not dense, or records
+    that need more than the sizes)."""
+    fits = optimize is not False and path_fits_any_size(optimize, len(call.dtypes))
+    opt_key = optimize_key(optimize) if fits else None
     if opt_key is None:
         return None
     cls = shape_class(call.spec.shapes(), call.strides, call.dtypes)
