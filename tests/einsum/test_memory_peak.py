@@ -117,6 +117,50 @@ def test_a_call_over_the_limit_is_sliced_within_it(equation, shapes, optimize):
     np.testing.assert_allclose(result, expected, rtol=1e-10, atol=1e-8)
 
 
+@pytest.mark.parametrize(
+    "make_out",
+    [
+        lambda: np.zeros((100, 200)).T,  # transposed: the result is computed, then copied
+        lambda: np.zeros((200, 200))[:, ::2],  # gapped
+        lambda: np.zeros((200, 100), np.float32),  # computed in float64, then cast
+    ],
+    ids=["transposed", "gapped", "float32"],
+)
+@pytest.mark.parametrize("limit", [80_000, 120_000, 10_000])
+def test_an_out_that_takes_a_temporary_is_sliced_within_the_limit(make_out, limit):
+    """``out=`` that the product cannot write (a temporary of the result's size, then
+    copied or cast): the slicer's model counts a slice's temporary (a review: every limit
+    under the unsliced 160,000 bytes was refused, 'no slicing found')."""
+    a, b = operands([(200, 300), (300, 100)])
+    out = make_out()
+
+    def call() -> Any:
+        return es.einsum("ij,jk->ik", a, b, out=out, memory_limit=limit)
+
+    call()
+    out[...] = 0
+    result, measured = traced_peak(call)
+    assert result is out
+    np.testing.assert_allclose(
+        out, a @ b, rtol=1e-5 if out.dtype == np.float32 else 1e-10, atol=1e-10
+    )
+    out_facts = (out.shape, out.strides, out.dtype)
+    limited = limited_plan("ij,jk->ik", facts_of([a, b]), out_facts, None, "auto", limit)
+    assert limited.sliced is not None and limited.peak <= limit
+    assert measured <= limit + slack([a, b])
+
+
+def test_a_looser_limit_fits_where_a_tighter_one_does():
+    """Slicing ``e`` makes ``cbe`` a copy that the slicer's model does not see; the next
+    target shrank by that copy's full size, nothing was left and a limit of 30,000 bytes
+    was refused where 20,480 fitted (a review's sweep)."""
+    ops = operands([(40, 30), (50, 30, 20), (40, 20)])
+    expected = np.einsum("ab,cbe,ae->ac", *ops)
+    for limit in range(17_000, 60_001, 1_000):
+        got = es.einsum("ab,cbe,ae->ac", *ops, memory_limit=limit)
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
+
+
 def test_ab_cbe_ae_slices_output_labels_without_extra_flops():
     """cupy#4834's contraction: slicing ``a`` (an output label every step loops over)
     costs no extra FLOPs."""

@@ -46,7 +46,7 @@ from .cache import CLEAR_HOOKS, facts_of
 from .execute import Program, compile_plan
 from .fold import contiguous_strides
 from .options import PlannerOptions, default_options
-from .peak import plan_peak
+from .peak import TEMPORARY, plan_peak
 from .plan import build_plan
 from .report import format_plan
 from .sliced import SlicedPlan, build_sliced, compile_sliced, format_sliced
@@ -243,17 +243,30 @@ def _estimator(
     model: PathModel, base: Plan, out: OutFacts | None
 ) -> Callable[[tuple[int, ...]], int]:
     """The slicer's peak model in bytes: the result, the accumulator and partial buffers
-    when a summed label is sliced, and the path's buffers."""
+    when a summed label is sliced, the last step's temporary (the result computed where
+    ``out=`` cannot take it, or in another dtype: a slice's is the slice's size; a review
+    found ``out=`` of a transposed layout under a limit refused, the model counting
+    nothing for it) and the path's buffers."""
     itemsize, output = base.compute_dtype.itemsize, base.spec.output
     result = _result_bytes(base) if out is None else 0
     buffers = 1 if (base.result_dtype if out is None else out[1]) == base.compute_dtype else 2
     summed = [x for x in range(len(model.sizes)) if x not in model.output]
+    temporaries = [
+        (alloc.dtype.itemsize, alloc.labels)
+        for step in base.steps
+        for alloc in step.allocs
+        if alloc.what == TEMPORARY
+    ]
 
     def peak(widths: tuple[int, ...]) -> int:
         extra = 0
         if any(widths[x] < model.sizes[x] for x in summed):
             extra = buffers * itemsize * math.prod(widths[x] for x in output)
-        return result + extra + itemsize * model.buffer_elements(widths)
+        temporary = max(
+            (size * math.prod(widths[x] for x in labels) for size, labels in temporaries),
+            default=0,
+        )
+        return result + extra + temporary + itemsize * model.buffer_elements(widths)
 
     return peak
 
@@ -264,6 +277,7 @@ def _slice(
     """The cheapest slicing found whose real peak fits, or None."""
     out_dtype = None if out is None else out[1]
     estimate = _estimator(model, base, out)
+    fixed = estimate(tuple(min(size, 1) for size in model.sizes))  # the least slice's
     target = limit
     for _ in range(ATTEMPTS):
         slicing = find_slicing(model, estimate, target)
@@ -273,8 +287,15 @@ def _slice(
         real = plan_peak(base) if sliced is None else sliced.peak
         if sliced is not None and real <= limit:
             return sliced
-        # the model missed real - estimate bytes (copies, temporaries): ask for that less
-        target = min(target - 1, limit - (real - estimate(slicing.widths)))
+        # the model missed real - estimate bytes (copies, temporaries): ask for that less;
+        # where that leaves nothing, shrink what the slices add to the fixed bytes (the
+        # result's) by the share that the limit is of the real peak (a copy the slicing
+        # itself makes shrinks with the slices: a review found a limit refused where a
+        # tighter one fitted)
+        missed = limit - (real - estimate(slicing.widths))
+        if missed <= fixed:
+            missed = fixed + (target - fixed) * (limit - fixed) // max(real - fixed, 1)
+        target = min(target - 1, missed)
         if target <= 0:
             return None
     return None
