@@ -207,3 +207,29 @@ def test_optimize_false_is_never_a_memory_trap() -> None:
     # small intermediates keep the left-to-right pairs (BLAS) as before
     small = es.explain("ij,jk,kl->il", (30, 40), (40, 50), (50, 60), optimize=False)
     assert "fused" not in small and "contract" in small
+
+
+def test_numpy_forms_a_review_found_refused() -> None:
+    """``order=None`` (NumPy's default spelled out) and a float cap in ``(name, limit)``
+    (NumPy compares sizes with it) are taken as NumPy takes them."""
+    a, b, c = RNG.random((3, 4)), RNG.random((4, 5)), RNG.random((5, 2))
+    np.testing.assert_allclose(es.einsum("ij,jk->ik", a, b, order=None), a @ b)
+    for cap in (1e10, 12.0, 12.5):
+        got = es.einsum_path("ij,jk,kl->il", a, b, c, optimize=("greedy", cap))[0]
+        assert got == np.einsum_path("ij,jk,kl->il", a, b, c, optimize=("greedy", cap))[0]
+    with pytest.raises(EinsumError, match="needs an int memory limit"):
+        es.einsum("ij,jk,kl->il", a, b, c, optimize=("greedy", float("nan")))
+
+
+@pytest.mark.parametrize("optimize", [np.array([1]), np.array([(0, 1)]), np.array(["auto"])])
+def test_an_array_as_optimize_is_an_einsum_error(optimize: Any) -> None:
+    """Compared with ``==`` in the lanes' check, an array raised NumPy's bare 'truth value
+    of an array is ambiguous' ValueError (a review)."""
+    a = np.ones((3, 3))
+    with pytest.raises(EinsumError, match="optimize="):
+        es.einsum("ij,jk->ik", a, a, optimize=optimize)
+
+
+def test_a_dtype_that_is_not_numeric_is_named_in_a_sentence() -> None:
+    with pytest.raises(TypeError, match="operand 0 has dtype object, which is not numeric"):
+        es.einsum("ij,jk->ik", np.ones((2, 2), dtype=object), np.ones((2, 2)))

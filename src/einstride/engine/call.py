@@ -91,6 +91,8 @@ def make_call(
     """Normalize ``einsum``'s arguments (either form) into an :class:`EinsumCall`."""
     if isinstance(order, str):
         order = order.upper()  # NumPy takes 'c', 'f', 'a', 'k' too
+    elif order is None:
+        order = "K"  # NumPy takes None for its default too
     if order not in ORDERS:
         raise EinsumError(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
     if casting is not None and casting not in CASTINGS:

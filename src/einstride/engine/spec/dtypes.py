@@ -26,21 +26,24 @@ def check_numeric(dtype: np.dtype[Any], what: str) -> None:
     >>> check_numeric(np.dtype("U3"), "operand 0 has dtype")
     Traceback (most recent call last):
       ...
-    TypeError: einsum: operand 0 has dtype <U3 is not numeric (bool, int, float, complex)
+    TypeError: einsum: operand 0 has dtype <U3, which is not numeric (bool, int, float, complex)
     """
     if dtype.kind not in "biufc" and not is_small_float(dtype):
-        raise TypeError(f"einsum: {what} {dtype} is not numeric (bool, int, float, complex)")
+        raise TypeError(f"einsum: {what} {dtype}, which is not numeric (bool, int, float, complex)")
 
 
 def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:
-    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes (checked numeric)."""
+    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes (checked numeric,
+    the operands' first: an error names the operand)."""
+    for i, d in enumerate(dtypes):
+        check_numeric(d, f"operand {i} has dtype")
     try:
         found = as_dtype(dtype) if dtype is not None else np.result_type(*dtypes)
     except TypeError as exc:
         raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
     except ValueError:  # np.result_type() of nothing
         raise EinsumError("einsum: at least one operand is required") from None
-    check_numeric(found, "the result dtype")
+    check_numeric(found, "the result has dtype")
     return found
 
 

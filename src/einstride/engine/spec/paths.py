@@ -17,9 +17,11 @@ positions (in the current operand list) contracted together; the result goes to 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 
@@ -122,18 +124,25 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
 
     >>> _limited(("greedy", 100)), _limited(["einsum_path", (0, 1)])
     (('greedy', 100), None)
+    >>> _limited(("greedy", 1e3))   # NumPy compares sizes with a float limit too
+    ('greedy', 1000)
     """
     if not isinstance(optimize, (list, tuple)) or len(optimize) != 2:
         return None
     name, limit = optimize
     if not isinstance(name, str) or name == "einsum_path" or isinstance(limit, (tuple, list)):
         return None
+    if isinstance(limit, (float, np.floating)) and not math.isnan(limit):
+        return name, int(min(limit, _NO_CAP))  # (sizes are ints: its floor caps the same)
     if isinstance(limit, bool) or not hasattr(limit, "__index__"):
         raise EinsumError(
             f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
             "(the most elements an intermediate may have)"
         )
     return name, int(limit)
+
+
+_NO_CAP = float(2**62)  # a float cap past every size (inf included)
 
 
 def _is_path_head(entry: Any) -> bool:

@@ -129,9 +129,17 @@ _HOT_LOCK = threading.RLock()
 the GC's finalizers and signal handlers run inside its regions, and may call einsum."""
 _HOT_RESETS: list[Callable[[], None]] = []  # each public einsum's: forget its last call
 
-_AUTO_ONLY = {"optimize": "auto"}  # the default, named: still the lane
+
 _answered = itertools.count()  # next() is one atomic C call: no lock on the lane
 _answered_before = 0  # its count when the caches were last cleared (it is never replaced)
+
+
+def _names_auto(options: dict[str, Any]) -> bool:
+    """Whether ``options`` only name the default, ``optimize="auto"`` (still the lane),
+    compared as a str: an array compared with ``==`` is an array, whose truth NumPy
+    refuses (a review: ``optimize=np.array(...)`` raised a bare ValueError)."""
+    optimize = options.get("optimize")
+    return len(options) == 1 and type(optimize) is str and optimize == "auto"
 
 
 def _count() -> int:
@@ -500,7 +508,7 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
     an add and a store, between which CPython's interpreter switches no thread (it checks
     for a switch at calls and backward jumps; under free threading the count would be a
     statistic); a record is replaced under a lock, its count kept (:func:`_fold`)."""
-    lanes, auto_only = LANES, _AUTO_ONLY
+    lanes = LANES
     hot: list[Any] = []  # the record, made once onward is
 
     def einsum(subscripts: Any = no_subscripts, *operands: Any, **options: Any) -> Any:
@@ -527,7 +535,7 @@ def public_einsum(planned: Callable[..., Any], no_subscripts: Any) -> Callable[.
         return on(subscripts, operands, options)
 
     def onward(subscripts: Any, operands: tuple[Any, ...], options: dict[str, Any]) -> Any:
-        if type(subscripts) is str and (not options or options == auto_only):
+        if type(subscripts) is str and (not options or _names_auto(options)):
             lane = lanes.get(subscripts) or lane_for(subscripts)
             result = lane(operands)
             if result is not None:
