@@ -323,3 +323,17 @@ def test_labels_past_the_letters_take_the_sublist_form() -> None:
 def test_a_list_as_a_sublist_label_is_an_einsum_type_error() -> None:
     with pytest.raises(es.EinsumTypeError, match=r"\[1\] at index 1"):
         es.einsum_vjp([[0, [1]]], (np.ones((2, 2)),), np.ones(2))
+
+
+def test_a_single_use_path_optimizer_leaves_the_gradients_their_own_search() -> None:
+    """opt_einsum's random optimizers refuse a second contraction; the backward einsums
+    (other contractions) passed it on and every gradient of three operands failed (a
+    review)."""
+    oe = pytest.importorskip("opt_einsum")
+    rng = np.random.default_rng(5)
+    ops = [rng.random((2, 3)), rng.random((3, 4)), rng.random((4, 5))]
+    cot = rng.random((2, 5))
+    got = es.einsum_vjp("ab,bc,cd->ad", ops, cot, optimize=oe.RandomGreedy())
+    want = es.einsum_vjp("ab,bc,cd->ad", ops, cot)
+    for mine, theirs in zip(got, want):
+        np.testing.assert_allclose(mine, theirs)

@@ -412,3 +412,65 @@ def test_a_sum_cast_by_dtype_keeps_einstride_s_backward(dtype: torch.dtype) -> N
     assert y.dtype == dtype and y.grad_fn.name() == "EinsumFunctionBackward"
     (grad,) = torch.autograd.grad(y.real.sum(), [x])
     assert grad.dtype == torch.float32 and bool((grad == 1).all())
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("ij,ij->", [(3, 4), (3, 4)]),
+        ("ij,j->", [(3, 4), (4,)]),
+        ("ij,jk->", [(3, 4), (4, 5)]),
+        ("ijk,k->i", [(2, 3, 4), (4,)]),
+        ("dbc,dac->ab", [(2, 3, 4), (2, 5, 4)]),
+        ("bij,bjk->bki", [(2, 3, 4), (2, 4, 5)]),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_a_result_changed_in_place_backpropagates_as_torch_einsums(
+    equation: str, shapes: list[tuple[int, ...]], dtype: torch.dtype
+) -> None:
+    """``loss += 1.0`` and ``y.mul_(2)`` on the result: einstride's Function returned a
+    view of its product's buffer, which autograd refuses to change in place (a review)."""
+    torch.manual_seed(0)
+    tensors = [torch.randn(s, dtype=dtype, requires_grad=True) for s in shapes]
+    grads = []
+    for einsum in (es.einsum, torch.einsum):
+        result = einsum(equation, *tensors)
+        result.mul_(2)
+        result += 1.0
+        result.sum().backward()
+        grads.append([t.grad for t in tensors])
+        for t in tensors:
+            t.grad = None
+    for mine, theirs in zip(*grads):
+        torch.testing.assert_close(mine, theirs, rtol=1e-2, atol=1e-2)
+
+
+def test_a_results_own_tensor_shares_no_operands_storage() -> None:
+    """The result made a tensor of its own holds the product's buffer, never an operand's
+    (a diagonal stays a view of its operand, which shares its version counter)."""
+    a = torch.randn(4, 4, dtype=torch.float32, requires_grad=True)
+    diagonal = es.einsum("ii->i", a)
+    assert diagonal._base is not None and diagonal.untyped_storage().data_ptr() == (
+        a.untyped_storage().data_ptr()
+    )
+    product = es.einsum("ij,jk->", a, a)
+    assert product._base is None
+    assert product.untyped_storage().data_ptr() != a.untyped_storage().data_ptr()
+
+
+def test_a_single_use_path_optimizer_leaves_the_backward_its_own_search() -> None:
+    """The torch Function's backward einsums got the forward's optimizer object; opt_einsum's
+    random ones refuse a second contraction (a review: float16 operands, three of them)."""
+    oe = pytest.importorskip("opt_einsum")
+    torch.manual_seed(1)
+    tensors = [
+        torch.randn(s, dtype=torch.float16, requires_grad=True) for s in [(2, 3), (3, 4), (4, 5)]
+    ]
+    es.einsum("ab,bc,cd->ad", *tensors, optimize=oe.RandomGreedy()).sum().backward()
+    mine = [t.grad for t in tensors]
+    for t in tensors:
+        t.grad = None
+    torch.einsum("ab,bc,cd->ad", *tensors).sum().backward()
+    for got, want in zip(mine, (t.grad for t in tensors)):
+        torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)

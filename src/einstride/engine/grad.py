@@ -42,6 +42,7 @@ from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
 from .spec.dtypes import check_numeric
 from .spec.equation import parse_sublists
+from .spec.paths import derived_optimize
 
 __all__ = ["einsum_vjp"]
 
@@ -77,7 +78,8 @@ def einsum_vjp(
     ``subscripts`` is any equation ``einsum`` accepts (implicit mode, ellipses, repeated
     input and output labels), as a string or as sublists (one per operand, then optionally
     the output's); ``cotangent`` has the forward result's shape.  ``optimize`` is passed to
-    the backward einsums (an explicit path list is not: their operand counts differ).
+    the backward einsums (an explicit path list is not: their operand counts differ; nor is
+    one of opt_einsum's single-use random optimizers: :func:`.spec.paths.derived_optimize`).
 
     >>> einsum_vjp(([0, 1], [1], [0]), (np.ones((2, 3)), np.arange(3.0)), np.ones(2))[1]
     array([2., 2., 2.])
@@ -97,8 +99,7 @@ def einsum_vjp(
             f"einsum_vjp {spec.text!r}: the cotangent has shape {cot.shape}, "
             f"but the result has shape {spec.output_shape}"
         )
-    if isinstance(optimize, (list, tuple)):
-        optimize = "auto"
+    optimize = derived_optimize(optimize)
     tensor_out = any_tensor(*operands, cotangent)
     grads = []
     for k, x in enumerate(arrays):

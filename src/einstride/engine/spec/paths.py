@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
+from opt_einsum.path_random import RandomOptimizer  # type: ignore[import-untyped]
 
 from ...errors import EinsumError, EinsumPathError
 from .costmodel import path_cost
@@ -34,6 +35,7 @@ __all__ = [
     "OPTIMIZE_NAMES",
     "check_optimize",
     "choose_path",
+    "derived_optimize",
     "find_path",
     "given_path",
     "optimize_key",
@@ -94,6 +96,23 @@ def optimize_key(optimize: Any) -> Any:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def derived_optimize(optimize: Any) -> Any:
+    """``optimize=`` for an einsum made from a call's (a gradient's, a path step's): an
+    explicit path names the call's operands, and one of opt_einsum's random optimizers
+    refuses a second contraction ("the arguments ... have changed": a review found every
+    gradient of three operands or more failing), so those einsums search their own path
+    (``"auto"``); any other form is passed on.
+
+    >>> derived_optimize([(0, 1), (0, 1)]), derived_optimize("greedy")
+    ('auto', 'greedy')
+    >>> derived_optimize(opt_einsum.RandomGreedy())
+    'auto'
+    """
+    if isinstance(optimize, (list, tuple, RandomOptimizer)):
+        return "auto"
+    return optimize
 
 
 def path_fits_any_size(optimize: Any, n: int) -> bool:

@@ -30,9 +30,10 @@ import torch
 
 from ...call import EinsumCall, EquationKey
 from ...spec.backward import backward_equations
+from ...spec.paths import derived_optimize
 from .dtypes import numpy_dtype
 
-__all__ = ["Backward", "EinsumFunction", "own_search", "vjp"]
+__all__ = ["Backward", "EinsumFunction", "vjp"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +70,7 @@ class EinsumFunction(torch.autograd.Function):
         read = [any(n for k, n in enumerate(needs) if k != j) for j in range(len(tensors))]
         ctx.save_for_backward(*(t for t, r in zip(tensors, read) if r))
         ctx.einsum_unread = [None if r else (t.shape, t.dtype) for t, r in zip(tensors, read)]
-        return run(tensors, None)
+        return _owned(run(tensors, None), tensors)
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
@@ -83,6 +84,23 @@ class EinsumFunction(torch.autograd.Function):
         ]
         grads = vjp(ctx.einsum_backward, tensors, cotangent, ctx.needs_input_grad[2:])
         return (None, None, *grads)
+
+
+def _owned(result: torch.Tensor, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``result``, or where it is a view of a buffer the forward made (a product's output
+    reshaped or permuted), the same elements as a tensor of its own: autograd refuses an
+    in-place change of a view made inside a ``Function`` (``loss += 1.0`` raised, as
+    ``torch.einsum``'s result allows; found by a review).  Not a copy: the tensor takes
+    the buffer's storage, which nothing else holds.  A view of an operand (a diagonal)
+    stays a view: it must share the operand's version counter."""
+    if result._base is None:
+        return result
+    storage = result.untyped_storage().data_ptr()
+    if any(t.untyped_storage().data_ptr() == storage for t in tensors if t.numel()):
+        return result
+    own = torch.empty(0, dtype=result.dtype, device=result.device)
+    offset, shape, strides = result.storage_offset(), result.shape, result.stride()
+    return own.set_(result.untyped_storage(), offset, shape, strides)
 
 
 def _vjp_key(key: EquationKey) -> Any:
@@ -159,12 +177,6 @@ def vjp(
     ]
 
 
-def own_search(optimize: Any) -> Any:
-    """``optimize=`` for an einsum made from a call's (a path step, a gradient): a path
-    given for the call names its operands, not this einsum's, which searches its own."""
-    return "auto" if isinstance(optimize, (list, tuple)) else optimize
-
-
 def _recipes_of(backward: Backward, tensors: Sequence[torch.Tensor]) -> tuple[_Recipe, ...]:
     return _recipes(_vjp_key(backward.key), tuple(tuple(t.shape) for t in tensors))
 
@@ -177,7 +189,7 @@ def _calls(
     needs: Sequence[bool],
 ) -> list[EinsumCall | None]:
     """The backward einsum of every operand that needs a gradient (None for the others)."""
-    optimize = own_search(backward.optimize)
+    optimize = derived_optimize(backward.optimize)
     plain = [t.conj() if t.is_complex() else t for t in tensors]
     # a 0-d cotangent (a scalar result) would not count in torch's promotion: the gradients
     # are computed in the result's dtype, as the forward was (not float16 of another operand)

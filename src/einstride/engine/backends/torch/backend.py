@@ -28,7 +28,8 @@ import torch
 from ....errors import EinsumError
 from ...call import EinsumCall
 from ...registry import HOT_PATHS, LANE_REPORTS
-from .autograd import Backward, EinsumFunction, own_search
+from ...spec.paths import derived_optimize
+from .autograd import Backward, EinsumFunction
 from .guard import limit_for
 from .lanes import lane_for, lane_report
 from .operands import as_tensors, check_out, facts_of
@@ -108,7 +109,7 @@ def _graph(
     if entry.native:
         return entry.run(tensors, None)
     if by_steps_too and runs_by_steps(entry.plan):
-        optimize = own_search(optimize)
+        optimize = derived_optimize(optimize)
 
         def step(step_key: Any, operands: tuple[torch.Tensor, ...]) -> torch.Tensor:
             result = _plain_run(step_key, operands, optimize, memory_limit)
