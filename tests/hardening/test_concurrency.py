@@ -6,6 +6,7 @@ still give correct answers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import traceback
@@ -129,3 +130,29 @@ def test_threads_hammering_einsum_and_one_expression():
     rng = np.random.default_rng(99)  # the survivors of the churn still answer correctly
     for _ in range(50):
         one_call(rng, expression)
+
+
+def test_einsum_inside_any_of_the_engines_locks_does_not_hang() -> None:
+    """A signal handler or a finalizer runs inside whatever lock its thread holds and may
+    call einsum, which takes the same locks (a review hung in the path report's lock, a
+    3-operand einsum in a SIGALRM handler): every lock must be reentrant."""
+    from einstride.engine.backends.numpy import cache, options
+    from einstride.engine.spec import search
+
+    results: list[float] = []
+
+    def inside(lock: Any) -> None:
+        with lock:
+            es.clear_plan_cache()
+            chain = [np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 3))]
+            results.append(float(es.einsum("ij,jk,ki->", *chain)))  # a path, remembered
+            es.einsum("ij,jk,ki->", *[np.ones((3, 4)), np.ones((4, 6)), np.ones((6, 3))])
+            dataclasses.replace(options.default_options(), split_min_bytes=1 << 20)  # interned
+            results.append(float(es.plan_cache_info().generic))
+
+    for lock in (search._RECENT_LOCK, cache._COUNT_LOCK, options._INTERN_LOCK):
+        thread = threading.Thread(target=inside, args=(lock,), daemon=True)
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive(), f"einsum hung on {lock!r}"
+    assert results[0::2] == [60.0] * 3

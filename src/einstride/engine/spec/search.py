@@ -648,7 +648,7 @@ def _chosen(
 
 _RECENT: OrderedDict[Any, PathChoice] = OrderedDict()
 _RECENT_SIZE = 256
-_RECENT_LOCK = threading.Lock()
+_RECENT_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may call einsum
 
 
 def _recent_key(

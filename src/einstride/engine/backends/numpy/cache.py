@@ -26,7 +26,7 @@ import numpy as np
 from ....errors import EinsumError
 from ...call import dtype_of, equation_of
 from ...spec.dtypes import check_numeric
-from ...spec.equation import bind, parse_subscripts
+from ...spec.equation import bind, parse_subscripts, quoted
 from ...spec.paths import optimize_key
 from ...spec.search import forget_longer
 from .direct import direct_entry
@@ -145,7 +145,7 @@ def _check_out_facts(
     check_numeric(out_dtype, "out= has dtype")  # not object, str, datetime, ...
     if out_shape != shape:
         raise EinsumError(
-            f"einsum {text!r}: out= has shape {out_shape}, but the result has shape {shape}"
+            f"einsum {quoted(text)}: out= has shape {out_shape}, but the result has shape {shape}"
         )
     return out_strides, out_dtype
 
@@ -175,7 +175,7 @@ def hot_cache(
 
 _GENERIC_ANSWERS = [0]
 _DIRECT_ANSWERS = [0]
-_COUNT_LOCK = threading.Lock()
+_COUNT_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may call einsum
 
 
 def cached_entry(

@@ -41,7 +41,7 @@ __all__ = [
 _ENV = "EINSTRIDE_NUM_THREADS"
 _T = TypeVar("_T")
 _INTERNED: dict[tuple[Any, ...], Any] = {}
-_INTERN_LOCK = threading.Lock()
+_INTERN_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may call einsum
 
 
 class _Interned(type):
