@@ -79,3 +79,54 @@ def test_tensor_views_past_numpys_limits_are_layout_errors():
         t[(None,) * 64 + (Ellipsis,)]
     with pytest.raises(LayoutError, match="bytes"):
         es.broadcast_to(t, (2**60, 4))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("i,j->", (2**61,), (2,)),  # 2**64 bytes: no NumPy array
+        ("ij,jk->ik", (2**40, 2**40), (2**40, 2**40)),
+        ("ij,jk->ik", (0, 2**62), (2**62, 2**62)),
+        ("".join(LABELS[:70]) + "->", (2,) * 70),  # rank 70
+    ],
+)
+def test_explain_reports_shapes_no_numpy_array_can_have(args):
+    """explain tried the lanes on C-order stand-ins, which NumPy refused to make (a bare
+    ValueError, found by a review): no lane runs a call NumPy cannot make."""
+    report = explain(*args)
+    assert report.startswith("einsum ") and "lane:" not in report
+
+
+def test_reports_of_counts_past_a_floats_range():
+    """130 operands of 300: naive FLOPs past 1e308, the speedup a bare OverflowError (a
+    review); the counts are then written in powers of ten."""
+    labels = [chr(0x4E00 + k) for k in range(130)]
+    report = es.einsum_path(",".join(labels) + "->", *[(300,)] * 130)[1]
+    assert "naive FLOPs: 1.38e+324" in report and "x)" in report
+
+
+def test_the_cost_model_takes_sizes_past_a_floats_range():
+    """17 operands of 2**62 elements (broadcast views), every one kept: the cost model
+    converted its sizes to floats (a bare OverflowError, before the output's own check)."""
+    view = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), (2**62,), (0,))
+    equation = ",".join("abcdefghijklmnopq") + "->abcdefghijklmnopq"
+    with pytest.raises(EinsumError, match="output would allocate"):
+        es.einsum(equation, *[view] * 17)
+    for optimize in ("auto", "greedy", False):
+        path, report = es.einsum_path(equation, *[(2**62,)] * 17, optimize=optimize)
+        assert len(path) >= 2 and report.startswith("einsum ")
+
+
+def test_errors_quote_a_long_equation_shortened():
+    """Messages made after parsing quoted the whole equation (968 characters for 300
+    operands, a review); they quote at most 80 characters of it, as the parser's do."""
+    terms = ",".join(chr(0x4E00 + i) + chr(0x4E01 + i) for i in range(300))
+    equation = terms + "->" + chr(0x4E00) + chr(0x4E00 + 300)
+    operands = [np.ones((2, 2))] * 300
+    for call in (
+        lambda: es.einsum(equation, *operands, out=np.zeros((3, 3))),
+        lambda: es.einsum(equation, *operands, memory_limit=10),
+    ):
+        with pytest.raises(EinsumError) as info:
+            call()
+        assert len(str(info.value)) < 400 and "…" in str(info.value)

@@ -18,6 +18,7 @@ array([0, 4, 8])
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -193,7 +194,7 @@ def explain(
         facts, wanted = shape_facts(shaped), None if dtype is None else dt
         within = _memory.LIMIT if limit is None else limit
         report = explain_within(plan, subscripts, facts, None, wanted, optimize, within)
-        if dtype is memory_limit is None:
+        if dtype is memory_limit is None and all(_array_can_be(s, dt) for s, dt in shaped):
             stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
             report = _with_lane(report, subscripts, stand_ins, optimize)
         return with_direct_note(report, subscripts, facts, wanted, optimize, within)
@@ -210,6 +211,17 @@ def explain(
         limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
         report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit)
     return report
+
+
+def _array_can_be(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
+    """Whether NumPy can make an array of ``shape``: at most 64 axes, fewer than 2**63 bytes
+    (no lane answers a call it cannot make; a review found explain raising NumPy's own
+    errors on such shapes).
+
+    >>> _array_can_be((2**61,), np.dtype("f8")), _array_can_be((2,) * 65, np.dtype("f8"))
+    (False, False)
+    """
+    return len(shape) <= 64 and math.prod(shape) * dtype.itemsize < 2**63
 
 
 def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:

@@ -33,7 +33,7 @@ from .call import (
     split_sublists,
 )
 from .registry import DEFAULT, backend_for
-from .spec.equation import bind
+from .spec.equation import bind, quoted
 from .spec.walk import plan_path
 
 __all__ = ["Expression", "contract_expression"]
@@ -101,13 +101,13 @@ class Expression:
     def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
         if count != len(self.shapes):
             raise EinsumError(
-                f"einsum {self.subscripts!r}: the expression takes "
+                f"einsum {quoted(self.subscripts)}: the expression takes "
                 f"{len(self.shapes)} operand(s), got {count}"
             )
         for i, (shape, declared) in enumerate(zip(shapes, self.shapes)):
             if shape != declared:
                 raise EinsumError(
-                    f"einsum {self.subscripts!r}: operand {i} has shape "
+                    f"einsum {quoted(self.subscripts)}: operand {i} has shape "
                     f"{shape}, but the expression was made for {declared}"
                 )
 

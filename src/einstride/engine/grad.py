@@ -41,7 +41,7 @@ from .backends.numpy.execute import numpy_equation
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
 from .spec.dtypes import check_numeric
-from .spec.equation import parse_sublists
+from .spec.equation import parse_sublists, quoted
 from .spec.paths import derived_optimize
 
 __all__ = ["einsum_vjp"]
@@ -96,7 +96,7 @@ def einsum_vjp(
     output = spec.output
     if cot.shape != spec.output_shape:
         raise EinsumError(
-            f"einsum_vjp {spec.text!r}: the cotangent has shape {cot.shape}, "
+            f"einsum_vjp {quoted(spec.text)}: the cotangent has shape {cot.shape}, "
             f"but the result has shape {spec.output_shape}"
         )
     optimize = derived_optimize(optimize)

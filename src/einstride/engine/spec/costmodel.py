@@ -57,6 +57,11 @@ THIN_SIDE = 16.0
 THIN_INNER = 8.0
 
 
+_CAPPED = 10**300
+"""The largest size the estimates take (a float holds it; a review found sizes of 2**62 in
+17 operands past a float's range: the cost model raised OverflowError)."""
+
+
 def thin_factor(rows: int, inner: int, cols: int) -> float:
     """How many times its FLOPs at full BLAS speed a ``(rows x inner) @ (inner x cols)``
     product costs: about 1 for large matrices, more as any dimension thins.
@@ -121,6 +126,10 @@ class Problem:
         """The number of elements of a tensor over the labels of ``mask``."""
         return self._sizes.get(mask) or self._fill(mask)
 
+    def _capped(self, mask: int) -> int:
+        """:meth:`size` for the estimates, at most :data:`_CAPPED` (a float holds it)."""
+        return min(self.size(mask), _CAPPED)
+
     @property
     def known_size(self) -> Callable[[int], int | None]:
         """The memo's lookup (None when not yet known): with :attr:`fill_size`, a hot loop's
@@ -152,7 +161,7 @@ class Problem:
         """ns of copying an operand over ``mask`` into matmul's order (memoized)."""
         found = self._copies.get(mask)
         if found is None:
-            rank, size = mask.bit_count(), self.size(mask)
+            rank, size = mask.bit_count(), self._capped(mask)
             run = size ** (1.0 / rank) if rank >= 3 else 0.0
             found = size * (COPY_NS_PER_ELEMENT + COPY_NS_PER_RUN / run) if run else 0.0
             self._copies[mask] = found
@@ -172,25 +181,27 @@ class Problem:
         ra, rb = a & (b | keep), b & (a | keep)
         union = ra | rb
         out = union & keep
-        loop = known(union) or fill(union)
-        size_a, size_b = known(ra) or fill(ra), known(rb) or fill(rb)
-        size_out = known(out) or fill(out)
+        exact_loop = known(union) or fill(union)
+        # estimates in floats: sizes past a float's range (no machine's) are capped
+        loop = min(exact_loop, _CAPPED)
+        size_a, size_b = min(known(ra) or fill(ra), _CAPPED), min(known(rb) or fill(rb), _CAPPED)
+        size_out = min(known(out) or fill(out), _CAPPED)
         ns = STEP_NS + BYTE_NS * ITEMSIZE * (size_a + size_b + size_out)
         if union != out:  # a batched matmul (BLAS), plus matmul's loop over its matrices
             batch = ra & rb & keep
-            matrices = known(batch) or fill(batch)
-            inner = loop // size_out  # the matrix sizes from known sizes: no new mask to fill
+            matrices = min(known(batch) or fill(batch), _CAPPED)
+            inner = max(loop // size_out, 1)  # the matrix sizes from known sizes: no new mask
             thin = thin_factor(size_a // (matrices * inner), inner, size_b // (matrices * inner))
             ns += GEMM_NS_PER_FLOP * 2.0 * loop * thin + MATRIX_NS * matrices
             ns += self._copy(ra) + self._copy(rb)
         else:  # a broadcast multiply (outer or Hadamard product): NumPy's loop
             ns += LOOP_NS_PER_ELEMENT * loop
         if ra != a:
-            ns += STEP_NS + BYTE_NS * ITEMSIZE * (known(a) or fill(a))
+            ns += STEP_NS + BYTE_NS * ITEMSIZE * min(known(a) or fill(a), _CAPPED)
         if rb != b:
-            ns += STEP_NS + BYTE_NS * ITEMSIZE * (known(b) or fill(b))
+            ns += STEP_NS + BYTE_NS * ITEMSIZE * min(known(b) or fill(b), _CAPPED)
         if ra == a and rb == b:
-            return ns, loop * (2 if union != out else 1)
+            return ns, exact_loop * (2 if union != out else 1)
         both = a | b
         return ns, (known(both) or fill(both)) * (2 if both & ~keep else 1)
 
@@ -236,7 +247,7 @@ class Problem:
     def _worst_pair(self, a: int, b: int, keep: int) -> float:
         """:meth:`pair`'s nanoseconds at their worst, from the sizes of ``a``, ``b``,
         ``keep`` and their union."""
-        size = self.size
+        size = self._capped
         operands = size(a) + size(b)
         return (
             3 * STEP_NS
@@ -262,7 +273,9 @@ class Problem:
             if len(picked) == 1:
                 keep = acc & (self.output | _held(holders, acc))
                 if keep != acc:  # a sum over labels of this operand alone (else a view)
-                    total_ns += STEP_NS + BYTE_NS * ITEMSIZE * (self.size(acc) + self.size(keep))
+                    total_ns += STEP_NS + BYTE_NS * ITEMSIZE * (
+                        self._capped(acc) + self._capped(keep)
+                    )
                     total_flops += self.size(acc)
                 acc = keep
             for j in range(1, len(picked)):

@@ -41,6 +41,7 @@ __all__ = [
     "parse_equation",
     "parse_sublists",
     "parse_subscripts",
+    "quoted",
     "shorten_equation",
 ]
 
@@ -86,6 +87,15 @@ def shorten_equation(text: str, position: int | None = None, width: int = _SHOWN
     start = max(0, min(centre - width // 2, len(text) - width))
     end = start + width
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
+
+
+def quoted(text: str) -> str:
+    """An equation as an error message quotes it: :func:`shorten_equation`'s, in quotes.
+
+    >>> quoted("ij,jk->ik")
+    "'ij,jk->ik'"
+    """
+    return repr(shorten_equation(text))
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ....errors import EinsumError
-from ...spec.equation import EinsumSpec
+from ...spec.equation import EinsumSpec, quoted
 from ...spec.walk import walk_path
 
 __all__ = [
@@ -310,7 +310,7 @@ def choose_chunks(plan: DaskPlan, initial: Mapping[int, int], budget: int) -> di
         if label is None:
             step = plan.steps[worst]
             raise EinsumError(
-                f"einsum {plan.spec.text!r}: step {worst + 1} ({step.kind}) needs "
+                f"einsum {quoted(plan.spec.text)}: step {worst + 1} ({step.kind}) needs "
                 f"{costs[worst]:,} bytes per task even with chunks of one element, more than "
                 f"the task memory budget of {budget:,} bytes"
             )

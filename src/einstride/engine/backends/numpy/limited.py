@@ -38,7 +38,7 @@ import numpy as np
 
 from ....errors import EinsumError
 from ...call import equation_of
-from ...spec.equation import bind
+from ...spec.equation import bind, quoted
 from ...spec.paths import find_path, optimize_key
 from ...spec.slicing import MAX_SLICES, PathModel, find_slicing, make_slicing, path_model
 from ...spec.walk import search_problem
@@ -180,9 +180,9 @@ def _check_result(base: Plan, own: bool, limit: int) -> None:
     needed = _result_bytes(base) if own else 0
     if needed > limit:
         raise EinsumError(
-            f"einsum {base.spec.text!r}: output would allocate {needed:,} bytes for the output "
-            f"of shape {base.spec.output_shape} ({base.result_dtype}), more than the memory "
-            f"limit of {limit:,} bytes"
+            f"einsum {quoted(base.spec.text)}: output would allocate {needed:,} bytes for the "
+            f"output of shape {base.spec.output_shape} ({base.result_dtype}), more than the "
+            f"memory limit of {limit:,} bytes"
         )
 
 
@@ -310,13 +310,13 @@ def _cannot_fit(
     text = base.spec.text
     if smallest.peak > limit:
         return EinsumError(
-            f"einsum {text!r}: even sliced to one index of every label, a slice would allocate "
-            f"{smallest.peak:,} bytes at its peak (the result {smallest.result_bytes:,}, "
+            f"einsum {quoted(text)}: even sliced to one index of every label, a slice would "
+            f"allocate {smallest.peak:,} bytes at its peak (the result {smallest.result_bytes:,}, "
             f"accumulators {smallest.accumulator_bytes + smallest.partial_bytes:,}, the slice "
             f"{smallest.slice_peak:,}), more than the memory limit of {limit:,} bytes"
         )
     return EinsumError(
-        f"einsum {text!r}: the plan would allocate {peak:,} bytes at its peak, more than the "
+        f"einsum {quoted(text)}: the plan would allocate {peak:,} bytes at its peak, more than the "
         f"memory limit of {limit:,} bytes, and no slicing into at most {MAX_SLICES:,} slices "
         "was found that fits it"
     )

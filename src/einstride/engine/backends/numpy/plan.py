@@ -40,7 +40,7 @@ import numpy as np
 from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
-from ...spec.equation import EinsumSpec, Equation, bind
+from ...spec.equation import EinsumSpec, Equation, bind, quoted
 from ...spec.paths import optimize_key, path_fits_any_size
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
@@ -230,8 +230,8 @@ def check_ranks(plan: Plan) -> None:
     for name, shape in found:
         if len(shape) > MAX_NDARRAY_RANK:
             raise EinsumError(
-                f"einsum {plan.spec.text!r}: {name} would need an array of rank {len(shape)}; "
-                f"NumPy arrays have at most {MAX_NDARRAY_RANK} dimensions"
+                f"einsum {quoted(plan.spec.text)}: {name} would need an array of rank "
+                f"{len(shape)}; NumPy arrays have at most {MAX_NDARRAY_RANK} dimensions"
             )
 
 
@@ -1034,7 +1034,7 @@ def check_memory(plan: Plan, limit: int) -> None:
     for name, alloc in plan.allocations():
         if alloc.nbytes > limit:
             raise EinsumError(
-                f"einsum {plan.spec.text!r}: {name} would allocate {alloc.nbytes:,} bytes for "
-                f"the {alloc.what} of shape {alloc.shape} ({alloc.dtype}), more than the memory "
-                f"limit of {limit:,} bytes"
+                f"einsum {quoted(plan.spec.text)}: {name} would allocate {alloc.nbytes:,} "
+                f"bytes for the {alloc.what} of shape {alloc.shape} ({alloc.dtype}), more than "
+                f"the memory limit of {limit:,} bytes"
             )

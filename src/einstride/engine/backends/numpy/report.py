@@ -5,6 +5,7 @@ allocates (exactly what the executor allocates)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import assert_never
 
@@ -67,10 +68,9 @@ def format_plan(plan: Plan) -> str:
         f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
         f"computed in {plan.compute_dtype}"
     )
-    speedup = plan.naive_flops / plan.flops if plan.flops else 1.0
     lines.append(
-        f"  naive FLOPs: {plan.naive_flops:,}   optimized FLOPs: {plan.flops:,}   "
-        f"(speedup {speedup:.3g}x)"
+        f"  naive FLOPs: {count_text(plan.naive_flops)}   optimized FLOPs: "
+        f"{count_text(plan.flops)}   (speedup {_ratio_text(plan.naive_flops, plan.flops)})"
     )
     inter = plan.largest_intermediate()
     lines.append(
@@ -261,6 +261,39 @@ _REDUCE_KERNELS = {
     Kernel.MATVEC: "a BLAS matrix-vector product, matrix @ ones, on BLAS's threads",
     Kernel.VECMAT: "a BLAS vector-matrix product, ones @ matrix, on BLAS's threads",
 }
+
+
+def count_text(n: int) -> str:
+    """A count with thousands separators, or past 10**18 in powers of ten (a naive count of
+    thousands of operands has more digits than a float holds, or ``str`` writes).
+
+    >>> count_text(1234567), count_text(3 * 10**400), count_text(10**21 - 1)
+    ('1,234,567', '3e+400', '1e+21')
+    """
+    return f"{n:,}" if n < 10**18 else _powers_of_ten(math.log10(n))
+
+
+def _ratio_text(a: int, b: int) -> str:
+    """``a / b`` as ``"12.5x"``, in powers of ten past a float's range (a review: the
+    report's speedup raised OverflowError for 130 operands of 300).
+
+    >>> _ratio_text(25, 2), _ratio_text(10**400, 4)
+    ('12.5x', '2.5e+399x')
+    """
+    if not b:
+        return "1x"
+    try:
+        return f"{a / b:.3g}x"
+    except OverflowError:
+        return f"{_powers_of_ten(math.log10(a) - math.log10(b))}x"
+
+
+def _powers_of_ten(exponent: float) -> str:
+    whole = math.floor(exponent)
+    mantissa = float(f"{10 ** (exponent - whole):.3g}")
+    if mantissa >= 10:  # (rounded up to the next power)
+        mantissa, whole = mantissa / 10, whole + 1
+    return f"{mantissa:g}e+{whole}"
 
 
 def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:

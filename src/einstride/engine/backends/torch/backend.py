@@ -28,6 +28,7 @@ import torch
 from ....errors import EinsumError
 from ...call import EinsumCall
 from ...registry import HOT_PATHS, LANE_REPORTS
+from ...spec.equation import quoted
 from ...spec.paths import derived_optimize
 from .autograd import Backward, EinsumFunction
 from .guard import limit_for
@@ -54,7 +55,7 @@ def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None
     allocation over it is named), and what torch cannot run is refused."""
     if entry.integer_products and device.type != "cpu":
         raise TypeError(
-            f"einsum {entry.text!r}: the plan multiplies matrices of integers or "
+            f"einsum {quoted(entry.text)}: the plan multiplies matrices of integers or "
             f"bools, which torch does not do on {device}; cast the operands to a "
             "floating dtype (or run on the CPU)"
         )
@@ -64,8 +65,8 @@ def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None
     if entry.peak > limit:
         check_memory(entry.plan, limit)
         raise EinsumError(
-            f"einsum {entry.text!r}: the plan would allocate {entry.peak:,} bytes at its peak, "
-            f"more than the memory limit of {limit:,} bytes (on torch, einsum does not slice "
+            f"einsum {quoted(entry.text)}: the plan would allocate {entry.peak:,} bytes at its "
+            f"peak, more than the memory limit of {limit:,} bytes (on torch, einsum does not slice "
             "a contraction to fit)"
         )
 
@@ -83,7 +84,7 @@ def einsum(call: EinsumCall) -> torch.Tensor:
     if call.out is not None:
         if graph or (torch.is_grad_enabled() and getattr(call.out, "requires_grad", False)):
             raise TypeError(
-                f"einsum {entry.text!r}: out= does not take part in autograd (an "
+                f"einsum {quoted(entry.text)}: out= does not take part in autograd (an "
                 "operand or out requires grad); drop out= or run under "
                 "torch.no_grad()"
             )

@@ -29,6 +29,7 @@ from ....footprint import Footprint
 from ....layout import Layout
 from ....narrow import is_bfloat16
 from ....tensors import Tensor, as_array
+from ...spec.equation import quoted
 from .dtypes import numpy_dtype
 
 __all__ = ["Facts", "as_tensors", "byte_strides", "check_out", "facts_of", "overlaps"]
@@ -164,35 +165,36 @@ def check_out(
     locations, sharing no memory with any operand."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(
-            f"einsum {text!r}: out= must be a torch.Tensor with torch operands, "
+            f"einsum {quoted(text)}: out= must be a torch.Tensor with torch operands, "
             f"not {type(out).__name__}"
         )
     if out.layout != torch.strided or out.is_conj() or out.is_neg():
         raise TypeError(
-            f"einsum {text!r}: out= must be a strided tensor whose memory holds "
+            f"einsum {quoted(text)}: out= must be a strided tensor whose memory holds "
             "its values (not sparse, not a conjugate or negative view)"
         )
     if out.device != device:
-        raise TypeError(f"einsum {text!r}: out= is on {out.device}, the operands on {device}")
+        raise TypeError(f"einsum {quoted(text)}: out= is on {out.device}, the operands on {device}")
     if tuple(out.shape) != shape:
         raise EinsumError(
-            f"einsum {text!r}: out= has shape {tuple(out.shape)}, but the result has shape {shape}"
+            f"einsum {quoted(text)}: out= has shape {tuple(out.shape)}, but the result has "
+            f"shape {shape}"
         )
     numpy_dtype(out.dtype, "out= has dtype")
     if not torch.can_cast(result, out.dtype):
         raise TypeError(
-            f"einsum {text!r}: out= has dtype {out.dtype}, which cannot hold {result} values"
+            f"einsum {quoted(text)}: out= has dtype {out.dtype}, which cannot hold {result} values"
         )
     if _footprint(out).has_repeated_locations:
         raise LayoutError(
-            f"einsum {text!r}: out= (shape {tuple(out.shape)}, strides "
+            f"einsum {quoted(text)}: out= (shape {tuple(out.shape)}, strides "
             f"{out.stride()}) has repeated locations and cannot hold distinct "
             "values"
         )
     for i, t in enumerate(tensors):
         if overlaps(out, t):
             raise LayoutError(
-                f"einsum {text!r}: out= overlaps operand {i}; pass a tensor that "
+                f"einsum {quoted(text)}: out= overlaps operand {i}; pass a tensor that "
                 "shares no memory with the operands"
             )
     return out

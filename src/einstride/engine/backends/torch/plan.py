@@ -30,7 +30,7 @@ import torch
 
 from ....errors import EinsumError
 from ...call import equation_of
-from ...spec.equation import EinsumSpec, bind
+from ...spec.equation import EinsumSpec, bind, quoted
 from ...spec.matmul import MatmulForm, kind_counts
 from ...spec.paths import optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
@@ -208,7 +208,7 @@ class _Call:
             out_shape, out_strides, out_dtype = out_facts
             if tuple(out_shape) != spec.output_shape:
                 raise EinsumError(
-                    f"einsum {spec.text!r}: out= has shape {tuple(out_shape)}, but "
+                    f"einsum {quoted(spec.text)}: out= has shape {tuple(out_shape)}, but "
                     f"the result has shape {spec.output_shape}"
                 )
             out = (byte_strides(out_strides, out_dtype), numpy_dtype(out_dtype, "out= has dtype"))
