@@ -256,3 +256,36 @@ def test_plans_are_cached_per_layout() -> None:
     assert entry_for("ij,jk->ik", facts_of([a, a.T]), None, None, "auto") is first
     other = entry_for("ij,jk->ik", facts_of([a, a.T.contiguous()]), None, None, "auto")
     assert other is not first and other.plan.strides != first.plan.strides
+
+
+def test_out_overlapping_an_operand_that_was_converted_is_a_layout_error() -> None:
+    """An operand whose converted tensor is a copy (a lazy conjugate or negation resolved,
+    a NumPy view of negative strides) still names the memory it reads: ``out=`` there ran
+    in place (a review); the converted copy's own memory was checked instead."""
+    z = torch.tensor([[1 + 1j, 2 + 2j]])
+    x = torch.tensor([1.0, 2.0, 3.0])
+    a = np.arange(4.0)
+    calls = [
+        lambda: es.einsum("ij->ij", z.conj(), out=z),
+        lambda: es.einsum("i->i", torch._neg_view(x), out=x),
+        lambda: es.einsum("i,i->i", a[::-1], torch.ones(4).double(), out=torch.from_numpy(a)),
+    ]
+    for call in calls:
+        with pytest.raises(es.LayoutError, match="out= overlaps operand 0"):
+            call()
+    separate = torch.zeros(4, dtype=torch.float64)
+    es.einsum("i,i->i", a[::-1], torch.ones(4, dtype=torch.float64), out=separate)
+    assert separate.tolist() == [3.0, 2.0, 1.0, 0.0]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_nested_tensor_is_a_type_error() -> None:
+    """Its layout says strided, but it has no sizes: torch's own internal error came out."""
+    nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    for call in (
+        lambda: es.einsum("ij->i", nested),
+        lambda: es.einsum("ij,jk->ik", nested, torch.ones(3, 3)),
+        lambda: es.explain("ij->i", nested),
+    ):
+        with pytest.raises(TypeError, match="nested torch tensor"):
+            call()

@@ -88,7 +88,9 @@ def einsum(call: EinsumCall) -> torch.Tensor:
                 "operand or out requires grad); drop out= or run under "
                 "torch.no_grad()"
             )
-        out = check_out(call.out, tensors, device, entry.result, entry.output_shape, entry.text)
+        out = check_out(
+            call.out, tensors, device, entry.result, entry.output_shape, entry.text, call.operands
+        )
     _guard(entry, device, call.memory_limit)
     if graph:
         by_steps_too = call.dtype is None and call.out is None
@@ -213,6 +215,7 @@ def _plain_entry(
             or t.device != device
             or t.is_conj()
             or t.is_neg()
+            or t.is_nested
         ):
             return None
         graph = graph or t.requires_grad

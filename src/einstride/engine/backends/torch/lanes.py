@@ -506,6 +506,8 @@ def _plain(a: torch.Tensor, graph: bool = False) -> bool:
     their gradients."""
     if a.dtype not in _DTYPES or a.layout is not _STRIDED or a.is_conj() or a.is_neg():
         return False
+    if a.is_nested:  # (strided too, but without sizes: the full path says so)
+        return False
     if not (a.requires_grad and torch.is_grad_enabled()):
         return True
     return graph and a.numel() * a.element_size() <= limit_for(a.device, None)

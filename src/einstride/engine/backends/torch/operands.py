@@ -71,6 +71,11 @@ def _plain(x: torch.Tensor, what: str) -> torch.Tensor:
             f"einsum: {what} is a {x.layout} torch tensor; the torch backend "
             "takes strided (dense) tensors (call .to_dense() first)"
         )
+    if x.is_nested:  # its layout says strided, but it has no sizes (a review: torch's crash)
+        raise TypeError(
+            f"einsum: {what} is a nested torch tensor; the torch backend takes strided "
+            "tensors of one shape (call .to_padded_tensor(0.0) first)"
+        )
     if x.is_conj() or x.is_neg():
         return x.resolve_conj().resolve_neg()
     return x
@@ -159,10 +164,12 @@ def check_out(
     result: torch.dtype,
     shape: tuple[int, ...],
     text: str,
+    originals: Sequence[Any] = (),
 ) -> torch.Tensor:
     """``out=`` checked before anything is written: a strided tensor on ``device`` of the
     result's ``shape``, able to hold ``result`` values (torch's ``can_cast``), with distinct
-    locations, sharing no memory with any operand."""
+    locations, sharing no memory with any operand (``tensors``, and the ``originals`` they
+    were converted from)."""
     if not isinstance(out, torch.Tensor):
         raise TypeError(
             f"einsum {quoted(text)}: out= must be a torch.Tensor with torch operands, "
@@ -192,9 +199,31 @@ def check_out(
             "values"
         )
     for i, t in enumerate(tensors):
-        if overlaps(out, t):
+        memory = _memory_of(originals[i]) if i < len(originals) else None
+        if overlaps(out, t) or (memory is not None and overlaps(out, memory)):
             raise LayoutError(
                 f"einsum {quoted(text)}: out= overlaps operand {i}; pass a tensor that "
                 "shares no memory with the operands"
             )
     return out
+
+
+def _memory_of(x: Any) -> torch.Tensor | None:
+    """A tensor over the bytes operand ``x`` reads, before it was converted (a conjugate or
+    negative view resolved, a NumPy view of negative strides copied: the converted tensor's
+    memory is not the operand's, and a review found ``out=`` overlapping such operands
+    written in place).  For the overlap check only; None for anything else."""
+    if isinstance(x, torch.Tensor):
+        return x if x.layout == torch.strided and not x.is_nested else None
+    if isinstance(x, Tensor):
+        x = as_array(x)
+    if not isinstance(x, np.ndarray) or not x.size:
+        return None
+    flipped = tuple(ax for ax, stride in enumerate(x.strides) if stride < 0)
+    if flipped:
+        x = np.flip(x, flipped)  # the same bytes, strides >= 0
+    x = x.view(np.int16) if is_bfloat16(x.dtype) else x
+    try:
+        return torch.from_numpy(x)
+    except (TypeError, ValueError, RuntimeError):
+        return None
