@@ -45,8 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``einstride COMMAND ...``; returns the process exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
-        print(_usage())
-        return 0 if args else EXIT_USAGE
+        return _guarded_output(lambda: _print_usage(0 if args else EXIT_USAGE), "--help")
     if args[0] not in _COMMANDS:
         print(
             f"einstride: unknown command {args[0]!r} (choose from "
@@ -62,11 +61,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _guarded_output(lambda: entry(args[1:]), args[0])
 
 
+def _print_usage(code: int) -> int:
+    print(_usage())
+    return code
+
+
 def _guarded_output(run: Callable[[], int], command: str) -> int:
-    """Run a subcommand and flush its output, turning write failures into exit codes."""
+    """Run a subcommand (or print the usage) and flush its output, turning write failures
+    into exit codes (a closed standard output, None, writes nothing: nothing to flush)."""
     try:
         code = run()
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE_CLOSED

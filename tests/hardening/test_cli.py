@@ -29,7 +29,9 @@ def test_a_good_call_prints_the_plan():
     assert done.stdout.startswith("einsum 'ij,jk->ik'") and not done.stderr
 
 
-@pytest.mark.parametrize("command", [["explain", "ij,jk->ik", "2x3", "3x4"], ["demo"]])
+@pytest.mark.parametrize(
+    "command", [["explain", "ij,jk->ik", "2x3", "3x4"], ["demo"], ["--help"], []]
+)
 def test_a_closed_pipe_ends_quietly(command):
     """``einstride ... | head -1`` when head has gone: no traceback, exit code 141."""
     proc = subprocess.Popen(
@@ -43,13 +45,26 @@ def test_a_closed_pipe_ends_quietly(command):
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-@pytest.mark.parametrize("command", [["explain", "ij,jk->ik", "2x3", "3x4"], ["demo"]])
+@pytest.mark.parametrize(
+    "command", [["explain", "ij,jk->ik", "2x3", "3x4"], ["demo"], ["--help"], []]
+)
 def test_a_full_disk_is_one_line_and_exit_code_1(command):
     with open("/dev/full", "w") as full:
         done = run(*command, stdout=full)
     assert done.returncode == cli.EXIT_WRITE_FAILED
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "No space left" in lines[0], done.stderr
+
+
+def test_a_closed_standard_output_writes_nothing_and_no_traceback():
+    """Run with stdout closed (``>&-``), Python's ``sys.stdout`` is None: the flush after the
+    command raised AttributeError (a review)."""
+    done = subprocess.run(
+        [*COMMAND, "explain", "ij,jk->ik", "2x3", "3x4"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60,
+        close_fds=True, preexec_fn=lambda: os.close(1),
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("optimize", ["True", "true", "False", "no", "greedy", "optimal"])
