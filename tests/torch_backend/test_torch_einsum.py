@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -289,3 +290,42 @@ def test_a_nested_tensor_is_a_type_error() -> None:
     ):
         with pytest.raises(TypeError, match="nested torch tensor"):
             call()
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("fortran", [False, True])
+def test_order_lays_out_the_result_as_the_numpy_path_does(order: str, fortran: bool) -> None:
+    """order= was accepted and dropped on torch (a review)."""
+    a, b = np.full((2, 3), 0.5), np.ones((3, 4))
+    if fortran:
+        a, b = np.asfortranarray(a), np.asfortranarray(b)
+    mine = es.einsum("ij,jk->ik", torch.from_numpy(a), torch.from_numpy(b), order=order)
+    theirs = es.einsum("ij,jk->ik", a, b, order=order)
+    assert np.array_equal(mine.numpy(), theirs)
+    if order != "K":
+        element_strides = tuple(s // theirs.itemsize for s in theirs.strides)
+        assert mine.stride() == element_strides
+
+
+@pytest.mark.parametrize("casting", ["no", "equiv", "safe", "same_kind", "unsafe"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float16])
+def test_casting_rules_the_dtype_and_out_casts_as_on_the_numpy_path(
+    casting: str, dtype: Any
+) -> None:
+    """casting= was accepted and dropped on torch (a review): dtype=int32 with 'no' ran."""
+    a, b = np.full((2, 3), 0.5, np.float32), np.ones((3, 4), np.float32)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    outcomes = []
+    for call in (
+        lambda: es.einsum("ij,jk->ik", a, b, dtype=dtype, casting=casting),
+        lambda: es.einsum("ij,jk->ik", ta, tb, dtype=dtype, casting=casting),
+        lambda: es.einsum("ij,jk->ik", a, b, out=np.zeros((2, 4), dtype), casting=casting),
+        lambda: es.einsum(
+            "ij,jk->ik", ta, tb, out=torch.from_numpy(np.zeros((2, 4), dtype)), casting=casting
+        ),
+    ):
+        try:
+            outcomes.append(np.asarray(call()).tolist())
+        except TypeError:
+            outcomes.append("refused")
+    assert outcomes[1] == outcomes[0] and outcomes[3] == outcomes[2]

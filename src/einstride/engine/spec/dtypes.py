@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import EinsumError
+from ...errors import EinsumError, EinsumTypeError
 from ...narrow import as_dtype, is_small_float
 
-__all__ = ["check_numeric", "compute_dtype", "result_dtype"]
+__all__ = ["check_casting", "check_numeric", "compute_dtype", "result_dtype"]
 
 
 def check_numeric(dtype: np.dtype[Any], what: str) -> None:
@@ -30,6 +30,22 @@ def check_numeric(dtype: np.dtype[Any], what: str) -> None:
     """
     if dtype.kind not in "biufc" and not is_small_float(dtype):
         raise TypeError(f"einsum: {what} {dtype}, which is not numeric (bool, int, float, complex)")
+
+
+def check_casting(dtypes: Sequence[np.dtype[Any]], dtype: np.dtype[Any], casting: Any) -> None:
+    """NumPy's ``casting=`` rule for the operands' cast to ``dtype=`` (every backend's).
+
+    >>> check_casting([np.dtype("f8")], np.dtype("i4"), "same_kind")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumTypeError: einsum: operand 0 has dtype float64, which cannot be ...
+    """
+    for i, d in enumerate(dtypes):
+        if not np.can_cast(d, dtype, casting):
+            raise EinsumTypeError(
+                f"einsum: operand {i} has dtype {d}, which cannot be cast to "
+                f"dtype={dtype} by the rule casting={casting!r}"
+            )
 
 
 def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:

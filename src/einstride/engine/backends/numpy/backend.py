@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 
 from .... import memory as _memory
-from ....errors import EinsumError, EinsumTypeError
+from ....errors import EinsumError
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
 from ...call import EinsumCall, check_conversion
+from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
 from .limited import explain_within, run_limited
 
@@ -118,14 +119,8 @@ def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array, limit:
 
 def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
     """NumPy's ``casting=`` rule for the operands' cast to ``dtype=``."""
-    if call.dtype is None:
-        return
-    for i, a in enumerate(arrays):
-        if not np.can_cast(a.dtype, call.dtype, call.casting):  # type: ignore[arg-type]
-            raise EinsumTypeError(
-                f"einsum: operand {i} has dtype {a.dtype}, which cannot be cast to "
-                f"dtype={call.dtype} by the rule casting={call.casting!r}"
-            )
+    if call.dtype is not None:
+        check_casting([a.dtype for a in arrays], np.dtype(call.dtype), call.casting)
 
 
 def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:

@@ -23,14 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import numpy as np
 import torch
 
 from ....errors import EinsumError
 from ...call import EinsumCall
 from ...registry import HOT_PATHS, LANE_REPORTS
+from ...spec.dtypes import check_casting
 from ...spec.equation import quoted
 from ...spec.paths import derived_optimize
 from .autograd import Backward, EinsumFunction
+from .dtypes import numpy_dtype
 from .guard import limit_for
 from .lanes import lane_for, lane_report
 from .operands import as_tensors, check_out, facts_of
@@ -72,12 +75,45 @@ def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None
 
 
 def einsum(call: EinsumCall) -> torch.Tensor:
-    """Run ``call`` on its torch operands' device; a torch tensor (``out=`` when given)."""
+    """Run ``call`` on its torch operands' device; a torch tensor (``out=`` when given),
+    laid out by ``order=`` as NumPy's."""
+    result = _einsum(call)
+    return result if call.order == "K" or call.out is not None else _in_order(result, call)
+
+
+def _in_order(result: torch.Tensor, call: EinsumCall) -> torch.Tensor:
+    """NumPy's ``order=`` layout of a result (``A``: Fortran when every operand is Fortran
+    and not C contiguous; a review found order= ignored on torch)."""
+    if result.dim() < 2:
+        return result
+    order = call.order
+    if order == "A":
+        fortran = all(
+            isinstance(t, torch.Tensor) and _fortran(t) and not t.is_contiguous()
+            for t in call.operands
+        )
+        order = "F" if fortran and call.operands else "C"
+    if order == "C":
+        return result.contiguous()
+    if _fortran(result):
+        return result
+    reversed_axes = tuple(range(result.dim() - 1, -1, -1))
+    return result.permute(reversed_axes).contiguous().permute(reversed_axes)
+
+
+def _fortran(t: torch.Tensor) -> bool:
+    return t.dim() >= 2 and t.permute(tuple(range(t.dim() - 1, -1, -1))).is_contiguous()
+
+
+def _einsum(call: EinsumCall) -> torch.Tensor:
     if call.out is None and call.dtype is None and call.operands:
         result = _plain_run(call.key, call.operands, call.optimize, call.memory_limit)
         if result is not None:
             return result
     tensors, device = as_tensors(call.operands)
+    if call.casting is not None and call.dtype is not None:
+        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(tensors)]
+        check_casting(dtypes, np.dtype(call.dtype), call.casting)
     entry = _entry(call, tensors)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     out = None
@@ -89,8 +125,9 @@ def einsum(call: EinsumCall) -> torch.Tensor:
                 "torch.no_grad()"
             )
         out = check_out(
-            call.out, tensors, device, entry.result, entry.output_shape, entry.text, call.operands
-        )
+            call.out, tensors, device, entry.result, entry.output_shape, entry.text,
+            call.operands, call.casting,
+        )  # fmt: skip
     _guard(entry, device, call.memory_limit)
     if graph:
         by_steps_too = call.dtype is None and call.out is None

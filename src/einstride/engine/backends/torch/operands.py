@@ -165,9 +165,11 @@ def check_out(
     shape: tuple[int, ...],
     text: str,
     originals: Sequence[Any] = (),
+    casting: Any = None,
 ) -> torch.Tensor:
     """``out=`` checked before anything is written: a strided tensor on ``device`` of the
-    result's ``shape``, able to hold ``result`` values (torch's ``can_cast``), with distinct
+    result's ``shape``, able to hold ``result`` values (torch's ``can_cast``, or NumPy's
+    ``casting=`` rule when one is given), with distinct
     locations, sharing no memory with any operand (``tensors``, and the ``originals`` they
     were converted from)."""
     if not isinstance(out, torch.Tensor):
@@ -187,10 +189,15 @@ def check_out(
             f"einsum {quoted(text)}: out= has shape {tuple(out.shape)}, but the result has "
             f"shape {shape}"
         )
-    numpy_dtype(out.dtype, "out= has dtype")
-    if not torch.can_cast(result, out.dtype):
+    held = numpy_dtype(out.dtype, "out= has dtype")
+    if casting is None:  # torch's rule (as its out= takes)
+        fits = torch.can_cast(result, out.dtype)
+    else:  # the rule asked for, NumPy's
+        fits = bool(np.can_cast(numpy_dtype(result, "the result has dtype"), held, casting))
+    if not fits:
         raise TypeError(
             f"einsum {quoted(text)}: out= has dtype {out.dtype}, which cannot hold {result} values"
+            + ("" if casting is None else f" by the rule casting={casting!r}")
         )
     if _footprint(out).has_repeated_locations:
         raise LayoutError(
