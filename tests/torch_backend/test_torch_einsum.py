@@ -329,3 +329,13 @@ def test_casting_rules_the_dtype_and_out_casts_as_on_the_numpy_path(
         except TypeError:
             outcomes.append("refused")
     assert outcomes[1] == outcomes[0] and outcomes[3] == outcomes[2]
+
+
+def test_explain_over_the_memory_limit_says_what_einsum_would_raise() -> None:
+    """As on the NumPy path; the torch report showed the plan alone (a review)."""
+    a, b = torch.randn(20, 30), torch.randn(30, 40)
+    report = es.explain("ij,jk->ik", a, b, memory_limit=100)
+    assert "memory limit: 100 B; einsum would raise EinsumError" in report
+    with pytest.raises(es.EinsumError):
+        es.einsum("ij,jk->ik", a, b, memory_limit=100)
+    assert "would raise" not in es.explain("ij,jk->ik", a, b)

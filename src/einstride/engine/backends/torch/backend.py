@@ -183,7 +183,16 @@ def _with_graph(
 def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
     tensors, device = as_tensors(call.operands)
-    return format_torch_plan(_entry(call, tensors), device)
+    entry = _entry(call, tensors)
+    report = format_torch_plan(entry, device)
+    try:
+        _guard(entry, device, call.memory_limit)
+    except (EinsumError, TypeError) as exc:  # what einsum would raise (a review: not said)
+        limit = limit_for(device, call.memory_limit)
+        return (
+            f"{report}\n  memory limit: {limit:,} B; einsum would raise {type(exc).__name__}: {exc}"
+        )
+    return report
 
 
 _Tensor = torch.Tensor
