@@ -152,7 +152,8 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
     if not isinstance(name, str) or name == "einsum_path" or isinstance(limit, (tuple, list)):
         return None
     if isinstance(limit, (float, np.floating)) and not math.isnan(limit):
-        return name, int(min(limit, _NO_CAP))  # (sizes are ints: its floor caps the same)
+        # (sizes are ints: its floor caps the same; infinity caps nothing)
+        return name, int(limit) if math.isfinite(limit) else _NO_CAP
     if isinstance(limit, bool) or not hasattr(limit, "__index__"):
         raise EinsumError(
             f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
@@ -161,7 +162,7 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
     return name, int(limit)
 
 
-_NO_CAP = float(2**62)  # a float cap past every size (inf included)
+_NO_CAP = 10**400  # an int cap past every size (a float's infinity)
 
 
 def _is_path_head(entry: Any) -> bool:

@@ -240,7 +240,7 @@ def _copied_operands(plan: Plan) -> frozenset[int]:
 
 
 def _estimator(
-    model: PathModel, base: Plan, out: OutFacts | None
+    model: PathModel, base: Plan, out: OutFacts | None, temporaries: bool = True
 ) -> Callable[[tuple[int, ...]], int]:
     """The slicer's peak model in bytes: the result, the accumulator and partial buffers
     when a summed label is sliced, the last step's temporary (the result computed where
@@ -251,11 +251,11 @@ def _estimator(
     result = _result_bytes(base) if out is None else 0
     buffers = 1 if (base.result_dtype if out is None else out[1]) == base.compute_dtype else 2
     summed = [x for x in range(len(model.sizes)) if x not in model.output]
-    temporaries = [
+    counted = [
         (alloc.dtype.itemsize, alloc.labels)
         for step in base.steps
         for alloc in step.allocs
-        if alloc.what == TEMPORARY
+        if temporaries and alloc.what == TEMPORARY
     ]
 
     def peak(widths: tuple[int, ...]) -> int:
@@ -263,7 +263,7 @@ def _estimator(
         if any(widths[x] < model.sizes[x] for x in summed):
             extra = buffers * itemsize * math.prod(widths[x] for x in output)
         temporary = max(
-            (size * math.prod(widths[x] for x in labels) for size, labels in temporaries),
+            (size * math.prod(widths[x] for x in labels) for size, labels in counted),
             default=0,
         )
         return result + extra + temporary + itemsize * model.buffer_elements(widths)
@@ -274,9 +274,27 @@ def _estimator(
 def _slice(
     base: Plan, model: PathModel, out: OutFacts | None, limit: int, options: PlannerOptions | None
 ) -> SlicedPlan | None:
-    """The cheapest slicing found whose real peak fits, or None."""
+    """The cheapest slicing found whose real peak fits, or None: by the model with the last
+    step's temporary, else without it (the path's buffers may hold it already: a review
+    found limits of a few elements refused, the temporary counted twice)."""
+    for temporaries in (True, False):
+        found = _slice_by(
+            base, model, out, limit, options, _estimator(model, base, out, temporaries)
+        )
+        if found is not None:
+            return found
+    return None
+
+
+def _slice_by(
+    base: Plan,
+    model: PathModel,
+    out: OutFacts | None,
+    limit: int,
+    options: PlannerOptions | None,
+    estimate: Callable[[tuple[int, ...]], int],
+) -> SlicedPlan | None:
     out_dtype = None if out is None else out[1]
-    estimate = _estimator(model, base, out)
     fixed = estimate(tuple(min(size, 1) for size in model.sizes))  # the least slice's
     target = limit
     for _ in range(ATTEMPTS):

@@ -309,12 +309,15 @@ def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
 def _decided(plan: Plan) -> str:
     """Which level of the plan cache decided: the shape class (reused or new) or none."""
     if plan.decided_for is None:
-        return "made for these shapes (an irregular layout, or out=: no shape class)"
+        return (
+            "made for these shapes (no shape class: an irregular layout, out=, or an "
+            "optimize= that chooses its path at the real sizes)"
+        )
     shapes = ", ".join(_shape(s) for s in plan.decided_for)
     how = (
         "reused from the shape-generic cache (decided for an earlier shape of the class)"
         if plan.reused
-        else "decided for these shapes, the first of their class, and cached"
+        else "decided when these shapes, the first of their class, were planned, and cached"
     )
     return f"of the shape class of {shapes} (half-octave sizes), {how}"
 
