@@ -227,18 +227,25 @@ def test_once_planned_the_faster_of_the_plan_and_the_direct_program_runs(
         assert (entry.largest, entry.peak) == (10, 20)
 
 
-def test_the_peak_counts_the_copy_into_the_outputs_order() -> None:
-    ops = [np.random.default_rng(0).random(6) for _ in range(8)]
-    eq = "a,b,c,d,e,f,g,h->abcdefgh"  # the last product's labels come out in another order
+def _traced_direct_run(eq: str, ops: list[np.ndarray]) -> tuple[np.ndarray, int, int, int]:
+    """The direct program's result, its largest and peak estimates, and the most bytes
+    tracemalloc saw during the run."""
     found = direct_program(eq, _facts(ops), None, "auto")
     assert found is not None
-    run, _, peak, _ = found
+    run, largest, peak, _ = found
     tracemalloc.start()
     try:
         result = run(ops, None)
         _, measured = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+    return result, largest, peak, measured
+
+
+def test_the_peak_counts_the_copy_into_the_outputs_order() -> None:
+    ops = [np.random.default_rng(0).random(6) for _ in range(8)]
+    eq = "a,b,c,d,e,f,g,h->abcdefgh"  # the last product's labels come out in another order
+    result, _, peak, measured = _traced_direct_run(eq, ops)
     np.testing.assert_allclose(result, np.einsum(eq, *ops))
     assert measured <= peak + 64 * 1024
     assert peak >= 2 * result.nbytes
@@ -250,15 +257,7 @@ def test_the_last_products_copies_are_gone_before_the_final_copy() -> None:
     review measured 6.77 MB against a peak of 6.25 MB: the runner's locals kept them)."""
     eq = "abc,cde,efg,ghi,ijk,klm,mno,opa->bdfhjlnp"
     ops = [np.random.default_rng(k).random((2, 5, 2)) for k in range(8)]
-    found = direct_program(eq, _facts(ops), None, "auto")
-    assert found is not None
-    run, _, peak, _ = found
-    tracemalloc.start()
-    try:
-        result = run(ops, None)
-        _, measured = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    result, _, peak, measured = _traced_direct_run(eq, ops)
     np.testing.assert_allclose(result, np.einsum(eq, *ops))
     assert measured <= peak + 16 * 1024
 
@@ -267,15 +266,7 @@ def test_the_last_products_copies_are_gone_before_the_final_copy() -> None:
 def test_the_peak_bounds_what_the_direct_run_allocates(seed: int) -> None:
     eq, shapes, _ = rand_equation(10, 3, d_min=4, d_max=9, seed=seed, return_size_dict=True)
     ops = [np.random.default_rng(seed).random(s) for s in shapes]
-    found = direct_program(eq, _facts(ops), None, "auto")
-    assert found is not None
-    run, largest, peak, _ = found
-    tracemalloc.start()
-    try:
-        run(ops, None)
-        _, measured = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    _, largest, peak, measured = _traced_direct_run(eq, ops)
     assert largest <= peak
     assert measured <= peak + 64 * 1024  # Python's own objects besides the arrays
 
