@@ -207,7 +207,7 @@ def check_out(
         )
     for i, t in enumerate(tensors):
         memory = _memory_of(originals[i]) if i < len(originals) else None
-        if overlaps(out, t) or (memory is not None and overlaps(out, memory)):
+        if overlaps(out, t) or (memory is not None and memory is not t and overlaps(out, memory)):
             raise LayoutError(
                 f"einsum {quoted(text)}: out= overlaps operand {i}; pass a tensor that "
                 "shares no memory with the operands"
