@@ -41,6 +41,7 @@ __all__ = [
     "dtype_of",
     "equation_of",
     "make_call",
+    "result_order",
     "shape_and_dtype",
     "split_sublists",
 ]
@@ -56,6 +57,19 @@ Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
 
 ORDERS = ("C", "F", "A", "K")
 CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def result_order(order: str, fortran: Sequence[bool]) -> str:
+    """``"C"`` or ``"F"``: NumPy's layout for ``order=`` other than ``"K"``, given whether
+    each operand is Fortran and not C contiguous (``"A"``: Fortran when every one is; NumPy's
+    PyArray_ISFORTRAN), for every backend.
+
+    >>> result_order("A", [True, True]), result_order("A", []), result_order("F", [False])
+    ('F', 'C', 'F')
+    """
+    if order == "A":
+        return "F" if fortran and all(fortran) else "C"
+    return order
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from .... import memory as _memory
 from ....errors import EinsumError
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
-from ...call import EinsumCall, check_conversion
+from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
 from .limited import explain_within, run_limited
@@ -128,12 +128,8 @@ def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
     and not C contiguous)."""
     if not isinstance(value, np.ndarray) or value.ndim < 2:
         return value
-    if order == "A":
-        fortran = bool(arrays) and all(  # NumPy's PyArray_ISFORTRAN, for every operand
-            a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays
-        )
-        order = "F" if fortran else "C"
-    if order == "C":
+    fortran = [a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays]
+    if result_order(order, fortran) == "C":
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
     return value if value.flags.f_contiguous else np.asfortranarray(value)
 

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from ....errors import EinsumError
-from ...call import EinsumCall
+from ...call import EinsumCall, result_order
 from ...registry import HOT_PATHS, LANE_REPORTS
 from ...spec.dtypes import check_casting
 from ...spec.equation import quoted
@@ -86,14 +86,10 @@ def _in_order(result: torch.Tensor, call: EinsumCall) -> torch.Tensor:
     and not C contiguous; a review found order= ignored on torch)."""
     if result.dim() < 2:
         return result
-    order = call.order
-    if order == "A":
-        fortran = all(
-            isinstance(t, torch.Tensor) and _fortran(t) and not t.is_contiguous()
-            for t in call.operands
-        )
-        order = "F" if fortran and call.operands else "C"
-    if order == "C":
+    fortran = [
+        isinstance(t, torch.Tensor) and _fortran(t) and not t.is_contiguous() for t in call.operands
+    ]
+    if result_order(call.order, fortran) == "C":
         return result.contiguous()
     if _fortran(result):
         return result
