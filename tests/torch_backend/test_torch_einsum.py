@@ -293,14 +293,23 @@ def test_a_nested_tensor_is_a_type_error() -> None:
 
 
 @pytest.mark.parametrize("order", ["C", "F", "A", "K"])
-@pytest.mark.parametrize("fortran", [False, True])
-def test_order_lays_out_the_result_as_the_numpy_path_does(order: str, fortran: bool) -> None:
+@pytest.mark.parametrize(
+    ("equation", "shapes", "fortran"),
+    [
+        ("ij,jk->ik", [(2, 3), (3, 4)], False),
+        ("ij,jk->ik", [(2, 3), (3, 4)], True),
+        ("i,j->ij", [(2,), (3,)], False),  # vectors are Fortran contiguous too (NumPy's "A")
+    ],
+)
+def test_order_lays_out_the_result_as_the_numpy_path_does(
+    order: str, equation: str, shapes: list[tuple[int, ...]], fortran: bool
+) -> None:
     """order= was accepted and dropped on torch (a review)."""
-    a, b = np.full((2, 3), 0.5), np.ones((3, 4))
+    a, b = (np.full(shape, 0.5) for shape in shapes)
     if fortran:
         a, b = np.asfortranarray(a), np.asfortranarray(b)
-    mine = es.einsum("ij,jk->ik", torch.from_numpy(a), torch.from_numpy(b), order=order)
-    theirs = es.einsum("ij,jk->ik", a, b, order=order)
+    mine = es.einsum(equation, torch.from_numpy(a), torch.from_numpy(b), order=order)
+    theirs = es.einsum(equation, a, b, order=order)
     assert np.array_equal(mine.numpy(), theirs)
     if order != "K":
         element_strides = tuple(s // theirs.itemsize for s in theirs.strides)

@@ -61,8 +61,9 @@ CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 def result_order(order: str, fortran: Sequence[bool]) -> str:
     """``"C"`` or ``"F"``: NumPy's layout for ``order=`` other than ``"K"``, given whether
-    each operand is Fortran and not C contiguous (``"A"``: Fortran when every one is; NumPy's
-    PyArray_ISFORTRAN), for every backend.
+    each operand is Fortran contiguous, for every backend (``"A"``: Fortran when every one
+    is; an operand C contiguous as well counts, as in NumPy 2's einsum: ``i,j->ij`` of two
+    vectors is Fortran ordered).
 
     >>> result_order("A", [True, True]), result_order("A", []), result_order("F", [False])
     ('F', 'C', 'F')

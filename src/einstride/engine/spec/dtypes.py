@@ -48,9 +48,19 @@ def check_casting(dtypes: Sequence[np.dtype[Any]], dtype: np.dtype[Any], casting
             )
 
 
-def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype[Any]:
-    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes (checked numeric,
-    the operands' first: an error names the operand)."""
+def result_dtype(
+    dtypes: Sequence[np.dtype[Any]], dtype: Any = None, out: np.dtype[Any] | None = None
+) -> np.dtype[Any]:
+    """``dtype`` if given, else ``np.result_type`` of the operands' dtypes and ``out=``'s
+    (checked numeric, the operands' first: an error names the operand).  NumPy's einsum
+    computes in the common dtype of its operands *and* ``out``: an ``int8`` sum into an
+    ``int64`` ``out=`` does not wrap, a ``float32`` one into ``float64`` is not rounded.
+
+    >>> result_dtype([np.dtype("uint8")], out=np.dtype("int64"))
+    dtype('int64')
+    >>> result_dtype([np.dtype("float64")], out=np.dtype("float32"))   # cast when written
+    dtype('float64')
+    """
     for i, d in enumerate(dtypes):
         check_numeric(d, f"operand {i} has dtype")
     try:
@@ -60,7 +70,22 @@ def result_dtype(dtypes: Sequence[np.dtype[Any]], dtype: Any = None) -> np.dtype
     except ValueError:  # np.result_type() of nothing
         raise EinsumError("einsum: at least one operand is required") from None
     check_numeric(found, "the result has dtype")
+    if dtype is None and out is not None and out != found:
+        found = _widened(found, out)
     return found
+
+
+def _widened(found: np.dtype[Any], out: np.dtype[Any]) -> np.dtype[Any]:
+    """The common dtype of the operands' ``found`` and a numeric ``out=``'s; ``found`` where
+    ``out`` is not numeric (``out=``'s own check refuses it) or has no common dtype with it
+    (ml_dtypes' small floats with some NumPy types: the result is cast into ``out``)."""
+    if out.kind not in "biufc" and not is_small_float(out):
+        return found
+    try:
+        common = np.result_type(found, out)
+    except TypeError:
+        return found
+    return common if common.kind in "biufc" or is_small_float(common) else found
 
 
 def compute_dtype(result: np.dtype[Any]) -> np.dtype[Any]:

@@ -82,7 +82,7 @@ def run_entry(
         )
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
     if out_arr is not None and _errors_raise():
-        _run_then_copy(call, arrays, out_arr, limit)
+        _run_then_copy(call, arrays, out_arr, limit, entry.plan.result_dtype)
         return call.out
     if entry.peak > limit:
         value = run_limited(call.key, arrays, out_arr, call.dtype, call.optimize, limit)
@@ -103,12 +103,15 @@ def _errors_raise() -> bool:
     return "raise" in np.geterr().values()
 
 
-def _run_then_copy(call: EinsumCall, arrays: Sequence[Array], out: Array, limit: int) -> None:
-    """Compute into new arrays, cast to ``out``'s dtype, and only then write ``out``: every
+def _run_then_copy(
+    call: EinsumCall, arrays: Sequence[Array], out: Array, limit: int, dtype: np.dtype[Any]
+) -> None:
+    """Compute into new arrays of ``dtype`` (the plan's with ``out``: the common dtype of
+    the operands and ``out``), cast to ``out``'s dtype, and only then write ``out``: every
     floating-point error is raised before ``out`` is touched."""
-    entry = entry_for(call.key, arrays, None, call.dtype, call.optimize)
+    entry = entry_for(call.key, arrays, None, dtype, call.optimize)
     if entry.peak > limit:
-        found = run_limited(call.key, arrays, None, call.dtype, call.optimize, limit)
+        found = run_limited(call.key, arrays, None, dtype, call.optimize, limit)
     else:
         found = entry.run(arrays, None)
     value = np.asarray(found)
@@ -125,10 +128,10 @@ def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
 
 def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
     """The result in NumPy's ``order=`` layout (``A``: Fortran when every operand is Fortran
-    and not C contiguous)."""
+    contiguous, :func:`.call.result_order`)."""
     if not isinstance(value, np.ndarray) or value.ndim < 2:
         return value
-    fortran = [a.flags.f_contiguous and not a.flags.c_contiguous for a in arrays]
+    fortran = [a.flags.f_contiguous for a in arrays]
     if result_order(order, fortran) == "C":
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
     return value if value.flags.f_contiguous else np.asfortranarray(value)

@@ -174,7 +174,7 @@ def _plan(
     recorder: Recorder,
 ) -> Plan:
     """Plan (recording the decisions) or replay ``recorder``'s decisions."""
-    rt = result_dtype(dts, dtype)
+    rt = result_dtype(dts, dtype, None if out is None else out[1])
     plan = _Planner(spec, dts, rt, out, opts, recorder).run(layouts, optimize)
     check_ranks(plan)
     if recorder.decide("fuse", lambda: _worth_fusing(plan, opts)):

@@ -83,12 +83,10 @@ def einsum(call: EinsumCall) -> torch.Tensor:
 
 def _in_order(result: torch.Tensor, call: EinsumCall) -> torch.Tensor:
     """NumPy's ``order=`` layout of a result (``A``: Fortran when every operand is Fortran
-    and not C contiguous; a review found order= ignored on torch)."""
+    contiguous, :func:`.call.result_order`; a review found order= ignored on torch)."""
     if result.dim() < 2:
         return result
-    fortran = [
-        isinstance(t, torch.Tensor) and _fortran(t) and not t.is_contiguous() for t in call.operands
-    ]
+    fortran = [_fortran_operand(t) for t in call.operands]
     if result_order(call.order, fortran) == "C":
         return result.contiguous()
     if _fortran(result):
@@ -99,6 +97,14 @@ def _in_order(result: torch.Tensor, call: EinsumCall) -> torch.Tensor:
 
 def _fortran(t: torch.Tensor) -> bool:
     return t.dim() >= 2 and t.permute(tuple(range(t.dim() - 1, -1, -1))).is_contiguous()
+
+
+def _fortran_operand(x: Any) -> bool:
+    """Whether an operand is Fortran contiguous (a vector or scalar is; another operand
+    kind as NumPy would convert it)."""
+    if isinstance(x, torch.Tensor):
+        return x.dim() < 2 or _fortran(x)
+    return bool(np.asarray(x).flags.f_contiguous)
 
 
 def _einsum(call: EinsumCall) -> torch.Tensor:
