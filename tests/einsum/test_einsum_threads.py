@@ -230,6 +230,29 @@ def test_options_are_part_of_the_plan_key_so_nothing_is_cleared() -> None:
     assert entry_for("ijk->ik", [a], None, None, "auto") is two
 
 
+def test_memory_limited_plans_follow_the_thread_count() -> None:
+    """A plan sliced under a memory limit is cached with the planner options too (a
+    review: after set_num_threads(1) it still ran split over the 4 threads it was made
+    for)."""
+    from einstride.engine.backends.numpy.limited import limited_plan
+    from einstride.engine.backends.numpy.options import set_default_options
+
+    ops = [np.ones((100, 100)), np.ones((100, 100))]
+    facts = tuple(fact for x in ops for fact in (x.shape, x.strides, x.dtype))
+    limit = 81_000  # the result's 80,000 B fit, the plan's 82,400 B peak does not
+    before = set_default_options(PlannerOptions(threads=4, split_min_bytes=1))
+    try:
+        four = limited_plan("ij,kl->ik", facts, None, None, "auto", limit)
+        assert 4 in _threads_of(four.base)
+        threads.set_num_threads(1)
+        one = limited_plan("ij,kl->ik", facts, None, None, "auto", limit)
+        assert one is not four and set(_threads_of(one.base)) == {1}
+        got = es.einsum("ij,kl->ik", *ops, memory_limit=limit)
+        assert np.array_equal(got, np.full((100, 100), 1e4))
+    finally:
+        set_default_options(before)
+
+
 def _threads_of(plan: object) -> list[int]:
     return [
         s.threads

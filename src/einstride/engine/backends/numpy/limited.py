@@ -78,22 +78,30 @@ def limited_plan(
 ) -> Limited:
     """The :class:`Limited` plan for these operand facts (``(shape, strides, dtype)`` per
     operand, as the plan cache keys them), cached unless ``optimize`` is an object."""
-    opt_key = optimize_key(optimize)
+    opt_key, options = optimize_key(optimize), default_options()
     try:
         hash((eq_key, facts, out_facts, dtype, opt_key))
     except TypeError:
         opt_key = None
     if opt_key is None:
-        return _decide(eq_key, facts, out_facts, dtype, optimize, limit)
-    return _cached(eq_key, facts, out_facts, dtype, opt_key, limit)
+        return _decide(eq_key, facts, out_facts, dtype, optimize, limit, options)
+    return _cached(eq_key, facts, out_facts, dtype, opt_key, limit, options)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def _cached(
-    eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any, opt_key: Any, limit: int
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    out_facts: Any,
+    dtype: Any,
+    opt_key: Any,
+    limit: int,
+    options: PlannerOptions,
 ) -> Limited:
+    # the planner options are part of the key, as of every plan cache (a review: a plan
+    # split over 4 threads ran on after set_num_threads(1))
     optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
-    return _decide(eq_key, facts, out_facts, dtype, optimize, limit)
+    return _decide(eq_key, facts, out_facts, dtype, optimize, limit, options)
 
 
 def run_limited(
@@ -115,24 +123,31 @@ def shape_facts(shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]) 
 
 
 def _decide(
-    eq_key: Any, facts: tuple[Any, ...], out_facts: Any, dtype: Any, optimize: Any, limit: int
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    out_facts: Any,
+    dtype: Any,
+    optimize: Any,
+    limit: int,
+    options: PlannerOptions,
 ) -> Limited:
-    """Plan, then (over the limit) search a path, slice, or raise: see the module doc."""
+    """Plan with ``options``, then (over the limit) search a path, slice, or raise: see the
+    module doc."""
     spec = bind(equation_of(eq_key), facts[0::3])
     out = None if out_facts is None else (tuple(out_facts[1]), np.dtype(out_facts[2]))
-    base = build_plan(spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize)
+    base = build_plan(
+        spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize, options=options
+    )
     peak = plan_peak(base)
     if peak > limit and _scratch(base):
         # without a BLAS reduction's vector of ones: the loop allocates nothing more, and
         # the slicer's model knows the loop's bytes only
-        options = dataclasses.replace(default_options(), ones_max=0)
+        options = dataclasses.replace(options, ones_max=0)
         base = build_plan(
             spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize,
             options=options,
         )  # fmt: skip
         peak = plan_peak(base)
-    else:
-        options = None
     if peak <= limit:
         return Limited(
             limit=limit, base=base, plan=base, sliced=None, run=compile_plan(base), peak=peak
