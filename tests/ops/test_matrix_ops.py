@@ -182,3 +182,16 @@ def test_trace(shape):
         np.testing.assert_allclose(got, np.trace(base, axis1=-2, axis2=-1))
     with pytest.raises(ValueError, match="rank >= 2"):
         es.trace(np.ones(4))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_trace_of_small_floats_accumulates_in_float32(dtype: str) -> None:
+    """A review: bfloat16's own sum stalls at 256 (256 + 1 rounds back to 256); trace now
+    sums in float32 and rounds once, as einsum's 'ii->' does."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kind = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    x = np.eye(300, dtype=kind)
+    got = es.trace(x)
+    assert got.dtype == kind and float(got) == 300.0 == float(es.einsum("ii->", x))
+    batch = es.trace(es.tensor(np.stack([x, 2 * x])))
+    assert values(batch).tolist() == [300.0, 600.0]

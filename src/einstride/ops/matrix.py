@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import LayoutError
 from ..layout import Layout
 from ..memory import check_array
+from ..narrow import is_small_float
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ._common import Array, as_count, as_int, dense, finish, int_tuple, map_view, require_rank
 
@@ -132,8 +133,14 @@ def trace(t: Any) -> Any:
 
     >>> trace(np.arange(6).reshape(2, 3))
     array(4)
+
+    Small floats (float16, bfloat16, ...) accumulate in float32 and are rounded once, as
+    einsum's and ``Tensor.sum``'s do (a review: bfloat16's own sum stalls at 256).
     """
     diagonal = as_array(diag_part(t))
     total = np.zeros(0, diagonal.dtype).sum().dtype  # NumPy's sum dtype (bool -> int64, ...)
     check_array(diagonal.shape[:-1], total, "trace")  # a broadcast batch may be huge
-    return finish(np.asarray(diagonal.sum(axis=-1)), any_tensor(t))
+    if not is_small_float(diagonal.dtype):
+        return finish(np.asarray(diagonal.sum(axis=-1)), any_tensor(t))
+    summed = np.asarray(diagonal.sum(axis=-1, dtype=np.float32)).astype(diagonal.dtype)
+    return finish(summed, any_tensor(t))
