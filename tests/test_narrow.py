@@ -81,3 +81,18 @@ def test_bfloat16_helpers_and_unknown_names() -> None:
         as_dtype("bfloat17")
     with pytest.raises(TypeError, match="dtype='bfloat17'"):
         es.einsum("i->i", np.ones(2), dtype="bfloat17")
+
+
+@pytest.mark.parametrize("name", ["float8_e5m2", "float8_e4m3fn", "bfloat16"])
+def test_views_of_every_small_float_work(name: str) -> None:
+    """float8_e5m2 exports the type string '<f1', which NumPy cannot parse back: every raw
+    view of one raised TypeError (a review), so as_tensor, transposes and overlapping
+    copies failed on it alone."""
+    dt = np.dtype(getattr(ml_dtypes, name))
+    a = np.arange(6).astype(dt).reshape(2, 3)
+    assert np.array_equal(es.as_tensor(a.T).numpy().astype(float), a.T.astype(float))
+    assert es.transpose(a).shape == (3, 2)
+    assert np.array_equal(np.asarray(es.diag_part(a)).astype(float), [0.0, 4.0])
+    s = np.arange(6).astype(dt)
+    es.copy_to(s[:4], s[2:])  # dense onto a shifted dense: through the flat views
+    assert s.astype(float).tolist() == [0.0, 1.0, 0.0, 1.0, 2.0, 3.0]

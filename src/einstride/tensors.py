@@ -25,7 +25,7 @@ import numpy as np
 from .errors import LayoutError, value_errors
 from .layout import Layout
 from .memory import check_array, check_array_like
-from .narrow import as_dtype
+from .narrow import as_dtype, as_strided
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
 
@@ -480,7 +480,7 @@ def _materialize(storage: Array, layout: Layout) -> Array:
         if storage.dtype.hasobject or storage.dtype.kind in "mM" or item == 0:
             # These dtypes do not export the buffer protocol; the layout is already validated.
             start = storage[min(layout.offset, storage.shape[0]) :]
-            return np.lib.stride_tricks.as_strided(start, layout.shape, strides)
+            return as_strided(start, layout.shape, strides)
         return np.ndarray(layout.shape, storage.dtype, storage, layout.offset * item, strides)
     except (ValueError, OverflowError) as exc:
         # An empty layout may have lengths whose product overflows (the spec allows it);
@@ -534,9 +534,7 @@ def as_tensor(x: Any) -> Tensor:
     else:
         # Audited (docs/reliability.md): strides >= 0, so every element of ``arr`` lies in the
         # ``span + 1`` items from its first one, all inside the buffer ``arr`` views.
-        storage = np.lib.stride_tricks.as_strided(
-            arr, shape=(span + 1,), strides=(item,), writeable=arr.flags.writeable
-        )
+        storage = as_strided(arr, (span + 1,), (item,), writeable=arr.flags.writeable)
     return Tensor._wrap(storage, Layout.create(arr.shape, strides, 0, storage_size=span + 1))
 
 

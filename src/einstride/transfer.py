@@ -43,6 +43,7 @@ from .errors import LayoutError, value_errors
 from .footprint import Footprint
 from .layout import Layout, normalize_axes
 from .memory import check_array, check_listing
+from .narrow import as_strided
 from .tensors import Tensor, as_array, wrap_like
 
 __all__ = [
@@ -215,7 +216,7 @@ def _flat(arr: Array) -> Array:
     Audited ``as_strided`` site (docs/reliability.md): every caller passes an array that
     ``Footprint.is_dense`` accepted, whose ``size`` items are contiguous from its first one.
     """
-    flat: Array = np.lib.stride_tricks.as_strided(arr, (arr.size,), (arr.dtype.itemsize,))
+    flat: Array = as_strided(arr, (arr.size,), (arr.dtype.itemsize,))
     return flat
 
 

@@ -31,6 +31,7 @@ AUDITED = {
     "einstride.layout:_probe": "read-only address arithmetic for np.shares_memory, never read",
     "einstride.engine.api:_c_order_stand_in": "a read-only probe for the lanes' dry runs, never read",
     "einstride.transfer:_flat": "only dense arrays, whose size items are contiguous",
+    "einstride.narrow:as_strided": "the audited sites' own views, built through raw bytes",
     "einstride.engine.backends.numpy.execute:destination.write_view": "the diagonal of the output array",
     # torch.as_strided: torch itself rejects a view outside the tensor's storage
     "einstride.engine.backends.torch.execute:_view_fn.run": "an operand's diagonals, size-1 axes dropped",
