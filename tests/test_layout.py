@@ -10,6 +10,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+import einstride as es
 from einstride import Layout, LayoutError
 from layout_oracles import (
     MAX_RANK,
@@ -377,3 +378,14 @@ def test_coalesce_keeps_the_row_major_enumeration_with_fewest_axes(old):
         assert 1 not in new.shape
         for (_, outer), (length, inner) in itertools.pairwise(zip(new.shape, new.strides)):
             assert outer != inner * length, "two mergeable axes were left apart"
+
+
+def test_overlaps_ignores_the_free_stride_of_a_length_1_axis() -> None:
+    """A length-1 axis may have any stride, 2**63 too; overlaps passed it to NumPy's probe
+    and raised OverflowError (a review), reachable from a slice step past the axis."""
+    one = Layout.create((1,), (2**63,))
+    assert one.overlaps(Layout.create((1,))) and one.same_view(Layout.create((1,)))
+    assert not one.overlaps(Layout.create((1,), (1,), 1))
+    t = es.Tensor(np.arange(10.0))[3 : 4 : 10**30]
+    assert t.layout.overlaps(es.Tensor(np.arange(10.0))[3:5].layout)
+    assert not t.layout.overlaps(es.Tensor(np.arange(10.0))[4:6].layout)

@@ -583,11 +583,10 @@ def _probe(layout: Layout) -> np.ndarray[Any, Any]:
     """A read-only byte-per-element ndarray with ``layout``'s addresses, for NumPy's overlap
     solver.  It is never read: ``np.shares_memory`` only does arithmetic on its bounds and
     strides, so a one-byte base stands in for a storage of any size."""
+    # a length-1 axis's stride is free (any size, 2**63 too): it moves no element
+    strides = tuple(s if n > 1 else 0 for n, s in zip(layout.shape, layout.strides))
     full = np.lib.stride_tricks.as_strided(
-        _PROBE_BASE,
-        shape=(2, *layout.shape),
-        strides=(layout.offset, *layout.strides),
-        writeable=False,
+        _PROBE_BASE, shape=(2, *layout.shape), strides=(layout.offset, *strides), writeable=False
     )
     probe: np.ndarray[Any, Any] = full[1, ...]  # ``...`` keeps a rank-0 probe a view
     return probe
