@@ -314,3 +314,12 @@ def test_pad_symmetric_at_limit_and_reflect_of_empty_axis():
     )
     with pytest.raises(ValueError, match="less than the length 0"):
         es.pad(np.zeros((0, 2)), [(1, 0), (0, 0)], mode="reflect")
+
+
+@pytest.mark.parametrize("value", [[[1, 2], [3, 4]], [7, 9], np.array([1.0])])
+def test_pad_value_is_a_scalar(value):
+    """NumPy's per-axis constant_values leaked through: [7, 9] padded 7 before and 9 after
+    (a review); TensorFlow's constant_values is one scalar."""
+    with pytest.raises(es.LayoutError, match=r"value must be a scalar, got shape"):
+        es.pad(np.zeros((2, 2)), [(1, 1), (1, 1)], value=value)
+    assert es.pad(np.zeros((1,)), [(1, 0)], value=np.float64(5)).tolist() == [5.0, 0.0]

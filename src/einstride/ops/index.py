@@ -222,7 +222,8 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     Modes (case-insensitive): ``"constant"`` fills with ``value``; ``"reflect"`` mirrors
     without repeating the edge (each pad ``< length``); ``"symmetric"`` mirrors repeating
     the edge (each pad ``<= length``).  Larger mirror pads are a ``LayoutError`` (NumPy keeps
-    reflecting); a pad of 0 is always allowed.  A ``value`` the dtype cannot hold is an
+    reflecting); a pad of 0 is always allowed.  ``value`` is a scalar (TensorFlow's
+    ``constant_values``; an array is a ``LayoutError``); one the dtype cannot hold is an
     ``OutOfRangeError``.  A new dense tensor.
 
     >>> pad(np.array([1, 2, 3]), [(2, 1)], mode="reflect").tolist()
@@ -237,6 +238,8 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
         _check_mirror_pads(pairs, arr.shape, kind)
     check_array(tuple(n + a + b for n, (a, b) in zip(arr.shape, pairs)), arr.dtype, "pad")
     check_array_like(value, None, "pad value")
+    if np.ndim(value):  # NumPy's per-axis constant_values are not TensorFlow's (a review)
+        raise LayoutError(f"pad: value must be a scalar, got shape {np.shape(value)}")
     with value_errors("pad value"):
         if arr.ndim == 0:
             result = np.array(arr, copy=True)
