@@ -66,9 +66,11 @@ def axis_pairs(axes: Any, rank_a: int) -> tuple[list[int], list[int]]:
     """NumPy's ``axes``: ``N`` (the last ``N`` axes of ``a`` with the first ``N`` of ``b``) or
     a pair ``(axes_a, axes_b)`` of ints or sequences (not yet normalized).
 
-    >>> axis_pairs(2, 3), axis_pairs(([0, -1], 1), 3)
-    (([1, 2], [0, 1]), ([0, -1], [1]))
+    >>> axis_pairs(2, 3), axis_pairs(([0, -1], 1), 3), axis_pairs(np.array(1), 2)
+    (([1, 2], [0, 1]), ([0, -1], [1]), ([1], [0]))
     """
+    if isinstance(axes, np.ndarray) and axes.ndim == 0 and axes.dtype.kind in "iu":
+        axes = axes.item()  # a 0-d integer array is a count, as NumPy takes it (a review)
     if isinstance(axes, (int, np.integer)) and not isinstance(axes, (bool, np.bool_)):
         count = int(axes)
         if count < 0:
