@@ -259,3 +259,17 @@ def test_no_einsum_task_holds_more_than_the_budget(equation, shapes):
     ours = [key for key in watch.held if "einstride" in str(key)]
     assert len(ours) > len(operands)
     assert max(watch.held[key] for key in ours) <= budget
+
+
+def test_casting_is_checked_on_dask_as_on_numpy() -> None:
+    """casting= was ignored with a Dask operand: a float64 einsum cast to float32 under
+    'safe', and to int32 under 'no', ran (a review)."""
+    a = np.full((3, 4), 1.5)
+    lazy = da.from_array(a, chunks=2)
+    for kwargs in ({"dtype": "f4", "casting": "safe"}, {"dtype": "i4", "casting": "no"}):
+        with pytest.raises(es.EinsumTypeError, match="casting="):
+            es.einsum("ij->i", lazy, **kwargs)
+        with pytest.raises(es.EinsumTypeError, match="casting="):
+            es.einsum("ij->i", a, **kwargs)
+    got = es.einsum("ij->i", lazy, dtype="i4", casting="unsafe").compute()
+    assert got.tolist() == es.einsum("ij->i", a, dtype="i4", casting="unsafe").tolist()

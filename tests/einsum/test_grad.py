@@ -337,3 +337,35 @@ def test_a_single_use_path_optimizer_leaves_the_gradients_their_own_search() -> 
     want = es.einsum_vjp("ab,bc,cd->ad", ops, cot)
     for mine, theirs in zip(got, want):
         np.testing.assert_allclose(mine, theirs)
+
+
+def test_torch_operands_get_torch_gradients_through_their_backend() -> None:
+    """A torch tensor that requires grad (a custom Function's saved tensor) made
+    einsum_vjp raise torch's RuntimeError from .numpy(), and plain ones got NumPy
+    gradients (a review); now the torch backend computes them, graph kept."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, 5, dtype=torch.float64)
+    cot = torch.randn(3, 5, dtype=torch.float64)
+    ga, gb = es.einsum_vjp("ij,jk->ik", (a, b), cot)
+    assert isinstance(ga, torch.Tensor) and isinstance(gb, torch.Tensor)
+    assert torch.allclose(ga, cot @ b.T) and torch.allclose(gb, a.detach().T @ cot)
+    assert gb.requires_grad  # a's graph: a second-order gradient can flow through it
+    x = torch.ones(3, 3, dtype=torch.float32)
+    (gx,) = es.einsum_vjp("ij->", (x,), np.array(2.0))  # a NumPy cotangent: still torch's
+    assert isinstance(gx, torch.Tensor) and gx.dtype == torch.float32
+    assert torch.equal(gx, torch.full((3, 3), 2.0))
+    (gc,) = es.einsum_vjp("i->", (torch.zeros(2),), torch.tensor(1 + 2j))
+    assert gc.dtype == torch.float32 and gc.tolist() == [1.0, 1.0]  # the real part
+
+
+def test_dask_operands_get_lazy_gradients() -> None:
+    """Dask operands were computed on the spot and their gradients were NumPy arrays."""
+    da = pytest.importorskip("dask.array")
+    a, b = np.arange(12.0).reshape(3, 4), np.ones((4, 2))
+    lazy = da.from_array(a, chunks=2)
+    ga, gb = es.einsum_vjp("ij,jk->ik", (lazy, b), np.ones((3, 2)))
+    assert isinstance(ga, da.Array) and isinstance(gb, da.Array)
+    want = es.einsum_vjp("ij,jk->ik", (a, b), np.ones((3, 2)))
+    np.testing.assert_array_equal(ga.compute(), want[0])
+    np.testing.assert_array_equal(gb.compute(), want[1])

@@ -98,6 +98,33 @@ def test_out_takes_part_in_the_computation_dtype_as_in_numpy(
     np.testing.assert_array_equal(again, want)
 
 
+@pytest.mark.parametrize("casting", ["no", "equiv", "safe", "same_kind", "unsafe"])
+@pytest.mark.parametrize(
+    ("operands", "kwargs"),
+    [
+        ([np.ones(3, np.int32), np.ones(3, np.float32)], {}),  # into their common float64
+        ([np.full(3, 0.5, np.float32), np.ones(3, np.float32)], {"out": np.zeros((), np.float64)}),
+        ([np.ones(3, np.float64), np.ones(3, np.float64)], {"out": np.zeros((), np.float32)}),
+        ([np.ones(3, np.float64), np.ones(3, np.float64)], {"dtype": np.float32}),
+        ([np.ones(3, np.int8), np.ones(3, np.int8)], {"out": np.zeros((), np.int64)}),
+    ],
+)
+def test_casting_checks_every_operand_into_the_computation_dtype(
+    operands: list[np.ndarray], kwargs: dict[str, Any], casting: str
+) -> None:
+    """NumPy's casting= applies to every operand's cast into the dtype it is computed in
+    (dtype=, else the common dtype, out='s included): einstride checked it only with
+    dtype= (int32 with float32 under 'no' ran)."""
+    outcomes = []
+    for run in (np.einsum, es.einsum):
+        given = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+        try:
+            outcomes.append(np.asarray(run("i,i->", *operands, casting=casting, **given)).item())
+        except TypeError:
+            outcomes.append("refused")
+    assert outcomes[1] == outcomes[0]
+
+
 def test_exception_classes_are_also_numpys() -> None:
     with pytest.raises(ValueError):
         es.einsum()

@@ -340,6 +340,16 @@ def test_casting_rules_the_dtype_and_out_casts_as_on_the_numpy_path(
     assert outcomes[1] == outcomes[0] and outcomes[3] == outcomes[2]
 
 
+def test_casting_without_dtype_checks_the_operands_into_the_result_dtype() -> None:
+    """As NumPy's: casting= rules every operand's cast into the dtype computed in (torch's
+    result type here), not only a dtype= one's."""
+    a, b = torch.ones(3, dtype=torch.int32), torch.ones(3, dtype=torch.float32)
+    with pytest.raises(es.EinsumTypeError, match="casting='no'"):
+        es.einsum("i,i->", a, b, casting="no")
+    assert float(es.einsum("i,i->", a, b, casting="same_kind")) == 3.0
+    assert float(es.einsum("i,i->", b, b, casting="no")) == 3.0
+
+
 def test_explain_over_the_memory_limit_says_what_einsum_would_raise() -> None:
     """As on the NumPy path; the torch report showed the plan alone (a review)."""
     a, b = torch.randn(20, 30), torch.randn(30, 40)

@@ -38,6 +38,8 @@ from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
 from .backends.numpy.execute import numpy_equation
+from .call import make_call
+from .registry import DEFAULT, backend_for
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
 from .spec.dtypes import check_numeric
@@ -86,21 +88,19 @@ def einsum_vjp(
     """
     if isinstance(operands, (str, bytes)) or not isinstance(operands, Sequence):
         raise TypeError("einsum_vjp: operands must be a sequence of arrays")
-    arrays, _ = as_arrays(operands)
-    (cot,), _ = as_arrays([cotangent])
-    for k, x in enumerate(arrays):  # an operand may never reach an einsum below: check here
-        check_numeric(x.dtype, f"operand {k} has dtype")
-    check_numeric(cot.dtype, "the cotangent has dtype")
-    shapes = tuple(a.shape for a in arrays)
+    backend = backend_for([*operands, cotangent])
+    native = backend.__name__ == DEFAULT
+    arrays, cot = _arrays(operands, cotangent, native)
+    shapes = tuple(_shape(x) for x in arrays)
     spec, inputs, fills = _backward_equations(_equation_key(subscripts, len(arrays)), shapes)
     output = spec.output
-    if cot.shape != spec.output_shape:
+    if _shape(cot) != spec.output_shape:
         raise EinsumError(
-            f"einsum_vjp {quoted(spec.text)}: the cotangent has shape {cot.shape}, "
+            f"einsum_vjp {quoted(spec.text)}: the cotangent has shape {_shape(cot)}, "
             f"but the result has shape {spec.output_shape}"
         )
     optimize = derived_optimize(optimize)
-    tensor_out = any_tensor(*operands, cotangent)
+    tensor_out = native and any_tensor(*operands, cotangent)
     grads = []
     for k, x in enumerate(arrays):
         terms: list[tuple[int, ...]] = [tuple(output)]
@@ -112,11 +112,50 @@ def einsum_vjp(
         labels, sizes = fills[k]
         for label, size in zip(labels, sizes):
             terms.append((label,))
-            operands_k.append(np.broadcast_to(np.ones(1, cot.dtype), (size,)))
+            operands_k.append(_ones(size, cot if native else None))
         args = _einsum_arguments(terms, inputs[k], operands_k)
-        grad = as_array(einsum(*args, optimize=optimize))
-        grads.append(wrap_like(_cast_like(grad, x), tensor_out))
+        if native:
+            grad = einsum(*args, optimize=optimize)  # its lanes and hot paths
+        else:  # the backend of the whole product, as the cotangent alone may be NumPy's
+            grad = backend.einsum(make_call(*args, optimize=optimize))
+        if native:
+            grads.append(wrap_like(backend.cast_like(as_array(grad), x), tensor_out))
+        else:
+            grads.append(backend.cast_like(grad, x))
     return tuple(grads)
+
+
+def _arrays(operands: Sequence[Any], cotangent: Any, native: bool) -> tuple[list[Any], Any]:
+    """The operands and the cotangent as the backend takes them: NumPy's as ndarrays
+    (checked numeric: an operand may never reach an einsum below), another backend's as
+    given (a torch tensor that requires grad keeps its graph: ``.numpy()`` raised on it, a
+    review; a Dask array stays lazy)."""
+    if not native:
+        for k, x in enumerate(operands):
+            dtype = getattr(x, "dtype", None)
+            if isinstance(dtype, np.dtype):  # Dask's; torch's dtypes are all numeric
+                check_numeric(dtype, f"operand {k} has dtype")
+        return list(operands), cotangent
+    arrays, _ = as_arrays(operands)
+    (cot,), _ = as_arrays([cotangent])
+    for k, x in enumerate(arrays):
+        check_numeric(x.dtype, f"operand {k} has dtype")
+    check_numeric(cot.dtype, "the cotangent has dtype")
+    return arrays, cot
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(int(n) for n in np.shape(x))
+
+
+def _ones(size: int, cot: Array | None) -> Array:
+    """The vector of ones that broadcasts a summed-away label back: on NumPy a zero-stride
+    one in the cotangent's dtype; for another backend to convert, a plain one of bools,
+    which promote to any dtype under NumPy's and torch's rules (torch warns on a read-only
+    array)."""
+    if cot is None:
+        return np.ones(size, bool)
+    return np.broadcast_to(np.ones(1, cot.dtype), (size,))
 
 
 def _einsum_arguments(
@@ -138,10 +177,3 @@ def _einsum_arguments(
     for operand, term in zip(operands, terms):
         args += [operand, list(term)]
     return (*args, list(result))
-
-
-def _cast_like(grad: Array, x: Array) -> Array:
-    """The gradient in the operand's dtype (a real operand keeps the real part, as JAX)."""
-    if np.iscomplexobj(grad) and not np.iscomplexobj(x):
-        grad = grad.real
-    return np.asarray(grad.astype(x.dtype, copy=False))

@@ -56,13 +56,16 @@ LANE_REPORTS: dict[type, LaneReport] = {}
 
 
 class Backend(Protocol):
-    """What the front end calls (a backend module satisfies it with two functions)."""
+    """What the front end calls (a backend module satisfies it with three functions:
+    ``cast_like`` puts an ``einsum_vjp`` gradient in its operand's dtype)."""
 
     __name__: str
 
     def einsum(self, call: EinsumCall) -> Any: ...
 
     def explain(self, call: EinsumCall) -> str: ...
+
+    def cast_like(self, grad: Any, like: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

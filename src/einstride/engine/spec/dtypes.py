@@ -33,7 +33,8 @@ def check_numeric(dtype: np.dtype[Any], what: str) -> None:
 
 
 def check_casting(dtypes: Sequence[np.dtype[Any]], dtype: np.dtype[Any], casting: Any) -> None:
-    """NumPy's ``casting=`` rule for the operands' cast to ``dtype=`` (every backend's).
+    """NumPy's ``casting=`` rule for the operands' cast to the ``dtype`` they are computed
+    in (``dtype=``, else their common dtype, ``out=``'s included), every backend's.
 
     >>> check_casting([np.dtype("f8")], np.dtype("i4"), "same_kind")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -43,8 +44,8 @@ def check_casting(dtypes: Sequence[np.dtype[Any]], dtype: np.dtype[Any], casting
     for i, d in enumerate(dtypes):
         if not np.can_cast(d, dtype, casting):
             raise EinsumTypeError(
-                f"einsum: operand {i} has dtype {d}, which cannot be cast to "
-                f"dtype={dtype} by the rule casting={casting!r}"
+                f"einsum: operand {i} has dtype {d}, which cannot be cast to {dtype} (the "
+                f"dtype it is computed in) by the rule casting={casting!r}"
             )
 
 

@@ -9,7 +9,8 @@ follows the shared path walk, each block run by the NumPy backend (see docs/scal
 The public facade is :mod:`einstride.dask`.
 """
 
+from ..numpy.backend import cast_like  # Dask arrays take NumPy's .real and .astype, lazily
 from .backend import einsum
 from .backend import explain_call as explain
 
-__all__ = ["einsum", "explain"]
+__all__ = ["cast_like", "einsum", "explain"]

@@ -36,7 +36,7 @@ from dask.utils import parse_bytes
 
 from ....errors import EinsumError
 from ...call import EinsumCall, checked_memory_limit, make_call
-from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
+from ...spec.dtypes import check_casting, check_numeric, compute_dtype, result_dtype
 from ...spec.equation import bind
 from ...spec.walk import path_flops, plan_path
 from ..numpy.backend import as_arrays
@@ -411,6 +411,8 @@ def plan_call(call: EinsumCall) -> DaskEinsum:
     for i, d in enumerate(dtypes):
         check_numeric(d, f"operand {i} has dtype")
     rt = result_dtype(dtypes, call.dtype)
+    if call.casting is not None:  # NumPy's rule, as every backend's (a review: ignored)
+        check_casting(dtypes, rt, call.casting)
     path = plan_path(spec, call.optimize)
     plan = plan_steps(spec, path, dtypes, rt, compute_dtype(rt))
     budget = task_memory_budget(call.memory_limit)

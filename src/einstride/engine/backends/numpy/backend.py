@@ -24,7 +24,7 @@ from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
 from .limited import explain_within, run_limited
 
-__all__ = ["as_arrays", "einsum", "explain", "out_array", "run_entry"]
+__all__ = ["as_arrays", "cast_like", "einsum", "explain", "out_array", "run_entry"]
 
 Array = np.ndarray[Any, Any]
 
@@ -70,8 +70,8 @@ def run_entry(
 ) -> Any:
     """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
     it), and return ``out``, a Tensor or NumPy's result."""
-    if call.casting is not None:
-        _check_casting(call, arrays)
+    if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
+        check_casting([a.dtype for a in arrays], entry.plan.result_dtype, call.casting)
     if call.out is not None:
         check_out(
             call.out,
@@ -120,12 +120,6 @@ def _run_then_copy(
     np.copyto(out, value, casting="no")
 
 
-def _check_casting(call: EinsumCall, arrays: Sequence[Array]) -> None:
-    """NumPy's ``casting=`` rule for the operands' cast to ``dtype=``."""
-    if call.dtype is not None:
-        check_casting([a.dtype for a in arrays], np.dtype(call.dtype), call.casting)
-
-
 def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
     """The result in NumPy's ``order=`` layout (``A``: Fortran when every operand is Fortran
     contiguous, :func:`.call.result_order`)."""
@@ -166,3 +160,17 @@ def explain(call: EinsumCall) -> str:
     return explain_within(
         entry.plan, call.key, facts_of(arrays), out_facts, call.dtype, call.optimize, limit
     )
+
+
+def cast_like(grad: Any, like: Any) -> Any:
+    """A gradient in its operand's dtype, a real operand's the real part (as JAX's); for
+    every NumPy-API array (Dask's too: lazy, nothing computed).
+
+    >>> cast_like(np.array([1 + 2j]), np.zeros(1, np.float32))
+    array([1.], dtype=float32)
+    """
+    found = getattr(like, "dtype", None)
+    dtype = found if isinstance(found, np.dtype) else np.asarray(like).dtype
+    if np.iscomplexobj(grad) and dtype.kind != "c":
+        grad = grad.real
+    return grad.astype(dtype, copy=False)

@@ -42,7 +42,7 @@ from .records import check_memory
 from .report import format_torch_plan
 from .stepwise import by_steps, runs_by_steps
 
-__all__ = ["einsum", "explain", "hot"]
+__all__ = ["cast_like", "einsum", "explain", "hot"]
 
 _apply = cast(Callable[..., torch.Tensor], EinsumFunction.apply)  # torch leaves it untyped
 
@@ -108,15 +108,15 @@ def _fortran_operand(x: Any) -> bool:
 
 
 def _einsum(call: EinsumCall) -> torch.Tensor:
-    if call.out is None and call.dtype is None and call.operands:
+    if call.out is None and call.dtype is None and call.casting is None and call.operands:
         result = _plain_run(call.key, call.operands, call.optimize, call.memory_limit)
         if result is not None:
             return result
     tensors, device = as_tensors(call.operands)
-    if call.casting is not None and call.dtype is not None:
-        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(tensors)]
-        check_casting(dtypes, np.dtype(call.dtype), call.casting)
     entry = _entry(call, tensors)
+    if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
+        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(tensors)]
+        check_casting(dtypes, numpy_dtype(entry.result, "the result has dtype"), call.casting)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     out = None
     if call.out is not None:
@@ -290,3 +290,18 @@ def _gradient_entry(call: EinsumCall) -> Entry | None:
 
 HOT_PATHS[_Tensor] = hot
 LANE_REPORTS[_Tensor] = lane_report
+
+
+def cast_like(grad: torch.Tensor, like: Any) -> torch.Tensor:
+    """A gradient (``einsum_vjp``'s) in its operand's dtype, a real operand's the real part
+    (as JAX's); for an operand that is not a tensor, the dtype torch converts it to.
+
+    >>> cast_like(torch.tensor([1 + 2j]), torch.zeros(1)).tolist()
+    [1.0]
+    """
+    dtype = (
+        like.dtype if isinstance(like, torch.Tensor) else torch.as_tensor(np.asarray(like)).dtype
+    )
+    if grad.is_complex() and not dtype.is_complex:
+        grad = grad.real
+    return grad.to(dtype)
