@@ -273,3 +273,19 @@ def test_casting_is_checked_on_dask_as_on_numpy() -> None:
             es.einsum("ij->i", a, **kwargs)
     got = es.einsum("ij->i", lazy, dtype="i4", casting="unsafe").compute()
     assert got.tolist() == es.einsum("ij->i", a, dtype="i4", casting="unsafe").tolist()
+
+
+def test_einsum_path_gives_the_path_and_report_of_the_dask_graph() -> None:
+    """einsum_path on Dask operands reported the NumPy planner's path (decided at rounded
+    shapes: here another one than the graph's) and its report (a review)."""
+    from einstride.engine.backends.dask.backend import plan_dask
+
+    eq = "b,g,bc,hg->c"
+    ops = [da.ones(s, chunks=4) for s in [(30,), (30,), (30, 30), (16, 30)]]
+    path, report = es.einsum_path(eq, *ops)
+    assert path[1:] == [tuple(e) for e in plan_dask(eq, ops).plan.path]
+    assert "on Dask" in report and report == es.explain(eq, *ops)
+    unknown = da.arange(10, chunks=3)
+    unknown = unknown[unknown > 4]
+    with pytest.raises(es.EinsumError, match="unknown shape"):  # was Dask's ValueError
+        es.einsum_path("i->", unknown)

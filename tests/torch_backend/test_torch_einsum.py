@@ -350,6 +350,16 @@ def test_casting_without_dtype_checks_the_operands_into_the_result_dtype() -> No
     assert float(es.einsum("i,i->", b, b, casting="no")) == 3.0
 
 
+def test_einsum_path_reports_the_torch_plan() -> None:
+    """einsum_path on torch tensors gave the NumPy report: int32 with float32 said float64
+    (torch's result is float32) (a review)."""
+    a, b = torch.ones(3, 4, dtype=torch.int32), torch.ones(4, 5, dtype=torch.float32)
+    path, report = es.einsum_path("ij,jk->ik", a, b)
+    assert path == ["einsum_path", (0, 1)] and "on torch" in report
+    assert "(3, 5) float32" in report and report == es.explain("ij,jk->ik", a, b)
+    assert es.einsum_path(a, [0, 1], b, [1, 2], [0, 2])[0] == path
+
+
 def test_explain_over_the_memory_limit_says_what_einsum_would_raise() -> None:
     """As on the NumPy path; the torch report showed the plan alone (a review)."""
     a, b = torch.randn(20, 30), torch.randn(30, 40)

@@ -41,7 +41,7 @@ from .call import (
     shape_and_dtype,
     split_sublists,
 )
-from .registry import HOT_PATHS, LANE_REPORTS, backend_for
+from .registry import DEFAULT, HOT_PATHS, LANE_REPORTS, backend_for
 
 __all__ = ["einsum", "einsum_path", "explain"]
 
@@ -147,7 +147,8 @@ __test__ = {"einsum": _EINSUM_DOC}  # doctest: the function's globals are the la
 def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tuple[list[Any], str]:
     """NumPy-compatible: ``(["einsum_path", (i, j), ...], report)`` for operands or shapes
     (a tuple of ints is taken as a shape); the report is the plan report.  Operands of any
-    array type give their shapes and dtypes; nothing is computed.
+    array type give their shapes and dtypes; nothing is computed.  Operands of another
+    backend (torch, Dask) get that backend's path and report (``explain``'s).
 
     >>> path, report = einsum_path("ij,jk,kl->il", (2, 3), (3, 4), (4, 5), optimize="greedy")
     >>> path
@@ -158,6 +159,12 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         raw: Sequence[Any] = operands
     else:
         key, raw = split_sublists((subscripts, *operands))
+    backend = backend_for(raw)
+    if backend.__name__ != DEFAULT and not any(isinstance(x, tuple) for x in raw):
+        # the path and report of what that backend runs (a review: Dask's path can differ
+        # from the NumPy planner's, and torch's result dtype does)
+        path, report = backend.einsum_path(make_call(subscripts, *operands, optimize=optimize))
+        return ["einsum_path", *path], report
     shaped = [shape_and_dtype(x, f"operand {i}") for i, x in enumerate(raw)]
     plan = plan_from_shapes(key, shaped, None, optimize)
     return ["einsum_path", *plan.path], format_plan(plan)

@@ -56,8 +56,10 @@ LANE_REPORTS: dict[type, LaneReport] = {}
 
 
 class Backend(Protocol):
-    """What the front end calls (a backend module satisfies it with three functions:
-    ``cast_like`` puts an ``einsum_vjp`` gradient in its operand's dtype)."""
+    """What the front end calls (a backend module satisfies it with its functions:
+    ``cast_like`` puts an ``einsum_vjp`` gradient in its operand's dtype; ``einsum_path``,
+    the path the backend runs and its report, is asked only of backends other than NumPy's,
+    whose is the front end's own (it also takes shapes))."""
 
     __name__: str
 
@@ -66,6 +68,8 @@ class Backend(Protocol):
     def explain(self, call: EinsumCall) -> str: ...
 
     def cast_like(self, grad: Any, like: Any) -> Any: ...
+
+    def einsum_path(self, call: EinsumCall) -> tuple[list[tuple[int, ...]], str]: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ The public facade is :mod:`einstride.dask`.
 """
 
 from ..numpy.backend import cast_like  # Dask arrays take NumPy's .real and .astype, lazily
-from .backend import einsum
+from .backend import einsum, einsum_path
 from .backend import explain_call as explain
 
-__all__ = ["cast_like", "einsum", "explain"]
+__all__ = ["cast_like", "einsum", "einsum_path", "explain"]

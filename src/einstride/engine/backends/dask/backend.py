@@ -463,6 +463,12 @@ def explain_call(call: EinsumCall) -> str:
     return plan_call(call).explain()
 
 
+def einsum_path(call: EinsumCall) -> tuple[list[tuple[int, ...]], str]:
+    """The path the Dask graph runs and its report (the registry's ``einsum_path``)."""
+    planned = plan_call(call)
+    return [tuple(entry) for entry in planned.plan.path], planned.explain()
+
+
 def einsum_dask(
     subscripts: Any,
     *operands: Any,

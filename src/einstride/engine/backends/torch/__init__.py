@@ -14,6 +14,6 @@ imported and an operand is a ``torch.Tensor``.
 * :mod:`.backend`: the registry's entry points.
 """
 
-from .backend import cast_like, einsum, explain
+from .backend import cast_like, einsum, einsum_path, explain
 
-__all__ = ["cast_like", "einsum", "explain"]
+__all__ = ["cast_like", "einsum", "einsum_path", "explain"]

@@ -42,7 +42,7 @@ from .records import check_memory
 from .report import format_torch_plan
 from .stepwise import by_steps, runs_by_steps
 
-__all__ = ["cast_like", "einsum", "explain", "hot"]
+__all__ = ["cast_like", "einsum", "einsum_path", "explain", "hot"]
 
 _apply = cast(Callable[..., torch.Tensor], EinsumFunction.apply)  # torch leaves it untyped
 
@@ -195,6 +195,13 @@ def explain(call: EinsumCall) -> str:
             f"{report}\n  memory limit: {limit:,} B; einsum would raise {type(exc).__name__}: {exc}"
         )
     return report
+
+
+def einsum_path(call: EinsumCall) -> tuple[list[tuple[int, ...]], str]:
+    """The path the call runs on torch and its report (the registry's ``einsum_path``)."""
+    tensors, _ = as_tensors(call.operands)
+    path = [tuple(entry) for entry in _entry(call, tensors).plan.path]
+    return path, explain(call)
 
 
 _Tensor = torch.Tensor
