@@ -289,3 +289,12 @@ def test_einsum_path_gives_the_path_and_report_of_the_dask_graph() -> None:
     unknown = unknown[unknown > 4]
     with pytest.raises(es.EinsumError, match="unknown shape"):  # was Dask's ValueError
         es.einsum_path("i->", unknown)
+
+
+def test_explain_counts_a_layer_two_identical_steps_share_once() -> None:
+    """Two identical steps build one Dask layer: the report subtracted its tasks twice and
+    said '-3 to load or rechunk the operands' (a review)."""
+    a, b = da.ones((4, 6), chunks=2), da.ones((6, 5), chunks=2)
+    report = es.explain("ij,jk,ij,jk->ik", a, b, a, b, optimize=[(0, 1), (0, 1), (0, 1)])
+    loads = int(report.rsplit("(", 1)[1].split(" to load")[0].replace(",", ""))
+    assert loads > 0

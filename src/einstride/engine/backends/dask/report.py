@@ -129,9 +129,10 @@ def format_dask_plan(built: DaskEinsum) -> str:
         names[step.dst] = f"step {k + 1}"
     if not plan.steps:
         lines.append("  (no steps: the result is operand 0)")
-    inputs = built.tasks - sum(
-        built.layer_tasks(t.blockwise_layers + t.sum_layers) for t in built.steps
-    )
+    # two identical steps build one layer (Dask names a layer by its inputs): count it once
+    # (a review found a negative count)
+    made = dict.fromkeys(name for t in built.steps for name in t.blockwise_layers + t.sum_layers)
+    inputs = built.tasks - built.layer_tasks(tuple(made))
     lines.append(
         f"  tasks: {built.tasks:,} in the graph ({inputs:,} to load or rechunk the "
         "operands), before Dask fuses blockwise chains"
