@@ -298,3 +298,29 @@ def test_explain_counts_a_layer_two_identical_steps_share_once() -> None:
     report = es.explain("ij,jk,ij,jk->ik", a, b, a, b, optimize=[(0, 1), (0, 1), (0, 1)])
     loads = int(report.rsplit("(", 1)[1].split(" to load")[0].replace(",", ""))
     assert loads > 0
+
+
+def test_a_label_cut_by_one_operand_only_is_charged_its_partial_sums(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One operand cut k in two, the other held it whole: the plan took k as one chunk, so
+    the tree summing its partial products held 240,000 B under a 120,000 B task budget,
+    and the report said blocks of the whole k (a review)."""
+    from einstride.dask import plan_dask
+    from einstride.engine.backends.dask import backend as dask_backend
+
+    held: list[int] = []
+    add = dask_backend._add_partials
+
+    def spy(blocks: object, *args: object, **kwargs: object) -> object:
+        out = add(blocks, *args, **kwargs)
+        held.append(sum(p.nbytes for p in dask_backend._flatten(blocks)) + out.nbytes)
+        return out
+
+    monkeypatch.setattr(dask_backend, "_add_partials", spy)
+    a, b = np.random.default_rng(5).random((100, 10)), np.random.default_rng(6).random((10, 100))
+    lazy_a, lazy_b = da.from_array(a, chunks=(100, 5)), da.from_array(b, chunks=(10, 100))
+    planned = plan_dask("ik,kj->ij", [lazy_a, lazy_b], memory_limit=120_000)
+    np.testing.assert_allclose(planned.result.compute(scheduler="sync"), a @ b)
+    assert held and max(held) <= planned.budget
+    assert "blocks ik (50, 5) x kj (5, 100)" in planned.explain()

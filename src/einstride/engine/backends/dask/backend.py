@@ -124,13 +124,17 @@ def _squeeze(x: Any, stretched: Sequence[int]) -> Any:
 
 
 def _initial_chunks(plan: DaskPlan, arrays: Sequence[Any]) -> dict[int, int]:
-    """Per label, the largest chunk the Dask operands give it (a start for the search)."""
-    initial: dict[int, int] = {}
+    """Per label, the largest chunk of the cut every Dask operand's boundaries make (a start
+    for the search; :func:`_targets` cuts the label there at least).  The largest chunk
+    any one operand gives was taken before: a label one operand cuts in two and another
+    holds whole was charged as one chunk, so its partial sums were not (a review found a
+    task holding twice the memory budget)."""
+    seen: dict[int, list[tuple[int, ...]]] = {}
     for x, labels in zip(arrays, plan.operands):
         if isinstance(x, da.Array):
-            for lab, chunks in zip(labels, x.chunks):
-                initial[lab] = max(initial.get(lab, 0), max(chunks))
-    return initial
+            for lab, given in zip(labels, x.chunks):
+                seen.setdefault(lab, []).append(tuple(int(n) for n in given))
+    return {lab: max(_refine(chunkings)) for lab, chunkings in seen.items()}
 
 
 def _regular(size: int, chunk: int) -> tuple[int, ...]:
