@@ -100,3 +100,15 @@ def test_float64_rounds_once_to_nearest_even(x: float) -> None:
 def test_float64_double_rounding_case() -> None:
     x = 1 + 2**-8 + 2**-30  # float32 rounding first would land on the tie 1 + 2**-8
     assert float(es.to_reduced_precision(np.array([x]))[0]) == 1.0078125
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).nmant <= 52, reason="long double is float64 here")
+def test_long_double_rounds_to_bfloat16_once() -> None:
+    """A long double went through float64 first: 1 + 2**-8 + 2**-60 landed on the tie and
+    rounded to 1.0, not to the nearest 1.0078125 (a review)."""
+    one = np.longdouble(1)
+    x = np.array(
+        [one + one / 2**8 + one / 2**60, one + one / 2**8, -(one + one / 2**8 + one / 2**60)]
+    )
+    got = es.to_reduced_precision(x)
+    assert np.asarray(got).astype(np.float64).tolist() == [1 + 2**-7, 1.0, -(1 + 2**-7)]

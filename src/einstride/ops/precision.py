@@ -44,22 +44,25 @@ def to_reduced_precision(t: Any) -> Any:
         raise ValueError("to_reduced_precision: the tensor is already bfloat16")
     if arr.dtype.kind != "f":
         raise ValueError(f"to_reduced_precision: a floating dtype is required, got {arr.dtype}")
-    check_array(arr.shape, np.float64, "to_reduced_precision")  # float64 temporaries
+    wide = np.promote_types(arr.dtype, np.float64)  # the temporaries
+    check_array(arr.shape, wide, "to_reduced_precision")
     return finish(_round_to_bfloat16(arr), any_tensor(t))
 
 
 def _round_to_bfloat16(arr: Array) -> Array:
     """Round to nearest even in one step.  ml_dtypes converts float64 through float32, and
     rounding twice can be wrong (``1 + 2**-8 + 2**-30`` would become 1.0); rounding to float32
-    *to odd* first keeps the final nearest-even rounding exact."""
+    *to odd* first keeps the final nearest-even rounding exact.  A long double is compared
+    in its own precision (a review: through float64 first, ``1 + 2**-8 + 2**-60`` became
+    1.0)."""
     if arr.dtype.itemsize <= 4:
         return np.array(arr, dtype=bfloat16(), order="C", copy=True)
-    wide = np.asarray(arr, dtype=np.float64)
+    wide = arr
     with np.errstate(over="ignore", invalid="ignore"):
         narrow = wide.astype(np.float32)
-        away = np.abs(narrow.astype(np.float64)) > np.abs(wide)
+        away = np.abs(narrow.astype(wide.dtype)) > np.abs(wide)
         narrow = np.where(away, np.nextafter(narrow, np.float32(0)), narrow)
-        inexact = narrow.astype(np.float64) != wide
+        inexact = narrow.astype(wide.dtype) != wide
     bits = narrow.view(np.uint32) | inexact.astype(np.uint32)
     return np.array(bits.view(np.float32), dtype=bfloat16(), order="C", copy=True)
 
