@@ -50,6 +50,9 @@ DEFAULT_LIMIT_CASES = [
         f"es.einsum_vjp('ij->', ({HUGE},), np.ones(()))",
         "EinsumError",
     ),
+    # a scan of 10^14 elements (a review: the reductions read it for hours)
+    ("Tensor.sum of a broadcast", f"es.as_tensor({HUGE}).sum()", "MemoryLimitError"),
+    ("Tensor.max of a broadcast", f"es.as_tensor({HUGE}).max(axis=0)", "MemoryLimitError"),
     ("tile with a huge factor", "es.tile(np.ones(10), [10**12])", "MemoryLimitError"),
     ("tile with huge factors", "es.tile(np.ones((2, 2)), [10**6, 10**6])", "MemoryLimitError"),
     ("pad with a huge pad", "es.pad(np.ones(3), [(10**12, 0)])", "MemoryLimitError"),
