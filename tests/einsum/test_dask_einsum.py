@@ -324,3 +324,14 @@ def test_a_label_cut_by_one_operand_only_is_charged_its_partial_sums(
     np.testing.assert_allclose(planned.result.compute(scheduler="sync"), a @ b)
     assert held and max(held) <= planned.budget
     assert "blocks ik (50, 5) x kj (5, 100)" in planned.explain()
+
+
+@pytest.mark.parametrize(
+    ("value", "error"), [("abc", es.EinsumError), (0, es.EinsumError), (1e5, TypeError)]
+)
+def test_a_bad_task_memory_config_value_is_named_in_its_error(value: object, error: type) -> None:
+    """The errors said memory_limit=..., a keyword the call never had (a review)."""
+    from einstride.engine.backends.dask.backend import CONFIG_KEY
+
+    with dask.config.set({CONFIG_KEY: value}), pytest.raises(error, match=CONFIG_KEY):
+        es.einsum("ij->i", da.ones((4, 4), chunks=2))

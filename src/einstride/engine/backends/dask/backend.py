@@ -79,20 +79,25 @@ def task_memory_budget(memory_limit: Any = None) -> int:
     ...     task_memory_budget()
     1048576
     """
+    what = "memory_limit"
     if memory_limit is None:
         memory_limit = dask.config.get(CONFIG_KEY, None)
         if memory_limit is None:
             return 4 * int(parse_bytes(dask.config.get("array.chunk-size")))
-    if isinstance(memory_limit, str):
-        memory_limit = checked_memory_limit(memory_limit)
+        what = f"the Dask config value {CONFIG_KEY!r}"  # its errors name it (a review)
+    try:
+        if isinstance(memory_limit, str):
+            memory_limit = checked_memory_limit(memory_limit)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("memory_limit", what, 1)) from None
     if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
-        raise TypeError(f"einsum: memory_limit must be an int (bytes), not {memory_limit!r}")
-    return _positive(int(memory_limit), memory_limit)
+        raise TypeError(f"einsum: {what} must be an int (bytes), not {memory_limit!r}")
+    return _positive(int(memory_limit), memory_limit, what)
 
 
-def _positive(value: int, given: Any) -> int:
+def _positive(value: int, given: Any, what: str) -> int:
     if value < 1:
-        raise EinsumError(f"einsum: memory_limit={given!r} must be at least one byte")
+        raise EinsumError(f"einsum: {what}={given!r} must be at least one byte")
     return value
 
 
