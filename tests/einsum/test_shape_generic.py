@@ -156,6 +156,10 @@ def test_explain_says_which_level_decided() -> None:
     assert es.explain("bij,bjk->bik", np.ones((4, 40, 16)), np.ones((4, 16, 16))) == first
     strided = es.explain("ij,jk->ik", np.ones((40, 32))[:, :10], np.ones((10, 8)))
     assert "decisions: made for these shapes (no shape class: an irregular layout" in strided
+    # asked as shapes after the call itself ran, the class is reused from an earlier call of
+    # these very shapes: the line said "decided for an earlier shape" (a review)
+    by_shapes = es.explain("bij,bjk->bik", (4, 40, 16), (4, 16, 16))
+    assert "decided when an earlier call, maybe of these very shapes, first planned" in by_shapes
 
 
 @pytest.mark.parametrize(

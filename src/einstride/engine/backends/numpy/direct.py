@@ -229,7 +229,7 @@ def _planned_later(
 ) -> tuple[Callable[[], Plan], float]:
     """What builds the plan of ``path``'s direct way when its runs have paid for it, and
     its estimated cost (:meth:`.generic.Entry.tiered`)."""
-    make = functools.partial(plan_of, eq_key, facts, dtype, path, options, False)
+    make = functools.partial(plan_of, eq_key, facts, dtype, path, options, None)
     return make, PLANNING_S_PER_STEP * len(path)
 
 

@@ -358,15 +358,16 @@ def plan_of(
     dtype: np.dtype[Any] | None,
     optimize: Any,
     options: PlannerOptions,
-    reused: bool,
+    reused: bool | None,
 ) -> Plan:
     """The plan of a shape-generic (or direct) entry, built when asked for: the class's
     decisions replayed with these sizes (``reused``: as they were when the entry was
-    made)."""
+    made; None: as the class cache answers now, for a direct entry, whose run decided
+    nothing of its class)."""
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     plan = build_plan(spec, dtypes, strides, dtype=dtype, optimize=optimize, options=options)
-    return replace(plan, reused=reused)
+    return plan if reused is None else replace(plan, reused=reused)
 
 
 def _class_found(

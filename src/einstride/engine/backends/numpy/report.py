@@ -315,7 +315,8 @@ def _decided(plan: Plan) -> str:
         )
     shapes = ", ".join(_shape(s) for s in plan.decided_for)
     how = (
-        "reused from the shape-generic cache (decided for an earlier shape of the class)"
+        "reused from the shape-generic cache (decided when an earlier call, maybe of "
+        "these very shapes, first planned the class)"
         if plan.reused
         else "decided when these shapes, the first of their class, were planned, and cached"
     )
