@@ -369,3 +369,21 @@ def test_dask_operands_get_lazy_gradients() -> None:
     want = es.einsum_vjp("ij,jk->ik", (a, b), np.ones((3, 2)))
     np.testing.assert_array_equal(ga.compute(), want[0])
     np.testing.assert_array_equal(gb.compute(), want[1])
+
+
+def test_errors_name_the_right_argument_on_every_backend() -> None:
+    """Through torch or Dask, a bad cotangent was blamed on operand 0, a string operand gave
+    a rank error, and a Dask array of unknown size raised ValueError (a review)."""
+    torch = pytest.importorskip("torch")
+    da = pytest.importorskip("dask.array")
+    for x in (np.ones(3), torch.ones(3), da.ones(3, chunks=2)):
+        with pytest.raises(TypeError, match="the cotangent has dtype object"):
+            es.einsum_vjp("i,i->", (x, np.ones(3)), np.array(None, dtype=object))
+        with pytest.raises(TypeError, match="operand 1 has dtype <U3"):
+            es.einsum_vjp("i,i->", (x, "abc"), np.array(1.0))
+    unknown = da.arange(10, chunks=3)
+    unknown = unknown[unknown > 4]
+    with pytest.raises(es.EinsumError, match="unknown shape"):
+        es.einsum_vjp("i->", (unknown,), np.array(1.0))
+    with pytest.raises(es.EinsumError, match="unknown shape"):
+        es.einsum_path("i,i->", unknown, (3,))

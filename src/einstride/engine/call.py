@@ -226,10 +226,15 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         return checked_shape(x, what), np.dtype(np.float64)
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if isinstance(shape, tuple) and dtype is not None:
+        if any(isinstance(n, float) and n != n for n in shape):  # NaN: a lazy array's
+            raise EinsumError(  # (Dask's len() raised its own ValueError: a review)
+                f"einsum: {what} has an unknown shape {shape} (a lazy array's chunk sizes "
+                "not known yet: compute_chunk_sizes() in Dask)"
+            )
         try:
             return checked_shape(shape, what), _numpy_dtype(dtype)
         except (TypeError, EinsumError):
-            pass  # e.g. a lazy array of unknown (NaN) size, or a foreign dtype object
+            pass  # e.g. a foreign dtype object
     if isinstance(x, range):
         return (len(x),), np.dtype(np.int_)
     check_conversion(x, f"einsum: {what}")

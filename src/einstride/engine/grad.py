@@ -126,26 +126,39 @@ def einsum_vjp(
 
 
 def _arrays(operands: Sequence[Any], cotangent: Any, native: bool) -> tuple[list[Any], Any]:
-    """The operands and the cotangent as the backend takes them: NumPy's as ndarrays
-    (checked numeric: an operand may never reach an einsum below), another backend's as
-    given (a torch tensor that requires grad keeps its graph: ``.numpy()`` raised on it, a
-    review; a Dask array stays lazy)."""
-    if not native:
-        for k, x in enumerate(operands):
-            dtype = getattr(x, "dtype", None)
-            if isinstance(dtype, np.dtype):  # Dask's; torch's dtypes are all numeric
-                check_numeric(dtype, f"operand {k} has dtype")
-        return list(operands), cotangent
-    arrays, _ = as_arrays(operands)
-    (cot,), _ = as_arrays([cotangent])
+    """The operands and the cotangent as the backend takes them, checked numeric (an
+    operand may never reach an einsum below): NumPy's as ndarrays; for another backend its
+    arrays as given (a torch tensor that requires grad keeps its graph: ``.numpy()`` raised
+    on it, a review; a Dask array stays lazy), anything else (a list, a scalar, a string)
+    converted by NumPy's rules, so that the error names the right argument."""
+    given = [*operands, cotangent]
+    if native:
+        arrays, _ = as_arrays(given)
+    else:
+        arrays = [x if _is_array(x) else as_arrays([x])[0][0] for x in given]
     for k, x in enumerate(arrays):
-        check_numeric(x.dtype, f"operand {k} has dtype")
-    check_numeric(cot.dtype, "the cotangent has dtype")
-    return arrays, cot
+        what = f"operand {k}" if k < len(operands) else "the cotangent"
+        if isinstance(x.dtype, np.dtype):  # Dask's and NumPy's; torch's are all numeric
+            check_numeric(x.dtype, f"{what} has dtype")
+        if not all(isinstance(n, int) for n in _dims(x)):
+            raise EinsumError(
+                f"einsum_vjp: {what} has an unknown shape {tuple(x.shape)} (a lazy array's "
+                "chunk sizes not known yet: compute_chunk_sizes() in Dask)"
+            )
+    return arrays[:-1], arrays[-1]
+
+
+def _is_array(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)
+
+
+def _dims(x: Any) -> tuple[Any, ...]:
+    """The sizes of ``x``'s axes, as Python ints where they are known (NaN where not)."""
+    return tuple(int(n) if isinstance(n, (int, np.integer)) else n for n in x.shape)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(int(n) for n in np.shape(x))
+    return tuple(int(n) for n in x.shape)
 
 
 def _ones(size: int, cot: Array | None) -> Array:
