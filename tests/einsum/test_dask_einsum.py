@@ -335,3 +335,11 @@ def test_a_bad_task_memory_config_value_is_named_in_its_error(value: object, err
 
     with dask.config.set({CONFIG_KEY: value}), pytest.raises(error, match=CONFIG_KEY):
         es.einsum("ij->i", da.ones((4, 4), chunks=2))
+
+
+def test_a_torch_tensor_that_requires_grad_with_dask_is_a_type_error() -> None:
+    """The Dask backend converts the other operands to NumPy; torch's RuntimeError for a
+    tensor that requires grad leaked out (a review)."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"operand 0 \(Tensor\) cannot be converted"):
+        es.einsum("i,i->", torch.ones(3, requires_grad=True), da.ones(3))

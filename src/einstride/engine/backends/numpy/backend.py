@@ -45,7 +45,9 @@ def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
         try:
             check_conversion(x, f"einsum: operand {i}")
             arrays.append(np.asarray(x))
-        except (TypeError, ValueError, OverflowError) as exc:
+        except (TypeError, ValueError, OverflowError, RuntimeError) as exc:
+            # RuntimeError: torch's, for a tensor that requires grad (with a Dask operand,
+            # the Dask backend converts it: a review)
             if isinstance(exc, EinsumError):
                 raise
             raise TypeError(
