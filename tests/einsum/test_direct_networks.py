@@ -16,7 +16,7 @@ from opt_einsum.testing import rand_equation
 
 import einstride as es
 from einstride.engine.backends.numpy import direct, generic
-from einstride.engine.backends.numpy.cache import hot_entry
+from einstride.engine.backends.numpy.cache import facts_of, hot_entry
 from einstride.engine.backends.numpy.direct import (
     COPY_CHOICE,
     LOOP_ELEMENTS,
@@ -343,6 +343,12 @@ def test_explain_says_when_a_first_call_runs_directly() -> None:
         es.contract_expression(eq, *shapes).explain(),
     ):
         assert report.splitlines()[1] == f"  {direct.DIRECT_NOTE}:"
+        # the direct way's own figures (a review: the first call's peak went unsaid)
+        _, largest, peak, _ = direct.direct_program(eq, facts_of(ops), None, "auto")
+        assert report.splitlines()[2] == (
+            f"    the direct way: largest allocation {largest:,} B, peak {peak:,} B (the "
+            "figures below are the plan's)"
+        )
     ints = [a.astype(np.int64) for a in ops]  # planned: no BLAS dtype
     seven = "ab,bc,cd,de,ef,fg,gh->ah"  # planned: fewer than 8 operands
     assert direct.DIRECT_NOTE in es.explain(eq, *ops, memory_limit=2**30)  # within it

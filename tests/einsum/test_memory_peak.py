@@ -224,6 +224,20 @@ def test_the_path_search_respects_the_limit_first():
     assert "the path was searched within the limit" in report
 
 
+def test_a_sum_that_fits_without_its_vector_of_ones_says_so():
+    """Over the limit, a BLAS row sum is planned again with NumPy's loop (no vector of
+    ones): the report said the path had been searched, and gave that plan's peak as the
+    one over the limit (a review)."""
+    a = np.ones((4096, 2048))
+    unlimited = es.explain("ij->i", a)
+    assert "peak: 49,152 B" in unlimited
+    report = es.explain("ij->i", a, memory_limit=40_000)
+    assert "path was searched" not in report
+    assert "the plan along path [(0,)] would peak at 49,152 B" in report
+    assert "so its sums run NumPy's loop instead of a BLAS product with a vector of ones" in report
+    np.testing.assert_allclose(es.einsum("ij->i", a, memory_limit=40_000), a.sum(axis=1))
+
+
 def test_contract_expression_takes_a_memory_limit():
     shapes = [(200, 100), (150, 100, 120), (200, 120)]
     ops = operands(shapes)

@@ -187,6 +187,21 @@ def test_the_optimize_tuple_limits_intermediates() -> None:
         es.einsum("ab,bc,cd->ad", a, b, c, optimize=("greedy", "lots"))
 
 
+def test_explain_takes_what_einsum_takes() -> None:
+    """A list of ints was taken as a shape: the interleaved form and list operands failed
+    in explain where einsum ran (a review); and explicit default keywords take the lane in
+    einsum, as explain says (memory_limit=None took the planned way)."""
+    from einstride.engine.backends.numpy.lanes import lane_answers
+
+    a, b = RNG.random((2, 3)), RNG.random((3, 4))
+    assert "path: [(0, 1)]" in es.explain(a, [0, 1], b, [1, 2], [0, 2])
+    assert es.explain("i,i", [1, 2, 3], [4, 5, 6]).startswith("einsum 'i,i'")
+    assert "lane: einsum runs this call" in es.explain("ij,jk->ik", a, b, memory_limit=None)
+    before = lane_answers()
+    es.einsum("ij,jk->ik", a, b, memory_limit=None, dtype=None, casting=None, order="K")
+    assert lane_answers() == before + 1
+
+
 def test_contract_expression_interleaved_and_out() -> None:
     expr = es.contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])
     a, b = RNG.random((2, 3)), RNG.random((3, 4))

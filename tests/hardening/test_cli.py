@@ -27,6 +27,9 @@ def test_a_good_call_prints_the_plan():
     done = run("explain", "ij,jk->ik", "2x3", "3x4")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("einsum 'ij,jk->ik'") and not done.stderr
+    # the lane its own example takes (a review: the CLI always named a dtype, which hid it)
+    lane = run("explain", "bij,bjk->bik", "8x64x32", "8x32x16")
+    assert "lane: einsum runs this call without a plan" in lane.stdout
 
 
 @pytest.mark.parametrize(

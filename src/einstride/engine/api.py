@@ -195,16 +195,19 @@ def explain(
         if not isinstance(subscripts, str):
             raise TypeError("explain takes the string form of the equation with shapes")
         limit = checked_memory_limit(memory_limit)
+        # with shapes, dtype= is the operands' (the result's follows): the report is that
+        # of einsum on such operands, lane included (the CLI's always named a dtype, so it
+        # never showed the lane its example takes: a review)
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
-        plan = plan_from_shapes(subscripts, shaped, dtype, optimize)
-        facts, wanted = shape_facts(shaped), None if dtype is None else dt
+        plan = plan_from_shapes(subscripts, shaped, None, optimize)
+        facts = shape_facts(shaped)
         within = _memory.LIMIT if limit is None else limit
-        report = explain_within(plan, subscripts, facts, None, wanted, optimize, within)
-        if dtype is memory_limit is None and all(_array_can_be(s, dt) for s, dt in shaped):
+        report = explain_within(plan, subscripts, facts, None, None, optimize, within)
+        if memory_limit is None and all(_array_can_be(s, dt) for s, dt in shaped):
             stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
             report = _with_lane(report, subscripts, stand_ins, optimize)
-        return with_direct_note(report, subscripts, facts, wanted, optimize, within)
+        return with_direct_note(report, subscripts, facts, None, optimize, within)
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(
@@ -259,8 +262,9 @@ def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: 
 
 
 def _as_shape(x: Any) -> Sequence[Any] | None:
-    """``x`` when it is a shape (a tuple or list of ints), else None (an operand)."""
-    if isinstance(x, (tuple, list)) and all(
+    """``x`` when it is a shape (a tuple of ints), else None (an operand: a list is one, or
+    a sublist of the interleaved form, as for einsum; a review)."""
+    if isinstance(x, tuple) and all(
         hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_)) for d in x
     ):
         return x

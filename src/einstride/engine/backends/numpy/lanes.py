@@ -134,12 +134,30 @@ _answered = itertools.count()  # next() is one atomic C call: no lock on the lan
 _answered_before = 0  # its count when the caches were last cleared (it is never replaced)
 
 
+_DEFAULT_OPTIONS = {
+    "optimize": "auto",
+    "order": "K",
+    "out": None,
+    "dtype": None,
+    "memory_limit": None,
+    "casting": None,
+}
+
+
 def _names_auto(options: dict[str, Any]) -> bool:
-    """Whether ``options`` only name the default, ``optimize="auto"`` (still the lane),
-    compared as a str: an array compared with ``==`` is an array, whose truth NumPy
-    refuses (a review: ``optimize=np.array(...)`` raised a bare ValueError)."""
-    optimize = options.get("optimize")
-    return len(options) == 1 and type(optimize) is str and optimize == "auto"
+    """Whether ``options`` only name einsum's defaults (``optimize="auto"``,
+    ``memory_limit=None``, ...: still the lane, as ``explain`` says; a review found
+    ``memory_limit=None`` taking the planned way), a str compared as a str: an array
+    compared with ``==`` is an array, whose truth NumPy refuses (a review:
+    ``optimize=np.array(...)`` raised a bare ValueError)."""
+    for name, value in options.items():
+        default = _DEFAULT_OPTIONS.get(name, options)  # an unknown name: never equal
+        if default is None:
+            if value is not None:
+                return False
+        elif type(value) is not str or value != default:
+            return False
+    return True
 
 
 def _count() -> int:

@@ -63,7 +63,10 @@ CACHE_SIZE = 128
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limited:
     """What runs within ``limit``: the call's unsliced ``base`` plan, the ``plan`` that runs
-    (``base``, or the plan of a path searched within the limit) or its ``sliced`` form."""
+    (``base``, or the plan of a path searched within the limit) or its ``sliced`` form;
+    ``unlimited_peak`` is the peak of the plan the call runs without a limit (``base``'s,
+    unless ``base`` is that plan with its BLAS sums run by NumPy's loop instead, which
+    allocates no vector of ones)."""
 
     limit: int
     base: Plan
@@ -71,6 +74,7 @@ class Limited:
     sliced: SlicedPlan | None
     run: Program
     peak: int
+    unlimited_peak: int
 
 
 def limited_plan(
@@ -138,7 +142,7 @@ def _decide(
     base = build_plan(
         spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize, options=options
     )
-    peak = plan_peak(base)
+    peak = unlimited = plan_peak(base)
     if peak > limit and _scratch(base):
         # without a BLAS reduction's vector of ones: the loop allocates nothing more, and
         # the slicer's model knows the loop's bytes only
@@ -150,7 +154,13 @@ def _decide(
         peak = plan_peak(base)
     if peak <= limit:
         return Limited(
-            limit=limit, base=base, plan=base, sliced=None, run=compile_plan(base), peak=peak
+            limit=limit,
+            base=base,
+            plan=base,
+            sliced=None,
+            run=compile_plan(base),
+            peak=peak,
+            unlimited_peak=unlimited,
         )
     _check_result(base, out is None, limit)
     repathed = _repath(base, out, optimize, limit, options)
@@ -173,6 +183,7 @@ def _decide(
             sliced=None,
             run=compile_plan(repathed),
             peak=plan_peak(repathed),
+            unlimited_peak=unlimited,
         )
     if sliced is None:
         raise _cannot_fit(base, path_model(spec, base.path), out, limit, peak)
@@ -183,6 +194,7 @@ def _decide(
         sliced=sliced,
         run=compile_sliced(sliced),
         peak=sliced.peak,
+        unlimited_peak=unlimited,
     )
 
 
@@ -369,8 +381,17 @@ def format_limited(limited: Limited) -> str:
     base, limit = limited.base, limited.limit
     over = (
         f"  memory limit: {limit:,} B; the plan along path {list(base.path)} would peak at "
-        f"{plan_peak(base):,} B"
+        f"{limited.unlimited_peak:,} B"
     )
+    if limited.sliced is None and limited.plan is base:  # (a review: "path searched")
+        return _with_lines(
+            format_plan(base),
+            [
+                over,
+                "  so its sums run NumPy's loop instead of a BLAS product with a vector of "
+                f"ones: the same path peaks at {limited.peak:,} B; its plan:",
+            ],
+        )
     if limited.sliced is None:
         extra = _flops(limited.plan) / max(_flops(base), 1) - 1.0
         return _with_lines(
