@@ -206,6 +206,32 @@ def test_the_forward_value_does_not_depend_on_requires_grad(dtypes: tuple[Any, .
     torch.testing.assert_close(graph.detach(), plain, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+def test_a_network_s_value_does_not_depend_on_requires_grad(seed: int) -> None:
+    """Step by step under autograd, each step must be the plan's own product: popped in
+    reverse, the steps ran transposed products (and partial products summed elsewhere),
+    and float32 results differed by rounding (a review: 73 of 600 random calls)."""
+    from opt_einsum.testing import rand_equation
+
+    n = 3 + seed % 4
+    eq, shapes = rand_equation(n, 2 + seed % 2, seed=seed, d_min=2, d_max=12, n_out=seed % 3)
+    gen = torch.Generator().manual_seed(seed)
+    ops = [torch.randn(*shape, generator=gen) for shape in shapes]
+    ops = [
+        x.T.contiguous().T if k % 3 == seed % 3 and x.dim() == 2 else x for k, x in enumerate(ops)
+    ]
+    plain = es.einsum(eq, *ops)
+    k = seed % n
+    leaf = ops[k].detach().requires_grad_()
+    graph = es.einsum(eq, *ops[:k], leaf, *ops[k + 1 :])
+    assert torch.equal(graph.detach(), plain)
+    (grad,) = torch.autograd.grad(graph.sum(), [leaf])
+    wide = [x.double() for x in ops]
+    ref = wide[k].requires_grad_()
+    (want,) = torch.autograd.grad(torch.einsum(eq, *wide).sum(), [ref])
+    torch.testing.assert_close(grad.double(), want, rtol=1e-4, atol=1e-3)
+
+
 def test_cached_gradients_follow_the_cotangent_layout_and_the_memory_limit() -> None:
     # the gradients' plans are cached per forward plan and cotangent layout; a cotangent of
     # another layout gets its own, and a limit set later still stops them

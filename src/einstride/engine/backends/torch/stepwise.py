@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from ..numpy.steps import Plan
+from ..numpy.steps import BatchStep, ContractStep, FusedStep, Plan
 
 __all__ = ["by_steps", "runs_by_steps"]
 
@@ -61,8 +61,10 @@ def by_steps(
     if keys is None:
         keys = memo["steps"] = _step_keys(plan)
     operands = list(tensors)
-    for key, picked in keys:
-        step_operands = tuple([operands.pop(i) for i in picked])
+    for key, entry in keys:
+        step_operands = tuple([operands[i] for i in entry])
+        for i in sorted(entry, reverse=True):
+            del operands[i]
         operands.append(step(key, step_operands))
     (result,) = operands
     return result
@@ -70,18 +72,40 @@ def by_steps(
 
 def _step_keys(plan: Plan) -> tuple[tuple[Any, tuple[int, ...]], ...]:
     """Each path step's equation key (a sublist key: the labels are ids) and the positions
-    of its operands in the list of those still to contract, in pop order."""
+    of its operands in the list of those still to contract, in the path entry's order: the
+    plan's (:func:`...spec.walk.walk_path`), so that each step is the product the plan
+    runs and the value does not depend on ``requires_grad`` (a review: popped in reverse,
+    the steps ran the transposed products, float32 results differed by rounding)."""
     spec = plan.spec
     terms = list(spec.inputs)
     found = []
+    orders = _product_labels(plan)
     for n, contraction in enumerate(plan.path):
-        picked = tuple(sorted(contraction, reverse=True))
-        step_terms = [terms.pop(i) for i in picked]
+        entry = tuple(contraction)
+        step_terms = [terms[i] for i in entry]
+        for i in sorted(entry, reverse=True):
+            del terms[i]
+        kept = set(spec.output).union(*terms)
         if n == len(plan.path) - 1:
             output = spec.output
+        elif orders is not None:  # the plan's own product, laid out as the plan lays it
+            output = tuple(x for x in orders[n] if x in kept)  # partial products: summed
         else:
-            kept = set(spec.output).union(*terms)
             output = tuple(dict.fromkeys(x for term in step_terms for x in term if x in kept))
-        found.append((("sublists", tuple(step_terms), output), picked))
+        found.append((("sublists", tuple(step_terms), output), entry))
         terms.append(output)
     return tuple(found)
+
+
+def _product_labels(plan: Plan) -> list[tuple[int, ...]] | None:
+    """The labels of each path step's product as the plan lays it out (its matmul's or
+    loop's result register), where every path step is one product of two operands; None
+    otherwise (a fused loop, a step of three or more).  Each step's einsum then asks for
+    that order, and its plan runs the product the whole plan runs: the value is the same
+    with and without a graph (a review found float32 results differing by rounding)."""
+    if any(len(entry) != 2 for entry in plan.path):
+        return None
+    products = [step for step in plan.steps if isinstance(step, (ContractStep, BatchStep))]
+    if len(products) != len(plan.path) or any(isinstance(s, FusedStep) for s in plan.steps):
+        return None
+    return [tuple(step.geometry.labels) for step in products]
