@@ -360,6 +360,22 @@ def test_einsum_path_reports_the_torch_plan() -> None:
     assert es.einsum_path(a, [0, 1], b, [1, 2], [0, 2])[0] == path
 
 
+@pytest.mark.parametrize(
+    ("dtype", "number"),
+    [(torch.float16, 3.0), (torch.bfloat16, 3.0), (torch.int8, 3), (torch.uint8, 3),
+     (torch.int32, 2.5), (torch.float32, 1j), (torch.bool, 2)],
+)  # fmt: skip
+def test_a_python_number_promotes_as_torch_s_wrapped_numbers(dtype: Any, number: Any) -> None:
+    """Next to 0-dim tensors a Python number was a float32/int64 0-dim tensor, which
+    outranked them: float16 times 3.0 gave float32 (a review); torch ranks it last."""
+    t = torch.tensor(2, dtype=dtype)
+    got = es.einsum(",->", t, number)
+    want = t * number
+    assert got.dtype == want.dtype and torch.equal(got, want)
+    vector = torch.ones(2, dtype=dtype)
+    assert es.einsum("i,->i", vector, number).dtype == (vector * number).dtype
+
+
 def test_explain_over_the_memory_limit_says_what_einsum_would_raise() -> None:
     """As on the NumPy path; the torch report showed the plan alone (a review)."""
     a, b = torch.randn(20, 30), torch.randn(30, 40)

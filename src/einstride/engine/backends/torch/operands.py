@@ -30,7 +30,7 @@ from ....layout import Layout
 from ....narrow import is_bfloat16
 from ....tensors import Tensor, as_array
 from ...spec.equation import quoted
-from .dtypes import numpy_dtype
+from .dtypes import numpy_dtype, result_dtype
 
 __all__ = ["Facts", "as_tensors", "byte_strides", "check_out", "facts_of", "overlaps"]
 
@@ -48,7 +48,25 @@ def as_tensors(raw: Sequence[Any]) -> tuple[list[torch.Tensor], torch.device]:
             tensors.append(_plain(x, f"operand {i}"))
         else:
             tensors.append(_converted(x, device, i))
+    if any(_is_number(x) for x in raw):
+        tensors = _wrapped_numbers(raw, tensors)
     return tensors, device
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
+
+
+def _wrapped_numbers(raw: Sequence[Any], tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Python numbers in the dtype torch gives a "wrapped number" next to the other
+    operands: the least of its kind, so ``float16`` 0-dim tensor times ``3.0`` is float16,
+    not float32 (a review: converted as 0-dim tensors of the default dtype, they outranked
+    the 0-dim tensors)."""
+    others = [(t.dtype, t.dim()) for x, t in zip(raw, tensors) if not _is_number(x)]
+    if not others:
+        return tensors
+    rest = torch.empty((), dtype=result_dtype(others))
+    return [t.to(torch.result_type(rest, x)) if _is_number(x) else t for x, t in zip(raw, tensors)]
 
 
 def _device_of(raw: Sequence[Any]) -> torch.device:
