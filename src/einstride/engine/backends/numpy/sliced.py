@@ -257,6 +257,8 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
         dest = out if out is not None else (np.zeros if zeroed else np.empty)(shape, rt)
+        if zeroed and out is not None:  # the slices write the diagonal only (a review:
+            out.fill(0)  # out='s old values stayed off it)
         parts = itertools.product(*outer_chunks)
         if not inner:
             for chunks in parts:
