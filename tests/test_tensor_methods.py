@@ -146,3 +146,55 @@ def test_scalar_access_and_array_protocol():
     assert np.asarray(t, dtype=np.float32).dtype == np.float32
     with pytest.raises(ValueError):
         t.item()  # more than one element, as NumPy
+
+
+def test_pickle_and_deepcopy_keep_one_storage_for_every_view() -> None:
+    """The cached NumPy view was pickled as state: the copy's view and storage were two
+    arrays (writes through one missed the other), and a broadcast view pickled every
+    element (a review)."""
+    import copy
+    import pickle
+
+    t = es.Tensor(np.arange(4.0), shape=(2, 2))
+    t.numpy()  # the cached view exists
+    for twin in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+        es.add(twin, 10.0, out=twin)
+        assert twin.tolist() == [[10.0, 11.0], [12.0, 13.0]] == twin.T.T.tolist()
+        assert twin.storage.tolist() == [10.0, 11.0, 12.0, 13.0]
+    assert t.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    wide = es.Tensor(np.zeros(1), shape=(1000, 1000), strides=(0, 0))
+    wide.numpy()
+    assert len(pickle.dumps(wide)) < 1000
+
+
+def test_numpy_s_reduction_functions_take_tensors() -> None:
+    """np.sum(t) passes out=None to Tensor.sum, which refused it (a review)."""
+    t = es.Tensor(np.arange(6.0), shape=(2, 3))
+    for name in ("sum", "mean", "prod", "max", "min", "any", "all"):
+        want = getattr(np, name)(t.numpy(), axis=1)
+        np.testing.assert_array_equal(np.asarray(getattr(np, name)(t, axis=1)), want)
+    out = np.empty(3)
+    assert np.sum(t, axis=0, out=out) is out and out.tolist() == [3.0, 5.0, 7.0]
+
+
+def test_contains_transpose_item_and_tolist_follow_numpy_and_the_guard() -> None:
+    """A review: `tensor in t` was always False; transpose(()) reversed the axes; item's
+    IndexError leaked; tolist and a reduction's result of a broadcast view passed the
+    memory guard."""
+    m = es.Tensor(np.arange(6), shape=(2, 3))
+    assert es.tensor(3) in m and m[0] in m and es.tensor(9) not in m
+    with pytest.raises(es.LayoutError, match="do not permute"):
+        m.transpose(())
+    assert m.transpose().shape == m.transpose(None).shape == (3, 2)
+    with pytest.raises(es.LayoutError, match="out of bounds"):
+        m.item(5, 5)
+    broadcast = es.Tensor(np.zeros(1), shape=(50, 100, 2), strides=(0, 0, 0))
+    previous = es.memory.set_memory_limit(10_000)
+    try:
+        with pytest.raises(es.MemoryLimitError):
+            broadcast.tolist()
+        with pytest.raises(es.MemoryLimitError):
+            broadcast.sum(axis=2)
+        assert broadcast.sum().item() == 0.0  # a scalar result is fine
+    finally:
+        es.memory.set_memory_limit(previous)

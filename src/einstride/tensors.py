@@ -117,6 +117,12 @@ class Tensor:
         t._array = None
         return t
 
+    def __reduce__(self) -> tuple[Any, tuple[Array, Layout]]:
+        """Pickled (and copied) as its storage and layout: the cached NumPy view is not
+        state (a review: pickled with it, the copy's view and storage were two arrays, and
+        a broadcast view's pickle held every element)."""
+        return Tensor._wrap, (self._storage, self._layout)
+
     # -- facts ----------------------------------------------------------------------------
 
     @property
@@ -182,6 +188,8 @@ class Tensor:
 
     def __contains__(self, value: Any) -> bool:
         check_array(self.shape, np.bool_, "Tensor.__contains__ (a comparison)")  # a broadcast?
+        if isinstance(value, Tensor):  # compared as an array (a review: ndarray == Tensor
+            value = value.numpy()  # deferred to Tensor's identity, always False)
         return bool(value in self.numpy())
 
     def __int__(self) -> int:
@@ -242,9 +250,16 @@ class Tensor:
         return self.transpose()
 
     def transpose(self, *axes: Any) -> Tensor:
-        """Axes reversed (no arguments) or permuted; always a view."""
+        """Axes reversed (no arguments, or None) or permuted; always a view.  An empty
+        permutation of a tensor of axes is a ``LayoutError`` (NumPy: "axes don't match";
+        it reversed the axes: a review)."""
         if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
-            axes = tuple(axes[0]) if axes[0] is not None else ()
+            if axes[0] is None:
+                axes = ()
+            else:
+                axes = tuple(axes[0])
+                if not axes and self.ndim:
+                    raise LayoutError(f"transpose: axes () do not permute {self.ndim} axes")
         perm = axes if axes else tuple(reversed(range(self.ndim)))
         return Tensor._wrap(self._storage, self._layout.permute(perm))
 
@@ -280,8 +295,11 @@ class Tensor:
         return tensor(self.numpy())
 
     # -- NumPy-like methods: reductions, casts, matmul (each result a new Tensor) ---------
+    # (the reductions take NumPy's argument order and ``out=``, as ``np.sum(t)`` passes it)
 
-    def sum(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    def sum(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+    ) -> Any:
         """NumPy's ``sum`` over the viewed array; float16 and bfloat16 accumulate in float32
         and are rounded once (as ``es.einsum``).  A full reduction is a rank-0 Tensor.
 
@@ -289,55 +307,59 @@ class Tensor:
         >>> t.sum(axis=1).tolist(), t.sum().item(), t.sum(axis=(0, -1), keepdims=True).shape
         ([3.0, 12.0], 15.0, (1, 1))
         """
-        return _reduced(self, "sum", axis, dtype, keepdims)
+        return _reduced(self, "sum", axis, dtype, keepdims, out)
 
-    def mean(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    def mean(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+    ) -> Any:
         """NumPy's ``mean`` (integers give float64); 16-bit floats accumulate in float32.
 
         >>> Tensor(np.arange(6), shape=(2, 3)).mean(axis=0).tolist()
         [1.5, 2.5, 3.5]
         """
-        return _reduced(self, "mean", axis, dtype, keepdims)
+        return _reduced(self, "mean", axis, dtype, keepdims, out)
 
-    def prod(self, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> Tensor:
+    def prod(
+        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+    ) -> Any:
         """NumPy's ``prod``; 16-bit floats accumulate in float32.
 
         >>> Tensor(np.arange(1, 7), shape=(2, 3)).prod(axis=1).tolist()
         [6, 120]
         """
-        return _reduced(self, "prod", axis, dtype, keepdims)
+        return _reduced(self, "prod", axis, dtype, keepdims, out)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """NumPy's ``max`` (an empty reduction is a ``ValueError``, as NumPy's).
 
         >>> Tensor(np.array([3, 1, 4, 1, 5, 9])).max().item()
         9
         """
-        return _reduced(self, "max", axis, None, keepdims)
+        return _reduced(self, "max", axis, None, keepdims, out)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """NumPy's ``min``.
 
         >>> Tensor(np.array([3, 1, 4, 1, 5, 9]), shape=(2, 3)).min(axis=-1).tolist()
         [1, 1]
         """
-        return _reduced(self, "min", axis, None, keepdims)
+        return _reduced(self, "min", axis, None, keepdims, out)
 
-    def any(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """NumPy's ``any`` (a bool Tensor).
 
         >>> Tensor(np.array([0, 0, 2, 0]), shape=(2, 2)).any(axis=1).tolist()
         [False, True]
         """
-        return _reduced(self, "any", axis, None, keepdims)
+        return _reduced(self, "any", axis, None, keepdims, out)
 
-    def all(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
         """NumPy's ``all`` (a bool Tensor).
 
         >>> Tensor(np.array([1, 1, 2, 0]), shape=(2, 2)).all(axis=1).tolist()
         [True, False]
         """
-        return _reduced(self, "all", axis, None, keepdims)
+        return _reduced(self, "all", axis, None, keepdims, out)
 
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
         """The values cast to ``dtype`` (NumPy's unsafe ``astype`` casting) in new dense
@@ -371,7 +393,11 @@ class Tensor:
         return _matmul(other, self)
 
     def tolist(self) -> Any:
-        """The values as nested Python lists (NumPy's ``tolist``)."""
+        """The values as nested Python lists (NumPy's ``tolist``), within the memory limit
+        (a Python number takes about 32 bytes: a broadcast view's list could fill the
+        machine, a review)."""
+        if self.size * 32 > _memory.LIMIT:
+            check_array(self.shape, np.dtype("V32"), "Tensor.tolist (Python numbers)")
         return self.numpy().tolist()
 
     def item(self, *index: Any) -> Any:
@@ -379,28 +405,33 @@ class Tensor:
 
         >>> Tensor(np.arange(6), shape=(2, 3)).item(1, 2)
         5
+
+        A bad index is a ``LayoutError`` naming the shape, as ``t[i, j]``'s (NumPy's
+        IndexError or ValueError otherwise leaked: a review).
         """
-        return self.numpy().item(*index)
+        try:
+            return self.numpy().item(*index)
+        except (IndexError, ValueError) as exc:
+            raise LayoutError(f"Tensor.item{index}: {exc} (shape {self.shape})") from None
 
 
 # Floats narrower than float32 accumulate in float32 (the rule of es.einsum).
 _ACCUMULATE_WIDER = ("sum", "mean", "prod")
 
 
-def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool) -> Tensor:
-    """``numpy.<name>`` over ``t``'s view, as a new Tensor (rank 0 for a full reduction)."""
+def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool, out: Any = None) -> Any:
+    """``numpy.<name>`` over ``t``'s view, as a new Tensor (rank 0 for a full reduction), or
+    written into ``out`` (an ndarray or Tensor; NumPy's ``np.sum(t)`` passes ``out=None``:
+    a review found every NumPy reduction function refused on a Tensor)."""
     from .engine.spec.dtypes import compute_dtype
     from .layout import normalize_axes
 
     axes = None if axis is None else normalize_axes(axis, t.ndim)
     arr = t.numpy()
-    # a scan whose length the view chooses (a broadcast view of 10**12 elements would run for
-    # hours; memory's promise, which the reductions missed: a review), one byte an element;
-    # compared first, as the check's message costs a small call half its time (a review)
-    if arr.size > _memory.LIMIT:
-        check_array(arr.shape, np.bool_, f"Tensor.{name} (reading the input)")
-    kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
     wider = compute_dtype(arr.dtype) if name in _ACCUMULATE_WIDER else arr.dtype
+    if arr.size > _memory.LIMIT // 16:  # one comparison for the common case (a review)
+        _check_reduction(arr, name, axes, as_dtype(dtype) if dtype is not None else wider)
+    kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
     if dtype is not None:
         kwargs["dtype"] = as_dtype(dtype)
     elif wider != arr.dtype:
@@ -408,7 +439,19 @@ def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool) -> Ten
     result = np.asarray(getattr(np, name)(arr, **kwargs))
     if dtype is None and wider != arr.dtype:
         result = result.astype(arr.dtype)  # rounded once
-    return as_tensor(result)
+    if out is None:
+        return as_tensor(result)
+    np.copyto(as_array(out), result, casting="same_kind")
+    return out
+
+
+def _check_reduction(arr: Array, name: str, axes: Any, dtype: np.dtype[Any]) -> None:
+    """The memory guard of a reduction whose view may be a broadcast: its scan (one byte an
+    element: a broadcast view of 10**12 elements would run for hours) and its result (a
+    review: 40 kB of sums of an 8-byte storage passed a 10 kB limit)."""
+    check_array(arr.shape, np.bool_, f"Tensor.{name} (reading the input)")
+    kept = () if axes is None else tuple(n for ax, n in enumerate(arr.shape) if ax not in axes)
+    check_array(kept, dtype, f"Tensor.{name}")
 
 
 def _matmul(a: Any, b: Any) -> Tensor:
