@@ -10,6 +10,7 @@ array([2., 2., 2.])
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
 from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting
+from ...spec.equation import quoted
 from .cache import Entry, entry_for, facts_of
 from .limited import explain_within, run_limited
 
@@ -83,6 +85,8 @@ def run_entry(
             casting=call.casting or "same_kind",
         )
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    if out_arr is None and _order_copy_over(entry, call.order, limit):
+        return _run_in_order(entry, arrays, call, limit, tensor_in)
     if out_arr is not None and _errors_raise():
         _run_then_copy(call, arrays, out_arr, limit, entry.plan.result_dtype)
         return call.out
@@ -112,14 +116,50 @@ def _run_then_copy(
     the operands and ``out``), cast to ``out``'s dtype, and only then write ``out``: every
     floating-point error is raised before ``out`` is touched."""
     entry = entry_for(call.key, arrays, None, dtype, call.optimize)
-    if entry.peak > limit:
-        found = run_limited(call.key, arrays, None, dtype, call.optimize, limit)
+    cast = out.nbytes if np.dtype(dtype) != out.dtype else 0  # value.astype below
+    if entry.peak + cast > limit:  # both buffers count (a review: the cast was not)
+        try:
+            found = run_limited(call.key, arrays, None, dtype, call.optimize, limit - cast)
+        except EinsumError as exc:
+            raise EinsumError(
+                f"{exc} (under np.errstate(...='raise') einsum computes into new arrays "
+                "first, so that an error leaves out= untouched: they count)"
+            ) from None
     else:
         found = entry.run(arrays, None)
     value = np.asarray(found)
     if value.dtype != out.dtype:
         value = value.astype(out.dtype, casting="unsafe")
     np.copyto(out, value, casting="no")
+
+
+def _order_copy_over(entry: Entry, order: str, limit: int) -> bool:
+    """Whether laying the result out in ``order`` could copy it past ``limit``: the plan's
+    peak and a second result together (a review: order='F' doubled the peak past it)."""
+    if order == "K" or len(entry.plan.spec.output_shape) < 2:
+        return False
+    result = math.prod(entry.plan.spec.output_shape) * entry.plan.result_dtype.itemsize
+    return entry.peak + result > limit
+
+
+def _run_in_order(
+    entry: Entry, arrays: Sequence[Array], call: EinsumCall, limit: int, tensor_in: bool
+) -> Any:
+    """The result written straight into a new array in ``call.order``'s layout, which
+    counts against ``limit`` (the plan runs within the rest), instead of copied into it."""
+    plan = entry.plan
+    shape, dtype = plan.spec.output_shape, plan.result_dtype
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes >= limit:
+        raise EinsumError(
+            f"einsum {quoted(plan.spec.text)}: output would allocate {nbytes:,} bytes for "
+            f"the output of shape {shape} ({dtype}), more than the memory limit of "
+            f"{limit:,} bytes"
+        )
+    fortran = [a.flags.f_contiguous for a in arrays]
+    own = np.empty(shape, dtype, order=result_order(call.order, fortran))
+    run_limited(call.key, arrays, own, call.dtype, call.optimize, limit - nbytes)
+    return wrap_like(own, True) if tensor_in else own
 
 
 def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
