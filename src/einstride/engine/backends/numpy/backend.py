@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -157,7 +157,8 @@ def _run_in_order(
             f"{limit:,} bytes"
         )
     fortran = [a.flags.f_contiguous for a in arrays]
-    own = np.empty(shape, dtype, order=result_order(call.order, fortran))
+    layout: Literal["C", "F"] = "F" if result_order(call.order, fortran) == "F" else "C"
+    own = np.empty(shape, dtype, order=layout)
     run_limited(call.key, arrays, own, call.dtype, call.optimize, limit - nbytes)
     return wrap_like(own, True) if tensor_in else own
 
