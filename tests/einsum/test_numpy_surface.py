@@ -202,6 +202,17 @@ def test_explain_takes_what_einsum_takes() -> None:
     assert lane_answers() == before + 1
 
 
+@pytest.mark.parametrize("name", ["greedy", "optimal", "branch-2", "dp"])
+def test_a_cap_no_pair_fits_falls_back_to_one_step_for_every_finder(name: str) -> None:
+    """('dp', 5) raised opt_einsum's bare RuntimeError where the other finders fall back to
+    one step of all operands (a review)."""
+    ops = [np.ones((3, 3))] * 3
+    assert es.einsum_path("ab,bc,cd->ad", *ops, optimize=(name, 5))[0] == ["einsum_path", (0, 1, 2)]
+    np.testing.assert_allclose(
+        es.einsum("ab,bc,cd->ad", *ops, optimize=(name, 5)), np.full((3, 3), 9.0)
+    )
+
+
 def test_contract_expression_interleaved_and_out() -> None:
     expr = es.contract_expression((2, 3), [0, 1], (3, 4), [1, 2], [0, 2])
     a, b = RNG.random((2, 3)), RNG.random((3, 4))
@@ -268,6 +279,8 @@ def test_optimize_false_is_never_a_memory_trap() -> None:
     ops = [RNG.random(s) for s in shapes]
     report = es.explain(equation, *shapes, optimize=False)
     assert "step 1: fused" in report and "optimize=False: left-to-right pairs" in report
+    # the finder line rates the pairs, which do not run: it says so (a review)
+    assert "the plan runs one loop over all the operands instead of its pairs" in report
     peaks = []
     for run in (
         lambda: np.einsum(equation, *ops, optimize=False),

@@ -272,6 +272,11 @@ def _external(
     if callable(getattr(finder, "search", None)):  # cotengra's: a contraction tree
         found = finder.search(oe_inputs, oe_output, size_dict)
         path = found.get_path() if hasattr(found, "get_path") else found
+    elif memory_limit is not None:
+        try:
+            path = finder(oe_inputs, oe_output, size_dict, memory_limit)
+        except RuntimeError:  # opt_einsum's dp finds no pair under the cap (a review):
+            path = [tuple(range(len(inputs)))]  # one step, as the other finders fall back
     else:
         path = finder(oe_inputs, oe_output, size_dict, memory_limit)
     return _checked_path(list(path), len(inputs))

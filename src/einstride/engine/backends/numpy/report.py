@@ -334,4 +334,9 @@ def _path_finder(plan: Plan) -> list[str]:
             at = " (estimated at the representative shapes)"
     if choice is None:
         choice, at = path_choice_of(plan.spec, plan.path), ""
-    return [] if choice is None else [f"  path finder: {choice.describe()}{at}"]
+    if choice is None:
+        return []
+    if len(plan.spec.inputs) > 2 and any(isinstance(step, FusedStep) for step in plan.steps):
+        # its estimate rates the path's pairs, which do not run (a review)
+        at += "; the plan runs one loop over all the operands instead of its pairs (step 1)"
+    return [f"  path finder: {choice.describe()}{at}"]
