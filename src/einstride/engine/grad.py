@@ -114,13 +114,11 @@ def einsum_vjp(
             terms.append((label,))
             operands_k.append(_ones(size, cot if native else None))
         args = _einsum_arguments(terms, inputs[k], operands_k)
-        if native:
-            grad = einsum(*args, optimize=optimize)  # its lanes and hot paths
+        if native:  # through einsum: its lanes and hot paths
+            grad = as_array(einsum(*args, optimize=optimize))
+            grads.append(wrap_like(backend.cast_like(grad, x), tensor_out))
         else:  # the backend of the whole product, as the cotangent alone may be NumPy's
             grad = backend.einsum(make_call(*args, optimize=optimize))
-        if native:
-            grads.append(wrap_like(backend.cast_like(as_array(grad), x), tensor_out))
-        else:
             grads.append(backend.cast_like(grad, x))
     return tuple(grads)
 
@@ -140,7 +138,7 @@ def _arrays(operands: Sequence[Any], cotangent: Any, native: bool) -> tuple[list
         what = f"operand {k}" if k < len(operands) else "the cotangent"
         if isinstance(x.dtype, np.dtype):  # Dask's and NumPy's; torch's are all numeric
             check_numeric(x.dtype, f"{what} has dtype")
-        if not all(isinstance(n, int) for n in _dims(x)):
+        if not all(isinstance(n, (int, np.integer)) for n in x.shape):  # NaN: unknown
             raise EinsumError(
                 f"einsum_vjp: {what} has an unknown shape {tuple(x.shape)} (a lazy array's "
                 "chunk sizes not known yet: compute_chunk_sizes() in Dask)"
@@ -150,11 +148,6 @@ def _arrays(operands: Sequence[Any], cotangent: Any, native: bool) -> tuple[list
 
 def _is_array(x: Any) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and not isinstance(x, np.generic)
-
-
-def _dims(x: Any) -> tuple[Any, ...]:
-    """The sizes of ``x``'s axes, as Python ints where they are known (NaN where not)."""
-    return tuple(int(n) if isinstance(n, (int, np.integer)) else n for n in x.shape)
 
 
 def _shape(x: Any) -> tuple[int, ...]:

@@ -134,12 +134,17 @@ def _initial_chunks(plan: DaskPlan, arrays: Sequence[Any]) -> dict[int, int]:
     any one operand gives was taken before: a label one operand cuts in two and another
     holds whole was charged as one chunk, so its partial sums were not (a review found a
     task holding twice the memory budget)."""
+    return {lab: max(_refine(given)) for lab, given in _chunkings(plan, arrays).items()}
+
+
+def _chunkings(plan: DaskPlan, arrays: Sequence[Any]) -> dict[int, list[tuple[int, ...]]]:
+    """Per label, the chunks every Dask operand that carries it cuts it into."""
     seen: dict[int, list[tuple[int, ...]]] = {}
     for x, labels in zip(arrays, plan.operands):
         if isinstance(x, da.Array):
             for lab, given in zip(labels, x.chunks):
                 seen.setdefault(lab, []).append(tuple(int(n) for n in given))
-    return {lab: max(_refine(chunkings)) for lab, chunkings in seen.items()}
+    return seen
 
 
 def _regular(size: int, chunk: int) -> tuple[int, ...]:
@@ -160,11 +165,7 @@ def _targets(
     operands' chunk boundaries (all of them), each chunk split into pieces of at most the
     chosen size; a label no Dask operand carries is cut regularly.  Rechunking to these
     only splits chunks (and realigns operands that disagree)."""
-    seen: dict[int, list[tuple[int, ...]]] = {}
-    for x, labels in zip(arrays, plan.operands):
-        if isinstance(x, da.Array):
-            for lab, given in zip(labels, x.chunks):
-                seen.setdefault(lab, []).append(tuple(int(n) for n in given))
+    seen = _chunkings(plan, arrays)
     sizes = plan.spec.sizes
     return {
         lab: _split(_refine(seen[lab]), chunks[lab])

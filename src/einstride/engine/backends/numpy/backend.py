@@ -22,9 +22,8 @@ from ....tensors import Tensor, wrap_like
 from ....transfer import check_out
 from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting
-from ...spec.equation import quoted
 from .cache import Entry, entry_for, facts_of
-from .limited import explain_within, run_limited
+from .limited import check_result, explain_within, run_limited
 
 __all__ = ["as_arrays", "cast_like", "einsum", "explain", "out_array", "run_entry"]
 
@@ -148,18 +147,9 @@ def _run_in_order(
     """The result written straight into a new array in ``call.order``'s layout, which
     counts against ``limit`` (the plan runs within the rest), instead of copied into it."""
     plan = entry.plan
-    shape, dtype = plan.spec.output_shape, plan.result_dtype
-    nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes >= limit:
-        raise EinsumError(
-            f"einsum {quoted(plan.spec.text)}: output would allocate {nbytes:,} bytes for "
-            f"the output of shape {shape} ({dtype}), more than the memory limit of "
-            f"{limit:,} bytes"
-        )
-    fortran = [a.flags.f_contiguous for a in arrays]
-    layout: Literal["C", "F"] = "F" if result_order(call.order, fortran) == "F" else "C"
-    own = np.empty(shape, dtype, order=layout)
-    run_limited(call.key, arrays, own, call.dtype, call.optimize, limit - nbytes)
+    check_result(plan, True, limit)
+    own = np.empty(plan.spec.output_shape, plan.result_dtype, order=_layout(call.order, arrays))
+    run_limited(call.key, arrays, own, call.dtype, call.optimize, limit - own.nbytes)
     return wrap_like(own, True) if tensor_in else own
 
 
@@ -168,8 +158,7 @@ def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
     contiguous, :func:`.call.result_order`)."""
     if not isinstance(value, np.ndarray) or value.ndim < 2:
         return value
-    fortran = [a.flags.f_contiguous for a in arrays]
-    if result_order(order, fortran) == "C":
+    if _layout(order, arrays) == "C":
         return value if value.flags.c_contiguous else np.ascontiguousarray(value)
     return value if value.flags.f_contiguous else np.asfortranarray(value)
 
@@ -217,3 +206,9 @@ def cast_like(grad: Any, like: Any) -> Any:
     if np.iscomplexobj(grad) and dtype.kind != "c":
         grad = grad.real
     return grad.astype(dtype, copy=False)
+
+
+def _layout(order: str, arrays: Sequence[Array]) -> Literal["C", "F"]:
+    """NumPy's layout for ``order=`` (not ``"K"``) of a result of ``arrays``."""
+    fortran = [a.flags.f_contiguous for a in arrays]
+    return "F" if result_order(order, fortran) == "F" else "C"

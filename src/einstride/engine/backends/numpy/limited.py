@@ -52,7 +52,14 @@ from .report import format_plan
 from .sliced import SlicedPlan, build_sliced, compile_sliced, format_sliced
 from .steps import CopyStep, Plan, ReduceStep, ViewStep
 
-__all__ = ["Limited", "explain_within", "limited_plan", "run_limited", "shape_facts"]
+__all__ = [
+    "Limited",
+    "check_result",
+    "explain_within",
+    "limited_plan",
+    "run_limited",
+    "shape_facts",
+]
 
 Array = np.ndarray[Any, Any]
 OutFacts = tuple[tuple[int, ...], np.dtype[Any]]
@@ -162,7 +169,7 @@ def _decide(
             peak=peak,
             unlimited_peak=unlimited,
         )
-    _check_result(base, out is None, limit)
+    check_result(base, out is None, limit)
     repathed = _repath(base, out, optimize, limit, options)
     # the plan of a slice may copy operands that the unsliced plan copies, or not: try both
     models = dict.fromkeys(
@@ -202,7 +209,7 @@ def _result_bytes(plan: Plan) -> int:
     return math.prod(plan.spec.output_shape) * plan.result_dtype.itemsize
 
 
-def _check_result(base: Plan, own: bool, limit: int) -> None:
+def check_result(base: Plan, own: bool, limit: int) -> None:
     """The result alone (when einsum allocates it) must fit."""
     needed = _result_bytes(base) if own else 0
     if needed > limit:
