@@ -36,6 +36,7 @@ __all__ = [
     "EquationKey",
     "Order",
     "check_conversion",
+    "check_known_shape",
     "checked_memory_limit",
     "checked_shape",
     "dtype_of",
@@ -226,11 +227,7 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         return checked_shape(x, what), np.dtype(np.float64)
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if isinstance(shape, tuple) and dtype is not None:
-        if any(isinstance(n, float) and n != n for n in shape):  # NaN: a lazy array's
-            raise EinsumError(  # (Dask's len() raised its own ValueError: a review)
-                f"einsum: {what} has an unknown shape {shape} (a lazy array's chunk sizes "
-                "not known yet: compute_chunk_sizes() in Dask)"
-            )
+        check_known_shape(shape, what)  # (Dask's len() raised its own ValueError: a review)
         try:
             return checked_shape(shape, what), _numpy_dtype(dtype)
         except (TypeError, EinsumError):
@@ -243,6 +240,21 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     except (TypeError, ValueError) as exc:
         raise TypeError(f"einsum: {what} ({type(x).__name__}) is not an array: {exc}") from None
     return arr.shape, arr.dtype
+
+
+def check_known_shape(shape: Sequence[Any], what: str) -> None:
+    """An ``EinsumError`` for a lazy array's shape of unknown (NaN) sizes.
+
+    >>> check_known_shape((float("nan"), 3), "operand 0")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum: operand 0 has an unknown shape (nan, 3) (a lazy ...
+    """
+    if any(isinstance(n, float) and n != n for n in shape):
+        raise EinsumError(
+            f"einsum: {what} has an unknown shape {tuple(shape)} (a lazy array's chunk sizes "
+            "not known yet: compute_chunk_sizes() in Dask)"
+        )
 
 
 def check_conversion(x: Any, what: str) -> None:

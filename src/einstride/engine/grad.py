@@ -38,7 +38,7 @@ from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
 from .backends.numpy.execute import numpy_equation
-from .call import make_call
+from .call import check_known_shape, make_call
 from .registry import DEFAULT, backend_for
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
@@ -138,11 +138,7 @@ def _arrays(operands: Sequence[Any], cotangent: Any, native: bool) -> tuple[list
         what = f"operand {k}" if k < len(operands) else "the cotangent"
         if isinstance(x.dtype, np.dtype):  # Dask's and NumPy's; torch's are all numeric
             check_numeric(x.dtype, f"{what} has dtype")
-        if not all(isinstance(n, (int, np.integer)) for n in x.shape):  # NaN: unknown
-            raise EinsumError(
-                f"einsum_vjp: {what} has an unknown shape {tuple(x.shape)} (a lazy array's "
-                "chunk sizes not known yet: compute_chunk_sizes() in Dask)"
-            )
+        check_known_shape(x.shape, what)
     return arrays[:-1], arrays[-1]
 
 
