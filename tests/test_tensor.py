@@ -262,3 +262,21 @@ def test_empty_views_beyond_numpy_are_layout_errors_for_every_dtype(dtype, lengt
     assert view.size == 0
     with pytest.raises(es.LayoutError, match="cannot be viewed"):
         view.numpy()
+
+
+def test_numpy_view_with_repeated_locations_is_read_only():
+    # a review: a broadcast Tensor's ndarray was writeable, so one write landed in many
+    # positions (NumPy's broadcast_to is read-only; einstride refuses such destinations)
+    storage = np.arange(3.0)
+    broadcast = Tensor(storage, (2, 3), (0, 1))
+    windows = Tensor(np.arange(4.0), (2, 3), (1, 1))
+    for t in (broadcast, windows, es.broadcast_to(Tensor(storage), (4, 3))):
+        arr = t.numpy()
+        assert not arr.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0, 0] = 7.0
+    assert Tensor(storage, (3,), (1,)).numpy().flags.writeable  # distinct positions: writeable
+    assert es.broadcast_to(np.arange(3.0), (2, 3)).flags.writeable is False  # as NumPy's
+    with pytest.raises(LayoutError, match="repeated locations"):
+        es.copy_to(np.ones((2, 3)), broadcast)
+    assert storage.tolist() == [0.0, 1.0, 2.0]

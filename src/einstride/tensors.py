@@ -204,9 +204,19 @@ class Tensor:
     # -- NumPy interop --------------------------------------------------------------------
 
     def numpy(self) -> Array:
-        """The zero-copy ndarray view (read-only when the storage is)."""
+        """The zero-copy ndarray view: read-only when the storage is, or when two positions
+        share an element (a broadcast, sliding windows: as NumPy's ``broadcast_to``; a write
+        through repeated locations is refused everywhere else too).
+
+        >>> t = Tensor(np.arange(3.0)).view(Layout.create((2, 3), (0, 1)))
+        >>> t.numpy().flags.writeable, Tensor(np.arange(3.0)).numpy().flags.writeable
+        (False, True)
+        """
         if self._array is None:
-            self._array = _materialize(self._storage, self._layout)
+            array = _materialize(self._storage, self._layout)
+            if self._layout.has_repeated_locations:
+                array.flags.writeable = False
+            self._array = array
         return self._array
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Array:
@@ -513,6 +523,17 @@ def check_representable(layout: Layout, dtype: np.dtype[Any]) -> None:
             f"shape {layout.shape} of {dtype} items spans {nbytes:,} bytes, more than a NumPy "
             "array can describe"
         )
+
+
+def writeable_array(t: Tensor) -> Array:
+    """``t``'s ndarray, writeable wherever its storage is, repeated locations included (where
+    :meth:`Tensor.numpy` is read-only): for ``flatten_to``, which writes the distinct head of
+    a destination and checks that head itself.
+
+    >>> writeable_array(Tensor(np.zeros(3), (2, 3), (0, 1))).flags.writeable
+    True
+    """
+    return _materialize(t._storage, t._layout)
 
 
 def _materialize(storage: Array, layout: Layout) -> Array:

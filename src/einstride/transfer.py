@@ -44,7 +44,7 @@ from .footprint import Footprint
 from .layout import Layout, normalize_axes
 from .memory import check_array, check_listing
 from .narrow import as_strided
-from .tensors import Tensor, as_array, wrap_like
+from .tensors import Tensor, as_array, wrap_like, writeable_array
 
 __all__ = [
     "check_destination",
@@ -91,15 +91,16 @@ def check_destination(dst: Any, op: str) -> None:
     einstride.errors.LayoutError: demo: the destination (layout (2,3):(0,1)+0) has repeated ...
     """
     arr = as_array(dst)
-    if not arr.flags.writeable:
-        raise LayoutError(f"{op}: the destination ({_describe(dst)}) is read-only")
     if arr.dtype.itemsize == 0:  # no bytes, yet every element is visited: bound the count
         check_array(arr.shape, arr.dtype, f"{op} (writing the destination)")
+    # (first: such a view is read-only too, which would be the less telling message)
     if Footprint.of(arr).has_repeated_locations:
         raise LayoutError(
             f"{op}: the destination ({_describe(dst)}) has repeated locations and cannot "
             "hold distinct values"
         )
+    if not arr.flags.writeable:
+        raise LayoutError(f"{op}: the destination ({_describe(dst)}) is read-only")
 
 
 def check_no_overlap(dst: Any, sources: Iterable[Any], op: str) -> None:
@@ -350,7 +351,8 @@ def try_flatten_to(src: Any, dst: Any) -> bool:
 
 
 def _flat_destination(dst: Any, op: str) -> Array:
-    target = _destination(dst, op)
+    # only the head is written (and checked): repeated locations past it are no concern
+    target = writeable_array(dst) if isinstance(dst, Tensor) else _destination(dst, op)
     if target.ndim != 1:
         raise LayoutError(f"{op}: the destination must be 1-D, not of shape {target.shape}")
     return target
@@ -525,12 +527,12 @@ def _reverse_in_place(source: Array, target: Array, axes: tuple[int, ...]) -> No
         )
     if source.dtype == target.dtype and not footprint.changes_under_reversal(axes):
         return  # nothing moves: fine even with repeated locations, or read-only memory
-    if not target.flags.writeable:
-        raise LayoutError(f"reverse: the destination ({_describe(target)}) is read-only")
-    if not footprint.is_dense:
+    if not footprint.is_dense:  # (first: a view with repeated locations is read-only too)
         raise LayoutError(
             f"reverse: an in-place reversal needs a dense view, not {_describe(target)}"
         )
+    if not target.flags.writeable:
+        raise LayoutError(f"reverse: the destination ({_describe(target)}) is read-only")
     if source.dtype != target.dtype:  # the same bytes read as another type: convert first
         np.copyto(target, source, casting="unsafe")
     for ax in axes:
