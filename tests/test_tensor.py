@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import einstride as es
-from einstride import LayoutError, Tensor
+from einstride import Layout, LayoutError, Tensor
 from layout_oracles import MAX_RANK
 
 EXAMPLES = settings(max_examples=150, deadline=None)
@@ -280,3 +280,17 @@ def test_numpy_view_with_repeated_locations_is_read_only():
     with pytest.raises(LayoutError, match="repeated locations"):
         es.copy_to(np.ones((2, 3)), broadcast)
     assert storage.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_view_and_permute_name_bad_arguments():
+    # a review: view(5) was an AttributeError; permute(0) on rank 2 a TypeError from
+    # formatting its own message, and a generator was reported empty
+    t = Tensor(np.arange(6.0), (2, 3))
+    for bad in (5, None, ((3,), (1,), 0), "(3,):(1,)+0"):
+        with pytest.raises(TypeError, match="must be an einstride.Layout"):
+            t.view(bad)
+    layout = Layout.create((2, 3))
+    for perm in (0, np.int64(1), (a for a in [0])):
+        with pytest.raises(LayoutError, match=r"permutation \(\d,\) does not name all 2"):
+            layout.permute(perm)
+    assert Layout.create((3,)).permute(0) == Layout.create((3,))

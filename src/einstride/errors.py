@@ -87,6 +87,7 @@ def value_errors(what: str) -> Iterator[None]:
             raise
         raise OutOfRangeError(f"{what}: {error}") from None
     except RuntimeError as error:
-        if type(error) is not RuntimeError:  # RecursionError, NotImplementedError: not ours
+        # NumPy's own, alone (not RecursionError, NotImplementedError, nor a library's)
+        if type(error) is not RuntimeError or "datetime" not in str(error):
             raise
         raise OutOfRangeError(f"{what}: {error}") from None

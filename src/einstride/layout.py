@@ -262,7 +262,8 @@ class Layout:
         """Axes reordered: new axis ``k`` is old axis ``perm[k]``."""
         axes = normalize_axes(perm, self.ndim, "permutation axis")
         if len(axes) != self.ndim:
-            raise LayoutError(f"permutation {tuple(perm)} does not name all {self.ndim} axes")
+            # (the normalized axes: ``perm`` may be one int, or a generator spent above)
+            raise LayoutError(f"permutation {tuple(axes)} does not name all {self.ndim} axes")
         return Layout(
             tuple(self.shape[a] for a in axes), tuple(self.strides[a] for a in axes), self.offset
         )

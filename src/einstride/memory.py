@@ -156,6 +156,7 @@ def check_array_like(data: Any, dtype: Any, what: str) -> None:
     einstride.errors.MemoryLimitError: tensor of a range would allocate 48,000,000,000,000,000 ...
     """
     if _is_array(data) or isinstance(data, _NUMBERS):
+        _check_no_graph(data, what)
         return
     item = _fixed_item(dtype)
     bound = memory_limit()
@@ -205,6 +206,17 @@ _MAX_DEPTH = 64
 # NumPy reads a sequence other than a list or tuple (a ``range``, say) by first making a list
 # of its items as Python objects: a pointer and a boxed number per element, before the result.
 _BOXED = 40
+
+
+def _check_no_graph(data: Any, what: str) -> None:
+    """A torch tensor that requires grad refuses to become an ndarray with a bare
+    ``RuntimeError``: a ``TypeError`` naming the way out instead (einsum itself takes such
+    tensors, under torch's autograd)."""
+    if getattr(data, "requires_grad", False) is True and type(data).__module__.startswith("torch"):
+        raise TypeError(
+            f"{what}: a torch tensor that requires grad cannot become a NumPy array "
+            "(einstride.einsum takes it under autograd; elsewhere pass tensor.detach())"
+        )
 
 
 def _is_array(x: Any) -> bool:

@@ -245,6 +245,11 @@ class Tensor:
 
     def view(self, layout: Layout) -> Tensor:
         """A view of the same storage under ``layout`` (validated against the storage)."""
+        if not isinstance(layout, Layout):
+            raise TypeError(
+                f"Tensor.view: layout must be an einstride.Layout, not {type(layout).__name__} "
+                "(Layout.create(shape, strides, offset) makes one)"
+            )
         checked = Layout.create(
             layout.shape, layout.strides, layout.offset, storage_size=self._storage.shape[0]
         )

@@ -131,6 +131,18 @@ def test_subscripts_of_the_wrong_type() -> None:
         es.einsum("i->", np.ones(2), memory_limit=-1)
 
 
+def test_a_size_string_is_read_exactly() -> None:
+    # a review: read through a float, 400 digits raised OverflowError and a 17-digit limit
+    # lost its last byte
+    x = np.ones(3)
+    huge = "1" + "0" * 400
+    assert es.einsum("i->", x, memory_limit=huge) == 3.0
+    assert es.contract_expression("i->", (3,), memory_limit=huge + "PiB")(x) == 3.0
+    assert es.contract_expression("i->", (3,))(x, memory_limit=huge) == 3.0
+    with pytest.raises(EinsumError, match="too many digits"):
+        es.einsum("i->", x, memory_limit="9" * 5000)
+
+
 def test_out_of_the_wrong_shape() -> None:
     with pytest.raises(
         EinsumError, match=r"out= has shape \(3,\), but the result has shape \(2,\)"

@@ -384,3 +384,24 @@ def test_explain_over_the_memory_limit_says_what_einsum_would_raise() -> None:
     with pytest.raises(es.EinsumError):
         es.einsum("ij,jk->ik", a, b, memory_limit=100)
     assert "would raise" not in es.explain("ij,jk->ik", a, b)
+
+
+def test_functions_beside_einsum_refuse_a_tensor_under_autograd_with_a_type_error() -> None:
+    # a review: torch's bare RuntimeError leaked from the array-like functions (es.tensor's
+    # was even turned into OutOfRangeError); einsum itself takes the tensor under autograd
+    g = torch.ones(3, dtype=F64, requires_grad=True)
+    calls = (
+        lambda: es.as_tensor(g),
+        lambda: es.tensor(g),
+        lambda: es.full((3,), g),
+        lambda: es.reverse(g, 0),
+        lambda: es.gather(g, [0]),
+        lambda: es.add(g, 1),
+        lambda: es.pad(g, [(1, 1)]),
+        lambda: es.copy_to(g, np.empty(3)),
+    )
+    for call in calls:
+        with pytest.raises(TypeError, match=r"requires grad .* tensor\.detach\(\)"):
+            call()
+    assert es.add(g.detach(), 1).tolist() == [2.0] * 3
+    assert es.einsum("i->", g).requires_grad

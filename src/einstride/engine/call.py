@@ -276,6 +276,24 @@ def check_conversion(x: Any, what: str) -> None:
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmgtp]?)(i?)b?\s*", re.IGNORECASE)
 
 
+def _size_in_bytes(value: str, number: str, prefix: str, binary: str) -> int:
+    """A size string's bytes, exactly (rounded down): through a float, ``"9007199254740993"``
+    lost its last unit and a number of 400 digits raised OverflowError (a review).
+
+    >>> _size_in_bytes("9007199254740993", "9007199254740993", "", ""), _size_in_bytes(
+    ...     "0.5 KiB", "0.5", "K", "i")
+    (9007199254740993, 512)
+    """
+    whole, _, fraction = number.partition(".")
+    scale = (1024 if binary else 1000) ** ("kmgtp".index(prefix.lower()) + 1 if prefix else 0)
+    try:
+        return int(whole + fraction) * scale // 10 ** len(fraction)
+    except ValueError:  # past Python's limit on the digits of an int (4,300)
+        raise EinsumError(
+            f"einsum: memory_limit={value[:40]!r}... has too many digits ({len(number):,})"
+        ) from None
+
+
 def checked_memory_limit(value: Any) -> int | None:
     """``memory_limit=``: None (the default limit), bytes as an int ``>= 0``, or a size string
     such as ``"64MiB"``, ``"2 GB"`` or ``"1000"``.
@@ -296,9 +314,7 @@ def checked_memory_limit(value: Any) -> int | None:
                 f"einsum: memory_limit={value!r} is not a size in bytes (an int or a string "
                 "like '64MiB')"
             )
-        number, prefix, binary = match.groups()
-        power = "kmgtp".index(prefix.lower()) + 1 if prefix else 0
-        return int(float(number) * (1024 if binary else 1000) ** power)
+        return _size_in_bytes(value, *match.groups())
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
         raise TypeError(f"einsum: memory_limit must be an int (bytes), not {value!r}")
     limit = int(value)

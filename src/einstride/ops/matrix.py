@@ -137,10 +137,13 @@ def trace(t: Any) -> Any:
     Small floats (float16, bfloat16, ...) accumulate in float32 and are rounded once, as
     einsum's and ``Tensor.sum``'s do (a review: bfloat16's own sum stalls at 256).
     """
+    require_rank(as_array(t), 2, "trace")
     diagonal = as_array(diag_part(t))
-    total = np.zeros(0, diagonal.dtype).sum().dtype  # NumPy's sum dtype (bool -> int64, ...)
+    # NumPy's sum dtype (bool -> int64, ...); over an axis, so that object stays an array
+    total = np.zeros((0, 0), diagonal.dtype).sum(axis=-1).dtype
     check_array(diagonal.shape[:-1], total, "trace")  # a broadcast batch may be huge
     if not is_small_float(diagonal.dtype):
-        return finish(np.asarray(diagonal.sum(axis=-1)), any_tensor(t))
+        # (the dtype: a single matrix's sum of objects is a bare Python number)
+        return finish(np.asarray(diagonal.sum(axis=-1), dtype=total), any_tensor(t))
     summed = np.asarray(diagonal.sum(axis=-1, dtype=np.float32)).astype(diagonal.dtype)
     return finish(summed, any_tensor(t))
