@@ -287,7 +287,7 @@ def test_view_and_permute_name_bad_arguments():
     # formatting its own message, and a generator was reported empty
     t = Tensor(np.arange(6.0), (2, 3))
     for bad in (5, None, ((3,), (1,), 0), "(3,):(1,)+0"):
-        with pytest.raises(TypeError, match="must be an einstride.Layout"):
+        with pytest.raises(TypeError, match=r"must be an einstride\.Layout"):
             t.view(bad)
     layout = Layout.create((2, 3))
     for perm in (0, np.int64(1), (a for a in [0])):

@@ -180,7 +180,7 @@ def test_trace(shape):
         got = values(result)
         assert got.shape == shape[:-2]
         np.testing.assert_allclose(got, np.trace(base, axis1=-2, axis2=-1))
-    with pytest.raises(ValueError, match="^trace: input must have rank >= 2"):
+    with pytest.raises(ValueError, match=r"^trace: input must have rank >= 2"):
         es.trace(np.ones(4))  # (a review: the message named diag_part)
 
 
