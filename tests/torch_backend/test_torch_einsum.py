@@ -405,3 +405,10 @@ def test_functions_beside_einsum_refuse_a_tensor_under_autograd_with_a_type_erro
             call()
     assert es.add(g.detach(), 1).tolist() == [2.0] * 3
     assert es.einsum("i->", g).requires_grad
+
+
+def test_dtype_of_the_other_byte_order_is_its_native_twin() -> None:
+    # torch has one byte order: dtype=">f4" is float32 (it was a TypeError)
+    x = torch.arange(12.0, dtype=F64).reshape(3, 4)
+    got = es.einsum("ij->i", x, dtype=">f4")
+    assert got.dtype == torch.float32 and got.tolist() == [6.0, 22.0, 38.0]

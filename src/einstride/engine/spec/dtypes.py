@@ -56,16 +56,20 @@ def result_dtype(
     (checked numeric, the operands' first: an error names the operand).  NumPy's einsum
     computes in the common dtype of its operands *and* ``out``: an ``int8`` sum into an
     ``int64`` ``out=`` does not wrap, a ``float32`` one into ``float64`` is not rounded.
+    A ``dtype=`` of the other byte order means its native twin, as NumPy's promotion gives
+    (its einsum computes in it as given: garbage from its C loops, a review).
 
     >>> result_dtype([np.dtype("uint8")], out=np.dtype("int64"))
     dtype('int64')
     >>> result_dtype([np.dtype("float64")], out=np.dtype("float32"))   # cast when written
     dtype('float64')
+    >>> result_dtype([np.dtype("float32")], dtype=">f8")
+    dtype('float64')
     """
     for i, d in enumerate(dtypes):
         check_numeric(d, f"operand {i} has dtype")
     try:
-        found = as_dtype(dtype) if dtype is not None else np.result_type(*dtypes)
+        found = as_dtype(dtype).newbyteorder("=") if dtype is not None else np.result_type(*dtypes)
     except TypeError as exc:
         raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
     except ValueError:  # np.result_type() of nothing

@@ -73,10 +73,10 @@ def numpy_dtype(dtype: torch.dtype, what: str) -> np.dtype[Any]:
 def torch_dtype(dtype: np.dtype[Any], what: str) -> torch.dtype:
     """The torch dtype of a planner (NumPy) dtype; ``TypeError`` when torch has none here.
 
-    >>> torch_dtype(np.dtype("complex64"), "dtype=")
-    torch.complex64
+    >>> torch_dtype(np.dtype("complex64"), "dtype="), torch_dtype(np.dtype(">f4"), "dtype=")
+    (torch.complex64, torch.float32)
     """
-    kind = np.dtype(dtype)
+    kind = np.dtype(dtype).newbyteorder("=")  # (torch has one byte order: ">f4" is float32)
     found = _TORCH.get(kind)
     if found is None:
         if is_bfloat16(kind):
