@@ -177,6 +177,35 @@ def test_numpy_s_reduction_functions_take_tensors() -> None:
     assert np.sum(t, axis=0, out=out) is out and out.tolist() == [3.0, 5.0, 7.0]
 
 
+def test_a_reduction_s_out_must_have_the_result_s_shape() -> None:
+    """A review: copyto broadcast a sum into every element of a larger out=."""
+    t = es.Tensor(np.arange(6.0), shape=(2, 3))
+    for call, wrong in ((lambda o: t.sum(out=o), (5,)), (lambda o: t.max(axis=1, out=o), (4, 2))):
+        out = np.zeros(wrong)
+        with pytest.raises(es.LayoutError, match="out= has shape"):
+            call(out)
+        assert not out.any()
+    with pytest.raises(TypeError, match="out= must be"):
+        t.sum(out=[0.0])  # a list would have been a temporary copy, written and lost
+    target = es.Tensor(np.zeros(2))
+    assert t.sum(axis=1, out=target) is target and target.tolist() == [3.0, 12.0]
+
+
+@pytest.mark.parametrize("small", [ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, np.float16])
+def test_dtype_of_a_small_float_accumulates_in_float32(small: type) -> None:
+    """A review: sum(dtype=bfloat16) of 10,000 float32 ones stalled at 256 (each addition
+    rounded to bfloat16); the sum now runs in float32 and is rounded once, as einsum's."""
+    ones = es.Tensor(np.ones(100, np.float32))
+    for name in ("sum", "mean"):
+        got = getattr(ones, name)(dtype=small)
+        assert got.dtype == np.dtype(small)
+        want = es.einsum("i->", ones, dtype=small) if name == "sum" else 1.0
+        assert float(got.item()) == float(np.asarray(want))
+    counts = es.Tensor(np.ones(10000, np.float32))
+    wide = float(np.float32(10000).astype(small))  # 10000 rounded once (float8: NaN)
+    np.testing.assert_equal(float(counts.sum(dtype=small).item()), wide)
+
+
 def test_contains_transpose_item_and_tolist_follow_numpy_and_the_guard() -> None:
     """A review: `tensor in t` was always False; transpose(()) reversed the axes; item's
     IndexError leaked; tolist and a reduction's result of a broadcast view passed the

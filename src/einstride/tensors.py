@@ -436,28 +436,43 @@ _ACCUMULATE_WIDER = ("sum", "mean", "prod")
 
 def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool, out: Any = None) -> Any:
     """``numpy.<name>`` over ``t``'s view, as a new Tensor (rank 0 for a full reduction), or
-    written into ``out`` (an ndarray or Tensor; NumPy's ``np.sum(t)`` passes ``out=None``:
-    a review found every NumPy reduction function refused on a Tensor)."""
+    written into ``out`` (an ndarray or Tensor of the result's shape; NumPy's ``np.sum(t)``
+    passes ``out=None``: a review found every NumPy reduction function refused on a Tensor).
+    A small float, ``t``'s or ``dtype=``'s, accumulates in float32 and is rounded once (a
+    review: ``sum(dtype=bfloat16)`` of 10,000 ones stalled at 256)."""
     from .engine.spec.dtypes import compute_dtype
     from .layout import normalize_axes
 
     axes = None if axis is None else normalize_axes(axis, t.ndim)
     arr = t.numpy()
-    wider = compute_dtype(arr.dtype) if name in _ACCUMULATE_WIDER else arr.dtype
+    target = as_dtype(dtype) if dtype is not None else arr.dtype
+    wider = compute_dtype(target) if name in _ACCUMULATE_WIDER else target
     if arr.size > _memory.LIMIT // 16:  # one comparison for the common case (a review)
-        _check_reduction(arr, name, axes, as_dtype(dtype) if dtype is not None else wider)
+        _check_reduction(arr, name, axes, target)
     kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
-    if dtype is not None:
-        kwargs["dtype"] = as_dtype(dtype)
-    elif wider != arr.dtype:
+    if wider != target or dtype is not None:
         kwargs["dtype"] = wider
     result = np.asarray(getattr(np, name)(arr, **kwargs))
-    if dtype is None and wider != arr.dtype:
-        result = result.astype(arr.dtype)  # rounded once
+    if wider != target:
+        result = result.astype(target)  # rounded once
     if out is None:
         return as_tensor(result)
+    _check_reduction_out(out, result, name)
     np.copyto(as_array(out), result, casting="same_kind")
     return out
+
+
+def _check_reduction_out(out: Any, result: Array, name: str) -> None:
+    """``out=`` of a reduction: an ndarray or Tensor of exactly the result's shape (NumPy's
+    rule; a review: ``copyto`` broadcast a sum into every element of a larger ``out``)."""
+    if not isinstance(out, (np.ndarray, Tensor)):
+        raise TypeError(
+            f"Tensor.{name}: out= must be an ndarray or Tensor, not {type(out).__name__}"
+        )
+    if tuple(out.shape) != result.shape:
+        raise LayoutError(
+            f"Tensor.{name}: out= has shape {tuple(out.shape)}, the result {result.shape}"
+        )
 
 
 def _check_reduction(arr: Array, name: str, axes: Any, dtype: np.dtype[Any]) -> None:
