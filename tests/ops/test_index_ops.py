@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -323,3 +324,21 @@ def test_pad_value_is_a_scalar(value):
     with pytest.raises(es.LayoutError, match=r"value must be a scalar, got shape"):
         es.pad(np.zeros((2, 2)), [(1, 1), (1, 1)], value=value)
     assert es.pad(np.zeros((1,)), [(1, 0)], value=np.float64(5)).tolist() == [5.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scalar"),
+    [(np.float32, 1.5), (np.float16, 0.0), (np.int8, 3), (np.uint8, True), (np.complex64, 2j)],
+)
+def test_where_keeps_python_numbers_weak(dtype: Any, scalar: Any) -> None:
+    # a review: the scalar became a strong float64/int64 array, widening the result
+    mask = np.array([True, False, True])
+    x = np.arange(3).astype(dtype)
+    for args in ((mask, x, scalar), (mask, scalar, x)):
+        want = np.where(*args)
+        got = es.where(*args)
+        assert got.dtype == want.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, want)
+    assert es.where(mask, es.as_tensor(x), scalar).dtype == np.dtype(dtype)
+    with pytest.raises(es.OutOfRangeError):
+        es.where(mask, np.zeros(3, np.int8), 1000)  # (NumPy wraps it: -24)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, value_errors
+from ..errors import LayoutError, OutOfRangeError, value_errors
 from ..layout import normalize_axis
 from ..memory import check_array, check_array_like
 from ..tensors import any_tensor, as_array
@@ -162,17 +162,39 @@ def where(mask: Any, x: Any, y: Any) -> Any:
     """Element-wise ``x`` where ``mask`` is true, else ``y``, with NumPy broadcasting of all
     three (incompatible shapes are a ``ValueError``).  A new dense tensor.
 
+    A Python number stays *weak*, as in NumPy (``float32`` and ``1.5`` give ``float32``).
+
     >>> where(np.array([True, False]), np.array([1, 2]), 0).tolist()
     [1, 0]
+    >>> where(np.array([True]), np.ones(1, np.float32), 1.5).dtype
+    dtype('float32')
     """
-    m, a, b = as_array(mask), as_array(x), as_array(y)
+    m, a, b = as_array(mask), _weak(x), _weak(y)
     try:
-        shape = np.broadcast_shapes(m.shape, a.shape, b.shape)
+        shape = np.broadcast_shapes(m.shape, np.shape(a), np.shape(b))
     except ValueError:
         shape = ()  # np.where raises NumPy's own message
-    check_array(shape, np.result_type(a, b), "where")
+    kind = np.result_type(a, b)
+    for value in (a, b):
+        _check_fits(value, kind)
+    check_array(shape, kind, "where")
     result = np.where(m, a, b)
     return finish(dense(result), any_tensor(mask, x, y))
+
+
+def _check_fits(value: Any, kind: np.dtype[Any]) -> None:
+    """A Python int that the result's integer dtype cannot hold is an OutOfRangeError, as in
+    einstride's element-wise functions (NumPy's ``where`` wraps it silently: 1000 -> -24)."""
+    if kind.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        bounds = np.iinfo(kind)
+        if not bounds.min <= value <= bounds.max:
+            raise OutOfRangeError(f"where: Python integer {value} out of bounds for {kind}")
+
+
+def _weak(x: Any) -> Any:
+    """A Python number as it is (NumPy keeps it weak: a review found ``where`` widened
+    ``float32`` by ``1.5`` to ``float64``); anything else as an array."""
+    return x if isinstance(x, (int, float, complex)) else as_array(x)
 
 
 def one_hot(
