@@ -158,3 +158,12 @@ def test_dtype_of_the_other_byte_order_computes_in_its_native_twin(
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     expression = es.contract_expression(equation, *shapes, dtype=requested)
     np.testing.assert_allclose(expression(*operands), expected, rtol=1e-5)
+
+
+def test_a_pure_view_of_an_operand_of_the_other_byte_order_is_a_native_copy() -> None:
+    # as documented (docs/einsum.md): NumPy returns a '>f8' view; the values agree
+    x = np.arange(9.0).reshape(3, 3).astype(">f8")
+    for equation in ("ii->i", "ij->ji"):
+        got = es.einsum(equation, x)
+        assert got.dtype == np.dtype("float64") and not np.shares_memory(got, x)
+        np.testing.assert_array_equal(got, np.einsum(equation, x))
