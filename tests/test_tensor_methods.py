@@ -3,6 +3,9 @@ copy, item/tolist) on strided layouts, against NumPy over the same values."""
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -227,3 +230,76 @@ def test_contains_transpose_item_and_tolist_follow_numpy_and_the_guard() -> None
         assert broadcast.sum().item() == 0.0  # a scalar result is fine
     finally:
         es.memory.set_memory_limit(previous)
+
+
+def test_a_reduction_into_a_wider_out_is_numpy_s_unrounded() -> None:
+    """A review: a float16 sum was rounded to float16 before its copy into a float32 out=
+    (2048 against NumPy's 2049)."""
+    halves = es.Tensor(np.ones(2049, np.float16))
+    for kind in (np.float32, np.float64):
+        out = np.zeros((), kind)
+        assert halves.sum(out=out) is out and float(out) == 2049.0 == np.sum(
+            halves.numpy(), out=np.zeros((), kind)
+        )
+    small = es.Tensor(np.array([1, 2**-9, 2**-9, 0], ml_dtypes.bfloat16))
+    out = np.zeros((), np.float32)
+    small.sum(out=out)
+    assert float(out) == 1.00390625
+    means = es.Tensor(np.arange(4096, dtype=np.float16) % 3277)
+    out = np.zeros((), np.float32)
+    means.mean(out=out)
+    assert float(out) == float(np.mean(means.numpy(), out=np.zeros((), np.float32)))
+
+
+@pytest.mark.parametrize(
+    ("values", "name", "kind"),
+    [
+        (np.array([1.5, 2.5, 2.0]), "sum", np.int64),
+        (np.array([1, 2]), "mean", np.int64),
+        (np.array([1.5, 3.7]), "max", np.int64),
+        (np.array([1 + 1j, 2 - 1j]), "sum", np.float64),
+        (np.array([0.5, 1.5]), "sum", np.int32),
+    ],
+)
+def test_a_reduction_casts_into_out_unsafely_as_numpy(values: Any, name: str, kind: Any) -> None:
+    """A review: same_kind refused the casts NumPy's reductions make into out=."""
+    out, want = np.zeros((), kind), np.zeros((), kind)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # complex -> real discards the imaginary part
+        getattr(es.Tensor(values), name)(out=out)
+        getattr(np, name)(values, out=want)
+    assert out == want
+
+
+def test_numpy_s_initial_and_where_reach_the_tensor_methods() -> None:
+    """A review: np.max(t, initial=10), np.sum(t, where=mask) raised TypeError."""
+    x = np.array([[1.0, 2.0], [3.0, -1.0]])
+    t, mask = es.Tensor(x.ravel(), (2, 2)), np.array([[True, False], [False, True]])
+    assert float(np.max(t, initial=10)) == 10.0
+    for name in ("sum", "mean", "prod", "max", "min", "any", "all"):
+        got = getattr(np, name)(
+            t, axis=1, where=mask, **({"initial": 0.5} if name in ("max", "min") else {})
+        )
+        want = getattr(np, name)(
+            x, axis=1, where=mask, **({"initial": 0.5} if name in ("max", "min") else {})
+        )
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert t.sum(where=es.Tensor(mask.ravel(), (2, 2)), initial=1.0).item() == 1.0 + 1.0 - 1.0
+
+
+def test_bools_squared_are_int8_as_numpy_s_operator() -> None:
+    """A review: np.power gives int64 where NumPy's ``**`` squares (int8)."""
+    b = np.array([True, False])
+    for exponent in (2, 2.0, 3, np.int64(2)):
+        got = es.Tensor(b) ** exponent
+        assert got.dtype == (b**exponent).dtype and got.tolist() == (b**exponent).tolist()
+
+
+def test_len_and_item_past_an_index_s_range_are_layout_errors() -> None:
+    """A review: a bare OverflowError (an empty layout's other lengths are free)."""
+    with pytest.raises(es.LayoutError, match="past len"):
+        len(es.Tensor(np.zeros(0), (2**64, 0)))
+    t = es.Tensor(np.arange(6.0), (2, 3))
+    for index in ((2**70,), (0, 2**70)):
+        with pytest.raises(es.LayoutError, match="item"):
+            t.item(*index)

@@ -17,6 +17,7 @@ Tensor(1, layout=():()+0, dtype=int64)
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,11 +27,13 @@ from . import memory as _memory
 from .errors import LayoutError, value_errors
 from .layout import Layout
 from .memory import check_array, check_array_like
-from .narrow import as_dtype, as_strided
+from .narrow import as_dtype, as_strided, is_small_float
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
 
 Array = np.ndarray[Any, Any]
+
+_UNSET: Any = np._NoValue  # NumPy's own "not given" (``np.sum(t)`` passes it for initial=)
 
 # NumPy's own limits on an ndarray: its rank, and its bytes as a signed 64-bit count.
 MAX_NDARRAY_RANK = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
@@ -72,7 +75,24 @@ class Tensor:
     __rmul__ = _operator("multiply", reflected=True)
     __truediv__ = _operator("divide")
     __rtruediv__ = _operator("divide", reflected=True)
-    __pow__ = _operator("power")
+
+    def __pow__(self, other: Any) -> Tensor:
+        """``np.power``, but for ``bools ** 2``: NumPy's operator squares then (int8, where
+        ``np.power`` gives int64; a review).
+
+        >>> (Tensor(np.array([True, False])) ** 2).dtype
+        dtype('int8')
+        """
+        from .elementwise import power
+
+        base = (
+            self.astype(np.int8)
+            if type(other) is int and other == 2 and self.dtype == np.bool_
+            else self
+        )
+        result: Tensor = power(base, other)
+        return result
+
     __rpow__ = _operator("power", reflected=True)
     # Ordering only: ``==`` keeps identity semantics (Tensors stay hashable); use es.equal.
     __lt__ = _operator("less")
@@ -169,6 +189,10 @@ class Tensor:
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a rank-0 tensor")
+        if self.shape[0] > sys.maxsize:  # an empty layout's other lengths are free (a review)
+            raise LayoutError(
+                f"len(): the first axis has {self.shape[0]} positions, past len()'s range"
+            )
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
@@ -313,7 +337,13 @@ class Tensor:
     # (the reductions take NumPy's argument order and ``out=``, as ``np.sum(t)`` passes it)
 
     def sum(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = _UNSET,
+        where: Any = True,
     ) -> Any:
         """NumPy's ``sum`` over the viewed array; float16 and bfloat16 accumulate in float32
         and are rounded once (as ``es.einsum``).  A full reduction is a rank-0 Tensor.
@@ -322,59 +352,89 @@ class Tensor:
         >>> t.sum(axis=1).tolist(), t.sum().item(), t.sum(axis=(0, -1), keepdims=True).shape
         ([3.0, 12.0], 15.0, (1, 1))
         """
-        return _reduced(self, "sum", axis, dtype, keepdims, out)
+        return _reduced(self, "sum", axis, dtype, keepdims, out, initial=initial, where=where)
 
     def mean(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        *,
+        where: Any = True,
     ) -> Any:
         """NumPy's ``mean`` (integers give float64); 16-bit floats accumulate in float32.
 
         >>> Tensor(np.arange(6), shape=(2, 3)).mean(axis=0).tolist()
         [1.5, 2.5, 3.5]
         """
-        return _reduced(self, "mean", axis, dtype, keepdims, out)
+        return _reduced(self, "mean", axis, dtype, keepdims, out, where=where)
 
     def prod(
-        self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False
+        self,
+        axis: Any = None,
+        dtype: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = _UNSET,
+        where: Any = True,
     ) -> Any:
         """NumPy's ``prod``; 16-bit floats accumulate in float32.
 
         >>> Tensor(np.arange(1, 7), shape=(2, 3)).prod(axis=1).tolist()
         [6, 120]
         """
-        return _reduced(self, "prod", axis, dtype, keepdims, out)
+        return _reduced(self, "prod", axis, dtype, keepdims, out, initial=initial, where=where)
 
-    def max(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    def max(
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = _UNSET,
+        where: Any = True,
+    ) -> Any:
         """NumPy's ``max`` (an empty reduction is a ``ValueError``, as NumPy's).
 
         >>> Tensor(np.array([3, 1, 4, 1, 5, 9])).max().item()
         9
         """
-        return _reduced(self, "max", axis, None, keepdims, out)
+        return _reduced(self, "max", axis, None, keepdims, out, initial=initial, where=where)
 
-    def min(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    def min(
+        self,
+        axis: Any = None,
+        out: Any = None,
+        keepdims: bool = False,
+        initial: Any = _UNSET,
+        where: Any = True,
+    ) -> Any:
         """NumPy's ``min``.
 
         >>> Tensor(np.array([3, 1, 4, 1, 5, 9]), shape=(2, 3)).min(axis=-1).tolist()
         [1, 1]
         """
-        return _reduced(self, "min", axis, None, keepdims, out)
+        return _reduced(self, "min", axis, None, keepdims, out, initial=initial, where=where)
 
-    def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    def any(
+        self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True
+    ) -> Any:
         """NumPy's ``any`` (a bool Tensor).
 
         >>> Tensor(np.array([0, 0, 2, 0]), shape=(2, 2)).any(axis=1).tolist()
         [False, True]
         """
-        return _reduced(self, "any", axis, None, keepdims, out)
+        return _reduced(self, "any", axis, None, keepdims, out, where=where)
 
-    def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    def all(
+        self, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True
+    ) -> Any:
         """NumPy's ``all`` (a bool Tensor).
 
         >>> Tensor(np.array([1, 1, 2, 0]), shape=(2, 2)).all(axis=1).tolist()
         [True, False]
         """
-        return _reduced(self, "all", axis, None, keepdims, out)
+        return _reduced(self, "all", axis, None, keepdims, out, where=where)
 
     def astype(self, dtype: Any, copy: bool = True) -> Tensor:
         """The values cast to ``dtype`` (NumPy's unsafe ``astype`` casting) in new dense
@@ -426,7 +486,7 @@ class Tensor:
         """
         try:
             return self.numpy().item(*index)
-        except (IndexError, ValueError) as exc:
+        except (IndexError, ValueError, OverflowError) as exc:  # (2**70: OverflowError)
             raise LayoutError(f"Tensor.item{index}: {exc} (shape {self.shape})") from None
 
 
@@ -434,12 +494,24 @@ class Tensor:
 _ACCUMULATE_WIDER = ("sum", "mean", "prod")
 
 
-def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool, out: Any = None) -> Any:
+def _reduced(
+    t: Tensor,
+    name: str,
+    axis: Any,
+    dtype: Any,
+    keepdims: bool,
+    out: Any = None,
+    *,
+    initial: Any = _UNSET,
+    where: Any = True,
+) -> Any:
     """``numpy.<name>`` over ``t``'s view, as a new Tensor (rank 0 for a full reduction), or
-    written into ``out`` (an ndarray or Tensor of the result's shape; NumPy's ``np.sum(t)``
-    passes ``out=None``: a review found every NumPy reduction function refused on a Tensor).
-    A small float, ``t``'s or ``dtype=``'s, accumulates in float32 and is rounded once (a
-    review: ``sum(dtype=bfloat16)`` of 10,000 ones stalled at 256)."""
+    written into ``out`` (an ndarray or Tensor of the result's shape, cast unsafely, as
+    NumPy's; NumPy's ``np.sum(t)`` passes ``out=None``: a review found every NumPy
+    reduction function refused on a Tensor), with NumPy's ``initial=`` and ``where=``.  A
+    small float, ``t``'s or ``dtype=``'s, accumulates in float32 and is rounded once (a
+    review: ``sum(dtype=bfloat16)`` of 10,000 ones stalled at 256); into a wider ``out=``
+    without ``dtype=`` NumPy's own sum runs in ``out``'s dtype, unrounded."""
     from .engine.spec.dtypes import compute_dtype
     from .layout import normalize_axes
 
@@ -450,29 +522,44 @@ def _reduced(t: Tensor, name: str, axis: Any, dtype: Any, keepdims: bool, out: A
     if arr.size > _memory.LIMIT // 16:  # one comparison for the common case (a review)
         _check_reduction(arr, name, axes, target)
     kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
+    if initial is not _UNSET:
+        kwargs["initial"] = initial
+    if where is not True:
+        kwargs["where"] = as_array(where)
+    destination = None if out is None else _reduction_out(out, arr.shape, axes, keepdims, name)
+    if destination is not None and not is_small_float(destination.dtype):
+        if dtype is None:  # NumPy's own, in out's dtype: no rounding to a small float
+            getattr(np, name)(arr, out=destination, **kwargs)
+            return out
+        if wider == target:
+            getattr(np, name)(arr, dtype=target, out=destination, **kwargs)
+            return out
     if wider != target or dtype is not None:
         kwargs["dtype"] = wider
     result = np.asarray(getattr(np, name)(arr, **kwargs))
     if wider != target:
         result = result.astype(target)  # rounded once
-    if out is None:
+    if destination is None:
         return as_tensor(result)
-    _check_reduction_out(out, result, name)
-    np.copyto(as_array(out), result, casting="same_kind")
+    np.copyto(destination, result, casting="unsafe")
     return out
 
 
-def _check_reduction_out(out: Any, result: Array, name: str) -> None:
-    """``out=`` of a reduction: an ndarray or Tensor of exactly the result's shape (NumPy's
-    rule; a review: ``copyto`` broadcast a sum into every element of a larger ``out``)."""
+def _reduction_out(out: Any, shape: tuple[int, ...], axes: Any, keepdims: bool, name: str) -> Array:
+    """``out=`` of a reduction as an ndarray: an ndarray or Tensor of exactly the result's
+    shape (NumPy's rule; a review: ``copyto`` broadcast a sum into every element of a larger
+    ``out``, and a list was a temporary copy, written and lost)."""
     if not isinstance(out, (np.ndarray, Tensor)):
         raise TypeError(
             f"Tensor.{name}: out= must be an ndarray or Tensor, not {type(out).__name__}"
         )
-    if tuple(out.shape) != result.shape:
-        raise LayoutError(
-            f"Tensor.{name}: out= has shape {tuple(out.shape)}, the result {result.shape}"
-        )
+    reduced = range(len(shape)) if axes is None else axes
+    kept = tuple(
+        1 if ax in reduced else n for ax, n in enumerate(shape) if keepdims or ax not in reduced
+    )
+    if tuple(out.shape) != kept:
+        raise LayoutError(f"Tensor.{name}: out= has shape {tuple(out.shape)}, the result {kept}")
+    return as_array(out)
 
 
 def _check_reduction(arr: Array, name: str, axes: Any, dtype: np.dtype[Any]) -> None:
