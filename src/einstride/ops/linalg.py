@@ -63,7 +63,7 @@ def _matrices(t: Any, op: str, full_matrices: bool) -> Array:
 def qr(t: Any, full_matrices: bool = False) -> QRResult:
     """QR of each ``[M, N]`` matrix of ``t`` (``[..., M, N]``, rank ``>= 2``): ``q`` is
     ``[..., M, K]`` and ``r`` ``[..., K, N]`` with ``K = min(M, N)``, or ``K = M`` with
-    ``full_matrices``.
+    ``full_matrices``.  New dense tensors (no views of ``t``).
 
     >>> q, r = qr(np.ones((4, 3, 2)), full_matrices=True)
     >>> q.shape, r.shape
@@ -85,7 +85,8 @@ def qr(t: Any, full_matrices: bool = False) -> QRResult:
 def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResult:
     """Singular values (descending, real) of each matrix of ``t`` (``[..., M, N]``) and, with
     ``compute_uv``, ``u`` (``[..., M, K]``) and ``v`` (``[..., N, K]``; ``K = min(M, N)``, or
-    square with ``full_matrices``) such that ``t == u @ diag(s) @ v^H``.
+    square with ``full_matrices``) such that ``t == u @ diag(s) @ v^H``.  New dense tensors
+    (no views of ``t``).
 
     >>> svd(np.diag([1.0, 3.0]), compute_uv=False).s.tolist()
     [3.0, 1.0]
