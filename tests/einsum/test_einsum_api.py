@@ -370,3 +370,15 @@ def test_intermediates_take_the_layout_the_next_product_wants() -> None:
     report = _plan_report("bi,ioj,bj->bo", *ops)
     assert "step 1: contract" in report and "copy" not in report
     np.testing.assert_allclose(es.einsum("bi,ioj,bj->bo", *ops), np.einsum("bi,ioj,bj->bo", *ops))
+
+
+def test_einsum_path_s_report_is_explain_s() -> None:
+    # a review: the plan's own report said neither the lane nor a network's direct call
+    a, b = np.ones((8, 64, 32)), np.ones((8, 32, 16))
+    _, report = es.einsum_path("bij,bjk->bik", a, b)
+    assert "lane: einsum runs this call without a plan" in report
+    assert report == es.explain("bij,bjk->bik", a, b)
+    shapes = ((2, 3), (3, 4), (4, 5))
+    path, report = es.einsum_path("ij,jk,kl->il", *shapes, optimize="greedy")
+    assert report == es.explain("ij,jk,kl->il", *shapes, optimize="greedy")
+    assert path == ["einsum_path", (1, 2), (0, 1)]

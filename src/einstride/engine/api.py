@@ -167,6 +167,11 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         return ["einsum_path", *path], report
     shaped = [shape_and_dtype(x, f"operand {i}") for i, x in enumerate(raw)]
     plan = plan_from_shapes(key, shaped, None, optimize)
+    shapes = [isinstance(x, tuple) for x in raw]
+    if isinstance(subscripts, str) and (all(shapes) or not any(shapes)):
+        # explain's report: what einsum runs, its lane or direct first call included (the
+        # plan's own report said neither: a review)
+        return ["einsum_path", *plan.path], explain(subscripts, *operands, optimize=optimize)
     return ["einsum_path", *plan.path], format_plan(plan)
 
 
