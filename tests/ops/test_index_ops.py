@@ -255,7 +255,7 @@ def test_one_hot_errors():
         es.one_hot([[0]], 2, axis=3)
     with pytest.raises(ValueError):
         es.one_hot([[0]], 2, axis=-4)
-    with pytest.raises(ValueError, match="do not fit"):
+    with pytest.raises(ValueError, match=r"do(es)? not fit"):
         es.one_hot([0], 2, on_value=300, dtype=np.int8)
 
 

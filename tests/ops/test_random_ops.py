@@ -153,3 +153,37 @@ def test_categorical_reproducible_and_kinds():
 def test_categorical_errors(logits, samples, match):
     with pytest.raises(ValueError, match=match):
         es.categorical(logits, samples)
+
+
+@pytest.mark.parametrize("kind", [ml_dtypes.bfloat16, np.float16])
+def test_samples_in_small_floats_stay_within_their_bounds(kind) -> None:
+    """A review: rounding float64 draws to the nearest bfloat16/float16 stepped past the
+    bounds by half a unit (372 of 100,000 uniform draws of [0.7, 1) below 0.7)."""
+    u = es.random_uniform(100_000, 0.7, 1.0, seed=0, dtype=kind).numpy().astype(np.float64)
+    assert u.min() >= 0.7 and u.max() < 1.0
+    t = es.truncated_normal(100_000, 0.0, 0.35, seed=1, dtype=kind).numpy().astype(np.float64)
+    assert np.abs(t).max() <= 0.7
+    limit = (6 / 1050) ** 0.5
+    g = es.glorot_uniform((50, 1000), seed=2, dtype=kind).numpy().astype(np.float64)
+    assert g.min() >= -limit and g.max() < limit
+    bound = 2 * (2 / 50) ** 0.5 / TRUNCATED_STD
+    h = es.he_normal((50, 1000), seed=3, dtype=kind).numpy().astype(np.float64)
+    assert np.abs(h).max() <= bound
+    narrow = es.random_uniform(4, 0.70005, 0.7001, seed=0, dtype=kind).numpy()  # none inside
+    assert (narrow == np.array(0.70005, kind)).all()
+
+
+def test_numbers_given_as_strings_are_type_errors() -> None:
+    """A review: float() read "0.5", so random_uniform(low="0.5") ran."""
+    calls = (
+        lambda: es.random_uniform(3, low="0.5", high="1"),
+        lambda: es.random_normal(3, mean="5"),
+        lambda: es.truncated_normal(3, stddev=b"1"),
+        lambda: es.orthogonal((2, 2), gain="3"),
+        lambda: es.random_normal(3, mean=None),
+        lambda: es.random_normal(3, stddev=1j),
+    )
+    for call in calls:
+        with pytest.raises(TypeError, match="must be a real number"):
+            call()
+    assert es.random_uniform(2, np.float32(0.5), np.array(1.0), seed=0).shape == (2,)

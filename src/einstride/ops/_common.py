@@ -12,15 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import LayoutError, OutOfRangeError
 from ..layout import Layout, as_int
 from ..memory import check_listing
-from ..tensors import Tensor, as_tensor
+from ..narrow import as_dtype
+from ..tensors import Tensor, as_array, as_tensor
 
 __all__ = [
     "Array",
     "as_count",
     "as_int",
+    "check_holds",
     "dense",
     "finish",
     "int_tuple",
@@ -92,3 +94,37 @@ def map_views(x: Any, derive: Callable[[Layout], Sequence[Layout]]) -> list[Any]
     t = as_tensor(x)
     views = [Tensor._wrap(t.storage, layout) for layout in derive(t.layout)]
     return views if isinstance(x, Tensor) else [v.numpy() for v in views]
+
+
+def check_holds(value: Any, dtype: Any, what: str) -> None:
+    """A fill value (a number, or an array-like of them, its size checked by the caller)
+    that an integer ``dtype`` cannot hold is an ``OutOfRangeError``: NumPy's casts wrap
+    ``1000.0``, ``np.int64(1000)`` or ``np.array(1000)`` into int8 silently (-24), where a
+    Python int raises (a review).  A float is truncated first, as the cast does; NaN never
+    fits.
+
+    >>> check_holds(np.array([3, 1000]), np.int8, "full")
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: full: a value of 1000 is out of bounds for int8
+    >>> check_holds(127.9, np.int8, "full")
+    """
+    kind = as_dtype(dtype)
+    if kind.kind not in "iu":
+        return
+    if isinstance(value, int):  # (bool, and a Python int past int64)
+        extremes: list[Any] = [value]
+    else:
+        values = as_array(value)
+        if values.dtype.kind not in "iuf" or values.size == 0:
+            return
+        if values.dtype.kind == "f" and np.isnan(values).any():
+            raise OutOfRangeError(f"{what}: NaN cannot be held by {kind}")
+        extremes = [values.min(), values.max()]
+    bounds = np.iinfo(kind)
+    for extreme in extremes:
+        if isinstance(extreme, (float, np.floating)):
+            number = int(np.trunc(extreme)) if np.isfinite(extreme) else bounds.max + 1
+        else:
+            number = int(extreme)
+        if not bounds.min <= number <= bounds.max:
+            raise OutOfRangeError(f"{what}: a value of {extreme} is out of bounds for {kind}")

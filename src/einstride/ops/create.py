@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError, value_errors
+from ..errors import LayoutError, value_errors
 from ..layout import Layout
 from ..memory import check_allocation, check_array, check_array_like
 from ..narrow import as_dtype
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
-from ._common import as_count, finish
+from ._common import as_count, check_holds, finish
 
 __all__ = [
     "arange",
@@ -79,27 +79,9 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     check_array_like(fill_value, dtype, "full fill_value")
     kind = np.asarray(fill_value).dtype if dtype is None else dtype
     dims = _shape(shape, kind, "full")
-    _check_fill(fill_value, kind, "full")
+    check_holds(fill_value, kind, "full")
     with value_errors("full"):
         return as_tensor(np.full(dims, fill_value, dtype))
-
-
-def _check_fill(value: Any, dtype: Any, what: str) -> None:
-    """A scalar fill value (a Python or NumPy number) that an integer ``dtype`` cannot hold
-    is an ``OutOfRangeError``: ``np.full`` wraps ``1000.0`` and ``np.int64(1000)`` into int8
-    silently (-24), where a Python int raised (a review).
-
-    >>> _check_fill(1000.0, np.int8, "full")
-    Traceback (most recent call last):
-    einstride.errors.OutOfRangeError: full: fill value 1000.0 out of bounds for int8
-    """
-    kind = as_dtype(dtype)
-    if kind.kind not in "iu" or not isinstance(value, (int, float, np.integer, np.floating)):
-        return
-    bounds = np.iinfo(kind)
-    number = float(value) if isinstance(value, (float, np.floating)) else int(value)
-    if not bounds.min <= number <= bounds.max:  # (a NaN fails this too)
-        raise OutOfRangeError(f"{what}: fill value {value!r} out of bounds for {kind}")
 
 
 def zeros_like(t: Any, dtype: Any = None) -> Any:
@@ -136,7 +118,7 @@ def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
     kind = arr.dtype if dtype is None else dtype
     check_array(arr.shape, kind, "full_like")
     check_array_like(fill_value, kind, "full_like fill_value")
-    _check_fill(fill_value, kind, "full_like")
+    check_holds(fill_value, kind, "full_like")
     with value_errors("full_like"):
         return finish(np.full(arr.shape, fill_value, kind), any_tensor(t))
 

@@ -26,9 +26,11 @@ from ._common import dense
 from .random import (
     TRUNCATION,
     draw_shape,
+    finite_number,
     float_dtype,
     generator,
     random_uniform,
+    rounded_within,
     sample_shape,
     standard_truncated,
 )
@@ -77,8 +79,10 @@ def _normal(shape: Any, scale: float, which: str, seed: Any, dtype: Any) -> Tens
     kind, dims = float_dtype(dtype), draw_shape(shape, "initializer")
     count = _fan_count(dims, which)
     target = math.sqrt(scale / count) if count else 0.0
-    draws = standard_truncated(generator(seed), dims) * (target / TRUNCATED_STD)
-    return as_tensor(dense(draws.astype(kind)))
+    scale = target / TRUNCATED_STD
+    draws = standard_truncated(generator(seed), dims) * scale
+    bound = TRUNCATION * scale  # (kept within it in ``kind`` too: a review)
+    return as_tensor(dense(rounded_within(draws, -bound, bound, kind)))
 
 
 def _fan_count(shape: Any, which: str) -> int:
@@ -153,9 +157,7 @@ def orthogonal(shape: Any, gain: Any = 1.0, *, seed: Any = None, dtype: Any = np
     kind, dims = float_dtype(dtype), sample_shape(shape)
     if len(dims) < 2:
         raise LayoutError(f"orthogonal needs a shape of rank >= 2, got {dims}")
-    scale = float(gain)
-    if not math.isfinite(scale):
-        raise ValueError(f"orthogonal: gain must be finite, got {scale}")
+    scale = finite_number(gain, "orthogonal: gain")
     rows, cols = math.prod(dims[:-1]), dims[-1]
     check_array((max(rows, cols), min(rows, cols)), np.float64, "orthogonal")
     sample = generator(seed).standard_normal((max(rows, cols), min(rows, cols)))

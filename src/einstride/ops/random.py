@@ -62,11 +62,42 @@ def draw_shape(shape: Any, op: str) -> tuple[int, ...]:
     return dims
 
 
-def _finite(value: Any, what: str) -> float:
-    number = float(value)
+def finite_number(value: Any, what: str) -> float:
+    """A finite real number; a string (which ``float`` would read) is a ``TypeError``, as
+    any other argument of the wrong type (a review found ``mean="5"`` accepted)."""
+    if isinstance(value, (str, bytes, complex, np.complexfloating)):
+        raise TypeError(f"{what} must be a real number, not {value!r}")
+    try:
+        number = float(value)  # (a NumPy scalar or 0-d array, a Fraction, a Decimal too)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a real number, not {value!r}") from None
     if not math.isfinite(number):
         raise ValueError(f"{what} must be finite, got {number}")
     return number
+
+
+def rounded_within(
+    values: Array, low: float, high: float, kind: np.dtype[Any], *, below_high: bool = False
+) -> Array:
+    """Float64 ``values`` in ``[low, high]`` (``[low, high)`` with ``below_high``) rounded to
+    ``kind``, then kept within the bounds: rounding to the nearest float16 or bfloat16 may
+    step past a bound by half a unit (a review: draws of ``[0.7, 1)`` in bfloat16 gave
+    0.69921875).  Where ``kind`` holds no value within the bounds, ``low`` rounded.
+
+    >>> import ml_dtypes
+    >>> kind = np.dtype(ml_dtypes.bfloat16)
+    >>> rounded_within(np.array([0.6995, 0.9999]), 0.7, 1.0, kind, below_high=True).tolist()
+    [0.703125, 0.99609375]
+    """
+    rounded = values.astype(kind)
+    lowest, highest = np.array(low, kind), np.array(high, kind)
+    if float(lowest) < low:
+        lowest = np.nextafter(lowest, np.array(np.inf, kind))
+    if float(highest) > high or (below_high and float(highest) >= high):
+        highest = np.nextafter(highest, np.array(-np.inf, kind))
+    if not lowest <= highest:
+        return np.full(values.shape, np.array(low, kind))
+    return np.minimum(np.maximum(rounded, lowest), highest)
 
 
 def random_uniform(
@@ -80,7 +111,7 @@ def random_uniform(
     >>> bool(u.min() >= -1 and u.max() < 1)
     True
     """
-    lo, hi = _finite(low, "low"), _finite(high, "high")
+    lo, hi = finite_number(low, "low"), finite_number(high, "high")
     if lo > hi:
         raise ValueError(f"random_uniform: low {lo} is greater than high {hi}")
     if not math.isfinite(hi - lo):
@@ -88,11 +119,10 @@ def random_uniform(
             f"random_uniform: the width high - low = {hi} - {lo} overflows float64"
         )
     kind, dims = float_dtype(dtype), draw_shape(shape, "random_uniform")
-    draws = generator(seed).uniform(lo, hi, dims).astype(kind)
-    if hi > lo:
-        below = np.nextafter(np.array(hi, kind), np.array(lo, kind))
-        draws = np.where(draws >= np.array(hi, kind), below, draws)
-    return as_tensor(dense(draws))
+    draws = generator(seed).uniform(lo, hi, dims)
+    if hi == lo:
+        return as_tensor(dense(draws.astype(kind)))
+    return as_tensor(dense(rounded_within(draws, lo, hi, kind, below_high=True)))
 
 
 def random_normal(
@@ -103,7 +133,7 @@ def random_normal(
     >>> random_normal((2, 0), seed=1).shape
     (2, 0)
     """
-    mu, sigma = _finite(mean, "mean"), _finite(stddev, "stddev")
+    mu, sigma = finite_number(mean, "mean"), finite_number(stddev, "stddev")
     if sigma < 0:
         raise ValueError(f"random_normal: stddev must be >= 0, got {sigma}")
     kind, dims = float_dtype(dtype), draw_shape(shape, "random_normal")
@@ -132,15 +162,13 @@ def truncated_normal(
     >>> bool(x.min() >= 1.0 and x.max() <= 9.0)
     True
     """
-    mu, sigma = _finite(mean, "mean"), _finite(stddev, "stddev")
+    mu, sigma = finite_number(mean, "mean"), finite_number(stddev, "stddev")
     if sigma < 0:
         raise ValueError(f"truncated_normal: stddev must be >= 0, got {sigma}")
     kind, dims = float_dtype(dtype), draw_shape(shape, "truncated_normal")
     values = mu + sigma * standard_truncated(generator(seed), dims)
-    # Rounding to ``kind`` is monotonic, so clipping in float64 keeps the bounds afterwards.
     bound = TRUNCATION * sigma
-    values = np.clip(values, mu - bound, mu + bound)
-    return as_tensor(dense(values.astype(kind)))
+    return as_tensor(dense(rounded_within(values, mu - bound, mu + bound, kind)))
 
 
 def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
