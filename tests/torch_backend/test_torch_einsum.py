@@ -412,3 +412,10 @@ def test_dtype_of_the_other_byte_order_is_its_native_twin() -> None:
     x = torch.arange(12.0, dtype=F64).reshape(3, 4)
     got = es.einsum("ij->i", x, dtype=">f4")
     assert got.dtype == torch.float32 and got.tolist() == [6.0, 22.0, 38.0]
+
+
+def test_a_numpy_operand_of_the_other_byte_order_joins_torch_operands() -> None:
+    # a review: torch.as_tensor refused it ("byte order different from the native")
+    a = np.arange(6.0).reshape(2, 3).astype(">f8")
+    got = es.einsum("ij,jk->ik", a, torch.ones(3, 2, dtype=F64))
+    assert got.tolist() == [[3.0, 3.0], [12.0, 12.0]] and got.dtype == F64

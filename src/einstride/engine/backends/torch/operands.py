@@ -117,6 +117,8 @@ def _converted(x: Any, device: torch.device, i: int) -> torch.Tensor:
 def _from_numpy(x: np.ndarray[Any, Any], device: torch.device) -> torch.Tensor:
     if any(s < 0 for s in x.strides):
         x = x.copy()  # torch has no negative strides
+    if not x.dtype.isnative:  # nor another byte order (a review: torch.as_tensor refused it)
+        x = x.astype(x.dtype.newbyteorder("="))
     if is_bfloat16(x.dtype):
         return torch.as_tensor(x.view(np.int16), device=device).view(torch.bfloat16)
     return torch.as_tensor(x, device=device)
