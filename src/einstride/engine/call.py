@@ -285,9 +285,11 @@ def _size_in_bytes(value: str, number: str, prefix: str, binary: str) -> int:
     (9007199254740993, 512)
     """
     whole, _, fraction = number.partition(".")
-    scale = (1024 if binary else 1000) ** ("kmgtp".index(prefix.lower()) + 1 if prefix else 0)
+    power = "kmgtp".index(prefix.lower()) + 1 if prefix else 0
+    scale: int = (1024 if binary else 1000) ** power
+    denominator: int = 10 ** len(fraction)
     try:
-        return int(whole + fraction) * scale // 10 ** len(fraction)
+        return int(whole + fraction) * scale // denominator
     except ValueError:  # past Python's limit on the digits of an int (4,300)
         raise EinsumError(
             f"einsum: memory_limit={value[:40]!r}... has too many digits ({len(number):,})"

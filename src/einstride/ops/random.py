@@ -97,7 +97,8 @@ def rounded_within(
         highest = np.nextafter(highest, np.array(-np.inf, kind))
     if not lowest <= highest:
         return np.full(values.shape, np.array(low, kind))
-    return np.minimum(np.maximum(rounded, lowest), highest)
+    kept: Array = np.minimum(np.maximum(rounded, lowest), highest)
+    return kept
 
 
 def random_uniform(
