@@ -167,10 +167,11 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         return ["einsum_path", *path], report
     shaped = [shape_and_dtype(x, f"operand {i}") for i, x in enumerate(raw)]
     plan = plan_from_shapes(key, shaped, None, optimize)
-    shapes = [isinstance(x, tuple) for x in raw]
-    if isinstance(subscripts, str) and (all(shapes) or not any(shapes)):
+    shapes, arrays = [isinstance(x, tuple) for x in raw], array_facts(raw) is not None
+    if isinstance(subscripts, str) and (all(shapes) or arrays):
         # explain's report: what einsum runs, its lane or direct first call included (the
-        # plan's own report said neither: a review)
+        # plan's own report said neither: a review); not for other array-likes (a range of
+        # 10**12 items is a shape to einsum_path, and explain would build it)
         return ["einsum_path", *plan.path], explain(subscripts, *operands, optimize=optimize)
     return ["einsum_path", *plan.path], format_plan(plan)
 
