@@ -405,3 +405,75 @@ def test_a_label_sets_size_counted_by_size_class_is_the_product_of_its_sizes(
             if mask >> k & 1:
                 expected *= size
         assert prepared.size(mask) == expected
+
+
+def _finder_line(report: str) -> str | None:
+    return next((line.strip() for line in report.splitlines() if "path finder" in line), None)
+
+
+def test_the_finder_line_names_the_finder_of_this_plan_s_optimize() -> None:
+    """A review: the memo of choices was keyed by the problem alone, so an "auto" report
+    named the greedy search another call ran, or lost its line, and a given path was
+    credited to the search."""
+    eq = "ab,bc,cd,de->ae"
+    for shapes in ([(4, 4), (4, 8), (8, 16), (16, 2)], [(32, 32), (32, 64), (64, 16), (16, 8)]):
+        es.clear_plan_cache()
+        first = _finder_line(es.explain(eq, *shapes))
+        greedy = _finder_line(es.explain(eq, *shapes, optimize="greedy"))
+        assert first is not None and "optimal over the cost model" in first
+        assert greedy is not None and "'greedy'" in greedy
+        assert _finder_line(es.explain(eq, *shapes)) == first
+    path = [(2, 3), (1, 2), (0, 1)]
+    shapes = [(30, 40), (40, 50), (50, 60), (60, 20)]
+    es.explain(eq, *shapes)
+    assert _finder_line(es.explain(eq, *shapes, optimize=path)) is None
+    named = _finder_line(es.explain(eq, *shapes, optimize=opt_einsum.paths.greedy))
+    assert named is not None and "opt_einsum greedy" in named
+
+
+@pytest.mark.parametrize("finder", ["greedy", "optimal", "dp", "random-greedy"])
+def test_a_cap_holds_as_numpy_s(finder: str) -> None:
+    """A review: opt_einsum reads a cap of -1 as no limit (NumPy: nothing fits), and its
+    random finders ignore a cap."""
+    shapes = [(2, 3), (3, 4), (4, 5), (5, 2)]
+    for cap in (-1, -5.0, float("-inf")):
+        path, _ = es.einsum_path("ab,bc,cd,de->ae", *shapes, optimize=(finder, cap))
+        assert path == ["einsum_path", (0, 1, 2, 3)]
+        want, _ = np.einsum_path(
+            "ab,bc,cd,de->ae", *[np.ones(s) for s in shapes], optimize=("greedy", -1)
+        )
+        assert path == want
+    path, _ = es.einsum_path("ab,bc,cd,de->ae", *shapes, optimize=(finder, 3))
+    assert path == ["einsum_path", (0, 1, 2, 3)]  # every pair makes more than 3 elements
+
+
+def test_einsum_vjp_takes_the_optimize_forms_einsum_takes() -> None:
+    """Reviews: BranchBound refused the second backward einsum; a list or tuple became
+    "auto" unchecked (an incomplete path passed, a cap was dropped)."""
+    a, b, c = np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))
+    cot = np.ones((3, 2))
+    want = es.einsum_vjp("ab,bc,cd->ad", (a, b, c), cot)
+    for optimize in (opt_einsum.BranchBound(), opt_einsum.RandomGreedy(), ("greedy", 100)):
+        got = es.einsum_vjp("ab,bc,cd->ad", (a, b, c), cot, optimize=optimize)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w)
+    for bad, error in (
+        (("bogus", 10), es.EinsumError),
+        (("greedy", "x"), es.EinsumError),
+        ([(0, 1)], es.EinsumPathError),
+        ([(0, 9), (0, 1)], es.EinsumError),
+    ):
+        with pytest.raises(error):
+            es.einsum_vjp("ab,bc,cd->ad", (a, b, c), cot, optimize=bad)
+
+
+def test_einsum_path_s_report_describes_the_path_it_returns() -> None:
+    """A review: with a random optimizer einsum_path searched three times, and its report
+    (explain's) described another path than the one returned."""
+    equation, shapes = rand_equation(12, 3, seed=4, d_min=2, d_max=5)
+    operands = [np.ones(s) for s in shapes]
+    for _ in range(5):
+        path, report = es.einsum_path(
+            equation, *operands, optimize=opt_einsum.RandomGreedy(max_repeats=4)
+        )
+        assert f"path: {[tuple(e) for e in path[1:]]}" in report

@@ -99,7 +99,7 @@ def einsum_vjp(
             f"einsum_vjp {quoted(spec.text)}: the cotangent has shape {_shape(cot)}, "
             f"but the result has shape {spec.output_shape}"
         )
-    optimize = derived_optimize(optimize)
+    optimize = derived_optimize(optimize, len(arrays))
     tensor_out = native and any_tensor(*operands, cotangent)
     grads = []
     for k, x in enumerate(arrays):

@@ -17,6 +17,8 @@ positions (in the current operand list) contracted together; the result goes to 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +39,7 @@ __all__ = [
     "choose_path",
     "derived_optimize",
     "find_path",
+    "finder_form",
     "given_path",
     "optimize_key",
     "path_fits_any_size",
@@ -98,19 +101,31 @@ def optimize_key(optimize: Any) -> Any:
     return None
 
 
-def derived_optimize(optimize: Any) -> Any:
+def derived_optimize(optimize: Any, n: int | None = None) -> Any:
     """``optimize=`` for an einsum made from a call's (a gradient's, a path step's): an
-    explicit path names the call's operands, and one of opt_einsum's random optimizers
-    refuses a second contraction ("the arguments ... have changed": a review found every
-    gradient of three operands or more failing), so those einsums search their own path
-    (``"auto"``); any other form is passed on.
+    explicit path names the call's operands, and opt_einsum's single-use optimizers (the
+    random ones, BranchBound) refuse a second contraction ("the arguments ... have changed":
+    reviews found gradients of three operands or more failing), so those einsums search
+    their own path (``"auto"``); any other form, NumPy's ``(name, cap)`` included, is passed
+    on.  With the call's operand count ``n``, an explicit path is checked first (a review
+    found an incomplete one accepted by ``einsum_vjp``), as is a cap.
 
     >>> derived_optimize([(0, 1), (0, 1)]), derived_optimize("greedy")
     ('auto', 'greedy')
-    >>> derived_optimize(opt_einsum.RandomGreedy())
-    'auto'
+    >>> derived_optimize(opt_einsum.RandomGreedy()), derived_optimize(("greedy", 10), 3)
+    ('auto', ('greedy', 10))
+    >>> derived_optimize([(0, 1)], 3)
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumPathError: einsum: optimize= path leaves 2 operands uncontracted ...
     """
-    if isinstance(optimize, (list, tuple, RandomOptimizer)):
+    if _limited(optimize) is not None:
+        return optimize
+    if isinstance(optimize, (list, tuple)):
+        if n is not None:
+            _checked_path(optimize, n)
+        return "auto"
+    if isinstance(optimize, (RandomOptimizer, oe_paths.BranchBound)):
         return "auto"
     return optimize
 
@@ -153,13 +168,16 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
         return None
     if isinstance(limit, (float, np.floating)) and not math.isnan(limit):
         # (sizes are ints: its floor caps the same; infinity caps nothing)
-        return name, int(limit) if math.isfinite(limit) else _NO_CAP
+        if math.isfinite(limit):
+            return name, max(int(limit), 0)
+        return name, _NO_CAP if limit > 0 else 0
     if isinstance(limit, bool) or not hasattr(limit, "__index__"):
         raise EinsumError(
             f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
             "(the most elements an intermediate may have)"
         )
-    return name, int(limit)
+    # a negative cap holds nothing, as NumPy's (opt_einsum reads -1 as no limit: a review)
+    return name, max(int(limit), 0)
 
 
 _NO_CAP = 10**400  # an int cap past every size (a float's infinity)
@@ -229,8 +247,9 @@ def choose_path(
     memory_limit: int | None = None,
 ) -> PathChoice:
     """:func:`find_path` with how the path was found and what the cost model says of it;
-    every choice but a given path is remembered for the plan report."""
-    n = len(inputs)
+    every choice but a given path is remembered for the plan report, under the form of
+    ``optimize`` that found it (:func:`finder_form`)."""
+    n, form = len(inputs), finder_form(optimize)
     limited = _limited(optimize)
     if limited is not None:  # NumPy's (name, limit): the tighter limit wins
         optimize, cap = limited
@@ -250,9 +269,36 @@ def choose_path(
     else:
         found = _external(inputs, output, sizes, optimize, memory_limit)
         choice = _rated(inputs, output, sizes, found, _finder_name(optimize))
+        if memory_limit is not None and choice.largest > memory_limit:
+            # a finder that ignores the cap (opt_einsum's random ones: a review); greedy
+            # keeps to it, else ends the path with one entry of every operand left
+            found = _external(inputs, output, sizes, "greedy", memory_limit)
+            name = f"opt_einsum 'greedy' (within the cap {_finder_name(optimize)} passed)"
+            choice = _rated(inputs, output, sizes, found, name)
     if n > 2:
-        remember_choice(inputs, output, sizes, choice)
+        remember_choice(inputs, output, sizes, choice, form)
     return choice
+
+
+def finder_form(optimize: Any) -> Any:
+    """What a plan's path came from, as the plan report's memo of choices keys it (a review
+    found an "auto" plan's report naming the finder of another call that found the same
+    path): the ``optimize=`` value where it is hashable, ``"given"`` for an explicit path,
+    the identity of an optimizer object.
+
+    >>> finder_form(None), finder_form(("greedy", 9)), finder_form([(0, 1)])
+    ('auto', ('limited', 'greedy', 9), 'given')
+    """
+    if optimize is None:
+        return "auto"
+    limited = _limited(optimize)
+    if limited is not None:
+        return ("limited", *limited)
+    if isinstance(optimize, (list, tuple)):
+        return "given"
+    if isinstance(optimize, (bool, str)):
+        return optimize
+    return ("object", id(optimize))
 
 
 def _external(
@@ -283,11 +329,21 @@ def _external(
 
 
 def _finder_name(optimize: Any) -> str:
+    """The finder as the report names it: opt_einsum's by name, an object by its package and
+    class, a function by its package and name (a review: "builtins function").
+
+    >>> _finder_name(oe_paths.greedy), _finder_name(oe_paths.BranchBound())
+    ('opt_einsum greedy', 'opt_einsum BranchBound')
+    """
     if optimize is True:
         return "opt_einsum 'greedy' (optimize=True)"
     if isinstance(optimize, str):
         return f"opt_einsum {optimize!r}"
-    return f"{type(optimize).__module__.split('.')[0]} {type(optimize).__name__}"
+    if isinstance(optimize, functools.partial):
+        return f"functools.partial of {_finder_name(optimize.func)}"
+    named = optimize if inspect.isroutine(optimize) else type(optimize)
+    package = (getattr(named, "__module__", None) or "?").split(".")[0]
+    return f"{package} {getattr(named, '__qualname__', type(optimize).__name__)}"
 
 
 def _rated(

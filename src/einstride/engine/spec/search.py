@@ -652,17 +652,22 @@ _RECENT_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may
 
 
 def _recent_key(
-    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int]
+    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int], form: Any
 ) -> Any:
     used = sorted({x for t in inputs for x in t} | set(output))
-    return (tuple(tuple(t) for t in inputs), tuple(output), tuple(sizes[x] for x in used))
+    return (tuple(tuple(t) for t in inputs), tuple(output), tuple(sizes[x] for x in used), form)
 
 
 def remember_choice(
-    inputs: Sequence[Sequence[int]], output: Sequence[int], sizes: Sequence[int], choice: PathChoice
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    choice: PathChoice,
+    form: Any = "auto",
 ) -> None:
-    """Keep ``choice`` (bounded, thread-safe) for :func:`recall_choice`."""
-    key = _recent_key(inputs, output, sizes)
+    """Keep ``choice`` (bounded, thread-safe) for :func:`recall_choice`, under the form of
+    ``optimize=`` that made it (``paths.finder_form``)."""
+    key = _recent_key(inputs, output, sizes, form)
     with _RECENT_LOCK:
         _RECENT[key] = choice
         _RECENT.move_to_end(key)
@@ -675,15 +680,17 @@ def recall_choice(
     output: Sequence[int],
     sizes: Sequence[int],
     path: Sequence[Sequence[int]],
+    form: Any = "auto",
 ) -> PathChoice | None:
-    """The choice that found ``path`` for this problem recently, if it is remembered.
+    """The choice that found ``path`` for this problem recently under the ``optimize=``
+    form ``form``, if it is remembered.
 
     >>> choice = search_path([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6))
     >>> remember_choice([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6), choice)
     >>> recall_choice([(0, 1), (1, 2), (2, 3)], (0, 3), (9, 8, 7, 6), choice.path) is choice
     True
     """
-    key = _recent_key(inputs, output, sizes)
+    key = _recent_key(inputs, output, sizes, form)
     with _RECENT_LOCK:
         found = _RECENT.get(key)
     if found is None or found.path != tuple(tuple(e) for e in path):
@@ -725,7 +732,7 @@ def adopt_longer(
     >>> forget_longer(); search_path(ring, (), (3, 4, 5, 6, 7)).finder
     'greedy'
     """
-    key = _recent_key(inputs, output, sizes)
+    key = _recent_key(inputs, output, sizes, "auto")
     with _RECENT_LOCK:
         kept = _LONGER.get(key)
         if (since is not None and since != _GENERATION[0]) or (
@@ -751,7 +758,7 @@ def _longer(
 ) -> PathChoice | None:
     if not _LONGER:  # the common case: no lock, no key
         return None
-    key = _recent_key(inputs, output, sizes)
+    key = _recent_key(inputs, output, sizes, "auto")
     with _RECENT_LOCK:
         return _LONGER.get(key)
 

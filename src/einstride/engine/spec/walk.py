@@ -128,15 +128,18 @@ def plan_path(spec: EinsumSpec, optimize: Any) -> tuple[tuple[int, ...], ...]:
     return find_path(*search_problem(spec), spec.sizes, optimize)
 
 
-def path_choice_of(spec: EinsumSpec, path: Sequence[Sequence[int]]) -> PathChoice | None:
-    """How ``path`` was found for ``spec``, when a recent search found it (for reports).
+def path_choice_of(
+    spec: EinsumSpec, path: Sequence[Sequence[int]], form: Any = "auto"
+) -> PathChoice | None:
+    """How ``path`` was found for ``spec``, when a recent search under the ``optimize=``
+    form ``form`` (``paths.finder_form``) found it (for reports).
 
     >>> from .equation import parse_equation
     >>> spec = parse_equation("ij,jk,kl->il", (2, 3), (3, 4), (4, 5))
     >>> path_choice_of(spec, plan_path(spec, "auto")).finder
     'optimal'
     """
-    return recall_choice(*search_problem(spec), spec.sizes, path)
+    return recall_choice(*search_problem(spec), spec.sizes, path, form)
 
 
 def flop_count(labels: Iterable[int], inner: bool, terms: int, sizes: Sequence[int]) -> int:

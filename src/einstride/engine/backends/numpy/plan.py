@@ -41,7 +41,7 @@ from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec, Equation, bind, quoted
-from ...spec.paths import optimize_key, path_fits_any_size
+from ...spec.paths import finder_form, optimize_key, path_fits_any_size
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
@@ -175,14 +175,15 @@ def _plan(
 ) -> Plan:
     """Plan (recording the decisions) or replay ``recorder``'s decisions."""
     rt = result_dtype(dts, dtype, None if out is None else out[1])
-    plan = _Planner(spec, dts, rt, out, opts, recorder).run(layouts, optimize)
+    form = finder_form(optimize)
+    plan = _Planner(spec, dts, rt, out, opts, recorder, form).run(layouts, optimize)
     check_ranks(plan)
     if recorder.decide("fuse", lambda: _worth_fusing(plan, opts)):
-        plan = _Planner(spec, dts, rt, out, opts, recorder).fused(layouts, plan.path)
+        plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(layouts, plan.path)
     else:
         trap = _unoptimized_trap(plan, optimize)
         if trap is not None:
-            plan = _Planner(spec, dts, rt, out, opts, recorder).fused(
+            plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(
                 layouts, plan.path, reason=trap
             )
     recorder.finished()
@@ -274,9 +275,11 @@ class _Planner:
         out: tuple[tuple[int, ...], np.dtype[Any]] | None,
         options: PlannerOptions,
         recorder: Recorder,
+        finder: Any = "auto",
     ) -> None:
         self.spec = spec
         self.recorder = recorder
+        self.finder = finder
         self.sizes = spec.sizes
         self.dtypes = dtypes
         self.rt = rt
@@ -510,6 +513,7 @@ class _Planner:
             flops=self.flops,
             n_registers=self.n_regs,
             frees=_frees(self.steps, len(self.spec.inputs), self.result),
+            finder=self.finder,
         )
 
     # -- per operand ----------------------------------------------------------------------

@@ -327,13 +327,15 @@ def _path_finder(plan: Plan) -> list[str]:
     """Which finder found the path: searched at the representative shapes for a plan
     decided for its shape class (where another ``optimize=`` may have found the same path
     at the real shapes: its choice is not this plan's), else at the real ones."""
-    choice, at = None, ""
+    choice, at, form = None, "", plan.finder
+    if form == "given":
+        return []  # the caller's own path: no finder to name
     if plan.decided_for is not None:
-        choice = path_choice_of(bind(plan.spec.equation, plan.decided_for), plan.path)
+        choice = path_choice_of(bind(plan.spec.equation, plan.decided_for), plan.path, form)
         if plan.decided_for != plan.spec.shapes():
             at = " (estimated at the representative shapes)"
     if choice is None:
-        choice, at = path_choice_of(plan.spec, plan.path), ""
+        choice, at = path_choice_of(plan.spec, plan.path, form), ""
     if choice is None:
         return []
     if len(plan.spec.inputs) > 2 and any(isinstance(step, FusedStep) for step in plan.steps):

@@ -313,6 +313,9 @@ class Plan:
     None: planned at its own shapes."""
     reused: bool = field(default=False, compare=False)
     """The decisions came from the shape-generic cache (made for an earlier call)."""
+    finder: Any = field(default="auto", compare=False)
+    """The ``optimize=`` form that chose the path (``spec.paths.finder_form``), for the
+    report's "path finder" line."""
 
     def allocations(self) -> list[tuple[str, Alloc]]:
         """Every allocation, with the name of the step making it, in execution order."""
