@@ -34,6 +34,7 @@ from .call import (
 )
 from .registry import DEFAULT, backend_for
 from .spec.equation import bind, quoted
+from .spec.paths import FoundPath, finder_form
 from .spec.walk import plan_path
 
 __all__ = ["Expression", "contract_expression"]
@@ -71,13 +72,15 @@ class Expression:
         self.memory_limit = checked_memory_limit(memory_limit)
         self.spec = bind(equation_of(key), self.shapes)
         self.subscripts = self.spec.text
-        self.path = list(plan_path(self.spec, optimize))
+        # (found paths keep their finder: the plans' reports name it)
+        self.path: list[tuple[int, ...]] = FoundPath(
+            plan_path(self.spec, optimize), finder_form(optimize)
+        )
         if self.memory_limit is not None:
-            self.path = list(
-                limited_plan(
-                    self.key, self._facts(), None, self.dtype, optimize, self.memory_limit
-                ).plan.path
+            limited = limited_plan(
+                self.key, self._facts(), None, self.dtype, optimize, self.memory_limit
             )
+            self.path = FoundPath(limited.plan.path, finder_form(optimize))
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
         self._plain = functools.lru_cache(maxsize=64)(self._build_plain)  # the hot path's

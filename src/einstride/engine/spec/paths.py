@@ -35,6 +35,7 @@ from .search import PathChoice, remember_choice, search_path
 
 __all__ = [
     "OPTIMIZE_NAMES",
+    "FoundPath",
     "check_optimize",
     "choose_path",
     "derived_optimize",
@@ -42,6 +43,7 @@ __all__ = [
     "finder_form",
     "given_path",
     "optimize_key",
+    "optimize_of_key",
     "path_fits_any_size",
 ]
 
@@ -86,6 +88,8 @@ def optimize_key(optimize: Any) -> Any:
     """
     if optimize is None:
         return "auto"
+    if isinstance(optimize, FoundPath):  # (its finder too: the report names it)
+        return ("found", optimize.form, *optimize)
     limited = _limited(optimize)
     if limited is not None:
         return ("limited", *limited)
@@ -99,6 +103,22 @@ def optimize_key(optimize: Any) -> Any:
         except (TypeError, ValueError):
             return None
     return None
+
+
+def optimize_of_key(opt_key: Any) -> Any:
+    """The ``optimize=`` value that :func:`optimize_key` made ``opt_key`` of (what the
+    caches plan with, from their keys).
+
+    >>> for form in ("auto", ("greedy", 9), [(0, 1)], FoundPath([(0, 1)], "auto")):
+    ...     assert finder_form(optimize_of_key(optimize_key(form))) == finder_form(form)
+    """
+    if not isinstance(opt_key, tuple):
+        return opt_key
+    if opt_key[0] == "limited":
+        return opt_key[1:]
+    if opt_key[0] == "found":
+        return FoundPath(opt_key[2:], opt_key[1])
+    return list(opt_key[1:])
 
 
 def derived_optimize(optimize: Any, n: int | None = None) -> Any:
@@ -117,7 +137,7 @@ def derived_optimize(optimize: Any, n: int | None = None) -> Any:
     >>> derived_optimize([(0, 1)], 3)
     Traceback (most recent call last):
       ...
-    einstride.errors.EinsumPathError: einsum: optimize= path leaves 2 operands uncontracted ...
+    einstride.errors.EinsumPathError: einsum: the path [(0, 1)] leaves 2 operands; it must ...
     """
     if _limited(optimize) is not None:
         return optimize
@@ -280,6 +300,21 @@ def choose_path(
     return choice
 
 
+class FoundPath(list[tuple[int, ...]]):
+    """A path a finder found, given again as ``optimize=`` to plan it (a network's direct
+    way, an expression's plans, a sliced plan): an explicit path that keeps the
+    ``optimize=`` form that found it, so that the plan's report still names its finder.
+
+    >>> found = FoundPath([(1, 2), (0, 1)], "auto")
+    >>> found == [(1, 2), (0, 1)], finder_form(found)
+    (True, 'auto')
+    """
+
+    def __init__(self, path: Sequence[Sequence[int]], form: Any) -> None:
+        super().__init__(tuple(step) for step in path)
+        self.form = form
+
+
 def finder_form(optimize: Any) -> Any:
     """What a plan's path came from, as the plan report's memo of choices keys it (a review
     found an "auto" plan's report naming the finder of another call that found the same
@@ -291,6 +326,8 @@ def finder_form(optimize: Any) -> Any:
     """
     if optimize is None:
         return "auto"
+    if isinstance(optimize, FoundPath):
+        return optimize.form
     limited = _limited(optimize)
     if limited is not None:
         return ("limited", *limited)

@@ -27,7 +27,7 @@ from ....errors import EinsumError
 from ...call import dtype_of, equation_of
 from ...spec.dtypes import check_numeric
 from ...spec.equation import bind, parse_subscripts, quoted
-from ...spec.paths import optimize_key
+from ...spec.paths import optimize_key, optimize_of_key
 from ...spec.search import forget_longer
 from .direct import direct_entry
 from .execute import compile_plan
@@ -160,7 +160,7 @@ def general_cache(
     options: PlannerOptions,
 ) -> Entry:
     """The general LRU: :func:`make_entry` (``opt_key`` from ``optimize_key``)."""
-    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
+    optimize = optimize_of_key(opt_key)
     return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from ...call import equation_of
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
-from ...spec.paths import given_path
+from ...spec.paths import FoundPath, finder_form, given_path
 from ...spec.search import (
     MAX_BUDGET_S,
     adopt_longer,
@@ -133,7 +133,7 @@ def direct_program(
     spec, itemsize = network
     path = given_path(optimize, len(spec.inputs)) or plan_path(spec, optimize)
     built = _built(spec, path, itemsize)
-    return None if built is None else (*built, [tuple(step) for step in path])
+    return None if built is None else (*built, FoundPath(path, finder_form(optimize)))
 
 
 def _network(eq_key: Any, facts: tuple[Any, ...], dtype: Any) -> tuple[EinsumSpec, int] | None:
@@ -335,7 +335,7 @@ class LongerSearch:
         built = _built(spec, choice.path, itemsize)
         if built is None or built[2] > self.peak:
             return None
-        self.path = [tuple(step) for step in choice.path]
+        self.path = FoundPath(choice.path, "auto")  # (adopted as the default search's)
         self.cost_ns, self.peak = choice.cost_ns, built[2]
         finder = f"{choice.finder} (search {self.searches} while the shapes repeated)"
         adopt_longer(terms, output, spec.sizes, replace(choice, finder=finder), self._since)

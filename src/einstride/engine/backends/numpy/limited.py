@@ -39,7 +39,7 @@ import numpy as np
 from ....errors import EinsumError
 from ...call import equation_of
 from ...spec.equation import bind, quoted
-from ...spec.paths import find_path, optimize_key
+from ...spec.paths import FoundPath, find_path, finder_form, optimize_key, optimize_of_key
 from ...spec.slicing import MAX_SLICES, PathModel, find_slicing, make_slicing, path_model
 from ...spec.walk import search_problem
 from .cache import CLEAR_HOOKS, facts_of
@@ -111,7 +111,7 @@ def _cached(
 ) -> Limited:
     # the planner options are part of the key, as of every plan cache (a review: a plan
     # split over 4 threads ran on after set_num_threads(1))
-    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
+    optimize = optimize_of_key(opt_key)
     return _decide(eq_key, facts, out_facts, dtype, optimize, limit, options)
 
 
@@ -247,8 +247,9 @@ def _repath(
             continue
         if path == base.path:
             continue
+        found = FoundPath(path, finder_form(optimize))  # (its finder, for the report)
         plan = build_plan(
-            spec, base.dtypes, base.strides, out=out, dtype=base.result_dtype, optimize=path,
+            spec, base.dtypes, base.strides, out=out, dtype=base.result_dtype, optimize=found,
             options=options,
         )  # fmt: skip
         if plan_peak(plan) <= limit:

@@ -41,7 +41,7 @@ from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec, Equation, bind, quoted
-from ...spec.paths import finder_form, optimize_key, path_fits_any_size
+from ...spec.paths import finder_form, optimize_key, optimize_of_key, path_fits_any_size
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
@@ -154,9 +154,7 @@ def class_decisions(
 ) -> tuple[Decisions, Plan]:
     """The decisions for a shape class, and the plan of its representative operands that
     made them (cached)."""
-    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
-    if isinstance(opt_key, tuple) and opt_key[0] == "limited":
-        optimize = opt_key[1:]
+    optimize = optimize_of_key(opt_key)
     rep = bind(equation, cls.rep_shapes)
     recorder = Recorder()
     plan = _plan(rep, dtypes, cls.rep_strides, None, dtype, optimize, options, recorder)

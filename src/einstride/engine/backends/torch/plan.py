@@ -32,7 +32,7 @@ from ....errors import EinsumError
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind, quoted
 from ...spec.matmul import MatmulForm, kind_counts
-from ...spec.paths import optimize_key, path_fits_any_size
+from ...spec.paths import optimize_key, optimize_of_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
@@ -402,7 +402,7 @@ def _cached(
     opt_key: Any,
     options: PlannerOptions,
 ) -> Entry:
-    optimize = list(opt_key[1:]) if isinstance(opt_key, tuple) else opt_key
+    optimize = optimize_of_key(opt_key)
     return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
 
 
