@@ -419,3 +419,20 @@ def test_a_numpy_operand_of_the_other_byte_order_joins_torch_operands() -> None:
     a = np.arange(6.0).reshape(2, 3).astype(">f8")
     got = es.einsum("ij,jk->ik", a, torch.ones(3, 2, dtype=F64))
     assert got.tolist() == [[3.0, 3.0], [12.0, 12.0]] and got.dtype == F64
+
+
+def test_a_process_s_first_call_builds_the_graph_later_calls_build() -> None:
+    # a review: the first call imported the backend (which registers its hot path) and took
+    # the full path, another graph: a non-reentrant checkpoint's recomputation then failed
+    code = (
+        "import torch, einstride as es\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "a = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)\n"
+        "b = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)\n"
+        "block = lambda x, w: es.einsum('ij,jk->ik', x, w).sin()\n"
+        "checkpoint(block, a, b, use_reentrant=False).sum().backward()\n"
+        "want = (torch.cos(a.detach() @ b.detach()) @ b.detach().T)\n"
+        "assert torch.allclose(a.grad, want)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -500,3 +500,26 @@ def test_a_single_use_path_optimizer_leaves_the_backward_its_own_search() -> Non
     torch.einsum("ab,bc,cd->ad", *tensors).sum().backward()
     for got, want in zip(mine, (t.grad for t in tensors)):
         torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shape", "kwargs"),
+    [
+        ("ii->i", (3, 3), {"memory_limit": 10**9}),
+        ("ii->", (3, 3), {"memory_limit": 10**9}),
+        ("i->ii", (3,), {"memory_limit": 10**9}),
+        ("ij->i", (2, 3), {"dtype": torch.float32}),
+    ],
+)
+def test_a_result_that_saved_nothing_backpropagates_twice(
+    equation: str, shape: Any, kwargs: Any
+) -> None:
+    """A review: the Function read its saved tensors even when it saved none, and torch
+    refused the second backward (torch.einsum's nodes save nothing there)."""
+    x = torch.rand(shape, dtype=torch.float64, requires_grad=True)
+    y = es.einsum(equation, x, **kwargs)
+    assert y.grad_fn is not None and y.grad_fn.name() == "EinsumFunctionBackward"
+    (y**2).sum().backward()
+    first = x.grad.clone()
+    (3 * y).sum().backward()  # (raised: "Trying to backward through the graph a second time")
+    assert torch.allclose(x.grad - first, torch.autograd.grad((3 * y).sum(), x)[0])

@@ -75,7 +75,10 @@ class EinsumFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
         (cotangent,) = grad_outputs
-        saved = iter(ctx.saved_tensors)
+        # read only where something was saved: torch refuses a second backward through
+        # freed buffers even for a Function that saved nothing (torch.einsum's nodes do
+        # not; a review: a diagonal's result could not be backpropagated twice)
+        saved = iter(ctx.saved_tensors if any(u is None for u in ctx.einsum_unread) else ())
         tensors = [
             next(saved)
             if unread is None

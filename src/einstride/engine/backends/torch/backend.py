@@ -109,7 +109,13 @@ def _fortran_operand(x: Any) -> bool:
 
 def _einsum(call: EinsumCall) -> torch.Tensor:
     if call.out is None and call.dtype is None and call.casting is None and call.operands:
-        result = _plain_run(call.key, call.operands, call.optimize, call.memory_limit)
+        if call.memory_limit is None and type(call.key) is str:
+            # the registry's hot path, as every later such call takes it: a process's first
+            # call (which imports this backend, and registers it) built another graph, and
+            # a non-reentrant checkpoint's recomputation then failed (a review)
+            result = hot(call.key, call.operands, call.optimize)
+        else:
+            result = _plain_run(call.key, call.operands, call.optimize, call.memory_limit)
         if result is not None:
             return result
     tensors, device = as_tensors(call.operands)
