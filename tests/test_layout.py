@@ -389,3 +389,20 @@ def test_overlaps_ignores_the_free_stride_of_a_length_1_axis() -> None:
     t = es.Tensor(np.arange(10.0))[3 : 4 : 10**30]
     assert t.layout.overlaps(es.Tensor(np.arange(10.0))[3:5].layout)
     assert not t.layout.overlaps(es.Tensor(np.arange(10.0))[4:6].layout)
+
+
+def test_overlap_questions_past_numpy_s_limits_answer() -> None:
+    # a review: the solver's probe doubled the elements and added an axis, so a broadcast
+    # of 2**62, 64 axes of length 1, or a huge overlapping view raised NumPy's ValueError
+    assert Layout.create((2**62,), (0,)).overlaps(Layout.create((1,)))
+    ones = Layout.create((1,) * 64)
+    assert ones.overlaps(ones) and not ones.has_repeated_locations
+    huge = Layout.create((3, 2**20, 2**20, 2**21), (1, 1, 1, 1))
+    assert huge.has_repeated_locations  # (beyond the solver: counted as repeated)
+    t = es.Tensor(np.zeros(2**22, np.uint8), huge.shape, huge.strides)
+    assert t.numpy().flags.writeable is False
+    # exact where the solver reaches: a large broadcast against its own storage
+    wide = Layout.create((2**40, 3), (0, 2), 1)
+    assert wide.overlaps(Layout.create((1,), (1,), 5)) and not wide.overlaps(
+        Layout.create((1,), (1,), 6)
+    )

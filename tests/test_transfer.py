@@ -446,3 +446,29 @@ def test_in_place_reverse_that_changes_nothing_accepts_read_only_views() -> None
     frozen.flags.writeable = False
     with pytest.raises(es.LayoutError, match="read-only"):
         es.reverse(frozen, 0, out=frozen)
+
+
+def test_a_conversion_that_fails_half_way_leaves_the_destination_untouched() -> None:
+    # a review: a string source into numbers went straight to np.copyto, which wrote
+    # element by element until the bad value ([1, 2, 0])
+    source = np.array(["1", "2", "x"])
+    calls = (
+        lambda d: es.copy_to(source, d),
+        lambda d: es.try_copy_to(source, d),
+        lambda d: es.flatten_to(source, d),
+        lambda d: es.reverse(source, 0, out=d),
+        lambda d: es.copy_to(source, Tensor(d)),
+    )
+    for call in calls:
+        dst = np.zeros(3, np.int64)
+        with pytest.raises(ValueError, match="invalid literal"):
+            call(dst)
+        assert dst.tolist() == [0, 0, 0]
+    buffer = np.array([49, 50, 120, 7], np.int32)  # '1', '2', 'x' as U1 code points
+    text = buffer[:3].view("U1")
+    with pytest.raises(ValueError, match="invalid literal"):
+        es.reverse(text, 0, out=buffer[:3])  # the same bytes read as another type
+    assert buffer.tolist() == [49, 50, 120, 7]
+    ok = np.zeros(3, np.int64)
+    es.copy_to(np.array(["1", "2", "3"]), ok)
+    assert ok.tolist() == [1, 2, 3]

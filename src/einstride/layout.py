@@ -493,11 +493,15 @@ class Layout:
         return self.squeezed_key() == other.squeezed_key()
 
     def overlaps(self, other: Layout) -> bool:
-        """Whether the two views (on one storage) share at least one element (exact).
+        """Whether the two views (on one storage) share at least one element: exact, but
+        for views past what NumPy's solver can describe (its probes of more than 64 axes or
+        2**63 elements, a review), which count as overlapping.
 
         >>> evens, odds = Layout.create((3,), (2,)), Layout.create((3,), (2,), 1)
         >>> evens.overlaps(odds), evens.overlaps(Layout.create((1,), (1,), 4))
         (False, True)
+        >>> Layout.create((2**62,), (0,)).overlaps(Layout.create((1,)))
+        True
         """
         _check_layout(other, "overlaps")
         if self.size == 0 or other.size == 0:
@@ -506,7 +510,11 @@ class Layout:
         lo2, hi2 = other.extent
         if hi1 <= lo2 or hi2 <= lo1:
             return False
-        return bool(np.shares_memory(_probe(self), _probe(other), max_work=_EXACT))
+        base = min(self.offset, other.offset)  # (one probe at offset 0: no doubled axis)
+        first, second = _probe(self, self.offset - base), _probe(other, other.offset - base)
+        if first is None or second is None:
+            return True
+        return bool(np.shares_memory(first, second, max_work=_EXACT))
 
 
 def _check_layout(other: Any, method: str) -> None:
@@ -580,15 +588,24 @@ def _nocopy_strides(old: list[tuple[int, int]], target: tuple[int, ...]) -> list
     return strides
 
 
-def _probe(layout: Layout) -> np.ndarray[Any, Any]:
-    """A read-only byte-per-element ndarray with ``layout``'s addresses, for NumPy's overlap
-    solver.  It is never read: ``np.shares_memory`` only does arithmetic on its bounds and
-    strides, so a one-byte base stands in for a storage of any size."""
-    # a length-1 axis's stride is free (any size, 2**63 too): it moves no element
-    strides = tuple(s if n > 1 else 0 for n, s in zip(layout.shape, layout.strides))
-    full = np.lib.stride_tricks.as_strided(
-        _PROBE_BASE, shape=(2, *layout.shape), strides=(layout.offset, *strides), writeable=False
-    )
+def _probe(layout: Layout, offset: int) -> np.ndarray[Any, Any] | None:
+    """A read-only byte-per-element ndarray with ``layout``'s addresses shifted to
+    ``offset``, for NumPy's overlap solver; None where NumPy cannot describe it.  It is never
+    read: ``np.shares_memory`` only does arithmetic on its bounds and strides, so a one-byte
+    base stands in for a storage of any size.  The axes that move no element (length 1,
+    whose stride is free, or stride 0) are left out: the same addresses, in fewer axes and
+    elements (a review found a broadcast of 2**62 and 64 axes of length 1 past NumPy's
+    limits)."""
+    moving = [(n, s) for n, s in zip(layout.shape, layout.strides) if n > 1 and s != 0]
+    shape, strides = tuple(n for n, _ in moving), tuple(s for _, s in moving)
+    try:
+        if offset == 0:
+            return np.lib.stride_tricks.as_strided(_PROBE_BASE, shape, strides, writeable=False)
+        full = np.lib.stride_tricks.as_strided(
+            _PROBE_BASE, shape=(2, *shape), strides=(offset, *strides), writeable=False
+        )
+    except ValueError:  # past 64 axes or 2**63 elements
+        return None
     probe: np.ndarray[Any, Any] = full[1, ...]  # ``...`` keeps a rank-0 probe a view
     return probe
 

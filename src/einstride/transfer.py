@@ -200,9 +200,15 @@ def _describe(x: Any) -> str:
 
 def _cast_copy(target: Array, source: Array, op: str) -> None:
     """``np.copyto`` with unsafe casting; a value ``target``'s dtype cannot hold (a Python int
-    beyond int64 in an object source, a datetime too long for a string) is checked first, on a
+    beyond int64 in an object source, a datetime too long for a string, a string that is no
+    number: a review found ``["1", "2", "x"]`` leaving ``[1, 2, 0]``) is checked first, on a
     scratch copy where the cast would fail half-way, so ``target`` is untouched on error."""
-    if source.dtype.hasobject or (source.dtype.kind in "mM" and target.dtype.kind in "SU"):
+    kind, into = source.dtype.kind, target.dtype.kind
+    if (
+        source.dtype.hasobject
+        or (kind in "mM" and into in "SU")
+        or (kind in "SU" and into not in "SU")
+    ):
         check_array(source.shape, target.dtype, f"{op} (a converted copy)")
         with value_errors(op):
             converted = source.astype(target.dtype, casting="unsafe")
@@ -534,7 +540,7 @@ def _reverse_in_place(source: Array, target: Array, axes: tuple[int, ...]) -> No
     if not target.flags.writeable:
         raise LayoutError(f"reverse: the destination ({_describe(target)}) is read-only")
     if source.dtype != target.dtype:  # the same bytes read as another type: convert first
-        np.copyto(target, source, casting="unsafe")
+        _cast_copy(target, source, "reverse")
     for ax in axes:
         half = target.shape[ax] // 2
         lead = (slice(None),) * ax
