@@ -343,3 +343,19 @@ def test_a_torch_tensor_that_requires_grad_with_dask_is_a_type_error() -> None:
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match=r"operand 0 \(Tensor\) cannot be converted"):
         es.einsum("i,i->", torch.ones(3, requires_grad=True), da.ones(3))
+
+
+def test_ndarray_subclasses_beside_dask_operands() -> None:
+    # a review: an np.matrix stayed 2-D when its broadcast ``...`` axis was dropped, and
+    # Dask refused the chunks of the graph
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        m = np.matrix([[1.0, 2.0, 3.0]])
+    x = np.arange(12.0).reshape(4, 3)
+    got = es.einsum("...i,...i->...i", m, da.from_array(x, chunks=2)).compute()
+    np.testing.assert_array_equal(got, np.einsum("...i,...i->...i", np.asarray(m), x))
+    masked = np.ma.masked_array(x, mask=x > 5)
+    got = es.einsum("ij,ij->i", masked, da.from_array(x, chunks=2)).compute()
+    np.testing.assert_array_equal(got, np.einsum("ij,ij->i", x, x))  # the mask ignored, as NumPy's

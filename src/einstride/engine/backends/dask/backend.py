@@ -102,8 +102,9 @@ def _positive(value: int, given: Any, what: str) -> int:
 
 
 def _operands(raw: Sequence[Any]) -> list[Any]:
-    """Dask operands and ndarrays (memmaps included) as they are; the others converted as
-    the NumPy backend converts them."""
+    """Dask operands, ndarrays and memmaps as they are (a memmap is read in chunks); the
+    others converted as the NumPy backend converts them (an ``np.matrix`` stays 2-D under
+    indexing, so a broadcast ``...`` axis of it could not be dropped: a review)."""
     arrays: list[Any] = []
     for i, x in enumerate(raw):
         if isinstance(x, da.Array) and any(math.isnan(n) for n in x.shape):
@@ -111,7 +112,7 @@ def _operands(raw: Sequence[Any]) -> list[Any]:
                 f"einsum: operand {i} is a Dask array of unknown shape {x.shape}; "
                 "call its compute_chunk_sizes() first"
             )
-        if isinstance(x, (da.Array, np.ndarray)):
+        if isinstance(x, da.Array) or type(x) is np.ndarray or isinstance(x, np.memmap):
             arrays.append(x)
             continue
         try:
