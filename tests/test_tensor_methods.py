@@ -303,3 +303,21 @@ def test_len_and_item_past_an_index_s_range_are_layout_errors() -> None:
     for index in ((2**70,), (0, 2**70)):
         with pytest.raises(es.LayoutError, match="item"):
             t.item(*index)
+
+
+def test_a_reduction_into_a_small_float_out_runs_as_numpy_s_or_in_float32() -> None:
+    """A review: into a float16/bfloat16 out=, initial= was cast to the input's dtype first
+    (bool max(initial=5) gave 1; int8 max(initial=1000) overflowed), and a float16 sum into
+    bfloat16 was rounded twice."""
+    for source, initial in ((np.array([True, False]), 5), (np.array([1, 2], np.int8), 1000)):
+        got, want = np.zeros((), np.float16), np.zeros((), np.float16)
+        es.as_tensor(source).max(initial=initial, out=got)
+        np.max(source, initial=initial, out=want)
+        assert float(got) == float(want) == float(initial)
+    halves = es.as_tensor(np.full(5000, 1.0, np.float16))
+    out = np.zeros((), ml_dtypes.bfloat16)
+    halves.sum(out=out)
+    assert float(out) == float(np.float32(5000).astype(ml_dtypes.bfloat16))  # rounded once
+    out = np.zeros((), ml_dtypes.bfloat16)
+    es.as_tensor(np.full(100, 2.0, np.float16)).prod(out=out)
+    assert float(out) == 2.0**100  # bfloat16 holds it; a float16 product overflowed

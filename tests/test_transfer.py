@@ -472,3 +472,7 @@ def test_a_conversion_that_fails_half_way_leaves_the_destination_untouched() -> 
     ok = np.zeros(3, np.int64)
     es.copy_to(np.array(["1", "2", "3"]), ok)
     assert ok.tolist() == [1, 2, 3]
+    raw = np.array([b"7", b"7", b"7"])
+    with pytest.raises(UnicodeEncodeError):  # (a ValueError)
+        es.copy_to(np.array(["5", "6", "\u0663"]), raw)
+    assert raw.tolist() == [b"7", b"7", b"7"]

@@ -527,11 +527,15 @@ def _reduced(
     if where is not True:
         kwargs["where"] = as_array(where)
     destination = None if out is None else _reduction_out(out, arr.shape, axes, keepdims, name)
-    if destination is not None and not is_small_float(destination.dtype):
-        if dtype is None:  # NumPy's own, in out's dtype: no rounding to a small float
+    if destination is not None:
+        small = is_small_float(destination.dtype) and name in _ACCUMULATE_WIDER
+        if dtype is None and not small:  # NumPy's own, in out's dtype (initial= too)
             getattr(np, name)(arr, out=destination, **kwargs)
             return out
-        if wider == target:
+        if dtype is None:  # a sum into a small float: in float32, rounded once into out
+            target = destination.dtype
+            wider = compute_dtype(target)
+        elif wider == target and not is_small_float(destination.dtype):
             getattr(np, name)(arr, dtype=target, out=destination, **kwargs)
             return out
     if wider != target or dtype is not None:

@@ -208,6 +208,7 @@ def _cast_copy(target: Array, source: Array, op: str) -> None:
         source.dtype.hasobject
         or (kind in "mM" and into in "SU")
         or (kind in "SU" and into not in "SU")
+        or (kind == "U" and into == "S")  # (a character bytes cannot encode: a review)
     ):
         check_array(source.shape, target.dtype, f"{op} (a converted copy)")
         with value_errors(op):

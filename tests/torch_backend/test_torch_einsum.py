@@ -436,3 +436,14 @@ def test_a_process_s_first_call_builds_the_graph_later_calls_build() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_broadcast_tensor_beside_torch_operands_converts_without_a_warning() -> None:
+    # a review: numpy() of repeated locations is read-only now, and torch.as_tensor warned
+    import warnings
+
+    t = es.Tensor(np.arange(3.0), (2, 3), (0, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = es.einsum("ij,j->i", t, torch.ones(3, dtype=F64))
+    assert got.tolist() == [3.0, 3.0]

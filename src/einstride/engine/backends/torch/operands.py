@@ -28,7 +28,7 @@ from ....errors import EinsumError, LayoutError
 from ....footprint import Footprint
 from ....layout import Layout
 from ....narrow import is_bfloat16
-from ....tensors import Tensor, as_array
+from ....tensors import Tensor, writeable_array
 from ...spec.equation import quoted
 from .dtypes import numpy_dtype, result_dtype
 
@@ -103,7 +103,9 @@ def _converted(x: Any, device: torch.device, i: int) -> torch.Tensor:
     """``torch.as_tensor`` onto ``device``; NumPy views torch cannot take (negative
     strides, ml_dtypes' bfloat16) are handled first."""
     if isinstance(x, Tensor):
-        x = as_array(x)
+        # writeable where its storage is, as torch's tensors are (numpy() of repeated
+        # locations is read-only, and torch warned on it: a review)
+        x = writeable_array(x)
     try:
         if isinstance(x, np.ndarray):
             return _from_numpy(x, device)
@@ -243,7 +245,7 @@ def _memory_of(x: Any) -> torch.Tensor | None:
     if isinstance(x, torch.Tensor):
         return x if x.layout == torch.strided and not x.is_nested else None
     if isinstance(x, Tensor):
-        x = as_array(x)
+        x = writeable_array(x)  # (for the overlap check only: torch.from_numpy warned)
     if not isinstance(x, np.ndarray) or not x.size:
         return None
     flipped = tuple(ax for ax, stride in enumerate(x.strides) if stride < 0)
