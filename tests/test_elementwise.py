@@ -3,6 +3,9 @@ random views of one storage."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -184,3 +187,57 @@ def test_a_casting_error_writes_nothing():
     with pytest.raises(TypeError):
         es.divide(storage, 3, out=storage)
     assert storage.tolist() == [0, 1, 2, 3]
+
+
+def test_out_is_untouched_whenever_an_error_can_come_after_the_loop() -> None:
+    # a review: errstate "log" to a writer that raises, warnings turned into errors, and
+    # ml_dtypes' int4 under a negative power all wrote out= before the error
+    import warnings
+
+    class Failing:
+        def write(self, message: str) -> None:
+            raise RuntimeError(message)
+
+    out = np.array([1.0, 2.0, 3.0])
+    with np.errstate(all="log", call=Failing()), pytest.raises(RuntimeError):
+        es.divide([1.0, 0.0, 1.0], [0.0, 0.0, 1.0], out=out)
+    assert out.tolist() == [1.0, 2.0, 3.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeWarning):
+            es.divide([1.0, 0.0, 1.0], [0.0, 0.0, 1.0], out=out)
+    assert out.tolist() == [1.0, 2.0, 3.0]
+    int4 = np.dtype(ml_dtypes.int4)
+    target = np.array([5, 5, 5], int4)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        es.power(np.array([2, 3, 1], int4), np.array([1, -1, 2], int4), out=target)
+    assert target.astype(int).tolist() == [5, 5, 5]
+
+
+def test_a_read_only_out_is_refused_before_its_casting() -> None:
+    # a review: NumPy checks read-only first (ValueError); einstride raised the cast's TypeError
+    frozen = np.zeros(3, np.int64)
+    frozen.flags.writeable = False
+    with pytest.raises(es.LayoutError, match="read-only"):
+        es.add(np.ones(3), 1.5, out=frozen)
+
+
+@pytest.mark.parametrize("exponent", [2, -1, 0.5, 2.0, 3])
+@pytest.mark.parametrize(
+    "dtype", [np.complex128, np.complex64, np.float16, np.longdouble, np.float64, np.bool_]
+)
+def test_tensor_power_by_a_python_number_is_numpy_s_operator(exponent: Any, dtype: Any) -> None:
+    # a review: NumPy's ** squares, inverts or takes the root for 2, -1 and 0.5 (signs of
+    # zero, infinities); np.power did not
+    values = np.array([-4.0, -0.0, -np.inf, 3.0, np.inf, 0.5]).astype(dtype)
+    with np.errstate(all="ignore"):
+        try:
+            want = values**exponent
+        except ValueError:  # integers to a negative power: NumPy's own error, as NumPy
+            with pytest.raises(ValueError, match="negative integer powers"):
+                es.as_tensor(values) ** exponent
+            return
+        got = (es.as_tensor(values) ** exponent).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.signbit(got.real), np.signbit(want.real))
+    np.testing.assert_array_equal(got, want)

@@ -35,6 +35,7 @@ einstride.errors.LayoutError: negative: input 0 (...) overlaps out= (...) withou
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ import numpy as np
 from .errors import OutOfRangeError
 from .memory import check_array, memory_limit
 from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
-from .transfer import check_elementwise_out
+from .transfer import check_destination, check_elementwise_out
 
 __all__ = [
     "abs",
@@ -84,6 +85,8 @@ def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
             _check_result_size(ufunc, name, operands, arrays)
             return wrap_like(ufunc(*operands), any_tensor(*inputs))
         if isinstance(out, (Tensor, np.ndarray)):  # NumPy's type errors first, as NumPy
+            if not as_array(out).flags.writeable:  # but a read-only out before them (a review)
+                check_destination(out, name)
             _dry_run(ufunc, operands, arrays, as_array(out).dtype)
         target = check_elementwise_out(out, arrays, name)
         _write(ufunc, name, operands, arrays, target)
@@ -119,12 +122,16 @@ def _write(
     ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array], target: Array
 ) -> None:
     """``ufunc`` into ``target``; where an error can come half-way (``np.errstate`` set to
-    raise or call, Python objects, an integer ``power`` meeting a negative exponent), into a
-    temporary first, so ``out=`` is untouched on any error."""
+    raise, call or log, or to warn under a warnings filter that makes RuntimeWarning an
+    error; Python objects; an integer ``power`` meeting a negative exponent, ml_dtypes'
+    integers included), into a temporary first, so ``out=`` is untouched on any error (a
+    review found the log and error-filter cases, and int4, written)."""
+    modes = np.geterr().values()
     risky = (
-        any(v in ("raise", "call") for v in np.geterr().values())
+        any(v in ("raise", "call", "log") for v in modes)
+        or ("warn" in modes and _warnings_raise())
         or any(a.dtype.hasobject for a in (*arrays, target))
-        or (ufunc is np.power and any(a.dtype.kind in "iu" for a in arrays))
+        or (ufunc is np.power and any(_integer(a.dtype) for a in arrays))
     )
     if not risky:
         ufunc(*operands, out=target)
@@ -133,6 +140,26 @@ def _write(
     scratch = np.empty_like(target)
     ufunc(*operands, out=scratch)
     np.copyto(target, scratch, casting="no")
+
+
+def _warnings_raise() -> bool:
+    """Whether a filter may turn NumPy's RuntimeWarning into an exception (``-W error``):
+    any "error" filter of a category it belongs to (the order of filters is not followed:
+    a temporary too many is the safe side)."""
+    return any(
+        action == "error" and issubclass(RuntimeWarning, category)
+        for action, _, category, _, _ in warnings.filters
+    )
+
+
+def _integer(dtype: np.dtype[Any]) -> bool:
+    """NumPy's integers and ml_dtypes' (int4, uint4, ...: kind "V")."""
+    kind = dtype.type
+    return dtype.kind in "iu" or (
+        dtype.kind == "V"
+        and kind.__module__.startswith("ml_dtypes")
+        and kind.__name__.lstrip("u").startswith("int")
+    )
 
 
 # No ufunc result has items wider than this: below it, the exact result dtype is not needed.

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import memory as _memory
-from .errors import LayoutError, value_errors
+from .errors import LayoutError, OutOfRangeError, value_errors
 from .layout import Layout
 from .memory import check_array, check_array_like
 from .narrow import as_dtype, as_strided, is_small_float
@@ -77,21 +77,25 @@ class Tensor:
     __rtruediv__ = _operator("divide", reflected=True)
 
     def __pow__(self, other: Any) -> Tensor:
-        """``np.power``, but for ``bools ** 2``: NumPy's operator squares then (int8, where
-        ``np.power`` gives int64; a review).
+        """``np.power``; with a Python number, NumPy's operator itself, which squares,
+        inverts or takes the root for 2, -1 and 0.5 (``bools ** 2`` is int8, ``-0.0 ** 0.5``
+        is -0.0, complex signs of zero differ: a review), its result sized first.
 
         >>> (Tensor(np.array([True, False])) ** 2).dtype
         dtype('int8')
         """
         from .elementwise import power
 
-        base = (
-            self.astype(np.int8)
-            if type(other) is int and other == 2 and self.dtype == np.bool_
-            else self
-        )
-        result: Tensor = power(base, other)
-        return result
+        if type(other) not in (int, float):
+            result: Tensor = power(self, other)
+            return result
+        arr = self.numpy()
+        try:
+            kind = (np.empty(0, arr.dtype) ** other).dtype  # the result's, on no data
+            check_array(arr.shape, kind, "Tensor ** (the result)")  # (a broadcast view)
+            return as_tensor(np.asarray(arr**other))
+        except OverflowError as error:  # a Python int the dtype cannot hold (as NumPy)
+            raise OutOfRangeError(f"power: {error}") from None
 
     __rpow__ = _operator("power", reflected=True)
     # Ordering only: ``==`` keeps identity semantics (Tensors stay hashable); use es.equal.

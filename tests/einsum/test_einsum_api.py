@@ -382,3 +382,41 @@ def test_einsum_path_s_report_is_explain_s() -> None:
     path, report = es.einsum_path("ij,jk,kl->il", *shapes, optimize="greedy")
     assert report == es.explain("ij,jk,kl->il", *shapes, optimize="greedy")
     assert path == ["einsum_path", (1, 2), (0, 1)]
+
+
+def test_an_expression_with_optimize_false_runs_einsum_s_plan() -> None:
+    # a review: its path was planned as a given one, so the one loop einsum falls back to
+    # (where a pair would outgrow the operands) was skipped: a 768,000-byte peak for 48,000
+    shapes = ((300, 20), (20, 300), (300, 20))
+    ops = [np.random.default_rng(k).random(s) for k, s in enumerate(shapes)]
+    expr = es.contract_expression("ij,jk,kl->il", *shapes, optimize=False)
+    for call in (lambda: expr(*ops), lambda: es.einsum("ij,jk,kl->il", *ops, optimize=False)):
+        tracemalloc.start()
+        got = call()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 100_000
+        np.testing.assert_allclose(got, np.einsum("ij,jk,kl->il", *ops))
+    assert "one loop" in expr.explain()
+
+
+def test_an_expression_s_memory_limit_without_dtype_bounds_each_call() -> None:
+    # a review: the limit was checked when the expression was made, as for float64
+    expr = es.contract_expression("ij,jk->ik", (64, 64), (64, 64), memory_limit=20_000)
+    small = np.ones((64, 64), np.float32)
+    assert expr(small, small).shape == (64, 64)
+    with pytest.raises(es.EinsumError, match="memory limit"):
+        expr(small.astype(np.float64), small.astype(np.float64))
+    with pytest.raises(es.EinsumError, match="memory limit"):
+        es.contract_expression(
+            "ij,jk->ik", (64, 64), (64, 64), dtype=np.float64, memory_limit=20_000
+        )
+
+
+def test_a_dtype_that_is_not_numeric_is_refused_naming_dtype() -> None:
+    # a review: contract_expression took dtype=object, and every call (and explain, with
+    # shapes) blamed operand 0
+    with pytest.raises(TypeError, match="dtype= is object"):
+        es.contract_expression("ij->i", (2, 3), dtype=object)
+    with pytest.raises(TypeError, match="dtype= is object"):
+        es.explain("ij->i", (2, 3), dtype=object)

@@ -42,6 +42,7 @@ from .call import (
     split_sublists,
 )
 from .registry import DEFAULT, HOT_PATHS, LANE_REPORTS, backend_for
+from .spec.dtypes import check_numeric
 from .spec.paths import optimize_key
 
 __all__ = ["einsum", "einsum_path", "explain"]
@@ -208,6 +209,7 @@ def explain(
         # of einsum on such operands, lane included (the CLI's always named a dtype, so it
         # never showed the lane its example takes: a review)
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
+        check_numeric(dt, "dtype= is")  # (not "operand 0 has dtype": they are shapes)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
         plan = plan_from_shapes(subscripts, shaped, None, optimize)
         facts = shape_facts(shaped)

@@ -33,6 +33,7 @@ from .call import (
     split_sublists,
 )
 from .registry import DEFAULT, backend_for
+from .spec.dtypes import check_numeric
 from .spec.equation import bind, quoted
 from .spec.paths import FoundPath, finder_form
 from .spec.walk import plan_path
@@ -69,6 +70,8 @@ class Expression:
         self.key = key
         self.shapes = tuple(checked_shape(s, f"shape {i}") for i, s in enumerate(shapes))
         self.dtype = None if dtype is None else dtype_of(dtype)
+        if self.dtype is not None:  # (refused here, not at every call: a review)
+            check_numeric(self.dtype, "dtype= is")
         self.memory_limit = checked_memory_limit(memory_limit)
         self.spec = bind(equation_of(key), self.shapes)
         self.subscripts = self.spec.text
@@ -77,10 +80,17 @@ class Expression:
             plan_path(self.spec, optimize), finder_form(optimize)
         )
         if self.memory_limit is not None:
-            limited = limited_plan(
-                self.key, self._facts(), None, self.dtype, optimize, self.memory_limit
-            )
-            self.path = FoundPath(limited.plan.path, finder_form(optimize))
+            try:
+                limited = limited_plan(
+                    self.key, self._facts(), None, self.dtype, optimize, self.memory_limit
+                )
+                self.path = FoundPath(limited.plan.path, finder_form(optimize))
+            except EinsumError:
+                if self.dtype is not None:
+                    raise
+                # sized for float64 operands without dtype=: smaller items may fit, and
+                # each call keeps to the limit as einsum does (a review found float32
+                # operands refused when the expression was made)
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
         self._plain = functools.lru_cache(maxsize=64)(self._build_plain)  # the hot path's

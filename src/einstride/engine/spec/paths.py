@@ -45,6 +45,7 @@ __all__ = [
     "optimize_key",
     "optimize_of_key",
     "path_fits_any_size",
+    "unoptimized",
 ]
 
 
@@ -313,6 +314,17 @@ class FoundPath(list[tuple[int, ...]]):
     def __init__(self, path: Sequence[Sequence[int]], form: Any) -> None:
         super().__init__(tuple(step) for step in path)
         self.form = form
+
+
+def unoptimized(optimize: Any) -> bool:
+    """Whether ``optimize`` asks for NumPy's ``optimize=False``: False itself, or a path it
+    found, given again (an expression's: a review found its plans skipping the one loop
+    that einsum falls back to).
+
+    >>> unoptimized(False), unoptimized(FoundPath([(0, 1, 2)], False)), unoptimized([(0, 1)])
+    (True, True, False)
+    """
+    return optimize is False or (isinstance(optimize, FoundPath) and optimize.form is False)
 
 
 def finder_form(optimize: Any) -> Any:

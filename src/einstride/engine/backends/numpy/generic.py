@@ -26,7 +26,7 @@ import numpy as np
 
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, Equation, bind
-from ...spec.paths import optimize_key, path_fits_any_size
+from ...spec.paths import optimize_key, path_fits_any_size, unoptimized
 from .execute import Program, compile_plan
 from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: the doctest's)
 from .peak import plan_peak
@@ -314,7 +314,7 @@ def generic_entry(
     """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
     class's size-free program (None without one), and whether the class's decisions were
     made by this look.  (A first call on a new shape: kept to a few dictionary looks.)"""
-    if optimize is False or not path_fits_any_size(optimize, len(facts) // 3):
+    if unoptimized(optimize) or not path_fits_any_size(optimize, len(facts) // 3):
         return None, False
     opt_key = optimize if type(optimize) is str else optimize_key(optimize)
     if opt_key is None:

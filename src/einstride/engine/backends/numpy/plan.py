@@ -41,7 +41,13 @@ from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec, Equation, bind, quoted
-from ...spec.paths import finder_form, optimize_key, optimize_of_key, path_fits_any_size
+from ...spec.paths import (
+    finder_form,
+    optimize_key,
+    optimize_of_key,
+    path_fits_any_size,
+    unoptimized,
+)
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
@@ -119,7 +125,7 @@ def build_plan(
     opts = default_options() if options is None else options
     opt_key = (
         optimize_key(optimize)
-        if out is None and optimize is not False and path_fits_any_size(optimize, len(dts))
+        if out is None and not unoptimized(optimize) and path_fits_any_size(optimize, len(dts))
         else None
     )
     cls = None if opt_key is None else shape_class(spec.shapes(), layouts, dts)
@@ -193,7 +199,7 @@ def _unoptimized_trap(plan: Plan, optimize: Any) -> str | None:
     only the output.  Left-to-right pairs are kept unless an intermediate outgrows NumPy's
     own cap (the largest operand or the output): then the one loop, and the reason why."""
     spec = plan.spec
-    if optimize is not False or len(plan.steps) < 2 or len(spec.sizes) > 52:
+    if not unoptimized(optimize) or len(plan.steps) < 2 or len(spec.sizes) > 52:
         return None
     if len(spec.inputs) > 32 or any(d.kind not in "biufc" for d in plan.dtypes):
         return None
