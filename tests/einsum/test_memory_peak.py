@@ -251,7 +251,12 @@ def test_contract_expression_takes_a_memory_limit():
     np.testing.assert_allclose(expr(*ops, memory_limit="1MiB"), expected)  # a call's own
     assert "sliced over:" in expr.explain() and "peak per slice" in expr.explain()
     with pytest.raises(EinsumError, match="output would allocate 240,000 bytes"):
-        es.contract_expression("ab,cbe,ae->ac", *shapes, memory_limit=100_000)
+        es.contract_expression("ab,cbe,ae->ac", *shapes, dtype=np.float64, memory_limit=100_000)
+    with pytest.raises(EinsumError, match="output would allocate 240,000 bytes"):  # no dtype
+        es.contract_expression("ab,cbe,ae->ac", *shapes, memory_limit=10_000)  # fits none
+    small = es.contract_expression("ab,cbe,ae->ac", *shapes, memory_limit=100_000)
+    with pytest.raises(EinsumError, match="memory limit"):  # float64 operands: at the call
+        small(*ops)
 
 
 def test_the_default_limit_applies_on_the_hot_path():

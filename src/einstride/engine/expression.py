@@ -80,25 +80,32 @@ class Expression:
             plan_path(self.spec, optimize), finder_form(optimize)
         )
         if self.memory_limit is not None:
-            try:
-                limited = limited_plan(
-                    self.key, self._facts(), None, self.dtype, optimize, self.memory_limit
-                )
-                self.path = FoundPath(limited.plan.path, finder_form(optimize))
-            except EinsumError:
-                if self.dtype is not None:
-                    raise
-                # sized for float64 operands without dtype=: smaller items may fit, and
-                # each call keeps to the limit as einsum does (a review found float32
-                # operands refused when the expression was made)
+            self.path = FoundPath(self._limited_path(optimize), finder_form(optimize))
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
         self._plain = functools.lru_cache(maxsize=64)(self._build_plain)  # the hot path's
 
-    def _facts(self) -> tuple[Any, ...]:
-        """The plan-cache facts of C-contiguous operands (of ``dtype``, default float64)."""
-        dt = self.dtype if self.dtype is not None else np.dtype(np.float64)
+    def _facts(self, default: Any = np.float64) -> tuple[Any, ...]:
+        """The plan-cache facts of C-contiguous operands (of ``dtype``, else ``default``)."""
+        dt = self.dtype if self.dtype is not None else np.dtype(default)
         return shape_facts([(s, dt) for s in self.shapes])
+
+    def _limited_path(self, optimize: Any) -> tuple[tuple[int, ...], ...]:
+        """The path searched within the memory limit, for operands of ``dtype``, else of
+        float64, else of one byte: without ``dtype=`` a limit that float64 operands cannot
+        meet may suit smaller items, and each call keeps to it as einsum does (a review
+        found float32 operands refused when the expression was made); one that no dtype
+        meets is refused here."""
+        assert self.memory_limit is not None
+        limit, first = self.memory_limit, None
+        for default in [np.float64] if self.dtype is not None else [np.float64, np.int8]:
+            try:
+                facts = self._facts(default)
+                return limited_plan(self.key, facts, None, self.dtype, optimize, limit).plan.path
+            except EinsumError as error:
+                first = first or error
+        assert first is not None
+        raise first  # (float64's: the operands' usual dtype)
 
     def _limit(self, memory_limit: Any) -> int:
         """The limit of one call: its own, else the expression's, else the default."""
