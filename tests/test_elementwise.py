@@ -241,3 +241,15 @@ def test_tensor_power_by_a_python_number_is_numpy_s_operator(exponent: Any, dtyp
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(np.signbit(got.real), np.signbit(want.real))
     np.testing.assert_array_equal(got, want)
+
+
+def test_tensor_power_of_ml_dtypes_integers_is_np_power_s() -> None:
+    # a review: ml_dtypes' ** squares uint4 into int8 (15 ** 2 -> -31); np.power gives 225
+    for kind in (ml_dtypes.uint4, ml_dtypes.uint2, ml_dtypes.int4):
+        values = np.array([1, 2], kind)
+        got = (es.as_tensor(values) ** 2).numpy()
+        want = np.power(values, 2)
+        assert got.dtype == want.dtype and got.astype(int).tolist() == want.astype(int).tolist()
+    assert (es.as_tensor(np.array([15], ml_dtypes.uint4)) ** 2).numpy().astype(int).tolist() == [
+        225
+    ]

@@ -86,7 +86,8 @@ class Tensor:
         """
         from .elementwise import power
 
-        if type(other) not in (int, float):
+        if type(other) not in (int, float) or self.dtype.kind == "V":
+            # (ml_dtypes' operator squares uint4 into int8, wrapped: np.power's, a review)
             result: Tensor = power(self, other)
             return result
         arr = self.numpy()

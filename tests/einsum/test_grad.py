@@ -387,3 +387,15 @@ def test_errors_name_the_right_argument_on_every_backend() -> None:
         es.einsum_vjp("i->", (unknown,), np.array(1.0))
     with pytest.raises(es.EinsumError, match="unknown shape"):
         es.einsum_path("i,i->", unknown, (3,))
+
+
+def test_sublist_labels_are_checked_on_every_call() -> None:
+    # a review: the backward equations are cached by the sublists, where True and 1.0
+    # equal 1: after a call with [0, 1], [0, True] and [0, 1.0] were accepted
+    x = np.ones((2, 2))
+    es.einsum_vjp([[0, 1]], (x,), np.ones((2, 2)))
+    for bad in ([[0, True]], [[0, 1.0]]):
+        with pytest.raises(es.EinsumTypeError, match="index 1"):
+            es.einsum_vjp(bad, (x,), np.ones((2, 2)))
+    with pytest.raises(es.EinsumTypeError, match="output sublist"):
+        es.einsum_vjp([[0, 1], [[1]]], (x,), np.ones(2))

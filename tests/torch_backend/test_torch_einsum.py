@@ -447,3 +447,34 @@ def test_a_broadcast_tensor_beside_torch_operands_converts_without_a_warning() -
         warnings.simplefilter("error")
         got = es.einsum("ij,j->i", t, torch.ones(3, dtype=F64))
     assert got.tolist() == [3.0, 3.0]
+
+
+def test_optimize_false_on_torch_keeps_the_pairs() -> None:
+    # a review: NumPy's one-loop fallback planned for torch ran as the product of every
+    # operand (288 MB for these shapes, under a 1 MiB limit, in an expression)
+    shapes = ((300, 20), (20, 300), (300, 20))
+    ops = [torch.rand(s, dtype=F64) for s in shapes]
+    report = es.explain("ij,jk,kl->il", *ops, optimize=False)
+    assert "one loop" not in report and "step 2: contract" in report
+    assert "one loop" in es.explain("ij,jk,kl->il", *[o.numpy() for o in ops], optimize=False)
+    expr = es.contract_expression("ij,jk,kl->il", *shapes, optimize=False, memory_limit="1MiB")
+    want = torch.einsum("ij,jk,kl->il", *ops)
+    assert torch.allclose(expr(*ops), want) and torch.allclose(
+        es.einsum("ij,jk,kl->il", *ops, optimize=False), want
+    )
+
+
+def test_gradients_follow_their_torch_operand_s_device_and_the_backend_s_dtypes() -> None:
+    # a review: a torch operand's gradient landed on the CPU where its backward einsum held
+    # no other tensor; a list's was in NumPy's float64; NumPy operands torch cannot take
+    # as they are (negative strides, the other byte order, bfloat16) raised torch's errors
+    a = torch.ones(2, 3, device="meta")
+    (grad,) = es.einsum_vjp("ij->i", (a,), np.ones(2))
+    assert grad.device.type == "meta" and grad.shape == (2, 3)
+    b = torch.ones(3, dtype=F64)
+    for other in (np.arange(3.0)[::-1], np.ones(3, ">f8"), np.ones(3, ml_dtypes.bfloat16)):
+        ga, gb = es.einsum_vjp("i,i->", (b, other), np.float64(1.0))
+        assert ga.dtype == F64 and gb.shape == (3,)
+        assert gb.dtype == (torch.bfloat16 if other.dtype == ml_dtypes.bfloat16 else F64)
+    _, glist = es.einsum_vjp("i,i->", (torch.ones(3), [1.0, 2.0, 3.0]), torch.tensor(1.0))
+    assert glist.dtype == torch.float32

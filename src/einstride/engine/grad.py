@@ -57,12 +57,16 @@ def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
     if isinstance(subscripts, str):
         return subscripts
     if isinstance(subscripts, (list, tuple)) and len(subscripts) in (n_operands, n_operands + 1):
+        # every label checked on every call, as einsum's: the backward equations are cached
+        # by the key, where True and 1.0 equal 1 (a review found them accepted after a call
+        # with 1); the error says which label is wrong, the output's too
+        output = subscripts[n_operands] if len(subscripts) > n_operands else None
+        parse_sublists(subscripts[:n_operands], output)
         try:
             key = tuple(tuple(sublist) for sublist in subscripts)
-            hash(key)  # a label that is a list (or any unhashable) is not a label
+            hash(key)
             return key
         except TypeError:
-            parse_sublists(subscripts[:n_operands], None)  # says which label is wrong
             raise EinsumTypeError(
                 "einsum_vjp: sublist labels must be non-negative ints or ... (Ellipsis)"
             ) from None
@@ -119,7 +123,8 @@ def einsum_vjp(
             grads.append(wrap_like(backend.cast_like(grad, x), tensor_out))
         else:  # the backend of the whole product, as the cotangent alone may be NumPy's
             grad = backend.einsum(make_call(*args, optimize=optimize))
-            grads.append(backend.cast_like(grad, x))
+            # the operand as given: a list is converted by the backend, not NumPy (a review)
+            grads.append(backend.cast_like(grad, operands[k]))
     return tuple(grads)
 
 

@@ -185,7 +185,7 @@ def _plan(
     if recorder.decide("fuse", lambda: _worth_fusing(plan, opts)):
         plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(layouts, plan.path)
     else:
-        trap = _unoptimized_trap(plan, optimize)
+        trap = _unoptimized_trap(plan, optimize, opts)
         if trap is not None:
             plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(
                 layouts, plan.path, reason=trap
@@ -194,12 +194,16 @@ def _plan(
     return plan
 
 
-def _unoptimized_trap(plan: Plan, optimize: Any) -> str | None:
+def _unoptimized_trap(plan: Plan, optimize: Any, opts: PlannerOptions) -> str | None:
     """``optimize=False`` asks for no path search, and NumPy then runs one loop that holds
     only the output.  Left-to-right pairs are kept unless an intermediate outgrows NumPy's
-    own cap (the largest operand or the output): then the one loop, and the reason why."""
+    own cap (the largest operand or the output): then the one loop, and the reason why.
+    Not for a backend without NumPy's loop (options that never fuse, torch's: its fused
+    step holds the product of every operand, a review found 288 MB under a 1 MiB limit)."""
     spec = plan.spec
-    if not unoptimized(optimize) or len(plan.steps) < 2 or len(spec.sizes) > 52:
+    if math.isinf(opts.loop_ns) or not unoptimized(optimize):
+        return None
+    if len(plan.steps) < 2 or len(spec.sizes) > 52:
         return None
     if len(spec.inputs) > 32 or any(d.kind not in "biufc" for d in plan.dtypes):
         return None

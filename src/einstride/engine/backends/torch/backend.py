@@ -27,13 +27,14 @@ import numpy as np
 import torch
 
 from ....errors import EinsumError
+from ....tensors import Tensor
 from ...call import EinsumCall, result_order
 from ...registry import HOT_PATHS, LANE_REPORTS
 from ...spec.dtypes import check_casting
 from ...spec.equation import quoted
 from ...spec.paths import derived_optimize
 from .autograd import Backward, EinsumFunction
-from .dtypes import numpy_dtype
+from .dtypes import numpy_dtype, torch_dtype
 from .guard import limit_for
 from .lanes import lane_for, lane_report
 from .operands import as_tensors, check_out, facts_of
@@ -306,15 +307,24 @@ LANE_REPORTS[_Tensor] = lane_report
 
 
 def cast_like(grad: torch.Tensor, like: Any) -> torch.Tensor:
-    """A gradient (``einsum_vjp``'s) in its operand's dtype, a real operand's the real part
-    (as JAX's); for an operand that is not a tensor, the dtype torch converts it to.
+    """A gradient (``einsum_vjp``'s) in its operand's dtype, on its device, a real operand's
+    the real part (as JAX's); for an operand that is not a tensor, the dtype the backend
+    converts it to (a NumPy array's or Tensor's own, a list's or number's torch's default;
+    a review found them in NumPy's dtype, and a torch operand's gradient on the CPU where
+    the backward einsum held no other tensor).
 
     >>> cast_like(torch.tensor([1 + 2j]), torch.zeros(1)).tolist()
     [1.0]
+    >>> cast_like(torch.ones(1, dtype=torch.float64), [1.0]).dtype
+    torch.float32
     """
-    dtype = (
-        like.dtype if isinstance(like, torch.Tensor) else torch.as_tensor(np.asarray(like)).dtype
-    )
+    device = like.device if isinstance(like, torch.Tensor) else grad.device
+    if isinstance(like, torch.Tensor):
+        dtype = like.dtype
+    elif isinstance(like, (np.ndarray, Tensor)):
+        dtype = torch_dtype(like.dtype, "an operand of dtype")
+    else:
+        dtype = torch.as_tensor(like).dtype
     if grad.is_complex() and not dtype.is_complex:
         grad = grad.real
-    return grad.to(dtype)
+    return grad.to(device=device, dtype=dtype)

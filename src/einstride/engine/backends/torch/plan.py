@@ -32,7 +32,7 @@ from ....errors import EinsumError
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, bind, quoted
 from ...spec.matmul import MatmulForm, kind_counts
-from ...spec.paths import optimize_key, optimize_of_key, path_fits_any_size
+from ...spec.paths import optimize_key, optimize_of_key, path_fits_any_size, unoptimized
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
@@ -366,7 +366,7 @@ def _class_entry(call: _Call, optimize: Any, options: PlannerOptions) -> Entry |
     ``optimize=False`` or an optimizer object, a path asked for the real sizes
     (:func:`...spec.paths.path_fits_any_size`), operands that are not dense, or records
     that need more than the sizes)."""
-    fits = optimize is not False and path_fits_any_size(optimize, len(call.dtypes))
+    fits = not unoptimized(optimize) and path_fits_any_size(optimize, len(call.dtypes))
     opt_key = optimize_key(optimize) if fits else None
     if opt_key is None:
         return None
