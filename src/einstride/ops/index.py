@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError, value_errors
+from ..errors import LayoutError, value_errors
 from ..layout import normalize_axis
 from ..memory import check_array, check_array_like
 from ..tensors import any_tensor, as_array
@@ -176,19 +176,11 @@ def where(mask: Any, x: Any, y: Any) -> Any:
         shape = ()  # np.where raises NumPy's own message
     kind = np.result_type(a, b)
     for value in (a, b):
-        _check_fits(value, kind)
+        if isinstance(value, int):  # a weak Python int (NumPy's where wraps 1000 into int8)
+            check_holds(value, kind, "where")
     check_array(shape, kind, "where")
     result = np.where(m, a, b)
     return finish(dense(result), any_tensor(mask, x, y))
-
-
-def _check_fits(value: Any, kind: np.dtype[Any]) -> None:
-    """A Python int that the result's integer dtype cannot hold is an OutOfRangeError, as in
-    einstride's element-wise functions (NumPy's ``where`` wraps it silently: 1000 -> -24)."""
-    if kind.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
-        bounds = np.iinfo(kind)
-        if not bounds.min <= value <= bounds.max:
-            raise OutOfRangeError(f"where: Python integer {value} out of bounds for {kind}")
 
 
 def _weak(x: Any) -> Any:
