@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EinsumError, EinsumTypeError
+from ..errors import EinsumError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
@@ -61,15 +61,8 @@ def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
         # by the key, where True and 1.0 equal 1 (a review found them accepted after a call
         # with 1); the error says which label is wrong, the output's too
         output = subscripts[n_operands] if len(subscripts) > n_operands else None
-        parse_sublists(subscripts[:n_operands], output)
-        try:
-            key = tuple(tuple(sublist) for sublist in subscripts)
-            hash(key)
-            return key
-        except TypeError:
-            raise EinsumTypeError(
-                "einsum_vjp: sublist labels must be non-negative ints or ... (Ellipsis)"
-            ) from None
+        parse_sublists(subscripts[:n_operands], output)  # (so every label is hashable)
+        return tuple(tuple(sublist) for sublist in subscripts)
     raise TypeError(
         "einsum_vjp: subscripts must be an equation string or a sequence of sublists, one per "
         "operand and optionally one for the output"

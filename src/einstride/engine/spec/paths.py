@@ -336,18 +336,12 @@ def finder_form(optimize: Any) -> Any:
     >>> finder_form(None), finder_form(("greedy", 9)), finder_form([(0, 1)])
     ('auto', ('limited', 'greedy', 9), 'given')
     """
-    if optimize is None:
-        return "auto"
-    if isinstance(optimize, FoundPath):
-        return optimize.form
-    limited = _limited(optimize)
-    if limited is not None:
-        return ("limited", *limited)
-    if isinstance(optimize, (list, tuple)):
-        return "given"
-    if isinstance(optimize, (bool, str)):
-        return optimize
-    return ("object", id(optimize))
+    key = optimize_key(optimize)  # (one reading of the forms: the caches' key)
+    if isinstance(key, tuple) and key[0] != "limited":
+        return key[1] if key[0] == "found" else "given"
+    if key is None:  # an object, or a path the planner will refuse
+        return "given" if isinstance(optimize, (list, tuple)) else ("object", id(optimize))
+    return key
 
 
 def _external(
