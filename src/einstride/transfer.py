@@ -112,6 +112,20 @@ def check_no_overlap(dst: Any, sources: Iterable[Any], op: str) -> None:
             raise LayoutError(f"{op}: the destination overlaps input {index}")
 
 
+def out_type_error(out: Any, op: str) -> TypeError:
+    """The error for an ``out=`` that is neither an einstride Tensor nor an ndarray, naming
+    its type with its package (a torch tensor is a ``torch.Tensor``, not a ``Tensor``).
+
+    >>> print(out_type_error([0.0], "einsum out="))
+    einsum out=: out must be an einstride.Tensor or a numpy.ndarray, not list
+    """
+    kind = type(out)
+    package = kind.__module__.partition(".")[0]
+    name = kind.__qualname__ if package == "builtins" else f"{package}.{kind.__qualname__}"
+    hint = " (a torch out= takes torch operands)" if package == "torch" else ""
+    return TypeError(f"{op}: out must be an einstride.Tensor or a numpy.ndarray, not {name}{hint}")
+
+
 def check_out(
     out: Any,
     sources: Iterable[Any],
@@ -129,7 +143,7 @@ def check_out(
     share no memory with any source (``LayoutError``).
     """
     if not isinstance(out, (Tensor, np.ndarray)):
-        raise TypeError(f"{op}: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}")
+        raise out_type_error(out, op)
     dst = as_array(out)
     if shape is not None and dst.shape != shape:
         raise LayoutError(f"{op}: out has shape {dst.shape}, the result has shape {shape}")

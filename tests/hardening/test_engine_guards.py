@@ -33,8 +33,35 @@ def test_einsum_path_needs_only_shapes() -> None:
 
 
 def test_out_of_the_wrong_kind_is_not_converted() -> None:
-    with pytest.raises(TypeError, match=r"out must be a Tensor or a numpy\.ndarray, not range"):
+    with pytest.raises(
+        TypeError, match=r"out must be an einstride\.Tensor or a numpy\.ndarray, not range"
+    ):
         es.einsum("i->i", np.ones(3), out=range(10**12))
+
+
+def test_a_torch_out_for_numpy_operands_is_named_torch_tensor() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=r"not torch\.Tensor \(a torch out= takes torch operands\)"):
+        es.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)), out=torch.zeros(2, 4))
+
+
+class _RefusesUfuncs(np.ndarray):  # e.g. a units-checked array: unknown ufuncs refused
+    def __array_ufunc__(self, *args: object, **kwargs: object) -> object:
+        return NotImplemented
+
+
+@pytest.mark.parametrize("equation", ["ij,jk->ik", "ij,ij->ij", "ij,ij->"])
+def test_a_subclass_out_is_written_without_its_ufunc_hooks(equation: str) -> None:
+    """numpy.einsum writes into an ndarray subclass's out= without calling its hooks (a
+    masked array's __array_wrap__ refused a matmul's shapes)."""
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(12.0).reshape(3, 4)
+    b = b.T.copy() if equation == "ij,jk->ik" else b
+    want = np.einsum(equation, a, b)
+    for out in (np.ma.zeros(want.shape), np.zeros(want.shape).view(_RefusesUfuncs)):
+        assert es.einsum(equation, a, b, out=out) is out
+        np.testing.assert_array_equal(np.asarray(out), want)
+        expression = es.contract_expression(equation, a.shape, b.shape)
+        assert expression(a, b, out=out) is out
 
 
 @pytest.mark.parametrize(

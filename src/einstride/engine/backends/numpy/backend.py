@@ -19,7 +19,7 @@ import numpy as np
 from .... import memory as _memory
 from ....errors import EinsumError
 from ....tensors import Tensor, wrap_like
-from ....transfer import check_out
+from ....transfer import check_out, out_type_error
 from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
@@ -58,14 +58,19 @@ def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
 
 
 def out_array(out: Any) -> Array:
-    """The ndarray of ``out=``: a Tensor or an ndarray, nothing converted."""
+    """The ndarray of ``out=``: a Tensor's, or the ndarray itself, nothing converted; a
+    subclass is written through a plain ndarray view of it, as numpy.einsum writes it: its
+    ufunc hooks never run (a masked array's ``__array_wrap__`` would refuse a product's
+    shapes).
+
+    >>> type(out_array(np.ma.zeros(2))).__name__
+    'ndarray'
+    """
     if isinstance(out, Tensor):
         return out.numpy()
     if isinstance(out, np.ndarray):
-        return out
-    raise TypeError(
-        f"einsum out=: out must be a Tensor or a numpy.ndarray, not {type(out).__name__}"
-    )
+        return out if type(out) is np.ndarray else out.view(np.ndarray)
+    raise out_type_error(out, "einsum out=")
 
 
 def run_entry(
