@@ -322,3 +322,41 @@ def test_an_array_as_optimize_is_an_einsum_error(optimize: Any) -> None:
 def test_a_dtype_that_is_not_numeric_is_named_in_a_sentence() -> None:
     with pytest.raises(TypeError, match="operand 0 has dtype object, which is not numeric"):
         es.einsum("ij,jk->ik", np.ones((2, 2), dtype=object), np.ones((2, 2)))
+
+
+def _small_float_front(front: str) -> Any:
+    """einsum with dtype= through one front: the NumPy backend, an expression, Dask, torch."""
+    if front == "numpy":
+        return lambda eq, *ops, dtype: es.einsum(eq, *ops, dtype=dtype)
+    if front == "expression":
+        return lambda eq, *ops, dtype: es.contract_expression(
+            eq, *(o.shape for o in ops), dtype=dtype
+        )(*ops)
+    if front == "dask":
+        da = pytest.importorskip("dask.array")
+        return lambda eq, *ops, dtype: np.asarray(
+            es.einsum(eq, *(da.from_array(o) for o in ops), dtype=dtype).compute()
+        )
+    torch = pytest.importorskip("torch")
+    return lambda eq, *ops, dtype: es.einsum(
+        eq, *(torch.from_numpy(o) for o in ops), dtype=dtype
+    ).numpy()
+
+
+@pytest.mark.parametrize("front", ["numpy", "expression", "dask", "torch"])
+def test_a_small_float_dtype_rounds_the_operands_first_as_numpy(front: str) -> None:
+    """dtype=float16 casts the operands to float16 (docs/einsum.md: "operands are then
+    cast"), then accumulates in float32: values that float16 rounds are rounded, and one
+    past its range is inf, as in numpy.einsum (a review: they went to float32 as given)."""
+    run = _small_float_front(front)
+    x = np.array([1 + 2**-11])  # float16 rounds it to 1.0
+    assert float(run("i,i->", x, x, dtype=np.float16)) == 1.0
+    with np.errstate(over="ignore"):
+        big = run("i,i->i", np.array([70000.0]), np.array([0.5]), dtype=np.float16)
+        want = np.einsum("i,i->i", np.array([70000.0]), np.array([0.5]), dtype=np.float16,
+                         casting="unsafe")  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(big, np.float64), want.astype(np.float64))
+    a, b = RNG.random((5, 6)), RNG.integers(0, 9, (6, 3)).astype(np.uint8)  # uint8: exact
+    got = run("ij,jk->ik", a, b, dtype=np.float16)
+    exact = a.astype(np.float16).astype(np.float64) @ b
+    np.testing.assert_array_equal(np.asarray(got, np.float64), exact.astype(np.float16))

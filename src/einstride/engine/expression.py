@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import memory as _memory
 from ..errors import EinsumError
+from ..narrow import is_small_float
 from ..tensors import Tensor
 from .backends.numpy.backend import as_arrays, out_array, run_entry
 from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan_from_shapes
@@ -72,6 +73,8 @@ class Expression:
         self.dtype = None if dtype is None else dtype_of(dtype)
         if self.dtype is not None:  # (refused here, not at every call: a review)
             check_numeric(self.dtype, "dtype= is")
+        # operands rounded to a small-float dtype= first (as_arrays): no fast path then
+        self.rounds = self.dtype is not None and is_small_float(self.dtype)
         self.memory_limit = checked_memory_limit(memory_limit)
         self.spec = bind(equation_of(key), self.shapes)
         self.subscripts = self.spec.text
@@ -135,7 +138,7 @@ class Expression:
         return self._build(facts, None, options)
 
     def __call__(self, *operands: Any, out: Any = None, memory_limit: Any = None) -> Any:
-        if out is None and memory_limit is None:
+        if out is None and memory_limit is None and not self.rounds:
             facts = array_facts(operands)
             if facts is not None:
                 entry = self._plain(facts, _DEFAULT_OPTIONS.options)
@@ -157,7 +160,7 @@ class Expression:
         backend = backend_for(operands)
         if backend.__name__ != DEFAULT:
             return backend.einsum(call)
-        arrays, tensor_in = as_arrays(operands)
+        arrays, tensor_in = as_arrays(operands, self.dtype)
         out_arr = None
         if out is not None:
             out_arr = out_array(out)

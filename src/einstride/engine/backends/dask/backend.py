@@ -39,7 +39,7 @@ from ...call import EinsumCall, checked_memory_limit, make_call
 from ...spec.dtypes import check_casting, check_numeric, compute_dtype, result_dtype
 from ...spec.equation import bind
 from ...spec.walk import path_flops, plan_path
-from ..numpy.backend import as_arrays
+from ..numpy.backend import as_arrays, rounded_to
 from ..numpy.backend import einsum as numpy_einsum
 from .plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
 from .report import DaskEinsum, StepTasks, chunks_text
@@ -415,7 +415,7 @@ def plan_dask(
 
 def plan_call(call: EinsumCall) -> DaskEinsum:
     """:func:`plan_dask` for a normalized call."""
-    arrays = _operands(call.operands)
+    arrays = rounded_to(_operands(call.operands), call.dtype)
     shapes = [tuple(int(n) for n in x.shape) for x in arrays]
     dtypes = [np.dtype(x.dtype) for x in arrays]
     spec = bind(call.equation(), shapes)

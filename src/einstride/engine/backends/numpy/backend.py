@@ -18,6 +18,7 @@ import numpy as np
 
 from .... import memory as _memory
 from ....errors import EinsumError
+from ....narrow import is_small_float
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out, out_type_error
 from ...call import EinsumCall, check_conversion, result_order
@@ -25,14 +26,35 @@ from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
 from .limited import check_result, explain_within, run_limited
 
-__all__ = ["as_arrays", "cast_like", "einsum", "explain", "out_array", "run_entry"]
+__all__ = ["as_arrays", "cast_like", "einsum", "explain", "out_array", "rounded_to", "run_entry"]
 
 Array = np.ndarray[Any, Any]
 
 
-def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
+def as_arrays(raw: Sequence[Any], dtype: np.dtype[Any] | None = None) -> tuple[list[Array], bool]:
     """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``), and
-    whether any was a Tensor."""
+    whether any was a Tensor; with a ``dtype=`` of a small float, each operand rounded to
+    it first (:func:`_rounded_to`)."""
+    arrays, tensor_in = _converted(raw)
+    return rounded_to(arrays, dtype), tensor_in
+
+
+def rounded_to(arrays: Sequence[Any], dtype: np.dtype[Any] | None) -> list[Any]:
+    """The operands (ndarrays or Dask arrays) cast to a small-float ``dtype=`` where that
+    cast rounds, as NumPy casts them: the products run in float32
+    (:func:`~einstride.engine.spec.dtypes.compute_dtype`), and a float64 operand cast
+    straight to float32 would keep digits (or a range) that the ``dtype=`` cast drops.
+    Other dtypes: the operands as they are (cast to the compute dtype itself).
+
+    >>> [a.dtype.name for a in rounded_to([np.ones(2), np.ones(2, np.uint8)], np.dtype("f2"))]
+    ['float16', 'uint8']
+    """
+    if dtype is None or not is_small_float(dtype):
+        return list(arrays)
+    return [a if np.can_cast(a.dtype, dtype, "safe") else a.astype(dtype) for a in arrays]
+
+
+def _converted(raw: Sequence[Any]) -> tuple[list[Array], bool]:
     arrays: list[Array] = []
     tensor_in = False
     for i, x in enumerate(raw):
@@ -169,7 +191,7 @@ def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
 
 
 def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
-    arrays, tensor_in = as_arrays(call.operands)
+    arrays, tensor_in = as_arrays(call.operands, call.dtype)
     out_arr = None
     if call.out is not None:
         out_arr = out_array(call.out)

@@ -37,7 +37,7 @@ from .autograd import Backward, EinsumFunction
 from .dtypes import numpy_dtype, torch_dtype
 from .guard import limit_for
 from .lanes import lane_for, lane_report
-from .operands import as_tensors, check_out, facts_of
+from .operands import as_tensors, check_out, facts_of, rounded_tensors
 from .plan import Entry, entry_for
 from .records import check_memory
 from .report import format_torch_plan
@@ -119,10 +119,11 @@ def _einsum(call: EinsumCall) -> torch.Tensor:
             result = _plain_run(call.key, call.operands, call.optimize, call.memory_limit)
         if result is not None:
             return result
-    tensors, device = as_tensors(call.operands)
+    given, device = as_tensors(call.operands)
+    tensors = rounded_tensors(given, call.dtype)
     entry = _entry(call, tensors)
     if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
-        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(tensors)]
+        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(given)]
         check_casting(dtypes, numpy_dtype(entry.result, "the result has dtype"), call.casting)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     out = None
@@ -134,7 +135,7 @@ def _einsum(call: EinsumCall) -> torch.Tensor:
                 "torch.no_grad()"
             )
         out = check_out(
-            call.out, tensors, device, entry.result, entry.output_shape, entry.text,
+            call.out, given, device, entry.result, entry.output_shape, entry.text,
             call.operands, call.casting,
         )  # fmt: skip
     _guard(entry, device, call.memory_limit)
@@ -192,7 +193,7 @@ def _with_graph(
 def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
     tensors, device = as_tensors(call.operands)
-    entry = _entry(call, tensors)
+    entry = _entry(call, rounded_tensors(tensors, call.dtype))
     report = format_torch_plan(entry, device)
     try:
         _guard(entry, device, call.memory_limit)
@@ -207,7 +208,7 @@ def explain(call: EinsumCall) -> str:
 def einsum_path(call: EinsumCall) -> tuple[list[tuple[int, ...]], str]:
     """The path the call runs on torch and its report (the registry's ``einsum_path``)."""
     tensors, _ = as_tensors(call.operands)
-    path = [tuple(entry) for entry in _entry(call, tensors).plan.path]
+    path = [tuple(entry) for entry in _entry(call, rounded_tensors(tensors, call.dtype)).plan.path]
     return path, explain(call)
 
 

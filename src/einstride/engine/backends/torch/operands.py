@@ -27,15 +27,43 @@ import torch
 from ....errors import EinsumError, LayoutError
 from ....footprint import Footprint
 from ....layout import Layout
-from ....narrow import is_bfloat16
+from ....narrow import is_bfloat16, is_small_float
 from ....tensors import Tensor, writeable_array
 from ...spec.equation import quoted
-from .dtypes import numpy_dtype, result_dtype
+from .dtypes import numpy_dtype, result_dtype, torch_dtype
 
-__all__ = ["Facts", "as_tensors", "byte_strides", "check_out", "facts_of", "overlaps"]
+__all__ = [
+    "Facts",
+    "as_tensors",
+    "byte_strides",
+    "check_out",
+    "facts_of",
+    "overlaps",
+    "rounded_tensors",
+]
 
 Facts = tuple[Any, ...]
 """``(shape, element strides, torch dtype)`` of every operand, flattened: a cache key."""
+
+
+def rounded_tensors(
+    tensors: Sequence[torch.Tensor], dtype: np.dtype[Any] | None
+) -> list[torch.Tensor]:
+    """The operands cast to a small-float ``dtype=`` where that cast rounds, as NumPy casts
+    them (the NumPy backend's :func:`~..numpy.backend.rounded_to`): the products run in
+    float32, where a float64 operand would keep digits that the ``dtype=`` cast drops.
+
+    >>> [t.dtype for t in rounded_tensors([torch.ones(2, dtype=torch.float64)], np.dtype("f2"))]
+    [torch.float16]
+    """
+    if dtype is None or not is_small_float(dtype):
+        return list(tensors)
+    target = torch_dtype(dtype, "dtype=")
+    return [
+        t if np.can_cast(numpy_dtype(t.dtype, f"operand {i} has dtype"), dtype, "safe")
+        else t.to(target)
+        for i, t in enumerate(tensors)
+    ]  # fmt: skip
 
 
 def as_tensors(raw: Sequence[Any]) -> tuple[list[torch.Tensor], torch.device]:
