@@ -95,3 +95,33 @@ def test_the_command_has_no_bench_subcommand(capsys: pytest.CaptureFixture[str])
     """A wheel user has no harness: ``make bench`` in a checkout runs it."""
     assert cli.main(["bench"]) == 2
     assert "unknown command 'bench'" in capsys.readouterr().err
+
+
+# names the typing module gained in Python 3.11 (requires-python says 3.10: a review found
+# `from typing import assert_never` made `import einstride` fail there)
+_TYPING_FROM_311 = {
+    "assert_never", "assert_type", "dataclass_transform", "LiteralString", "Never",
+    "NotRequired", "reveal_type", "Required", "Self", "TypeVarTuple", "Unpack",
+}  # fmt: skip
+
+
+def _oldest_python() -> tuple[int, int]:
+    found = re.search(r'requires-python = ">=3\.(\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert found is not None
+    return 3, int(found[1])
+
+
+@pytest.mark.parametrize("module", sorted(_source_files() - {"einstride/py.typed"}))
+def test_every_module_runs_on_the_oldest_python_it_declares(module: str) -> None:
+    """Each module parses as the oldest declared Python's grammar and imports nothing of
+    ``typing`` that Python lacks (only ``einstride/_compat.py`` may, behind a version check)."""
+    import ast
+
+    source = (SOURCE / module).read_text()
+    tree = ast.parse(source, feature_version=_oldest_python())
+    if module == "einstride/_compat.py":
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in {"typing", "typing_extensions"}:
+            late = {alias.name for alias in node.names} & _TYPING_FROM_311
+            assert not late, f"{module} imports {sorted(late)} from {node.module}"

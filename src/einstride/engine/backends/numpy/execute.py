@@ -22,11 +22,12 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, assert_never
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ...._compat import assert_never
 from .delivery import Delivery, DeliveryPlan, OutputCreation
 from .pairs import Fold
 from .steps import (

@@ -33,10 +33,11 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, assert_never
+from typing import Any
 
 import numpy as np
 
+from ...._compat import assert_never
 from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype

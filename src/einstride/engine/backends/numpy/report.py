@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import assert_never
 
+from ...._compat import assert_never
 from ...spec.equation import bind
 from ...spec.walk import path_choice_of
 from .delivery import Delivery, OutputCreation

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
-from typing import assert_never
 
 import numpy as np
 
+from ...._compat import assert_never
 from .delivery import Delivery, OutputCreation
 from .execute import (
     Array,

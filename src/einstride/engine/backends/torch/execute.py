@@ -21,11 +21,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, assert_never
+from typing import Any
 
 import numpy as np
 import torch
 
+from ...._compat import assert_never
 from .dtypes import torch_dtype
 from .guard import CPU
 from .records import (

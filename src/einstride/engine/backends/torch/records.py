@@ -33,10 +33,11 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, assert_never
+from typing import Any, Literal
 
 import numpy as np
 
+from ...._compat import assert_never
 from ...spec.equation import EinsumSpec
 from ..numpy.delivery import Delivery, DeliveryPlan, OutputCreation
 from ..numpy.pairs import fold_geometry

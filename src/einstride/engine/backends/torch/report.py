@@ -15,10 +15,9 @@ einsum 'ij,jk->ik' on torch (cpu)  (labels: ij,jk->ik)
 
 from __future__ import annotations
 
-from typing import assert_never
-
 import torch
 
+from ...._compat import assert_never
 from ..numpy.report import format_plan
 from .plan import Entry
 from .records import CopyOp, FusedOp, MatmulOp, MultiplyOp, ReduceOp, TorchOp, ViewOp, Write
