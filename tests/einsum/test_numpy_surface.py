@@ -11,6 +11,7 @@ import pytest
 
 import einstride as es
 from einstride import EinsumError, EinsumPathError, EinsumTypeError
+from einstride._compat import VALUE_BASED, promoted_scalars
 
 RNG = np.random.default_rng(7)
 
@@ -70,6 +71,7 @@ def test_casting_governs_dtype_and_out_as_numpy() -> None:
         es.einsum("i->i", np.ones(2), casting="bogus")
 
 
+@pytest.mark.skipif(VALUE_BASED, reason="NumPy 1's einsum computes in the operands' dtype")
 @pytest.mark.parametrize("raise_errors", [False, True])
 @pytest.mark.parametrize(
     ("equation", "operands", "out_dtype"),
@@ -360,3 +362,44 @@ def test_a_small_float_dtype_rounds_the_operands_first_as_numpy(front: str) -> N
     got = run("ij,jk->ik", a, b, dtype=np.float16)
     exact = a.astype(np.float16).astype(np.float64) @ b
     np.testing.assert_array_equal(np.asarray(got, np.float64), exact.astype(np.float16))
+
+
+@pytest.mark.parametrize(
+    ("array", "scalar"),
+    [
+        (np.arange(3, dtype=np.float32), 2.5),
+        (np.arange(3, dtype=np.int8), 3),
+        (np.arange(3, dtype=np.int8), 300),
+        (np.arange(3, dtype=np.uint8), np.int64(7)),
+        (np.arange(3, dtype=np.float32), np.asarray(2.5)),  # a 0-d array: the hot path
+        (np.arange(3, dtype=np.complex64), 1.5),
+    ],
+)
+def test_a_scalar_operand_promotes_as_the_installed_numpy_promotes_it(
+    array: np.ndarray, scalar: Any
+) -> None:
+    """The result dtype with a 0-d operand is numpy.einsum's: by its value under NumPy 1
+    (float32 times 2.5 is float32 there), by its dtype under NumPy 2 (a review ran NumPy
+    1.26: einstride gave float64)."""
+    want = np.einsum("i,->i", array, scalar).dtype
+    assert es.einsum("i,->i", array, scalar).dtype == want
+    expression = es.contract_expression("i,->i", array.shape, ())
+    assert (
+        expression(array, np.asarray(scalar)).dtype
+        == np.einsum("i,->i", array, np.asarray(scalar)).dtype
+    )
+
+
+def test_value_based_promotion_casts_only_the_0d_operands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under NumPy 1's rule (forced here) each 0-d operand among arrays is cast to the common
+    dtype that ``np.result_type`` gives; arrays, and calls of scalars alone, stay as they are."""
+    import einstride._compat as compat
+
+    monkeypatch.setattr(compat, "VALUE_BASED", True)
+    vector, scalar = np.ones(3), np.asarray(2, np.float32)
+    cast = compat.promoted_scalars([vector, scalar])
+    assert cast[0] is vector and cast[1].dtype == np.result_type(vector, scalar)
+    alone = [np.asarray(1.0), np.asarray(2, np.int8)]
+    assert compat.promoted_scalars(alone) == alone
+    monkeypatch.setattr(compat, "VALUE_BASED", False)
+    assert promoted_scalars([vector, scalar])[1] is scalar

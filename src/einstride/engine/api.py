@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
+from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError
 from ..strides import row_major_strides
+from ..tensors import MAX_NDARRAY_RANK
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
@@ -109,7 +111,7 @@ def _einsum(
             facts = (a.shape, a.strides, a.dtype) if type(a) is _ndarray else None
         else:
             facts = array_facts(operands)
-        if facts is not None:
+        if facts is not None and not (VALUE_BASED and holds_scalar(facts)):
             entry = hot_cache(subscripts, facts, optimize, _DEFAULT_OPTIONS.options)
             if entry.peak > _memory.LIMIT:
                 return run_limited(subscripts, operands, None, None, optimize, _memory.LIMIT)
@@ -235,14 +237,14 @@ def explain(
 
 
 def _array_can_be(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
-    """Whether NumPy can make an array of ``shape``: at most 64 axes, fewer than 2**63 bytes
-    (no lane answers a call it cannot make; a review found explain raising NumPy's own
-    errors on such shapes).
+    """Whether NumPy can make an array of ``shape``: at most 64 axes (32 before NumPy 2),
+    fewer than 2**63 bytes (no lane answers a call it cannot make; a review found explain
+    raising NumPy's own errors on such shapes).
 
     >>> _array_can_be((2**61,), np.dtype("f8")), _array_can_be((2,) * 65, np.dtype("f8"))
     (False, False)
     """
-    return len(shape) <= 64 and math.prod(shape) * dtype.itemsize < 2**63
+    return len(shape) <= MAX_NDARRAY_RANK and math.prod(shape) * dtype.itemsize < 2**63
 
 
 def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:

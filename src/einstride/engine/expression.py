@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
+from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError
 from ..narrow import is_small_float
 from ..tensors import Tensor
@@ -140,7 +141,7 @@ class Expression:
     def __call__(self, *operands: Any, out: Any = None, memory_limit: Any = None) -> Any:
         if out is None and memory_limit is None and not self.rounds:
             facts = array_facts(operands)
-            if facts is not None:
+            if facts is not None and not (VALUE_BASED and holds_scalar(facts)):
                 entry = self._plain(facts, _DEFAULT_OPTIONS.options)
                 limit = self.memory_limit
                 if limit is None:

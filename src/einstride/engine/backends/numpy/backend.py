@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .... import memory as _memory
+from ...._compat import promoted_scalars
 from ....errors import EinsumError
 from ....narrow import is_small_float
 from ....tensors import Tensor, wrap_like
@@ -36,7 +37,7 @@ def as_arrays(raw: Sequence[Any], dtype: np.dtype[Any] | None = None) -> tuple[l
     whether any was a Tensor; with a ``dtype=`` of a small float, each operand rounded to
     it first (:func:`_rounded_to`)."""
     arrays, tensor_in = _converted(raw)
-    return rounded_to(arrays, dtype), tensor_in
+    return rounded_to(promoted_scalars(arrays), dtype), tensor_in
 
 
 def rounded_to(arrays: Sequence[Any], dtype: np.dtype[Any] | None) -> list[Any]:

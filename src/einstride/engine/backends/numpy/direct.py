@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ....tensors import MAX_NDARRAY_RANK
 from ...call import equation_of
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
@@ -119,7 +120,7 @@ PLANNING_S_PER_STEP = 0.6e-3  # planning a network's step (measured: 0.5-0.8 ms)
 # tensordot's 16-18 µs up to 2,560 elements, 53 against 22 µs at 18,144; the step's build
 # is ~25 µs cheaper
 LOOP_ELEMENTS = 4096
-MAX_RANK = 64  # NumPy's most dimensions
+MAX_RANK = MAX_NDARRAY_RANK  # NumPy's most dimensions (32 before NumPy 2)
 
 
 def direct_program(
