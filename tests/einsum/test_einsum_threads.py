@@ -196,6 +196,70 @@ def test_split_steps_work_in_a_forked_child() -> None:
     assert np.array_equal(got, expected)
 
 
+def _locks_held_elsewhere() -> list[object]:
+    """Every module-level lock of the engine (a review found a child deadlocked on each)."""
+    from einstride.engine.backends.numpy import cache, lanes, options
+    from einstride.engine.spec import search
+
+    return [lanes._HOT_LOCK, search._RECENT_LOCK, cache._COUNT_LOCK, options._INTERN_LOCK]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_child_forked_while_another_thread_holds_the_locks_runs_einsum() -> None:
+    """A child forked while another thread is inside einsum inherits its locks held by a
+    thread it does not have: its first einsum waited forever (a review)."""
+    import os
+    import threading
+    import time
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        locks = _locks_held_elsewhere()
+        for lock in locks:
+            lock.acquire()  # type: ignore[attr-defined]
+        held.set()
+        release.wait()
+        for lock in reversed(locks):
+            lock.release()  # type: ignore[attr-defined]
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    held.wait(10)
+    ring = ",".join("abcdefgh"[k] + "abcdefgh"[(k + 1) % 8] + "ijklmnop"[k] for k in range(8))
+    pid = os.fork()
+    if pid == 0:  # the child: a new equation (the lanes) and a network (the path search)
+        code = 1
+        try:
+            es.einsum("qr,rs->qs", np.ones((2, 3)), np.ones((3, 2)))
+            code = 0 if es.einsum(ring + "->", *[np.ones((2, 2, 2))] * 8) == 2**16 else 1
+            es.clear_plan_cache()
+        finally:
+            os._exit(code)
+    try:
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if done[0] == 0:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done[0] == pid, "the forked child's einsum did not return (deadlocked)"
+        assert os.waitstatus_to_exitcode(done[1]) == 0, "the forked child's einsum failed"
+    finally:
+        release.set()
+        holder.join(10)
+
+
+def test_no_cached_property_whose_lock_a_forked_child_could_not_take() -> None:
+    """Python 3.11's functools.cached_property locks its class's one lock on every first
+    read: a child forked while another thread held it deadlocked (a review, Equation's)."""
+    from pathlib import Path
+
+    package = Path(es.__file__).parent
+    users = [p.name for p in package.rglob("*.py") if "cached_property" in p.read_text()]
+    assert users == []
+
+
 def test_a_chunk_the_pool_has_not_started_runs_on_the_caller() -> None:
     import threading
 

@@ -39,7 +39,6 @@ more directions, the bisection's halves depend on which eigenvectors LAPACK retu
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -48,6 +47,7 @@ from typing import Any
 
 from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
+from ..forksafe import rlock
 from .bisection import CUT_FACTOR, LEAF, bisection_ssa, lattice_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
@@ -648,7 +648,7 @@ def _chosen(
 
 _RECENT: OrderedDict[Any, PathChoice] = OrderedDict()
 _RECENT_SIZE = 256
-_RECENT_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may call einsum
+_RECENT_LOCK = rlock()  # reentrant: a signal handler or finalizer may call einsum
 
 
 def _recent_key(

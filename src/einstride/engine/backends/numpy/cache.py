@@ -16,7 +16,6 @@ array([2., 2., 2.])
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -25,6 +24,7 @@ import numpy as np
 
 from ....errors import EinsumError
 from ...call import dtype_of, equation_of
+from ...forksafe import rlock
 from ...spec.dtypes import check_numeric
 from ...spec.equation import bind, parse_subscripts, quoted
 from ...spec.paths import optimize_key, optimize_of_key
@@ -175,7 +175,7 @@ def hot_cache(
 
 _GENERIC_ANSWERS = [0]
 _DIRECT_ANSWERS = [0]
-_COUNT_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may call einsum
+_COUNT_LOCK = rlock()  # reentrant: a signal handler or finalizer may call einsum
 
 
 def cached_entry(

@@ -31,7 +31,6 @@ True
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -41,6 +40,7 @@ import numpy as np
 
 from ....tensors import MAX_NDARRAY_RANK
 from ...call import equation_of
+from ...forksafe import lock
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import FoundPath, finder_form, given_path
@@ -282,7 +282,7 @@ class LongerSearch:
         self.spent_s = 0.0  # the searches' budgets so far (their time, where longer)
         self.searches = 0
         self.finished = False
-        self._lock = threading.Lock()
+        self._lock = lock()
         self._since = longer_generation()  # a clear_plan_cache after it: adopt nothing
 
     def due(self, contracted_s: float) -> bool:

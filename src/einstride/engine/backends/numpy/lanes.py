@@ -52,7 +52,6 @@ import itertools
 import math
 import re
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
@@ -60,6 +59,7 @@ import numpy as np
 
 from .... import memory as _memory
 from ....tensors import MAX_NDARRAY_RANK
+from ...forksafe import rlock
 from ...spec.equation import Equation, parse_subscripts
 from ...spec.matmul import (
     Groups,
@@ -124,7 +124,7 @@ operands, ...)."""
 
 LANES: dict[str, Lane] = {}
 """Each equation string's lane (read directly by the hot path)."""
-_HOT_LOCK = threading.RLock()
+_HOT_LOCK = rlock()
 """Held to keep a lane, to forget them, to replace a hot record and to count; reentrant:
 the GC's finalizers and signal handlers run inside its regions, and may call einsum."""
 _HOT_RESETS: list[Callable[[], None]] = []  # each public einsum's: forget its last call

@@ -22,12 +22,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ....errors import EinsumError
+from ...forksafe import rlock
 
 __all__ = [
     "DEFAULT",
@@ -41,7 +41,7 @@ __all__ = [
 _ENV = "EINSTRIDE_NUM_THREADS"
 _T = TypeVar("_T")
 _INTERNED: dict[tuple[Any, ...], Any] = {}
-_INTERN_LOCK = threading.RLock()  # reentrant: a signal handler or finalizer may call einsum
+_INTERN_LOCK = rlock()  # reentrant: a signal handler or finalizer may call einsum
 
 
 class _Interned(type):
