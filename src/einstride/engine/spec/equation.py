@@ -127,8 +127,8 @@ class Equation:
     @property
     def has_ellipsis(self) -> bool:
         """Whether a term or the output has ``...`` (a property, not a cached one: Python
-        3.11's functools cached property takes a lock of its class's, which a child forked while
-        another thread held it could never take: a review)."""
+        3.11's functools cached property takes a lock of its class's, which a child forked
+        while another thread held it could never take: a review)."""
         return any(ELLIPSIS in term for term in self.terms) or ELLIPSIS in self.output
 
     def where(self, term: int | None, item: int) -> str:
