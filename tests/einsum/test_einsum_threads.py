@@ -250,6 +250,56 @@ def test_a_child_forked_while_another_thread_holds_the_locks_runs_einsum() -> No
         holder.join(10)
 
 
+@pytest.mark.parametrize("overflow_row", [0, -1])  # the caller's half, the pool's
+def test_the_pool_s_half_runs_under_the_caller_s_errstate(overflow_row: int) -> None:
+    """np.errstate reaches every chunk of a split step: the same overflow raises (or stays
+    silent) whichever half holds it (a review: the pool's half ignored it)."""
+    import warnings
+
+    threads.set_num_threads(2)
+    a = np.ones((2048, 2048))
+    a[overflow_row] = 1e300
+    assert "split over 2 threads" in es.explain("ij,ij->ij", a, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="ignore"):
+            assert np.isinf(es.einsum("ij,ij->ij", a, a)[overflow_row]).all()
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+            es.einsum("ij,ij->ij", a, a)
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "pthread_kill"), reason="POSIX signals")
+def test_a_signal_while_waiting_for_the_pool_still_waits_for_its_chunk() -> None:
+    """An exception raised by a signal handler while the caller waits for the pool's chunk
+    raises only once that chunk has ended (a review: it went on writing out= afterwards)."""
+    import signal
+    import threading
+    import time
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    caller, ended = threading.get_ident(), threading.Event()
+
+    def pool_chunk() -> None:
+        time.sleep(0.05)  # the caller is waiting by now
+        signal.pthread_kill(caller, signal.SIGUSR1)
+        time.sleep(0.3)
+        ended.set()
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    try:
+        with pytest.raises(Interrupted):
+            threads.run_chunks([lambda: None, pool_chunk])
+        assert ended.is_set()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        ended.wait(5)
+
+
 def test_no_cached_property_whose_lock_a_forked_child_could_not_take() -> None:
     """Python 3.11's functools.cached_property locks its class's one lock on every first
     read: a child forked while another thread held it deadlocked (a review, Equation's)."""

@@ -23,10 +23,13 @@ True
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+import numpy as np
 
 from .options import default_options, set_default_options, threads_from_env
 
@@ -81,6 +84,10 @@ def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     """Run ``chunks[1:]`` on the pool and ``chunks[0]`` here; wait for all (errors raise).
     A chunk the pool has not started by then (its thread not scheduled: a busy machine)
     is taken back and run here, so splitting never waits on an idle core that is not there.
+    Each pool chunk runs under the caller's ``np.errstate`` (a review: an overflow in the
+    pool's half warned under ``all="ignore"`` and did not raise under ``over="raise"``), and
+    nothing returns or raises while a chunk still runs (a review: after an exception from a
+    signal handler the pool's chunk went on writing the caller's ``out=``).
 
     >>> done = []
     >>> run_chunks([lambda: done.append(0), lambda: done.append(1)])
@@ -88,12 +95,47 @@ def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
     [0, 1]
     """
     pool = _executor(max(1, len(chunks) - 1))
-    futures: list[Future[object]] = [pool.submit(c) for c in chunks[1:]]
+    futures: list[Future[object]] = [pool.submit(_carried(c)) for c in chunks[1:]]
     try:
         chunks[0]()
-    finally:
         for future, chunk in zip(futures, chunks[1:]):
             if future.cancel():
                 chunk()
-            else:
-                future.result()
+    except BaseException:
+        _settle(futures, raising=False)  # this error raises, not the chunks' own
+        raise
+    _settle(futures, raising=True)
+
+
+def _carried(chunk: Callable[[], object]) -> Callable[[], object]:
+    """``chunk`` under the calling thread's floating-point error state (NumPy 2 keeps it in
+    a context variable, NumPy 1 per thread: the pool's thread has its own)."""
+    context, errors, call = contextvars.copy_context(), np.geterr(), np.geterrcall()
+
+    def run() -> object:
+        state = np.errstate(**errors) if call is None else np.errstate(call=call, **errors)
+        with state:
+            return context.run(chunk)
+
+    return run
+
+
+def _settle(futures: Sequence[Future[object]], *, raising: bool) -> None:
+    """Cancel the chunks not started and wait for the others to end, through any exception
+    raised while waiting (a signal handler's); then, when ``raising``, the first such
+    exception or chunk error raises."""
+    error: BaseException | None = None
+    for future in futures:
+        future.cancel()
+        while not future.done():
+            try:
+                wait([future])
+            except BaseException as exc:  # raised while waiting: the chunk still runs
+                error = error or exc
+    if not raising:
+        return
+    if error is not None:
+        raise error
+    for future in futures:
+        if not future.cancelled():
+            future.result()
