@@ -300,6 +300,28 @@ def test_a_signal_while_waiting_for_the_pool_still_waits_for_its_chunk() -> None
         ended.wait(5)
 
 
+def test_reports_count_no_answers_of_the_size_free_or_direct_levels() -> None:
+    """``generic`` and ``direct`` count misses answered so, never a report's own plan (a
+    review: each einsum_path bumped them past the misses)."""
+    es.clear_plan_cache()
+    a, b, c = np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))
+    ring = ",".join("abcdefgh"[k] + "abcdefgh"[(k + 1) % 8] for k in range(8)) + "->"
+    es.einsum("ij,jk,kl->il", a, b, c)
+    es.einsum(ring, *[np.ones((2, 2))] * 8)
+    before = es.plan_cache_info()
+    for _ in range(3):
+        es.einsum_path("ij,jk,kl->il", a, b, c)
+        es.einsum_path(ring, *[np.ones((2, 2))] * 8)
+        es.einsum_path(ring, *[(2, 2)] * 8)
+    after = es.plan_cache_info()
+    assert (after.misses, after.generic, after.direct) == (
+        before.misses,
+        before.generic,
+        before.direct,
+    )
+    assert after.generic + after.direct <= after.misses
+
+
 def test_no_cached_property_whose_lock_a_forked_child_could_not_take() -> None:
     """Python 3.11's functools.cached_property locks its class's one lock on every first
     read: a child forked while another thread held it deadlocked (a review, Equation's)."""

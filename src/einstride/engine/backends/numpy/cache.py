@@ -100,9 +100,12 @@ def make_entry(
     dtype: Any,
     optimize: Any,
     options: PlannerOptions | None = None,
+    *,
+    counted: bool = False,
 ) -> Entry:
     """Parse, bind, plan (with ``options``, default: the default options) and compile (no
-    cache)."""
+    cache); ``counted``: a miss of the general cache, whose answer by a shape class's
+    program or a direct run :func:`plan_cache_info` counts (a report's plans are none)."""
     chosen = DEFAULT.options if options is None else options
     decided_now = False
     if out_facts is None:
@@ -110,12 +113,13 @@ def make_entry(
         if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
             direct = direct_entry(eq_key, facts, dtype, optimize, chosen)
         if direct is not None:
-            with _COUNT_LOCK:
-                _DIRECT_ANSWERS[0] += 1
+            if counted:
+                with _COUNT_LOCK:
+                    _DIRECT_ANSWERS[0] += 1
             return direct
         generic, decided_now = generic_entry(eq_key, facts, dtype, optimize, chosen)
         if generic is not None:
-            if not decided_now:  # (a class's first call planned the class: not counted)
+            if counted and not decided_now:  # (a class's first call planned the class)
                 with _COUNT_LOCK:
                     _GENERIC_ANSWERS[0] += 1
             return generic
@@ -161,7 +165,7 @@ def general_cache(
 ) -> Entry:
     """The general LRU: :func:`make_entry` (``opt_key`` from ``optimize_key``)."""
     optimize = optimize_of_key(opt_key)
-    return make_entry(eq_key, facts, out_facts, dtype, optimize, options)
+    return make_entry(eq_key, facts, out_facts, dtype, optimize, options, counted=True)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -284,6 +288,8 @@ def plan_cache_info() -> CacheInfo:
     as a hit; ``generic`` counts the misses that a shape class's size-free program answered
     (:mod:`.generic`: no plan was built), ``direct`` those of networks whose path ran
     directly (:mod:`.direct`), ``lanes`` the calls that no cache saw (:mod:`.lanes`).
+    ``explain`` and ``einsum_path`` of operands look their plan up as einsum does (a hit or
+    a miss); the plans of reports of shapes are made aside and counted nowhere.
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize
