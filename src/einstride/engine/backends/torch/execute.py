@@ -167,6 +167,30 @@ def _compile(op: TorchOp) -> OpFn:
 # -- helpers ----------------------------------------------------------------------------------
 
 
+def mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``torch.mm(a, b)`` (into ``out``), but a ``(1 x K) @ (K x 1)`` product (a full
+    contraction's) by ``torch.dot``: torch's CPU ``mm`` sums it one term at a time (a
+    review: float32 of K = 4e6 off by 1e-2 relative, ``dot`` by 1e-6, as torch.einsum's
+    ``bmm``).
+
+    >>> float(mm(torch.ones(1, 3), torch.ones(3, 1)))
+    3.0
+    """
+    if a.shape[0] == 1 == b.shape[1] and a.dim() == 2 == b.dim():
+        if out is None:
+            return torch.dot(a[0], b[:, 0]).view(1, 1)
+        torch.dot(a[0], b[:, 0], out=out[0, 0])
+        return out
+    return torch.mm(a, b) if out is None else torch.mm(a, b, out=out)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``torch.matmul``, a 2-D ``(1 x K) @ (K x 1)`` product by :func:`mm`'s ``dot``."""
+    if a.dim() == 2 == b.dim():
+        return mm(a, b)
+    return torch.matmul(a, b)
+
+
 def assign(dst: torch.Tensor, src: torch.Tensor) -> None:
     """``dst.copy_(src)``, casting as NumPy's ``casting="unsafe"`` (complex into real keeps
     the real part, without torch's warning)."""
@@ -355,7 +379,7 @@ def _matmul_fn(op: MatmulOp) -> OpFn:
         if a.dtype == dtype and b.dtype == dtype:
             rank = a.dim()
             if rank == 2 == b.dim():
-                product = torch.mm(a, b)
+                product = mm(a, b)
                 regs[dst] = product.view(shape) if unfold else product
                 return
             if rank == 3 == b.dim() and a.shape[0] == b.shape[0]:
@@ -426,7 +450,7 @@ def matmul_into(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
         a, b, out = b.mT, a.mT, out.mT
     batch = out.shape[:-2]
     if not batch:
-        torch.mm(a, b, out=out)
+        mm(a, b, out)
         return
     if a.shape[:-2] == batch == b.shape[:-2]:
         try:  # view never copies: it raises where the batch axes do not fold (looped below)

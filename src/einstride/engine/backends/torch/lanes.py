@@ -63,6 +63,7 @@ from ...spec.matmul import (
 )
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.options import DEFAULT, OPTIONS_HOOKS
+from .execute import matmul
 from .guard import CPU, limit_for
 from .plan import OneProduct, one_product_plan, pair_class
 
@@ -80,7 +81,7 @@ products do not run on CUDA; half and bfloat16 are left to the plan)."""
 _ITEM_BYTES = 16  # the largest item of a lane dtype (complex128)
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _STRIDED = torch.strided
-_matmul = torch.matmul
+_matmul = matmul  # torch.matmul, a full contraction's 1 x 1 product by torch.dot
 _answered = itertools.count()  # next() is one atomic C call: no lock on the lane
 _answered_before = 0
 
