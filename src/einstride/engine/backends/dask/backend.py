@@ -415,7 +415,7 @@ def plan_dask(
 
 def plan_call(call: EinsumCall) -> DaskEinsum:
     """:func:`plan_dask` for a normalized call."""
-    arrays = rounded_to(_operands(call.operands), call.dtype)
+    arrays = rounded_to(_operands(call.operands), call.dtype, call.casting)
     shapes = [tuple(int(n) for n in x.shape) for x in arrays]
     dtypes = [np.dtype(x.dtype) for x in arrays]
     spec = bind(call.equation(), shapes)

@@ -32,27 +32,40 @@ __all__ = ["as_arrays", "cast_like", "einsum", "explain", "out_array", "rounded_
 Array = np.ndarray[Any, Any]
 
 
-def as_arrays(raw: Sequence[Any], dtype: np.dtype[Any] | None = None) -> tuple[list[Array], bool]:
+def as_arrays(
+    raw: Sequence[Any], dtype: np.dtype[Any] | None = None, casting: str | None = None
+) -> tuple[list[Array], bool]:
     """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``), and
     whether any was a Tensor; with a ``dtype=`` of a small float, each operand rounded to
-    it first (:func:`_rounded_to`)."""
+    it first (:func:`rounded_to`)."""
     arrays, tensor_in = _converted(raw)
-    return rounded_to(promoted_scalars(arrays), dtype), tensor_in
+    return rounded_to(promoted_scalars(arrays), dtype, casting), tensor_in
 
 
-def rounded_to(arrays: Sequence[Any], dtype: np.dtype[Any] | None) -> list[Any]:
+def rounded_to(
+    arrays: Sequence[Any], dtype: np.dtype[Any] | None, casting: str | None = None
+) -> list[Any]:
     """The operands (ndarrays or Dask arrays) cast to a small-float ``dtype=`` where that
     cast rounds, as NumPy casts them: the products run in float32
     (:func:`~einstride.engine.spec.dtypes.compute_dtype`), and a float64 operand cast
     straight to float32 would keep digits (or a range) that the ``dtype=`` cast drops.
-    Other dtypes: the operands as they are (cast to the compute dtype itself).
+    ``casting=`` is checked on the operands as given, before they are cast; other dtypes:
+    the operands as they are (cast to the compute dtype itself), as are non-numeric ones
+    (refused by the dtype checks after).
 
     >>> [a.dtype.name for a in rounded_to([np.ones(2), np.ones(2, np.uint8)], np.dtype("f2"))]
     ['float16', 'uint8']
     """
     if dtype is None or not is_small_float(dtype):
         return list(arrays)
-    return [a if np.can_cast(a.dtype, dtype, "safe") else a.astype(dtype) for a in arrays]
+    if casting is not None:
+        check_casting([np.dtype(a.dtype) for a in arrays], dtype, casting)
+    return [a.astype(dtype) if _rounds(np.dtype(a.dtype), dtype) else a for a in arrays]
+
+
+def _rounds(given: np.dtype[Any], dtype: np.dtype[Any]) -> bool:
+    numeric = given.kind in "biufc" or is_small_float(given)
+    return numeric and not np.can_cast(given, dtype, "safe")
 
 
 def _converted(raw: Sequence[Any]) -> tuple[list[Array], bool]:
@@ -192,7 +205,7 @@ def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
 
 
 def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
-    arrays, tensor_in = as_arrays(call.operands, call.dtype)
+    arrays, tensor_in = as_arrays(call.operands, call.dtype, call.casting)
     out_arr = None
     if call.out is not None:
         out_arr = out_array(call.out)
