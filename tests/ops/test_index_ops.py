@@ -308,6 +308,13 @@ def test_pad_errors(paddings, mode, match):
         es.pad(BASE, paddings, mode=mode)
 
 
+@pytest.mark.parametrize("paddings", [[(True, 0)], [[True, 1]], [(0, np.True_)], [(True, False)]])
+def test_pad_refuses_every_bool_count(paddings):
+    # a review: a bool beside an int became an int64 array first, so (True, 0) padded by one
+    with pytest.raises(TypeError, match="not bool"):
+        es.pad(np.arange(3), paddings)
+
+
 def test_pad_symmetric_at_limit_and_reflect_of_empty_axis():
     np.testing.assert_array_equal(
         es.pad(BASE, [(2, 2), (3, 3), (4, 4)], mode="symmetric"),

@@ -269,6 +269,7 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
 
 
 def _paddings(paddings: Any, rank: int) -> list[tuple[int, int]]:
+    _refuse_bools(paddings)  # (before as_array: a list of bools and ints becomes int64)
     raw = as_array(paddings)
     if raw.size == 0 and rank == 0:
         return []
@@ -278,6 +279,16 @@ def _paddings(paddings: Any, rank: int) -> list[tuple[int, int]]:
     if any(n < 0 for pair in pairs for n in pair):
         raise LayoutError(f"pad: paddings {pairs} must be >= 0")
     return pairs
+
+
+def _refuse_bools(paddings: Any) -> None:
+    """A bool among nested paddings is a ``TypeError``, as a bool count is everywhere (a
+    review: ``[(True, 0)]`` padded by one where ``[(True, False)]`` was refused)."""
+    if isinstance(paddings, (bool, np.bool_)):
+        as_int(paddings, "padding")  # raises its TypeError
+    if isinstance(paddings, (list, tuple)):
+        for item in paddings:
+            _refuse_bools(item)
 
 
 def _check_mirror_pads(pairs: list[tuple[int, int]], shape: tuple[int, ...], mode: str) -> None:
