@@ -202,15 +202,16 @@ class _Bounds(NamedTuple):
     """What a lane takes from the options and the memory limit."""
 
     moved: int  # a reduction moving more bytes than this is planned (the limit) ...
-    split: int  # ... or at least this many (the planner splits it across threads)
+    split: int  # ... or at least this many (the planner splits it across threads, or
+    #   runs it by BLAS, whatever the thread count: a review found the lane's loop at one
+    #   thread and the plan's BLAS at two giving other bits)
     combos: int  # a product of more index combinations is planned
     lane_max: int  # the option itself (for explain)
 
     @classmethod
     def of(cls, options: PlannerOptions, limit: int) -> _Bounds:
-        split = options.split_min_bytes if options.threads > 1 else _NEVER
         combos = min(options.lane_max_combos, limit // _ITEM_BYTES)
-        return cls(limit, split, combos, options.lane_max_combos)
+        return cls(limit, options.split_min_bytes, combos, options.lane_max_combos)
 
 
 _NEVER = 1 << 126

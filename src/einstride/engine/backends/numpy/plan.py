@@ -620,8 +620,10 @@ class _Planner:
         (measured, 32-128 MiB in float32 and float64, where one core gets a share of the
         memory's speed: row sums 0.45-0.89x the split loop's time, column sums of 256
         columns or more, which do not split, 0.45-0.88x; where one core gets all of it,
-        0.9-1.1x)."""
-        if blas and self.options.split_threads(self._reduce_bytes(term, kept), 2) > 1:
+        0.9-1.1x).  "Large enough" is a size alone, whatever the thread count: the kernel,
+        and so the result's bits, must not depend on it (a review: ``set_num_threads(1)``
+        turned these into NumPy's loop)."""
+        if blas and self._reduce_bytes(term, kept) >= self.options.split_min_bytes:
             found = _blas_reduction(term, kept, self.ct, self.options)
             if found is not None:
                 return found[0], None, found[1]
