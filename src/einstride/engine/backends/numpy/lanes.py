@@ -70,6 +70,7 @@ from ...spec.matmul import (
     merged_shapes,
 )
 from .execute import numpy_equation, sum_of_products
+from .fold import blas_ready
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 from .plan import CACHE_LINE, bytes_moved, reduction_bytes
 
@@ -707,8 +708,9 @@ def _matmul_lane(form: MatmulForm, bounds: _Bounds) -> Lane:
     (:class:`~.spec.matmul.Indices`), a missing kind is an axis of length 1; kinds of
     several labels (:class:`~.spec.matmul.Groups`, ``bsi,oi->bso``) are merged into one
     axis each by a reshape, a view for a C-contiguous operand whose group is a run of its
-    axes (checked when compiled): an operand that is not C-contiguous is planned."""
-    (left_rank, right_rank), perms, shaping, same, sized, merge_left, merge_right = form
+    axes (checked when compiled).  An operand that is not C-contiguous is planned: the plan
+    of a small product of other layouts may be one fused loop, not matmul."""
+    (left_rank, right_rank), perms, shaping, same, sized, _, _ = form  # (any merge: C-contiguous)
     left_perm, right_perm, out_perm = perms
     most = bounds.combos
     left_moved = None if left_perm == tuple(range(left_rank)) else left_perm
@@ -743,30 +745,48 @@ def _matmul_lane(form: MatmulForm, bounds: _Bounds) -> Lane:
         # zeros may pass the limit)
         if combos > most or not combos:
             return None
-        if (merge_left and not a.flags.c_contiguous) or (merge_right and not b.flags.c_contiguous):
+        if groups is not None and not (a.flags.c_contiguous and b.flags.c_contiguous):
             return None
+        if left_moved is not None:
+            a = a.transpose(left_moved)
+        if right_moved is not None:
+            b = b.transpose(right_moved)
+        if groups is None:
+            if left_index is not None:
+                a = a[left_index]
+            if right_index is not None:
+                b = b[right_index]
+            item, (ra, ca), (rb, cb) = dtype.itemsize, a.strides[-2:], b.strides[-2:]
+            c_rows = ca == item and ra >= a.shape[-1] * item and cb == item
+            if not (c_rows and rb >= b.shape[-1] * item) and not (
+                _matrices_ready(a) and _matrices_ready(b)
+            ):
+                # matmul would copy: the plan's copy and product may be one fused loop
+                # instead (a review: other bits, another layout than the plan's): planned
+                return None
         if dry:
             return (
                 f"one numpy.matmul over transposed views{merged} ({combos:,} index "
                 f"combinations, at most {bounds.lane_max:,})"
             )
         next(_answered)
-        if left_moved is not None:
-            a = a.transpose(left_moved)
-        if right_moved is not None:
-            b = b.transpose(right_moved)
         if groups is not None:
             return _merged_product(a, b, left, right, groups, out_moved)
-        if left_index is not None:
-            a = a[left_index]
-        if right_index is not None:
-            b = b[right_index]
         result = _matmul(a, b)
         if result_index is not None:
             result = result[result_index]
         return result if out_moved is None else result.transpose(out_moved)
 
     return product
+
+
+def _matrices_ready(x: Any) -> bool:
+    """Whether ``numpy.matmul`` takes the matrices of ``x`` (its two last axes) as they are,
+    as the plan's one matmul step over views would: else the plan copies the operand first,
+    and a small plan's steps are one fused loop."""
+    rows, cols = x.shape[-2:]
+    row_stride, col_stride = x.strides[-2:]
+    return blas_ready(rows, cols, row_stride, col_stride, x.itemsize)
 
 
 def _merged_product(a: Any, b: Any, left: Any, right: Any, groups: Groups, out_moved: Any) -> Any:
