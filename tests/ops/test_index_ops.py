@@ -308,7 +308,10 @@ def test_pad_errors(paddings, mode, match):
         es.pad(BASE, paddings, mode=mode)
 
 
-@pytest.mark.parametrize("paddings", [[(True, 0)], [[True, 1]], [(0, np.True_)], [(True, False)]])
+@pytest.mark.parametrize(
+    "paddings",
+    [[(True, 0)], [[True, 1]], [(0, np.True_)], [(True, False)], [np.array([True, False])]],
+)
 def test_pad_refuses_every_bool_count(paddings):
     # a review: a bool beside an int became an int64 array first, so (True, 0) padded by one
     with pytest.raises(TypeError, match="not bool"):

@@ -286,6 +286,8 @@ def _refuse_bools(paddings: Any) -> None:
     review: ``[(True, 0)]`` padded by one where ``[(True, False)]`` was refused)."""
     if isinstance(paddings, (bool, np.bool_)):
         as_int(paddings, "padding")  # raises its TypeError
+    if getattr(paddings, "dtype", None) == np.bool_:  # an array or Tensor of bools, nested
+        raise TypeError("padding must be an integer, not bool")
     if isinstance(paddings, (list, tuple)):
         for item in paddings:
             _refuse_bools(item)
