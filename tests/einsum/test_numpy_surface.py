@@ -403,3 +403,27 @@ def test_value_based_promotion_casts_only_the_0d_operands(monkeypatch: pytest.Mo
     assert compat.promoted_scalars(alone) == alone
     monkeypatch.setattr(compat, "VALUE_BASED", False)
     assert promoted_scalars([vector, scalar])[1] is scalar
+
+
+@pytest.mark.parametrize("front", ["numpy", "sliced", "expression", "torch"])
+@pytest.mark.parametrize("small", ["float16", "bfloat16"])
+@pytest.mark.parametrize("wide", [np.float32, np.float64])
+def test_a_small_float_dtype_rounds_the_result_into_a_wider_out(
+    front: str, small: str, wide: Any
+) -> None:
+    """dtype=float16 with a float32 out= writes float16 values, as numpy.einsum computes
+    in dtype= (a review: the float32 accumulation went into out= unrounded)."""
+    x = np.array([[1.0, 1.0]], wide)
+    y = np.array([[1.0], [2.0**-12]], wide)  # 1 + 2**-12: no float16 or bfloat16 value
+    out = np.zeros((1, 1), wide)
+    if front == "numpy":
+        es.einsum("ij,jk->ik", x, y, dtype=small, casting="unsafe", out=out)
+    elif front == "sliced":
+        es.einsum("ij,jk->ik", x, y, dtype=small, out=out, memory_limit=10**6)
+    elif front == "expression":
+        es.contract_expression("ij,jk->ik", x.shape, y.shape, dtype=small)(x, y, out=out)
+    else:
+        torch = pytest.importorskip("torch")
+        into = torch.from_numpy(out)
+        es.einsum("ij,jk->ik", torch.from_numpy(x), torch.from_numpy(y), dtype=small, out=into)
+    assert out[0, 0] == 1.0

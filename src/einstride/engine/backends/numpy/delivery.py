@@ -82,9 +82,12 @@ class Alloc:
 class DeliveryPlan:
     """A step's write, decided once by the planner: the ``mode``, the destination's axes per
     axis of the step's register (``INTO``/``TEMP``), what the step allocates and a ``note``
-    for the report."""
+    for the report; ``rounded_to`` (``TEMP``): the dtype the values pass through on their
+    way into the output (a small-float ``dtype=`` computed in float32, cast into a wider
+    ``out=``: rounded to ``dtype=`` first, as NumPy computes in it)."""
 
     mode: Delivery
     dest_perm: tuple[int, ...] = ()
     allocs: tuple[Alloc, ...] = ()
     note: str = ""
+    rounded_to: np.dtype[Any] | None = None

@@ -340,6 +340,14 @@ def delivered(
                 kernel(take(regs), dest.transpose(perm))
 
             return into
+        case Delivery.TEMP if delivery.rounded_to is not None:
+            rounded_to = delivery.rounded_to
+
+            def temp_rounded(regs: list[Any], dest: Any) -> None:
+                value = kernel(take(regs)).astype(rounded_to)
+                _copyto(dest.transpose(perm), value, casting="unsafe")
+
+            return temp_rounded
         case Delivery.TEMP:
 
             def temp(regs: list[Any], dest: Any) -> None:

@@ -348,7 +348,10 @@ class _Planner:
                 mode=Delivery.TEMP,
                 cost=self.options.copy_ns_per_byte * dest.size * self.ct.itemsize,
             )
-            return ([Out(mode=Delivery.INTO, term=dest)] if dest.dtype == self.ct else []) + [temp]
+            # straight into an output of the compute dtype, unless values must round to a
+            # small-float result dtype first (dtype=float16 into a float32 out=)
+            straight = dest.dtype == self.ct and self.ct == self.rt
+            return ([Out(mode=Delivery.INTO, term=dest)] if straight else []) + [temp]
         if self.ct != self.rt:
             return [Out(mode=Delivery.TEMP)]
         own = Out(mode=Delivery.INTO, term=self._own_term(), own=True, cost=self.options.into_ns)
@@ -397,11 +400,13 @@ class _Planner:
                     if fixed is not None and fixed.dtype == ct
                     else f"computed in {ct}, then cast into the output"
                 )
+                wider = fixed is not None and fixed.dtype != self.rt and self.rt != ct
                 return DeliveryPlan(
                     mode=Delivery.TEMP,
                     dest_perm=self._dest_perm(labels),
                     allocs=(Alloc(what="temporary", shape=shape, dtype=ct, labels=labels),),
-                    note=note,
+                    note=note + (f", rounded to {self.rt} first" if wider else ""),
+                    rounded_to=self.rt if wider else None,
                 )
             case _:
                 assert_never(way.mode)

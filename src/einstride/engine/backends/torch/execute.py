@@ -320,6 +320,7 @@ def _deliver(
     """Run ``compute(regs, into)`` into a new tensor (NEW/RETURN), the destination's view
     (INTO) or a temporary copied into it (TEMP)."""
     dst, dest_perm = to.dst, to.dest_perm
+    rounded_to = None if to.rounded_to is None else torch_dtype(to.rounded_to, "dtype=")
 
     def run(regs: list[Any], dest: Any) -> None:
         match to.write:
@@ -332,7 +333,7 @@ def _deliver(
             case Write.TEMP:
                 buf = torch.empty(shape, dtype=dtype, device=regs[0].device)
                 compute(regs, buf)
-                assign(dest.permute(dest_perm), buf)
+                assign(dest.permute(dest_perm), buf if rounded_to is None else buf.to(rounded_to))
             case _:
                 assert_never(to.write)
 

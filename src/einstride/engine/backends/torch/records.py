@@ -105,11 +105,13 @@ _CREATES: dict[OutputCreation, Literal["none", "out", "zeros", "empty"]] = {
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepOutput:
     """Where an op's result goes: register ``dst`` (NEW/RETURN) or the destination, whose
-    axes ``dest_perm`` puts in the op's label order (INTO/TEMP)."""
+    axes ``dest_perm`` puts in the op's label order (INTO/TEMP); ``rounded_to`` (TEMP): the
+    dtype the values pass through first (:class:`..numpy.delivery.DeliveryPlan`'s)."""
 
     write: Write
     dst: int
     dest_perm: tuple[int, ...]
+    rounded_to: np.dtype[Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -301,7 +303,12 @@ def sized_bytes(plan: Plan, sizes: Sequence[int]) -> tuple[int, int]:
 
 
 def _delivery(delivery: DeliveryPlan, dst: int) -> StepOutput:
-    return StepOutput(write=_WRITES[delivery.mode], dst=dst, dest_perm=delivery.dest_perm)
+    return StepOutput(
+        write=_WRITES[delivery.mode],
+        dst=dst,
+        dest_perm=delivery.dest_perm,
+        rounded_to=delivery.rounded_to,
+    )
 
 
 def _op(step: Step, plan: Plan, strides: Strides) -> TorchOp:
