@@ -341,6 +341,31 @@ def test_the_thread_count_never_changes_a_reduction_s_bits(
     assert np.array_equal(found[0], found[1])
 
 
+@pytest.mark.parametrize(
+    ("equation", "view"),
+    [("ij->i", (slice(None), slice(None, None, -1))), ("ij->i", (slice(None, None, -1),) * 2),
+     ("ijk->ik", (slice(None), slice(None, None, -1)))],
+)  # fmt: skip
+def test_a_reversed_summed_axis_sums_alike_split_or_not_and_into_out(
+    equation: str, view: tuple[slice, ...]
+) -> None:
+    """NumPy's loop sums a negative-strided axis in another order into out= than into its
+    own result; a split's chunks write into out=, so they gave other bits than one thread
+    (a review)."""
+    base = np.random.default_rng(1).standard_normal((2048, 4096)).astype(np.float32)
+    x = (base if equation == "ij->i" else base.reshape(2048, 64, 64))[view]
+    found = []
+    for count in (1, 2):
+        threads.set_num_threads(count)
+        es.clear_plan_cache()
+        found.append(es.einsum(equation, x))
+        out = np.empty_like(found[-1])
+        es.einsum(equation, x, out=out)
+        found.append(out)
+    assert all(np.array_equal(found[0], other) for other in found[1:])
+    assert np.array_equal(found[0], np.einsum(equation, x))
+
+
 def test_no_cached_property_whose_lock_a_forked_child_could_not_take() -> None:
     """Python 3.11's functools.cached_property locks its class's one lock on every first
     read: a child forked while another thread held it deadlocked (a review, Equation's)."""

@@ -537,15 +537,23 @@ def _plain_reduce(step: ReduceStep) -> Callable[..., Array]:
 
 def _loop_reduce(step: ReduceStep) -> Callable[..., Array]:
     in_labels, out_labels = _reduce_labels(step)
-    dtype = step.dtype
+    dtype, summed = step.dtype, step.axes
 
     def reduce(x: Array, out: Array | None = None) -> Array:
-        value: Array = (
-            sum_of_products(x, in_labels, out_labels, out=out, dtype=dtype, casting="unsafe")
-            if out is not None
-            else sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe")
+        if out is None or any(x.strides[ax] < 0 for ax in summed):
+            # NumPy's loop sums a negative-strided axis in another order into out= than
+            # into its own result: such a sum is made on its own and copied, so that a
+            # split's chunks (each written into its part of out=) give the bits of the
+            # whole (a review: other bits at one thread and two)
+            value: Array = sum_of_products(x, in_labels, out_labels, dtype=dtype, casting="unsafe")
+            if out is None:
+                return value
+            _copyto(out, value, casting="unsafe")
+            return out
+        found: Array = sum_of_products(
+            x, in_labels, out_labels, out=out, dtype=dtype, casting="unsafe"
         )
-        return value
+        return found
 
     return reduce
 
