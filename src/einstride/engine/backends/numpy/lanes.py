@@ -3,7 +3,9 @@
 Every call on a new shape misses the plan cache, and even a hit hashes the operands'
 shapes, strides and dtypes; for a diagonal, a trace or a 4 x 4 product that look costs more
 than the work.  An equation's lane is compiled once per equation string and runs, for every
-shape and every strides it fits, what the planned way runs:
+shape and every strides it fits, what the planned way runs (but where the plan swaps a
+matmul-form product or writes it in a transposed output's order: the same product, summed
+by BLAS in another order):
 
 * one operand: a plan is a view (diagonals of repeated labels), at most one reduction whose
   kernel is NumPy's sum-of-products loop, and a transpose.  Unless the reduction would be
