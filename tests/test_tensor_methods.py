@@ -321,3 +321,24 @@ def test_a_reduction_into_a_small_float_out_runs_as_numpy_s_or_in_float32() -> N
     out = np.zeros((), ml_dtypes.bfloat16)
     es.as_tensor(np.full(100, 2.0, np.float16)).prod(out=out)
     assert float(out) == 2.0**100  # bfloat16 holds it; a float16 product overflowed
+
+
+def test_a_complex_product_into_a_small_float_out_multiplies_complex_numbers() -> None:
+    """NumPy's value (the real part of the product); the float32 accumulation of a small
+    float out= multiplied the real parts (a review: 3 for (1+2j)(3+4j))."""
+    c = np.array([1 + 2j, 3 + 4j], np.complex64)
+    out = np.zeros((), np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        es.as_tensor(c).prod(out=out)
+    assert float(out) == -5.0
+
+
+@pytest.mark.parametrize("small", ["float16", "bfloat16"])
+def test_an_integer_mean_into_a_small_float_out_divides_as_numpy(small: str) -> None:
+    """mean(dtype=int32, out=float16) sums in int32 and divides in the float (NumPy's 1.5;
+    a review: einstride's integer mean truncated it to 1)."""
+    x = es.as_tensor(np.array([1, 2], np.int32))
+    out = np.zeros((), small)
+    x.mean(dtype=np.int32, out=out)
+    assert float(out) == 1.5

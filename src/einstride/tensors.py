@@ -540,8 +540,15 @@ def _reduced(
         if dtype is None:  # a sum into a small float: in float32, rounded once into out
             target = destination.dtype
             wider = compute_dtype(target)
-        elif wider == target and not is_small_float(destination.dtype):
-            getattr(np, name)(arr, dtype=target, out=destination, **kwargs)
+            if arr.dtype.kind == "c":  # complex64: a product of complex numbers (a review)
+                wider = np.promote_types(wider, arr.dtype)
+        elif wider == target:  # NumPy's own in dtype=, into out (a small float's: wider)
+            into = destination
+            if is_small_float(destination.dtype):  # rounded once (mean: divided in float32)
+                into = np.empty(destination.shape, np.promote_types(np.float32, target))
+            getattr(np, name)(arr, dtype=target, out=into, **kwargs)
+            if into is not destination:
+                np.copyto(destination, into, casting="unsafe")
             return out
     if wider != target or dtype is not None:
         kwargs["dtype"] = wider
