@@ -366,3 +366,19 @@ def test_views_of_numpy_keep_zero_strides():
     assert all(shares(p, row) for p in parts)
     np.testing.assert_array_equal(es.transpose(row), row.T)
     assert es.as_tensor(es.transpose(row)).layout.strides == (1, 0)
+
+
+@pytest.mark.parametrize("op", [es.stack, es.concat])
+@pytest.mark.parametrize("into", [np.int64, np.int8, np.float32])
+def test_out_takes_each_input_s_same_kind_cast_as_numpy(op, into):
+    """NumPy checks each input against out= (uint64 into int64 is same_kind); einstride
+    checked their common dtype (int64 with uint64: float64) and refused (a review)."""
+    parts = [np.array([1, 2], np.int64), np.array([3, 4], np.uint64)]
+    numpy_op = np.stack if op is es.stack else np.concatenate
+    expected = np.zeros((2, 2) if op is es.stack else (4,), into)
+    numpy_op(parts, out=expected)
+    out = np.zeros_like(expected)
+    assert op(parts, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    with pytest.raises(TypeError, match="cannot hold float64"):
+        op([np.ones(2, np.int64), np.ones(2)], out=np.zeros_like(expected, np.int64))

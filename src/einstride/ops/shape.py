@@ -164,10 +164,16 @@ def _collect(tensors: Iterable[Any], op: str) -> list[Any]:
 def _destination(
     out: Any, shape: tuple[int, ...], dtype: np.dtype[Any], sources: Sequence[Array], op: str
 ) -> Array:
-    """A new dense array, or ``out``'s ndarray view after every check (nothing written yet)."""
+    """A new dense array, or ``out``'s ndarray view after every check (nothing written yet):
+    each input's dtype must go into ``out``'s by a same_kind cast, as NumPy checks them (a
+    review: their common dtype was checked, and int64 with uint64 is float64)."""
     if out is None:
         check_array(shape, dtype, op)  # the inputs may be broadcast views
         return np.empty(shape, dtype)
+    into = getattr(out, "dtype", None)
+    if isinstance(into, np.dtype):  # (else check_out refuses out itself)
+        refused = (s.dtype for s in sources if not np.can_cast(s.dtype, into, "same_kind"))
+        dtype = next(refused, into)
     return check_out(out, sources, dtype, op, shape)
 
 
