@@ -427,3 +427,26 @@ def test_a_small_float_dtype_rounds_the_result_into_a_wider_out(
         into = torch.from_numpy(out)
         es.einsum("ij,jk->ik", torch.from_numpy(x), torch.from_numpy(y), dtype=small, out=into)
     assert out[0, 0] == 1.0
+
+
+def test_rounding_to_a_small_float_dtype_keeps_broadcasts_and_the_memory_limit() -> None:
+    """The operands rounded to dtype=float16 are new arrays of the call: a broadcast one
+    stays broadcast (a review: 8 bytes became 200 MB under a 1 MiB limit), and their bytes
+    count against the memory limit."""
+    import tracemalloc
+
+    a = np.broadcast_to(np.float64(0.5), (2_000, 2_000))
+    tracemalloc.start()
+    try:
+        got = es.einsum("ij->i", a, dtype=np.float16, memory_limit="1MiB")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+    np.testing.assert_array_equal(got, np.full(2_000, 1000.0, np.float16))
+    dense = np.ones(10**6)  # rounded: 2 MB, past the limit by itself
+    with pytest.raises(EinsumError, match="rounded to dtype=float16 take 2,000,000 bytes"):
+        es.einsum("i->", dense, dtype=np.float16, memory_limit="1MiB")
+    expression = es.contract_expression("i->", dense.shape, dtype=np.float16)
+    with pytest.raises(EinsumError, match="more than the memory limit"):
+        expression(dense, memory_limit="1MiB")

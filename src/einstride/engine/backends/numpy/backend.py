@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -27,7 +28,16 @@ from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
 from .limited import check_result, explain_within, run_limited
 
-__all__ = ["as_arrays", "cast_like", "einsum", "explain", "out_array", "rounded_to", "run_entry"]
+__all__ = [
+    "as_arrays",
+    "cast_like",
+    "einsum",
+    "explain",
+    "out_array",
+    "rounded_to",
+    "run_entry",
+    "within_rounding",
+]
 
 Array = np.ndarray[Any, Any]
 
@@ -60,7 +70,43 @@ def rounded_to(
         return list(arrays)
     if casting is not None:
         check_casting([np.dtype(a.dtype) for a in arrays], dtype, casting)
-    return [a.astype(dtype) if _rounds(np.dtype(a.dtype), dtype) else a for a in arrays]
+    return [_round(a, dtype) if _rounds(np.dtype(a.dtype), dtype) else a for a in arrays]
+
+
+def _round(a: Any, dtype: np.dtype[Any]) -> Any:
+    """``a`` cast to ``dtype``; an ndarray's broadcast (zero-stride) axes stay broadcast,
+    only its distinct elements cast (a review: a broadcast 8-byte operand became 200 MB)."""
+    if not isinstance(a, np.ndarray) or 0 not in a.strides:
+        return a.astype(dtype)
+    distinct = a[tuple(slice(0, 1) if step == 0 else slice(None) for step in a.strides)]
+    return np.broadcast_to(distinct.astype(dtype), a.shape)
+
+
+def within_rounding(call: EinsumCall, arrays: Sequence[Array]) -> EinsumCall:
+    """``call`` with its memory limit lowered by the bytes of the operands rounded to a
+    small-float ``dtype=`` for it (:func:`rounded_to`: new arrays, alive through the call),
+    so that the plan's peak and they stay within it; an :class:`EinsumError` when they
+    alone pass it."""
+    if call.dtype is None or not is_small_float(call.dtype):
+        return call
+    made = sum(
+        _distinct_bytes(a)
+        for a, raw in zip(arrays, call.operands)
+        if a.dtype == call.dtype and getattr(raw, "dtype", None) != call.dtype
+    )
+    if not made:
+        return call
+    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    if made > limit:
+        raise EinsumError(
+            f"einsum {call.key!r}: the operands rounded to dtype={call.dtype} take "
+            f"{made:,} bytes, more than the memory limit of {limit:,} bytes"
+        )
+    return replace(call, memory_limit=limit - made)
+
+
+def _distinct_bytes(a: Array) -> int:
+    return int(math.prod(n for n, step in zip(a.shape, a.strides) if step != 0)) * a.itemsize
 
 
 def _rounds(given: np.dtype[Any], dtype: np.dtype[Any]) -> bool:
@@ -221,7 +267,7 @@ def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
 def einsum(call: EinsumCall) -> Any:
     """Run ``call`` on NumPy."""
     entry, arrays, out_arr, tensor_in = _entry(call)
-    return run_entry(entry, arrays, call, out_arr, tensor_in)
+    return run_entry(entry, arrays, within_rounding(call, arrays), out_arr, tensor_in)
 
 
 def explain(call: EinsumCall) -> str:
