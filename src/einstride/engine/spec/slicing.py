@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from .equation import EinsumSpec
@@ -93,6 +93,20 @@ class PathModel:
             total += c.flops * math.prod(counts[x] for x in sliced if x not in c.labels)
         return total
 
+    def flops_within(self, widths: Widths) -> tuple[int, dict[int, int]]:
+        """:meth:`flops` at ``widths``, and for each label the part of it that the
+        contractions looping over that label make: a label's chunk count multiplies the
+        rest alone, so a search can price a new width of one label without a new pass."""
+        counts = chunk_counts(self.sizes, widths)
+        sliced = [label for label, n in enumerate(counts) if n > 1]
+        total, inside = 0, dict[int, int]()
+        for c in self.contractions:
+            term = c.flops * math.prod(counts[x] for x in sliced if x not in c.labels)
+            total += term
+            for x in c.labels:
+                inside[x] = inside.get(x, 0) + term
+        return total, inside
+
     def buffer_elements(self, widths: Widths) -> int:
         """The most elements the buffers of one slice hold at once."""
         return max((_elements(moment, widths) for moment in self.moments), default=0)
@@ -100,6 +114,40 @@ class PathModel:
     def buffer_total(self, widths: Widths) -> int:
         """The elements of every moment added up (a tie-breaker for the search)."""
         return sum(_elements(moment, widths) for moment in self.moments)
+
+    def halvings(
+        self, widths: Widths, labels: Iterable[int], *, whole: bool = False
+    ) -> tuple[int, int, dict[int, tuple[int, int]]]:
+        """:meth:`buffer_elements` and :meth:`buffer_total` at ``widths``, and for each of
+        ``labels`` the two with its width halved (rounded up; ``whole``: cut to 1), from one
+        pass over the moments: a buffer's elements scale by the new width over the old,
+        exactly (a review: the search evaluated both afresh per label and step, seconds for
+        a 7 x 7 grid's limit)."""
+        sums: list[int] = []
+        shares: dict[int, dict[int, int]] = {}  # per label: its elements in each moment
+        for m, moment in enumerate(self.moments):
+            total = 0
+            for labels_of in moment:
+                n = math.prod(widths[x] for x in labels_of)
+                total += n
+                for x in labels_of:
+                    by_moment = shares.setdefault(x, {})
+                    by_moment[m] = by_moment.get(m, 0) + n
+            sums.append(total)
+        everything = sum(sums)
+        largest = sorted(range(len(sums)), key=sums.__getitem__, reverse=True)
+        found: dict[int, tuple[int, int]] = {}
+        for x in labels:
+            old = widths[x]
+            new = 1 if whole else -(-old // 2)
+            touched = shares.get(x, {})
+            most = next((sums[m] for m in largest if m not in touched), 0)  # (unchanged)
+            cut = 0
+            for m, part in touched.items():
+                lost = part - part // old * new
+                most, cut = max(most, sums[m] - lost), cut + lost
+            found[x] = (most, everything - cut)
+        return max(sums, default=0), everything, found
 
 
 def _elements(moment: tuple[frozenset[int], ...], widths: Widths) -> int:
@@ -272,7 +320,7 @@ def make_slicing(model: PathModel, widths: Widths) -> Slicing:
 
 def find_slicing(
     model: PathModel,
-    peak_of: Callable[[Widths], int],
+    peak_of: Callable[[Widths, int], int],
     limit: int,
     *,
     labels: Collection[int] | None = None,
@@ -280,9 +328,11 @@ def find_slicing(
     restarts: int = RESTARTS,
     seed: int = 0,
 ) -> Slicing | None:
-    """The cheapest widths found whose ``peak_of(widths)`` is at most ``limit`` bytes, over
-    at most ``max_slices`` slices, cutting only ``labels`` (default: every label longer
-    than 1); None when none was found.  ``peak_of`` must not grow when a width shrinks.
+    """The cheapest widths found whose ``peak_of(widths, elements)`` is at most ``limit``
+    bytes (``elements``: the model's :meth:`~PathModel.buffer_elements` at those widths),
+    over at most ``max_slices`` slices, cutting only ``labels`` (default: every label
+    longer than 1); None when none was found.  ``peak_of`` must not grow when a width
+    shrinks.
 
     Each search halves the width of the label that saves the most peak per FLOP it adds,
     until the peak fits; then widens each sliced label as far as the limit allows (to a
@@ -291,14 +341,18 @@ def find_slicing(
     label every step loops over costs no FLOPs); later ones add noise to the choices.  The
     cheapest result wins.
     """
-    if peak_of(model.sizes) <= limit:
+    if peak_of(model.sizes, model.buffer_elements(model.sizes)) <= limit:
         return make_slicing(model, model.sizes)
     allowed = range(len(model.sizes)) if labels is None else labels
     candidates = sorted(x for x in allowed if model.sizes[x] > 1)
     rng = random.Random(seed)
+    # a label alone is searched only where cutting it to width 1 fits (else its search
+    # finds nothing: the peak does not grow as a width shrinks)
+    _, _, whole = model.halvings(model.sizes, candidates, whole=True)
+    alone = [x for x in candidates if peak_of(_narrowed(model.sizes, x, 1), whole[x][0]) <= limit]
     searches = (
         [(candidates, 0.0)]
-        + [([x], 0.0) for x in candidates]
+        + [([x], 0.0) for x in alone]
         + [(candidates, 0.5)] * max(restarts - 1, 0)
     )
     best: Slicing | None = None
@@ -317,7 +371,7 @@ def find_slicing(
 
 def _shrink(
     model: PathModel,
-    peak_of: Callable[[Widths], int],
+    peak_of: Callable[[Widths, int], int],
     limit: int,
     candidates: Sequence[int],
     max_slices: int,
@@ -326,24 +380,30 @@ def _shrink(
 ) -> Widths | None:
     """Halve widths greedily until the peak fits (None: no halving helps any more)."""
     widths = model.sizes
-    peak = peak_of(widths)
-    while peak > limit:
+    while True:
+        elements, total, halved = model.halvings(widths, (x for x in candidates if widths[x] > 1))
+        peak = peak_of(widths, elements)
+        if peak <= limit:
+            return widths
         options = []
+        counts = chunk_counts(model.sizes, widths)
+        now, (flops, inside) = math.prod(counts), model.flops_within(widths)
         for x in candidates:
             if widths[x] <= 1:
                 continue
-            trial = widths[:x] + (-(-widths[x] // 2),) + widths[x + 1 :]
-            slices = math.prod(chunk_counts(model.sizes, trial))
+            trial = _narrowed(widths, x, -(-widths[x] // 2))
+            more = chunk_counts((model.sizes[x],), (trial[x],))[0]  # x's chunks, from counts[x]
+            slices = now // counts[x] * more
             if slices > max_slices:
                 continue
-            saved = peak - peak_of(trial)
-            tie = model.buffer_total(widths) - model.buffer_total(trial)
+            elements, trial_total = halved[x]
+            saved = peak - peak_of(trial, elements)
+            tie = total - trial_total
             if saved <= 0 and tie <= 0:
                 continue
-            added = (
-                model.flops(trial)
-                - model.flops(widths)
-                + SLICE_FLOPS * (slices - math.prod(chunk_counts(model.sizes, widths)))
+            looping = inside.get(x, 0)  # (the rest runs once per chunk of x: exact)
+            added = (flops - looping) // counts[x] * (more - counts[x]) + SLICE_FLOPS * (
+                slices - now
             )
             score = (
                 (saved <= 0, added / max(saved, tie))
@@ -354,13 +414,15 @@ def _shrink(
         if not options:
             return None
         _, _, widths = min(options)
-        peak = peak_of(widths)
-    return widths
+
+
+def _narrowed(widths: Widths, label: int, width: int) -> Widths:
+    return widths[:label] + (width,) + widths[label + 1 :]
 
 
 def _grow(
     model: PathModel,
-    peak_of: Callable[[Widths], int],
+    peak_of: Callable[[Widths, int], int],
     limit: int,
     widths: Widths,
     order: Sequence[int],
@@ -372,7 +434,8 @@ def _grow(
         while lo < hi:
             mid = (lo + hi + 1) // 2
             current[x] = mid
-            if peak_of(tuple(current)) <= limit:
+            trial = tuple(current)
+            if peak_of(trial, model.buffer_elements(trial)) <= limit:
                 lo = mid
             else:
                 hi = mid - 1

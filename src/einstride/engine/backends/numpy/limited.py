@@ -276,7 +276,7 @@ def _copied_operands(plan: Plan) -> frozenset[int]:
 
 def _estimator(
     model: PathModel, base: Plan, out: OutFacts | None, temporaries: bool = True
-) -> Callable[[tuple[int, ...]], int]:
+) -> Callable[[tuple[int, ...], int], int]:
     """The slicer's peak model in bytes: the result, the accumulator and partial buffers
     when a summed label is sliced, the last step's temporary (the result computed where
     ``out=`` cannot take it, or in another dtype: a slice's is the slice's size; a review
@@ -293,7 +293,8 @@ def _estimator(
         if temporaries and alloc.what == TEMPORARY
     ]
 
-    def peak(widths: tuple[int, ...]) -> int:
+    def peak(widths: tuple[int, ...], elements: int) -> int:
+        """The peak at ``widths``, the model's buffers holding ``elements`` there."""
         extra = 0
         if any(widths[x] < model.sizes[x] for x in summed):
             extra = buffers * itemsize * math.prod(widths[x] for x in output)
@@ -301,7 +302,7 @@ def _estimator(
             (size * math.prod(widths[x] for x in labels) for size, labels in counted),
             default=0,
         )
-        return result + extra + temporary + itemsize * model.buffer_elements(widths)
+        return result + extra + temporary + itemsize * elements
 
     return peak
 
@@ -327,10 +328,11 @@ def _slice_by(
     out: OutFacts | None,
     limit: int,
     options: PlannerOptions | None,
-    estimate: Callable[[tuple[int, ...]], int],
+    estimate: Callable[[tuple[int, ...], int], int],
 ) -> SlicedPlan | None:
     out_dtype = None if out is None else out[1]
-    fixed = estimate(tuple(min(size, 1) for size in model.sizes))  # the least slice's
+    least = tuple(min(size, 1) for size in model.sizes)
+    fixed = estimate(least, model.buffer_elements(least))  # the least slice's
     target = limit
     for _ in range(ATTEMPTS):
         slicing = find_slicing(model, estimate, target)
@@ -345,7 +347,7 @@ def _slice_by(
         # result's) by the share that the limit is of the real peak (a copy the slicing
         # itself makes shrinks with the slices: a review found a limit refused where a
         # tighter one fitted)
-        missed = limit - (real - estimate(slicing.widths))
+        missed = limit - (real - estimate(slicing.widths, model.buffer_elements(slicing.widths)))
         if missed <= fixed:
             missed = fixed + (target - fixed) * (limit - fixed) // max(real - fixed, 1)
         target = min(target - 1, missed)
