@@ -20,7 +20,7 @@ choice costs in memory (``peak_of``: its buffers, the result, an accumulator).
 >>> model = path_model(spec, ((0, 2), (0, 1)))        # ab,ae->abe, then abe,cbe->ac
 >>> model.buffer_elements(model.sizes)                  # the intermediate abe
 262144
->>> found = find_slicing(model, lambda w: 8 * model.buffer_elements(w), 2**18)
+>>> found = find_slicing(model, lambda widths, elements: 8 * elements, 2**18)
 >>> found.describe(spec.names), found.n_slices, found.overhead
 ('a: 8 chunks of 8', 8, 0.0)
 >>> found.chunks(0)[:2]
