@@ -450,3 +450,34 @@ def test_rounding_to_a_small_float_dtype_keeps_broadcasts_and_the_memory_limit()
     expression = es.contract_expression("i->", dense.shape, dtype=np.float16)
     with pytest.raises(EinsumError, match="more than the memory limit"):
         expression(dense, memory_limit="1MiB")
+
+
+@pytest.mark.parametrize("limit", [120, 48])
+@pytest.mark.parametrize("into", [None, "bfloat16", np.float32])
+def test_a_sliced_small_float_result_rounds_its_total_once(limit: int, into: Any) -> None:
+    """Sliced over a summed label, the chunks add up in float32 and only the total rounds
+    to bfloat16, as the unsliced plan does (a review: each chunk was rounded before it was
+    added, and a float32 out= got no rounding at all)."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((5, 7, 3)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((3, 7)).astype(ml_dtypes.bfloat16)
+    whole = es.einsum("ijk,kj->i", a, b)
+    assert "sliced over" in es.explain("ijk,kj->i", a, b, memory_limit=limit)
+    if into is None:
+        got = es.einsum("ijk,kj->i", a, b, memory_limit=limit)
+    else:
+        got = np.zeros(5, into)
+        es.einsum("ijk,kj->i", a, b, out=got, dtype="bfloat16", memory_limit=limit)
+    np.testing.assert_array_equal(np.asarray(got, np.float64), whole.astype(np.float64))
+
+
+def test_explain_says_when_the_rounded_operands_alone_pass_the_limit() -> None:
+    """explain reports what einsum does: the operands rounded to dtype= count against the
+    limit (a review: explain showed a slicing that einsum refused)."""
+    a, b = np.ones((5, 7, 3)), np.ones((3, 7))
+    report = es.explain("ijk,kj->i", a, b, dtype="bfloat16", memory_limit=200)
+    assert "einsum would raise EinsumError" in report and "252 bytes" in report
+    with pytest.raises(EinsumError, match="252 bytes"):
+        es.einsum("ijk,kj->i", a, b, dtype="bfloat16", memory_limit=200)

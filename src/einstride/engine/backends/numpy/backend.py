@@ -27,6 +27,7 @@ from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting
 from .cache import Entry, entry_for, facts_of
 from .limited import check_result, explain_within, run_limited
+from .report import format_plan
 
 __all__ = [
     "as_arrays",
@@ -274,6 +275,14 @@ def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts, within its memory
     limit."""
     entry, arrays, out_arr, _ = _entry(call)
+    try:
+        call = within_rounding(call, arrays)  # what einsum's plan runs within (a review)
+    except EinsumError as exc:
+        limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+        return (
+            f"{format_plan(entry.plan)}\n  memory limit: {limit:,} B; einsum would raise "
+            f"EinsumError: {exc}"
+        )
     limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
     out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
     return explain_within(

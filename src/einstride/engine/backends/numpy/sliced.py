@@ -128,12 +128,16 @@ def build_sliced(
     }
     pieces = []
     for widths, target in _kinds(slicing, accumulate):
+        # a slice that is summed on computes in the compute dtype: only the total rounds to
+        # a small-float result (a review: each chunk was rounded to bfloat16 before it was
+        # added); one that writes its part of the result whole rounds as the plan does
+        whole = target == "dest" and accumulate == "none"
         plan = build_plan(
             bind(spec.equation, _chunk_shapes(spec, slicing, widths)),
             base.dtypes,
             base.strides,
             out=targets[target],
-            dtype=rt,
+            dtype=rt if whole else ct,
             optimize=base.path,
             options=options,
         )
@@ -221,6 +225,7 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
     ]
     shape, rt, ct = spec.output_shape, sliced.base.result_dtype, sliced.base.compute_dtype
     zeroed = len(set(spec.output)) != len(spec.output)  # the diagonal's outside stays 0
+    rounds = rt != ct  # a small-float result: each part's total is rounded to it once
     add: Callable[..., Any] = np.logical_or if ct == np.bool_ else np.add
     chunk = buffer_shape(slicing, spec)
     outer_chunks = [slicing.chunks(x) for x in outer]
@@ -252,7 +257,9 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
             into = partial[_start(spec.output, bounds)]
             runs[key(bounds), "buffer"](ops, into)
             add(target, into, out=target)
-        if acc is not None:
+        if rounds:  # the total, summed in the compute dtype, rounded once to dtype=
+            np.copyto(view, target.astype(rt), casting="unsafe")
+        elif acc is not None:
             np.copyto(view, target, casting="unsafe")
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
