@@ -499,3 +499,19 @@ def test_a_float32_full_contraction_is_as_accurate_as_torch_einsum(
     ours = abs(float(got) - exact) / exact
     theirs = abs(float(torch.einsum(equation, ta, tb)) - exact) / exact
     assert ours <= max(10 * theirs, 1e-5)
+
+
+@pytest.mark.parametrize("equation", ["ij->i", "ijk->ik", "ij->", "ij,jk->ik", "ij,ij->i"])
+def test_a_small_float_dtype_rounds_a_reduction_into_a_wider_out(equation: str) -> None:
+    """dtype=float16 into a float32 out= holds float16 values on torch's reductions too (a
+    review: its reduce op wrote the float32 sum unrounded)."""
+    gen = torch.Generator().manual_seed(0)
+    sizes = {"i": 5, "j": 7, "k": 3}
+    ops = [
+        torch.randn(*[sizes[c] for c in term], generator=gen, dtype=torch.float64) * 3
+        for term in equation.split("->")[0].split(",")
+    ]
+    want = es.einsum(equation, *ops, dtype=torch.float16).to(torch.float32)
+    out = torch.zeros(want.shape, dtype=torch.float32)
+    es.einsum(equation, *ops, dtype=torch.float16, out=out)
+    assert torch.equal(out, want)

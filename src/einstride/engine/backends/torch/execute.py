@@ -275,6 +275,7 @@ def _reduce_fn(op: ReduceOp) -> OpFn:
     src, shape, kept_perm, to = op.src, op.shape, op.kept_perm, op.to
     dtype = torch_dtype(op.dtype, "the compute dtype")
     kernel = _sum_kernel(op.axes, dtype, whole=not shape)
+    rounded_to = None if to.rounded_to is None else torch_dtype(to.rounded_to, "dtype=")
 
     def run(regs: list[Any], dest: Any) -> None:
         x = regs[src]
@@ -288,7 +289,11 @@ def _reduce_fn(op: ReduceOp) -> OpFn:
             case Write.INTO:
                 kernel(x, dest.permute(to.dest_perm))
             case Write.TEMP:
-                assign(dest.permute(to.dest_perm), kernel(x, None))
+                value = kernel(x, None)
+                assign(
+                    dest.permute(to.dest_perm),
+                    value if rounded_to is None else value.to(rounded_to),
+                )
             case _:
                 assert_never(to.write)
 
