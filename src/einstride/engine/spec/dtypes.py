@@ -17,7 +17,7 @@ import numpy as np
 from ...errors import EinsumError, EinsumTypeError
 from ...narrow import as_dtype, is_small_float
 
-__all__ = ["check_casting", "check_numeric", "compute_dtype", "result_dtype"]
+__all__ = ["check_casting", "check_numeric", "compute_dtype", "result_dtype", "rounds_into"]
 
 
 def check_numeric(dtype: np.dtype[Any], what: str) -> None:
@@ -96,3 +96,18 @@ def _widened(found: np.dtype[Any], out: np.dtype[Any]) -> np.dtype[Any]:
 def compute_dtype(result: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype products and sums run in: float32 for 16-bit and smaller floats."""
     return np.dtype(np.float32) if is_small_float(result) else result
+
+
+def rounds_into(given: np.dtype[Any], dtype: np.dtype[Any] | None) -> bool:
+    """Whether an operand of dtype ``given`` is rounded to ``dtype=`` before the products:
+    a small float (computed in float32, :func:`compute_dtype`) that not every value of
+    ``given`` fits, as NumPy casts the operands to ``dtype=``; a non-numeric operand is
+    left to :func:`check_numeric`.
+
+    >>> rounds_into(np.dtype("f8"), np.dtype("f2")), rounds_into(np.dtype("u1"), np.dtype("f2"))
+    (True, False)
+    """
+    if dtype is None or not is_small_float(dtype):
+        return False
+    numeric = given.kind in "biufc" or is_small_float(given)
+    return numeric and not np.can_cast(given, dtype, "safe")

@@ -24,7 +24,7 @@ from ....narrow import is_small_float
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out, out_type_error
 from ...call import EinsumCall, check_conversion, result_order
-from ...spec.dtypes import check_casting
+from ...spec.dtypes import check_casting, rounds_into
 from .cache import Entry, entry_for, facts_of
 from .limited import check_result, explain_within, run_limited
 from .report import format_plan
@@ -71,7 +71,7 @@ def rounded_to(
         return list(arrays)
     if casting is not None:
         check_casting([np.dtype(a.dtype) for a in arrays], dtype, casting)
-    return [_round(a, dtype) if _rounds(np.dtype(a.dtype), dtype) else a for a in arrays]
+    return [_round(a, dtype) if rounds_into(np.dtype(a.dtype), dtype) else a for a in arrays]
 
 
 def _round(a: Any, dtype: np.dtype[Any]) -> Any:
@@ -108,11 +108,6 @@ def within_rounding(call: EinsumCall, arrays: Sequence[Array]) -> EinsumCall:
 
 def _distinct_bytes(a: Array) -> int:
     return int(math.prod(n for n, step in zip(a.shape, a.strides) if step != 0)) * a.itemsize
-
-
-def _rounds(given: np.dtype[Any], dtype: np.dtype[Any]) -> bool:
-    numeric = given.kind in "biufc" or is_small_float(given)
-    return numeric and not np.can_cast(given, dtype, "safe")
 
 
 def _converted(raw: Sequence[Any]) -> tuple[list[Array], bool]:

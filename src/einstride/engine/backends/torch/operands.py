@@ -29,6 +29,7 @@ from ....footprint import Footprint
 from ....layout import Layout
 from ....narrow import is_bfloat16, is_small_float
 from ....tensors import Tensor, writeable_array
+from ...spec.dtypes import rounds_into
 from ...spec.equation import quoted
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
 
@@ -60,10 +61,9 @@ def rounded_tensors(
         return list(tensors)
     target = torch_dtype(dtype, "dtype=")
     return [
-        t if np.can_cast(numpy_dtype(t.dtype, f"operand {i} has dtype"), dtype, "safe")
-        else t.to(target)
+        t.to(target) if rounds_into(numpy_dtype(t.dtype, f"operand {i} has dtype"), dtype) else t
         for i, t in enumerate(tensors)
-    ]  # fmt: skip
+    ]
 
 
 def as_tensors(raw: Sequence[Any]) -> tuple[list[torch.Tensor], torch.device]:
