@@ -710,8 +710,9 @@ def _matmul_lane(form: MatmulForm, bounds: _Bounds) -> Lane:
     (:class:`~.spec.matmul.Indices`), a missing kind is an axis of length 1; kinds of
     several labels (:class:`~.spec.matmul.Groups`, ``bsi,oi->bso``) are merged into one
     axis each by a reshape, a view for a C-contiguous operand whose group is a run of its
-    axes (checked when compiled).  An operand that is not C-contiguous is planned: the plan
-    of a small product of other layouts may be one fused loop, not matmul."""
+    axes (checked when compiled), of C-contiguous operands only.  An operand whose matrices
+    matmul would copy (neither a unit row nor a unit column stride) is planned: the plan of
+    such a small product may be one fused loop, not matmul."""
     (left_rank, right_rank), perms, shaping, same, sized, _, _ = form  # (any merge: C-contiguous)
     left_perm, right_perm, out_perm = perms
     most = bounds.combos
@@ -758,6 +759,7 @@ def _matmul_lane(form: MatmulForm, bounds: _Bounds) -> Lane:
                 a = a[left_index]
             if right_index is not None:
                 b = b[right_index]
+            # C-ordered matrices, the common case, tested inline (else blas_ready's test)
             item, (ra, ca), (rb, cb) = dtype.itemsize, a.strides[-2:], b.strides[-2:]
             c_rows = ca == item and ra >= a.shape[-1] * item and cb == item
             if not (c_rows and rb >= b.shape[-1] * item) and not (
