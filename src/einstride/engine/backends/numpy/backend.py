@@ -97,13 +97,18 @@ def within_rounding(call: EinsumCall, arrays: Sequence[Array]) -> EinsumCall:
     )
     if not made:
         return call
-    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    limit = _limit_of(call)
     if made > limit:
         raise EinsumError(
             f"einsum {call.key!r}: the operands rounded to dtype={call.dtype} take "
             f"{made:,} bytes, more than the memory limit of {limit:,} bytes"
         )
     return replace(call, memory_limit=limit - made)
+
+
+def _limit_of(call: EinsumCall) -> int:
+    """The call's memory limit in bytes: its own, else the process's (read now)."""
+    return _memory.LIMIT if call.memory_limit is None else call.memory_limit
 
 
 def _distinct_bytes(a: Array) -> int:
@@ -166,7 +171,7 @@ def run_entry(
             "einsum out=",
             casting=call.casting or "same_kind",
         )
-    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    limit = _limit_of(call)
     if out_arr is None and _order_copy_over(entry, call.order, limit):
         return _run_in_order(entry, arrays, call, limit, tensor_in)
     if out_arr is not None and _errors_raise():
@@ -273,12 +278,12 @@ def explain(call: EinsumCall) -> str:
     try:
         call = within_rounding(call, arrays)  # what einsum's plan runs within (a review)
     except EinsumError as exc:
-        limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+        limit = _limit_of(call)
         return (
             f"{format_plan(entry.plan)}\n  memory limit: {limit:,} B; einsum would raise "
             f"EinsumError: {exc}"
         )
-    limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
+    limit = _limit_of(call)
     out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
     return explain_within(
         entry.plan, call.key, facts_of(arrays), out_facts, call.dtype, call.optimize, limit
