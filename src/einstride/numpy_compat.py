@@ -24,7 +24,7 @@ import numpy as np
 
 from .engine import einsum
 from .engine.call import check_conversion
-from .errors import EinsumError
+from .errors import EinsumError, EinsumTypeError
 
 __all__ = ["tensordot", "tensordot_equation"]
 
@@ -78,12 +78,15 @@ def axis_pairs(axes: Any, rank_a: int) -> tuple[list[int], list[int]]:
         if count > rank_a:
             raise EinsumError(f"tensordot: axes={count} but a has only {rank_a} axes")
         return list(range(rank_a - count, rank_a)), list(range(count))
+    # both classes: NumPy raises ValueError or TypeError here, depending on the value
     if isinstance(axes, (str, bytes, bool, np.bool_)):
-        raise TypeError(f"tensordot: axes must be an int or a pair (axes_a, axes_b), not {axes!r}")
+        raise EinsumTypeError(
+            f"tensordot: axes must be an int or a pair (axes_a, axes_b), not {axes!r}"
+        )
     try:
         pair = list(axes)
     except TypeError:
-        raise TypeError(
+        raise EinsumTypeError(
             f"tensordot: axes must be an int or a pair (axes_a, axes_b), not {axes!r}"
         ) from None
     if len(pair) != 2:

@@ -38,6 +38,7 @@ from .backends.numpy.report import format_plan
 from .call import (
     checked_memory_limit,
     checked_shape,
+    decoded,
     dtype_of,
     make_call,
     shape_and_dtype,
@@ -158,6 +159,7 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
     >>> path
     ['einsum_path', (1, 2), (0, 1)]
     """
+    subscripts = decoded(subscripts)
     if isinstance(subscripts, str):
         key: Any = subscripts
         raw: Sequence[Any] = operands
@@ -201,11 +203,14 @@ def explain(
     >>> import numpy as np
     >>> "copy" in explain("ij,jk->ik", np.ones((3, 2)).T, np.ones((3, 4)))   # a view: no copy
     False
+    >>> explain((2, 3), [0, 1], (3, 4), [1, 2], [0, 2]).splitlines()[0]   # interleaved form
+    "einsum '[0,1],[1,2]->[0,2]'  (labels: 01,12->02)"
     """
-    shapes = [_as_shape(x) for x in operands]
+    subscripts = decoded(subscripts)
+    interleaved = not isinstance(subscripts, str)
+    key, raw = split_sublists((subscripts, *operands)) if interleaved else (subscripts, operands)
+    shapes = [_as_shape(x) for x in raw]
     if all(s is not None for s in shapes):
-        if not isinstance(subscripts, str):
-            raise TypeError("explain takes the string form of the equation with shapes")
         limit = checked_memory_limit(memory_limit)
         # with shapes, dtype= is the operands' (the result's follows): the report is that
         # of einsum on such operands, lane included (the CLI's always named a dtype, so it
@@ -213,14 +218,15 @@ def explain(
         dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
         check_numeric(dt, "dtype= is")  # (not "operand 0 has dtype": they are shapes)
         shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
-        plan = plan_from_shapes(subscripts, shaped, None, optimize)
+        plan = plan_from_shapes(key, shaped, None, optimize)
         facts = shape_facts(shaped)
         within = _memory.LIMIT if limit is None else limit
-        report = explain_within(plan, subscripts, facts, None, None, optimize, within)
-        if memory_limit is None and all(_array_can_be(s, dt) for s, dt in shaped):
+        report = explain_within(plan, key, facts, None, None, optimize, within)
+        can_be = all(_array_can_be(s, dt) for s, dt in shaped)
+        if memory_limit is None and can_be and not interleaved:  # (lanes take strings)
             stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
-            report = _with_lane(report, subscripts, stand_ins, optimize)
-        return with_direct_note(report, subscripts, facts, None, optimize, within)
+            report = _with_lane(report, key, stand_ins, optimize)
+        return with_direct_note(report, key, facts, None, optimize, within)
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(

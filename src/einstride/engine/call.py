@@ -16,6 +16,7 @@ that and nothing else.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from ..errors import EinsumError
+from ..errors import EinsumError, EinsumTypeError
 from ..memory import check_allocation
 from ..narrow import as_dtype
 from .spec.equation import Equation, int_tuple, parse_sublists, parse_subscripts
@@ -39,6 +40,7 @@ __all__ = [
     "check_known_shape",
     "checked_memory_limit",
     "checked_shape",
+    "decoded",
     "dtype_of",
     "equation_of",
     "make_call",
@@ -94,6 +96,23 @@ class EinsumCall:
         return equation_of(self.key)
 
 
+def decoded(subscripts: Any) -> Any:
+    """``subscripts`` as a string where they are bytes (NumPy takes ASCII bytes too), else as
+    given (a string, or the first operand of the interleaved form).
+
+    >>> decoded(b"ij->ji"), decoded("ij->ji")
+    ('ij->ji', 'ij->ji')
+    """
+    if not isinstance(subscripts, bytes):
+        return subscripts
+    try:
+        return subscripts.decode("ascii")
+    except UnicodeDecodeError:
+        raise EinsumError(
+            f"einsum: the subscripts {subscripts!r} are bytes that are not ASCII"
+        ) from None
+
+
 def make_call(
     subscripts: Any,
     *operands: Any,
@@ -110,18 +129,13 @@ def make_call(
     elif order is None:
         order = "K"  # NumPy takes None for its default too
     if order not in ORDERS:
-        raise EinsumError(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
+        kind = EinsumError if isinstance(order, str) else EinsumTypeError  # NumPy's classes
+        raise kind(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
     if casting is not None and casting not in CASTINGS:
         raise EinsumError(
             f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, not {casting!r}"
         )
-    if isinstance(subscripts, bytes):  # NumPy takes ASCII bytes too
-        try:
-            subscripts = subscripts.decode("ascii")
-        except UnicodeDecodeError:
-            raise EinsumError(
-                f"einsum: the subscripts {subscripts!r} are bytes that are not ASCII"
-            ) from None
+    subscripts = decoded(subscripts)
     if isinstance(subscripts, str):
         key: EquationKey = subscripts
         raw: Sequence[Any] = operands
@@ -207,15 +221,27 @@ def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
     ):
         return shape
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-        raise TypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
+        raise EinsumTypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
+    if isinstance(getattr(shape, "shape", None), tuple):  # (iterating it gives its rows)
+        raise EinsumTypeError(
+            f"einsum: {what} must be a shape (a tuple of ints), not an array "
+            f"({type(shape).__name__} of shape {shape.shape}); pass its .shape"
+        )
     dims = tuple(shape)
-    for n in dims:
-        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
-            raise TypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
-    checked = tuple(int(n) for n in dims)
+    checked = tuple(_length(n, what, dims) for n in dims)
     if any(not 0 <= n < 2**63 for n in checked):
         raise EinsumError(f"einsum: {what} {checked} has a length outside [0, 2**63)")
     return checked
+
+
+def _length(n: Any, what: str, dims: tuple[Any, ...]) -> int:
+    """One length of a shape, as an int (a 1-element array's ``__index__`` raises)."""
+    if not isinstance(n, (bool, np.bool_)):
+        try:
+            return operator.index(n)
+        except TypeError:
+            pass
+    raise EinsumTypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
 
 
 def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:

@@ -30,6 +30,7 @@ from .call import (
     check_conversion,
     checked_memory_limit,
     checked_shape,
+    decoded,
     dtype_of,
     equation_of,
     split_sublists,
@@ -219,6 +220,7 @@ def contract_expression(
         raise EinsumError(
             "contract_expression: out= is given to each call of the expression, not when it is made"
         )
+    subscripts = decoded(subscripts)
     if isinstance(subscripts, str):
         return Expression(subscripts, shapes, dtype, optimize, memory_limit)
     key, shaped = split_sublists((subscripts, *shapes))

@@ -28,7 +28,7 @@ import opt_einsum  # type: ignore[import-untyped]
 from opt_einsum import paths as oe_paths
 from opt_einsum.path_random import RandomOptimizer  # type: ignore[import-untyped]
 
-from ...errors import EinsumError, EinsumPathError
+from ...errors import EinsumError, EinsumPathError, EinsumTypeError
 from .costmodel import path_cost
 from .equation import int_tuple
 from .search import PathChoice, remember_choice, search_path
@@ -77,7 +77,9 @@ def _finder_names() -> tuple[str, ...]:
 
 
 OPTIMIZE_NAMES = _finder_names()
-"""The path finder names ``optimize`` accepts (besides False, True and path lists)."""
+"""opt_einsum's own path finder names, which ``optimize`` accepts (besides False, True,
+path lists, finder objects and any name registered with opt_einsum's
+``paths.register_path_fn``, as ``import cotengra`` registers ``"hyper"``)."""
 
 
 def optimize_key(optimize: Any) -> Any:
@@ -193,7 +195,7 @@ def _limited(optimize: Any) -> tuple[str, int] | None:
             return name, max(int(limit), 0)
         return name, _NO_CAP if limit > 0 else 0
     if isinstance(limit, bool) or not hasattr(limit, "__index__"):
-        raise EinsumError(
+        raise EinsumTypeError(  # NumPy's class
             f"einsum: optimize=({name!r}, {limit!r}) needs an int memory limit "
             "(the most elements an intermediate may have)"
         )
@@ -404,15 +406,17 @@ def _finder(optimize: Any) -> Any:
     if optimize is True or optimize is None:
         optimize = "greedy" if optimize is True else "auto"
     if isinstance(optimize, str):
-        if optimize not in OPTIMIZE_NAMES:
+        try:  # opt_einsum's registry, asked now: names registered since (cotengra's "hyper")
+            return oe_paths.get_path_fn(optimize)
+        except (KeyError, ValueError, NotImplementedError):
             raise EinsumError(
                 f"einsum: unknown optimize={optimize!r}; use False, True, one of "
-                f"{', '.join(OPTIMIZE_NAMES)}, a path list or an opt_einsum PathOptimizer"
-            )
-        return oe_paths.get_path_fn(optimize)
+                f"{', '.join(OPTIMIZE_NAMES)} (or a name registered with opt_einsum's "
+                "paths.register_path_fn), a path list or an opt_einsum PathOptimizer"
+            ) from None
     if callable(optimize) or callable(getattr(optimize, "search", None)):
         return optimize
-    raise EinsumError(
+    raise EinsumTypeError(  # NumPy's class: "Did not understand the path"
         f"einsum: optimize={optimize!r} is neither a path finder name, a path list nor a "
         "PathOptimizer (or cotengra optimizer)"
     )
@@ -456,7 +460,9 @@ def _checked_entry(k: int, entry: Any, live: int) -> tuple[int, ...]:
     try:
         positions = tuple(_index(i) for i in entry)
     except TypeError:
-        raise EinsumError(f"einsum: path entry {k} ({entry!r}) is not a tuple of ints") from None
+        raise EinsumTypeError(  # NumPy's class
+            f"einsum: path entry {k} ({entry!r}) is not a tuple of ints"
+        ) from None
     if not positions or len(set(positions)) != len(positions):
         raise EinsumError(f"einsum: path entry {k} {positions} must name distinct operands")
     bad = [i for i in positions if not 0 <= i < live]
