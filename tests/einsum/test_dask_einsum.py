@@ -370,3 +370,37 @@ def test_a_step_of_millions_of_blocks_fails_fast() -> None:
     with pytest.raises(es.EinsumError, match=r"step 1 \(expand\) would make [\d,]+ blocks"):
         es.einsum("i->iii", da.ones(10**5))
     assert time.perf_counter() - start < 30
+
+
+@pytest.mark.parametrize(
+    ("equation", "operands"),
+    [
+        # one result block, 1.7e8 partial sums (the guard counted the result's blocks only,
+        # and built the chunk tuples first: a MemoryError after 23 s)
+        ("i->", lambda: (da.ones(10**9, chunks=10**8),)),
+        # 500**2 result blocks, 500**3 products (it did not return)
+        ("ij,jk->ik", lambda: (da.ones((1000, 1000), chunks=1000), np.ones((1000, 1000)))),
+    ],
+)
+def test_the_block_guard_counts_the_partial_sums(equation: str, operands: object) -> None:
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(es.EinsumError, match=r"step 1 \(\w+\) would make [\d,]+ blocks"):
+        es.einsum(equation, *operands(), memory_limit=200)  # type: ignore[operator]
+    assert time.perf_counter() - start < 10
+
+
+def test_an_expression_keeps_the_dask_task_budget() -> None:
+    """A review: contract_expression's calls held Dask's tasks to the process's memory
+    limit (25 GB) instead of the task budget that einsum applies (config, else the default)."""
+    from einstride.engine.backends.dask.backend import CONFIG_KEY
+
+    a, b = da.ones((400, 300), chunks=(400, 300)), np.ones((300, 300))
+    expr = es.contract_expression("ij,jk->ik", a.shape, b.shape)
+    with dask.config.set({CONFIG_KEY: "64KiB"}):
+        want = es.einsum("ij,jk->ik", a, b)
+        got = expr(a, b)
+    assert want.chunks != ((400,), (300,))
+    assert got.chunks == want.chunks
+    np.testing.assert_array_equal(got.compute(scheduler="sync"), a.compute() @ b)

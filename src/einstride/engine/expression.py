@@ -113,11 +113,16 @@ class Expression:
         raise first  # (float64's: the operands' usual dtype)
 
     def _limit(self, memory_limit: Any) -> int:
-        """The limit of one call: its own, else the expression's, else the default."""
+        """The limit of one call: its own, else the expression's, else the process's."""
+        limit = self._given_limit(memory_limit)
+        return _memory.LIMIT if limit is None else limit
+
+    def _given_limit(self, memory_limit: Any) -> int | None:
+        """The limit of one call as given: its own, else the expression's; None where neither
+        is given, for each backend's own default (the process's limit for NumPy, the task
+        memory budget for Dask: a review found Dask's tasks held to the process's)."""
         limit = checked_memory_limit(memory_limit)
-        if limit is not None:
-            return limit
-        return _memory.LIMIT if self.memory_limit is None else self.memory_limit
+        return self.memory_limit if limit is None else limit
 
     def _build(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions) -> Entry:
         self._check_operands(facts[0::3], len(facts) // 3)
@@ -157,7 +162,7 @@ class Expression:
             out=out,
             dtype=self.dtype,
             optimize=self.path,
-            memory_limit=self._limit(memory_limit),
+            memory_limit=self._given_limit(memory_limit),
         )
         backend = backend_for(operands)
         if backend.__name__ != DEFAULT:

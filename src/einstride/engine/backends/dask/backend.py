@@ -429,8 +429,8 @@ def plan_call(call: EinsumCall) -> DaskEinsum:
     budget = task_memory_budget(call.memory_limit)
     squeezed = [_squeeze(x, st) for x, st in zip(arrays, spec.stretched)]
     chunks = choose_chunks(plan, _initial_chunks(plan, squeezed), budget)
+    _check_blocks(plan, _chunk_counts(plan, squeezed, chunks), budget)
     targets = _targets(plan, squeezed, chunks)
-    _check_blocks(plan, targets, budget)
     regs: dict[int, Array] = {}
     notes = []
     for i, x in enumerate(squeezed):
@@ -462,11 +462,38 @@ build and more to schedule (measured: an ``i->iii`` of 3 * 10**4 elements, 128**
 69 s to build; of 10**5 it did not finish in 200 s: a review), so such a call fails fast."""
 
 
-def _check_blocks(plan: DaskPlan, targets: Mapping[int, tuple[int, ...]], budget: int) -> None:
-    """An :class:`EinsumError` for a step whose result would have more than
-    :data:`MAX_STEP_BLOCKS` blocks at the chunk sizes the task memory budget allows."""
+def _chunk_counts(
+    plan: DaskPlan, arrays: Sequence[Any], chunks: Mapping[int, int]
+) -> dict[int, int]:
+    """How many chunks :func:`_targets` cuts each label into, counted from sizes before any
+    tuple of them is built (a label of 10**9 elements in chunks of a few filled memory
+    there first: a review).
+
+    >>> from .plan import plan_steps
+    >>> from ...spec.equation import bind, parse_subscripts
+    >>> f8 = np.dtype("f8")
+    >>> plan = plan_steps(bind(parse_subscripts("i->"), [(10,)]), ((0,),), (f8,), f8, f8)
+    >>> _chunk_counts(plan, [np.ones(10)], {0: 4})
+    {0: 3}
+    """
+    seen = _chunkings(plan, arrays)
+    counts = {}
+    for lab, size in enumerate(plan.spec.sizes):
+        most = chunks[lab]
+        given = _refine(seen[lab]) if lab in seen else (size,)
+        counts[lab] = sum(max(1, -(-n // most)) for n in given)
+    return counts
+
+
+def _check_blocks(plan: DaskPlan, counts: Mapping[int, int], budget: int) -> None:
+    """An :class:`EinsumError` for a step that would make more than :data:`MAX_STEP_BLOCKS`
+    blocks at the chunk sizes the task memory budget allows (``counts``: each label's
+    chunks): its blockwise tasks, one per block of its result and of every summed label
+    it cuts (the partial sums; their summation tree adds fewer; a full reduction of one
+    result block was not refused: a review)."""
     for k, step in enumerate(plan.steps):
-        blocks = math.prod(len(targets[lab]) for lab in step.labels)
+        partial = [lab for lab in step.summed if counts[lab] > 1]
+        blocks = math.prod(counts[lab] for lab in (*step.labels, *partial))
         if blocks > MAX_STEP_BLOCKS:
             raise EinsumError(
                 f"einsum {quoted(plan.spec.text)}: step {k + 1} ({step.kind}) would make "
@@ -481,6 +508,8 @@ def einsum(call: EinsumCall) -> Array:
 
     ``memory_limit`` is the per-task memory budget here (default: :func:`task_memory_budget`).
     ``out=`` is not supported: the result is lazy; write it with ``dask.array.store``.
+    ``order=`` does not apply (a lazy array has no layout; ``compute()`` assembles the
+    blocks as Dask does, docs/scaling.md).
     """
     if call.out is not None:
         raise TypeError(
