@@ -209,6 +209,31 @@ def test_dtype_of_a_small_float_accumulates_in_float32(small: type) -> None:
     np.testing.assert_equal(float(counts.sum(dtype=small).item()), wide)
 
 
+@pytest.mark.parametrize("small", [np.float16, ml_dtypes.bfloat16])
+def test_a_small_float_dtype_rounds_the_input_first_as_numpy(small: type) -> None:
+    """A review: sum/mean/prod(dtype=float16) accumulated the float64 input unrounded
+    (sum of [1 + 2**-12, -1] gave 2**-12; NumPy, as einsum, casts the input to dtype=
+    first: 0), also into out= and on integers past the small float's exact range."""
+    pairs = [
+        (np.array([1 + 2**-12, -1.0]), "sum"),
+        (np.array([1 + 2**-12, -1.0]), "mean"),
+        (np.full(4096, 1 + 2**-12), "prod"),
+        (np.array([2049, -2048]), "sum"),
+        (np.broadcast_to(np.array([1 + 2**-12, -1.0]), (3, 2)), "sum"),  # broadcast input
+    ]
+    for values, name in pairs:
+        t = es.as_tensor(values)
+        want = getattr(np, name)(values.astype(small), dtype=np.float32).astype(small)
+        got = getattr(t, name)(dtype=small, axis=-1 if values.ndim > 1 else None)
+        np.testing.assert_array_equal(
+            np.asarray(got.numpy(), np.float32),
+            np.broadcast_to(np.asarray(want, np.float32), got.shape),
+        )
+    out = np.zeros((), np.float32)
+    es.as_tensor(np.array([1 + 2**-12, -1.0])).sum(dtype=small, out=out)
+    assert float(out) == 0.0
+
+
 def test_contains_transpose_item_and_tolist_follow_numpy_and_the_guard() -> None:
     """A review: `tensor in t` was always False; transpose(()) reversed the axes; item's
     IndexError leaked; tolist and a reduction's result of a broadcast view passed the

@@ -20,12 +20,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
 from .errors import LayoutError
 from .memory import check_listing, check_views
+from .overlap import repeats_listed, shares_memory, solved
 from .strides import is_row_major, row_major_strides
 
 __all__ = ["Layout", "as_int", "normalize_axes", "normalize_axis", "row_major_strides"]
@@ -36,10 +37,6 @@ _MAX_ELEMENT_OFFSET = 2**59
 
 # The one shared base of every overlap probe (see ``_probe``): probes must share an origin.
 _PROBE_BASE = np.zeros(1, np.uint8)
-
-# ``np.shares_memory(..., max_work=-1)``: solve the overlap problem exactly (NumPy's
-# MAY_SHARE_EXACT, the same as ``max_work=None``).
-_EXACT: Final = -1
 
 
 def as_int(value: Any, what: str) -> int:
@@ -244,7 +241,7 @@ class Layout:
         reach = 0
         for s, n in dims:
             if s <= reach:
-                return _solve_repeated(dims)
+                return _solve_repeated(dims, self.size)
             reach += (n - 1) * s
         return False
 
@@ -514,7 +511,7 @@ class Layout:
         first, second = _probe(self, self.offset - base), _probe(other, other.offset - base)
         if first is None or second is None:
             return True
-        return bool(np.shares_memory(first, second, max_work=_EXACT))
+        return shares_memory(first, second)
 
 
 def _check_layout(other: Any, method: str) -> None:
@@ -610,12 +607,15 @@ def _probe(layout: Layout, offset: int) -> np.ndarray[Any, Any] | None:
     return probe
 
 
-def _solve_repeated(dims: list[tuple[int, int]]) -> bool:
-    """Exact repeated-location test for (stride, length) pairs, all lengths > 1.
+def _solve_repeated(dims: list[tuple[int, int]], size: int) -> bool:
+    """Exact repeated-location test for (stride, length) pairs, all lengths > 1, of a view
+    of ``size`` elements.
 
     Positions ``i != j`` first differ on some axis ``k`` (taken in stride order); with
     ``j_k > i_k`` they collide iff ``d*s_k + sum_{l>k} i_l s_l == sum_{l>k} j_l s_l`` for some
-    ``d in [1, n_k - 1]`` -- an overlap question between two views, which NumPy solves exactly.
+    ``d in [1, n_k - 1]`` -- an overlap question between two views, which NumPy solves exactly
+    within its bound of work (:mod:`.overlap`); past it, the view's sorted addresses answer
+    (or, too many to list, the safe side: repeating).
     """
     for k in range(len(dims) - 1):
         s_k, n_k = dims[k]
@@ -624,6 +624,12 @@ def _solve_repeated(dims: list[tuple[int, int]]) -> bool:
             (n_k - 1,) + tuple(n for _, n in rest), (s_k,) + tuple(s for s, _ in rest), s_k
         )
         plain = Layout(tuple(n for _, n in rest), tuple(s for s, _ in rest), 0)
-        if shifted.overlaps(plain):
+        first, second = _probe(shifted, s_k), _probe(plain, 0)
+        if first is None or second is None:
+            return True  # past what NumPy can describe: the safe side, as overlaps()
+        found = solved(first, second)
+        if found is None:
+            return repeats_listed(dims, size)
+        if found:
             return True
     return False

@@ -515,9 +515,12 @@ def _reduced(
     NumPy's; NumPy's ``np.sum(t)`` passes ``out=None``: a review found every NumPy
     reduction function refused on a Tensor), with NumPy's ``initial=`` and ``where=``.  A
     small float, ``t``'s or ``dtype=``'s, accumulates in float32 and is rounded once (a
-    review: ``sum(dtype=bfloat16)`` of 10,000 ones stalled at 256); into a wider ``out=``
+    review: ``sum(dtype=bfloat16)`` of 10,000 ones stalled at 256), its input first rounded
+    to a small-float ``dtype=`` as NumPy casts it (as einsum's operands: a review found
+    ``sum(dtype=float16)`` of ``[1 + 2**-12, -1]`` 2**-12, NumPy's 0); into a wider ``out=``
     without ``dtype=`` NumPy's own sum runs in ``out``'s dtype, unrounded."""
-    from .engine.spec.dtypes import compute_dtype
+    from .engine.backends.numpy.backend import rounded_to
+    from .engine.spec.dtypes import compute_dtype, rounds_into
     from .layout import normalize_axes
 
     axes = None if axis is None else normalize_axes(axis, t.ndim)
@@ -526,6 +529,11 @@ def _reduced(
     wider = compute_dtype(target) if name in _ACCUMULATE_WIDER else target
     if arr.size > _memory.LIMIT // 16:  # one comparison for the common case (a review)
         _check_reduction(arr, name, axes, target)
+    if dtype is not None and name in _ACCUMULATE_WIDER and rounds_into(arr.dtype, target):
+        if arr.size > _memory.LIMIT // 16:
+            distinct = tuple(1 if step == 0 else n for n, step in zip(arr.shape, arr.strides))
+            check_array(distinct, target, f"Tensor.{name} (its input rounded to dtype=)")
+        arr = rounded_to([arr], target)[0]  # (broadcast axes stay broadcast)
     kwargs: dict[str, Any] = {"axis": axes, "keepdims": bool(keepdims)}
     if initial is not _UNSET:
         kwargs["initial"] = initial

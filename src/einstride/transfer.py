@@ -35,7 +35,7 @@ einstride.errors.LayoutError: copy_to: the source (shape (2, 2), strides (3, 1))
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from .footprint import Footprint
 from .layout import Layout, normalize_axes
 from .memory import check_array, check_listing
 from .narrow import as_strided
+from .overlap import shares_memory
 from .tensors import Tensor, as_array, wrap_like, writeable_array
 
 __all__ = [
@@ -61,8 +62,6 @@ __all__ = [
 
 Array = np.ndarray[Any, Any]
 
-_EXACT: Final = -1  # np.shares_memory: solve exactly (NumPy's MAY_SHARE_EXACT)
-
 
 # -- the shared checks ----------------------------------------------------------------------
 
@@ -79,7 +78,7 @@ def tensors_overlap(a: Any, b: Any) -> bool:
     x, y = as_array(a), as_array(b)
     if x.size == 0 or y.size == 0:
         return False
-    return bool(np.shares_memory(x, y, max_work=_EXACT))
+    return shares_memory(x, y)
 
 
 def check_destination(dst: Any, op: str) -> None:
