@@ -426,3 +426,29 @@ def test_order_lays_out_the_result_within_the_limit(order):
     assert got.flags.f_contiguous == want.flags.f_contiguous and peak <= 330_000
     with pytest.raises(EinsumError, match="output would allocate"):
         es.einsum("ij,j->ij", a, v, order=order, memory_limit=300_000)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "limit"),
+    [
+        ("i->", [(10**6,)], 1000),
+        ("ab,cbe,ae->ac", [(300, 300), (30, 300, 30), (300, 30)], 500_000),
+    ],
+)
+def test_a_call_refused_for_its_rounded_operands_rounds_nothing(equation, shapes, limit):
+    """A review: dtype=float16 rounded the float64 operands (2 MB) before finding that the
+    copies alone pass memory_limit=1000; the check now comes first, in einsum and explain."""
+    ops = [np.full(shape, 0.1) for shape in shapes]
+
+    def refused() -> None:
+        with pytest.raises(es.EinsumError, match="rounded to dtype=float16"):
+            es.einsum(equation, *ops, dtype="float16", memory_limit=limit)
+
+    refused()  # (a first call builds what it caches)
+    _, peak = traced_peak(refused)
+    report, explained = traced_peak(
+        lambda: es.explain(equation, *ops, dtype="float16", memory_limit=limit)
+    )
+    assert peak < limit + 64 * 1024
+    assert explained < limit + 256 * 1024  # the report's plan, no rounded copy
+    assert "einsum would raise EinsumError" in report and "rounded to dtype=float16" in report

@@ -17,7 +17,7 @@ from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError
 from ..narrow import is_small_float
 from ..tensors import Tensor
-from .backends.numpy.backend import as_arrays, out_array, run_entry, within_rounding
+from .backends.numpy.backend import arrays_within, out_array, run_entry
 from .backends.numpy.cache import Entry, array_facts, facts_of, make_entry, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.limited import explain_within, limited_plan, run_limited, shape_facts
@@ -167,14 +167,14 @@ class Expression:
         backend = backend_for(operands)
         if backend.__name__ != DEFAULT:
             return backend.einsum(call)
-        arrays, tensor_in = as_arrays(operands, self.dtype)
+        arrays, tensor_in, within = arrays_within(call)
         out_arr = None
         if out is not None:
             out_arr = out_array(out)
             tensor_in = tensor_in or isinstance(out, Tensor)
         out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
         entry = self._entry(facts_of(arrays), out_facts, _DEFAULT_OPTIONS.options)
-        return run_entry(entry, arrays, within_rounding(call, arrays), out_arr, tensor_in)
+        return run_entry(entry, arrays, within, out_arr, tensor_in)
 
     def plan(self) -> Plan:
         """The plan for C-contiguous operands (of ``dtype``, default float64)."""

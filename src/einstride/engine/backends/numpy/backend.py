@@ -25,11 +25,12 @@ from ....tensors import Tensor, wrap_like
 from ....transfer import check_out, out_type_error
 from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting, rounds_into
-from .cache import Entry, entry_for, facts_of
+from .cache import Entry, entry_for, facts_of, plan_from_shapes
 from .limited import check_result, explain_within, run_limited
 from .report import format_plan
 
 __all__ = [
+    "arrays_within",
     "as_arrays",
     "cast_like",
     "einsum",
@@ -43,14 +44,11 @@ __all__ = [
 Array = np.ndarray[Any, Any]
 
 
-def as_arrays(
-    raw: Sequence[Any], dtype: np.dtype[Any] | None = None, casting: str | None = None
-) -> tuple[list[Array], bool]:
-    """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``), and
-    whether any was a Tensor; with a ``dtype=`` of a small float, each operand rounded to
-    it first (:func:`rounded_to`)."""
+def as_arrays(raw: Sequence[Any]) -> tuple[list[Array], bool]:
+    """Every operand as an ndarray (Tensors viewed, others through ``np.asarray``; NumPy 1's
+    value-based promotion of 0-d operands applied), and whether any was a Tensor."""
     arrays, tensor_in = _converted(raw)
-    return rounded_to(promoted_scalars(arrays), dtype, casting), tensor_in
+    return promoted_scalars(arrays), tensor_in
 
 
 def rounded_to(
@@ -83,27 +81,45 @@ def _round(a: Any, dtype: np.dtype[Any]) -> Any:
     return np.broadcast_to(distinct.astype(dtype), a.shape)
 
 
+def arrays_within(call: EinsumCall) -> tuple[list[Array], bool, EinsumCall]:
+    """The operands as ndarrays (:func:`as_arrays`: rounded to a small-float ``dtype=``
+    where that rounds), whether any was a Tensor, and ``call`` within the memory left
+    beside the rounded copies (:func:`within_rounding`), checked before they are made (a
+    review: 2 MB copied, then refused under a limit of 1,000 bytes)."""
+    arrays, tensor_in = as_arrays(call.operands)
+    if call.casting is not None and call.dtype is not None and is_small_float(call.dtype):
+        check_casting([np.dtype(a.dtype) for a in arrays], call.dtype, call.casting)
+    within = within_rounding(call, arrays)
+    return rounded_to(arrays, call.dtype), tensor_in, within
+
+
 def within_rounding(call: EinsumCall, arrays: Sequence[Array]) -> EinsumCall:
-    """``call`` with its memory limit lowered by the bytes of the operands rounded to a
-    small-float ``dtype=`` for it (:func:`rounded_to`: new arrays, alive through the call),
-    so that the plan's peak and they stay within it; an :class:`EinsumError` when they
-    alone pass it."""
-    if call.dtype is None or not is_small_float(call.dtype):
-        return call
-    made = sum(
-        _distinct_bytes(a)
-        for a, raw in zip(arrays, call.operands)
-        if a.dtype == call.dtype and getattr(raw, "dtype", None) != call.dtype
-    )
+    """``call`` with its memory limit lowered by the bytes :func:`rounded_to` makes of
+    ``arrays`` (the operands before they are rounded) for a small-float ``dtype=`` (new
+    arrays, alive through the call), so that the plan's peak and they stay within it; an
+    :class:`EinsumError` when they alone pass it."""
+    made = _rounding_bytes(call, arrays)
     if not made:
         return call
     limit = _limit_of(call)
     if made > limit:
-        raise EinsumError(
-            f"einsum {call.key!r}: the operands rounded to dtype={call.dtype} take "
-            f"{made:,} bytes, more than the memory limit of {limit:,} bytes"
-        )
+        raise _rounding_error(call, made, limit)
     return replace(call, memory_limit=limit - made)
+
+
+def _rounding_bytes(call: EinsumCall, arrays: Sequence[Array]) -> int:
+    if call.dtype is None or not is_small_float(call.dtype):
+        return 0
+    return call.dtype.itemsize * sum(
+        _distinct_elements(a) for a in arrays if rounds_into(np.dtype(a.dtype), call.dtype)
+    )
+
+
+def _rounding_error(call: EinsumCall, made: int, limit: int) -> EinsumError:
+    return EinsumError(
+        f"einsum {call.key!r}: the operands rounded to dtype={call.dtype} take "
+        f"{made:,} bytes, more than the memory limit of {limit:,} bytes"
+    )
 
 
 def _limit_of(call: EinsumCall) -> int:
@@ -111,8 +127,13 @@ def _limit_of(call: EinsumCall) -> int:
     return _memory.LIMIT if call.memory_limit is None else call.memory_limit
 
 
-def _distinct_bytes(a: Array) -> int:
-    return int(math.prod(n for n, step in zip(a.shape, a.strides) if step != 0)) * a.itemsize
+def _rounded_dtype(a: Array, dtype: np.dtype[Any] | None) -> np.dtype[Any]:
+    return dtype if dtype is not None and rounds_into(np.dtype(a.dtype), dtype) else a.dtype
+
+
+def _distinct_elements(a: Array) -> int:
+    """The elements :func:`_round` makes of ``a`` (its broadcast axes stay broadcast)."""
+    return int(math.prod(n for n, step in zip(a.shape, a.strides) if step != 0))
 
 
 def _converted(raw: Sequence[Any]) -> tuple[list[Array], bool]:
@@ -251,38 +272,35 @@ def _in_order(value: Any, order: str, arrays: Sequence[Array]) -> Any:
     return value if value.flags.f_contiguous else np.asfortranarray(value)
 
 
-def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool]:
-    arrays, tensor_in = as_arrays(call.operands, call.dtype, call.casting)
+def _entry(call: EinsumCall) -> tuple[Entry, list[Array], Array | None, bool, EinsumCall]:
+    arrays, tensor_in, within = arrays_within(call)
     out_arr = None
     if call.out is not None:
         out_arr = out_array(call.out)
         tensor_in = tensor_in or isinstance(call.out, Tensor)
-    return (
-        entry_for(call.key, arrays, out_arr, call.dtype, call.optimize),
-        arrays,
-        out_arr,
-        tensor_in,
-    )
+    entry = entry_for(call.key, arrays, out_arr, call.dtype, call.optimize)
+    return entry, arrays, out_arr, tensor_in, within
 
 
 def einsum(call: EinsumCall) -> Any:
     """Run ``call`` on NumPy."""
-    entry, arrays, out_arr, tensor_in = _entry(call)
-    return run_entry(entry, arrays, within_rounding(call, arrays), out_arr, tensor_in)
+    entry, arrays, out_arr, tensor_in, within = _entry(call)
+    return run_entry(entry, arrays, within, out_arr, tensor_in)
 
 
 def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts, within its memory
-    limit."""
-    entry, arrays, out_arr, _ = _entry(call)
-    try:
-        call = within_rounding(call, arrays)  # what einsum's plan runs within (a review)
-    except EinsumError as exc:
-        limit = _limit_of(call)
-        return (
-            f"{format_plan(entry.plan)}\n  memory limit: {limit:,} B; einsum would raise "
-            f"EinsumError: {exc}"
-        )
+    limit (operands rounded to a small-float ``dtype=`` are rounded first, as einsum
+    rounds them, where they fit the limit)."""
+    unrounded = as_arrays(call.operands)[0]
+    made, limit = _rounding_bytes(call, unrounded), _limit_of(call)
+    if made > limit:  # einsum refuses before rounding: the plan of its rounded operands' shapes
+        shaped = [(a.shape, _rounded_dtype(a, call.dtype)) for a in unrounded]
+        plan = plan_from_shapes(call.key, shaped, call.dtype, call.optimize)
+        error = _rounding_error(call, made, limit)
+        refused = f"memory limit: {limit:,} B; einsum would raise EinsumError: {error}"
+        return f"{format_plan(plan)}\n  {refused}"
+    entry, arrays, out_arr, _, call = _entry(call)  # within the rounding (a review)
     limit = _limit_of(call)
     out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
     return explain_within(
