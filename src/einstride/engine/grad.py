@@ -42,7 +42,7 @@ from .call import check_known_shape, make_call
 from .registry import DEFAULT, backend_for
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
-from .spec.dtypes import check_numeric
+from .spec.dtypes import check_numeric, result_dtype
 from .spec.equation import parse_sublists, quoted
 from .spec.paths import derived_optimize
 
@@ -62,7 +62,8 @@ def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
         # with 1); the error says which label is wrong, the output's too
         output = subscripts[n_operands] if len(subscripts) > n_operands else None
         parse_sublists(subscripts[:n_operands], output)  # (so every label is hashable)
-        return tuple(tuple(sublist) for sublist in subscripts)
+        terms = tuple(tuple(sublist) for sublist in subscripts[:n_operands])
+        return terms if output is None else (*terms, tuple(output))  # (None: implicit mode)
     raise TypeError(
         "einsum_vjp: subscripts must be an equation string or a sequence of sublists, one per "
         "operand and optionally one for the output"
@@ -107,15 +108,20 @@ def einsum_vjp(
                 terms.append(term)
                 operands_k.append(other)
         labels, sizes = fills[k]
-        for label, size in zip(labels, sizes):
-            terms.append((label,))
-            operands_k.append(_ones(size, cot if native else None))
+        if native and labels:  # one operand: no path search over them (a review: 10 s)
+            terms.append(labels)
+            operands_k.append(np.broadcast_to(np.ones(1, cot.dtype), sizes))
+        elif labels:
+            for label, size in zip(labels, sizes):
+                terms.append((label,))
+                operands_k.append(np.ones(size, bool))
         args = _einsum_arguments(terms, inputs[k], operands_k)
+        keywords = _in_the_forward_dtype([*arrays, cot], operands_k)
         if native:  # through einsum: its lanes and hot paths
-            grad = as_array(einsum(*args, optimize=optimize))
+            grad = as_array(einsum(*args, optimize=optimize, **keywords))
             grads.append(wrap_like(backend.cast_like(grad, x), tensor_out))
         else:  # the backend of the whole product, as the cotangent alone may be NumPy's
-            grad = backend.einsum(make_call(*args, optimize=optimize))
+            grad = backend.einsum(make_call(*args, optimize=optimize, **keywords))
             # the operand as given: a list is converted by the backend, not NumPy (a review)
             grads.append(backend.cast_like(grad, operands[k]))
     return tuple(grads)
@@ -148,14 +154,17 @@ def _shape(x: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in x.shape)
 
 
-def _ones(size: int, cot: Array | None) -> Array:
-    """The vector of ones that broadcasts a summed-away label back: on NumPy a zero-stride
-    one in the cotangent's dtype; for another backend to convert, a plain one of bools,
-    which promote to any dtype under NumPy's and torch's rules (torch warns on a read-only
-    array)."""
-    if cot is None:
-        return np.ones(size, bool)
-    return np.broadcast_to(np.ones(1, cot.dtype), (size,))
+def _in_the_forward_dtype(every: Sequence[Any], used: Sequence[Any]) -> dict[str, Any]:
+    """``dtype=`` for a backward einsum whose own operands (``used``) promote to less than
+    the forward's operands and the cotangent together (``every``): an int8 cotangent times
+    an int8 operand wrapped where the forward ran in float64, bool cotangents summed as
+    ORs (a review); none where they agree, or for dtypes that are not NumPy's (torch's)."""
+    dtypes = [x.dtype for x in every if isinstance(getattr(x, "dtype", None), np.dtype)]
+    own = [x.dtype for x in used if isinstance(getattr(x, "dtype", None), np.dtype)]
+    if len(dtypes) != len(every) or len(own) != len(used):
+        return {}
+    wanted = result_dtype(dtypes)
+    return {} if result_dtype(own) == wanted else {"dtype": wanted}
 
 
 def _einsum_arguments(
