@@ -111,3 +111,8 @@ def test_explain_takes_the_interleaved_form_with_shapes() -> None:
 def test_an_array_where_a_shape_belongs_names_it(build: Callable[[], Any]) -> None:
     with pytest.raises(EinsumTypeError, match="shape"):
         build()
+
+
+def test_a_one_dimensional_int_array_is_a_shape_as_opt_einsum_takes_it() -> None:
+    expr = es.contract_expression("ij,jk->ik", np.array([2, 3]), np.array([3, 4]))
+    np.testing.assert_array_equal(expr(A, B), A @ B)

@@ -446,3 +446,33 @@ def test_an_output_sublist_of_none_is_implicit_mode() -> None:
     want = es.einsum_vjp([[0, 1], [1, 2]], (a, b), np.ones((2, 4)))
     for got, expected in zip(grads, want):
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("eq", "dtypes", "cot_dtype", "value"),
+    [
+        ("ij,jk->ik", ("float64", "int8"), "int8", 100),  # wrapped in int8 (64)
+        ("ij,jk->ik", ("float32", "bool"), "bool", 1),  # summed as OR (1.0)
+        ("i,i->", ("float16", "float32"), "float32", 70000),  # a 0-d float32 cotangent: inf
+    ],
+)
+def test_torch_gradients_compute_in_the_forward_dtype(eq, dtypes, cot_dtype, value) -> None:
+    """A review: the dtype rule held for NumPy and Dask operands, not torch's."""
+    torch = pytest.importorskip("torch")
+    shapes = [(2, 3), (3, 4)] if eq.startswith("ij") else [(3,), (3,)]
+    ops = [torch.ones(s, dtype=getattr(torch, d)) for s, d in zip(shapes, dtypes)]
+    cot = torch.full(tuple(np.shape(np.einsum(eq, *[np.ones(s) for s in shapes]))), value,
+                     dtype=getattr(torch, cot_dtype))  # fmt: skip
+    wide = [x.double() for x in ops]
+    want = torch.autograd.grad(
+        torch.einsum(eq, *[x.requires_grad_() for x in wide]), wide, cot.double()
+    )
+    for got, expected, x in zip(es.einsum_vjp(eq, ops, cot), want, ops):
+        assert got.dtype == x.dtype
+        np.testing.assert_allclose(got.double().numpy(), expected.to(x.dtype).double().numpy())
+
+
+def test_bytes_subscripts_are_taken_as_einsum_takes_them() -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    (grad,) = es.einsum_vjp(b"ij->", (a,), np.array(2.0))
+    np.testing.assert_array_equal(grad, np.full((2, 3), 2.0))

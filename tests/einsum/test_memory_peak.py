@@ -452,3 +452,22 @@ def test_a_call_refused_for_its_rounded_operands_rounds_nothing(equation, shapes
     assert peak < limit + 64 * 1024
     assert explained < limit + 256 * 1024  # the report's plan, no rounded copy
     assert "einsum would raise EinsumError" in report and "rounded to dtype=float16" in report
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "out", "error"),
+    [
+        ("ij,jk->ikz", [(100, 100), (100, 100)], None, "appears in no input"),
+        ("ij,jk->ik", [(100, 100), (50, 100)], None, "has size 50"),
+        ("ij,jk->ik", [(100, 100)], None, "2 input term"),
+        ("ij,jk->ik", [(100, 100), (100, 100)], np.zeros((3, 3), np.float16), "out= has shape"),
+    ],
+)
+def test_a_malformed_call_raises_its_own_error_before_the_rounding_limit(
+    equation, shapes, out, error
+):
+    """A review: once the rounded copies were checked first, a malformed call with a tight
+    limit reported the memory error, and explain the real one."""
+    ops = [np.full(shape, 0.1) for shape in shapes]
+    with pytest.raises(es.EinsumError, match=error):
+        es.einsum(equation, *ops, dtype="float16", memory_limit=1000, out=out)

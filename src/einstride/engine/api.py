@@ -196,8 +196,9 @@ def explain(
     Give shapes (tuples of ints: C-contiguous operands of ``dtype``, default float64) or the
     operands themselves (their own layouts decide views and copies; Dask operands get the
     Dask report).  Nothing is computed (but operands rounded to a small-float ``dtype=``,
-    which are cast first, as einsum casts them, where they fit the memory limit).  Over ``memory_limit`` (as for ``einsum``) the
-    report shows what einsum would run instead: the sliced plan, or the error it would raise.
+    which are cast first, as einsum casts them, where they fit the memory limit).  Over
+    ``memory_limit`` (as for ``einsum``) the report shows what einsum would run instead:
+    the sliced plan, or the error it would raise.
 
     >>> print(explain("ij,jk->ik", (2, 3), (3, 4)).splitlines()[0])
     einsum 'ij,jk->ik'  (labels: ij,jk->ik)

@@ -222,7 +222,7 @@ def checked_shape(shape: Any, what: str) -> tuple[int, ...]:
         return shape
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
         raise EinsumTypeError(f"einsum: {what} must be a sequence of ints, not {shape!r}")
-    if isinstance(getattr(shape, "shape", None), tuple):  # (iterating it gives its rows)
+    if getattr(shape, "ndim", 1) != 1:  # an array of rank 0 or 2+ (iterating it gives rows)
         raise EinsumTypeError(
             f"einsum: {what} must be a shape (a tuple of ints), not an array "
             f"({type(shape).__name__} of shape {shape.shape}); pass its .shape"

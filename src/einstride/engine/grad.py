@@ -28,6 +28,8 @@ array([[2., 0., 0.],
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +40,7 @@ from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
 from .backends.numpy.execute import numpy_equation
-from .call import check_known_shape, make_call
+from .call import check_known_shape, decoded, make_call
 from .registry import DEFAULT, backend_for
 from .spec.backward import EquationKey
 from .spec.backward import backward_equations as _backward_equations
@@ -54,6 +56,7 @@ Array = np.ndarray[Any, Any]
 def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
     """The string form as is; the sublist form (one sublist per operand, then optionally the
     output sublist) as a hashable tuple of tuples."""
+    subscripts = decoded(subscripts)  # (ASCII bytes, as einsum takes them)
     if isinstance(subscripts, str):
         return subscripts
     if isinstance(subscripts, (list, tuple)) and len(subscripts) in (n_operands, n_operands + 1):
@@ -107,6 +110,7 @@ def einsum_vjp(
             if j != k:
                 terms.append(term)
                 operands_k.append(other)
+        keywords = _in_the_forward_dtype([*arrays, cot], operands_k)  # (fills promote to any)
         labels, sizes = fills[k]
         if native and labels:  # one operand: no path search over them (a review: 10 s)
             terms.append(labels)
@@ -116,7 +120,6 @@ def einsum_vjp(
                 terms.append((label,))
                 operands_k.append(np.ones(size, bool))
         args = _einsum_arguments(terms, inputs[k], operands_k)
-        keywords = _in_the_forward_dtype([*arrays, cot], operands_k)
         if native:  # through einsum: its lanes and hot paths
             grad = as_array(einsum(*args, optimize=optimize, **keywords))
             grads.append(wrap_like(backend.cast_like(grad, x), tensor_out))
@@ -158,13 +161,29 @@ def _in_the_forward_dtype(every: Sequence[Any], used: Sequence[Any]) -> dict[str
     """``dtype=`` for a backward einsum whose own operands (``used``) promote to less than
     the forward's operands and the cotangent together (``every``): an int8 cotangent times
     an int8 operand wrapped where the forward ran in float64, bool cotangents summed as
-    ORs (a review); none where they agree, or for dtypes that are not NumPy's (torch's)."""
-    dtypes = [x.dtype for x in every if isinstance(getattr(x, "dtype", None), np.dtype)]
-    own = [x.dtype for x in used if isinstance(getattr(x, "dtype", None), np.dtype)]
-    if len(dtypes) != len(every) or len(own) != len(used):
+    ORs (a review); none where they agree.  Each backend's own promotion: NumPy's for NumPy's
+    and Dask's dtypes, torch's for torch's (a review: torch's gradients wrapped too)."""
+    wanted = _promoted([getattr(x, "dtype", None) for x in every])
+    own = [getattr(x, "dtype", None) for x in used]
+    if wanted is None:
         return {}
-    wanted = result_dtype(dtypes)
-    return {} if result_dtype(own) == wanted else {"dtype": wanted}
+    numpy_own = [d for d in own if isinstance(d, np.dtype)]
+    if len(numpy_own) == len(own):
+        return {} if result_dtype(numpy_own) == wanted else {"dtype": wanted}
+    # torch promotes a 0-d tensor by its category only (float16 times a 0-d float32 is
+    # float16): only operands all of the wanted dtype are sure to compute in it
+    return {} if all(d == wanted for d in own) else {"dtype": wanted}
+
+
+def _promoted(dtypes: Sequence[Any]) -> Any:
+    """The common dtype of ``dtypes`` under their arrays' own rules (NumPy's; torch's
+    ``promote_types``), None for a mix or another kind."""
+    if all(isinstance(d, np.dtype) for d in dtypes):
+        return result_dtype(dtypes)
+    torch = sys.modules.get("torch")  # (loaded: its tensors are here)
+    if torch is not None and all(isinstance(d, torch.dtype) for d in dtypes):
+        return functools.reduce(torch.promote_types, dtypes)
+    return None
 
 
 def _einsum_arguments(

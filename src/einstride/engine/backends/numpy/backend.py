@@ -85,12 +85,26 @@ def arrays_within(call: EinsumCall) -> tuple[list[Array], bool, EinsumCall]:
     """The operands as ndarrays (:func:`as_arrays`: rounded to a small-float ``dtype=``
     where that rounds), whether any was a Tensor, and ``call`` within the memory left
     beside the rounded copies (:func:`within_rounding`), checked before they are made (a
-    review: 2 MB copied, then refused under a limit of 1,000 bytes)."""
+    review: 2 MB copied, then refused under a limit of 1,000 bytes); a call that is
+    malformed besides (its equation, sizes or ``out=``) raises that error first, as when
+    the check came after the plan (a review)."""
     arrays, tensor_in = as_arrays(call.operands)
     if call.casting is not None and call.dtype is not None and is_small_float(call.dtype):
         check_casting([np.dtype(a.dtype) for a in arrays], call.dtype, call.casting)
-    within = within_rounding(call, arrays)
+    try:
+        within = within_rounding(call, arrays)
+    except EinsumError:
+        stand_ins = [_stand_in(a.shape, _rounded_dtype(a, call.dtype)) for a in arrays]
+        out_arr = None if call.out is None else out_array(call.out)
+        entry_for(call.key, stand_ins, out_arr, call.dtype, call.optimize)  # (its errors)
+        raise
     return rounded_to(arrays, call.dtype), tensor_in, within
+
+
+def _stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    """A one-element array seen with ``shape`` (zero strides): a plan's facts, no memory."""
+    zeros = (0,) * len(shape)
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, zeros, writeable=False)
 
 
 def within_rounding(call: EinsumCall, arrays: Sequence[Array]) -> EinsumCall:
