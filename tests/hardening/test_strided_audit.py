@@ -30,6 +30,7 @@ AUDITED = {
     "einstride.tensors:as_tensor": "non-negative strides: the span from the first element",
     "einstride.layout:_probe": "read-only address arithmetic for np.shares_memory, never read",
     "einstride.engine.api:_c_order_stand_in": "a read-only probe for the lanes' dry runs, never read",
+    "einstride.engine.backends.numpy.backend:_stand_in": "zero strides, read-only, planned, never read",
     "einstride.transfer:_flat": "only dense arrays, whose size items are contiguous",
     "einstride.narrow:as_strided": "the audited sites' own views, built through raw bytes",
     "einstride.engine.backends.numpy.execute:destination.write_view": "the diagonal of the output array",
