@@ -87,6 +87,7 @@ def test_tensor_views_past_numpys_limits_are_layout_errors():
         ("i,j->", (2**61,), (2,)),  # 2**64 bytes: no NumPy array
         ("ij,jk->ik", (2**40, 2**40), (2**40, 2**40)),
         ("ij,jk->ik", (0, 2**62), (2**62, 2**62)),
+        ("ijk,kl->il", (0, 10**10, 10**10), (10**10, 3)),  # no elements, but past NumPy's check
         ("".join(LABELS[:70]) + "->", (2,) * 70),  # rank 70
     ],
 )

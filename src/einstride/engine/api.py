@@ -251,8 +251,11 @@ def _array_can_be(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
 
     >>> _array_can_be((2**61,), np.dtype("f8")), _array_can_be((2,) * 65, np.dtype("f8"))
     (False, False)
+    >>> _array_can_be((0, 10**10, 10**10), np.dtype("f8"))   # NumPy sizes past a zero too
+    False
     """
-    return len(shape) <= MAX_NDARRAY_RANK and math.prod(shape) * dtype.itemsize < 2**63
+    nonzero = math.prod(n for n in shape if n)  # (NumPy's own check leaves zeros out)
+    return len(shape) <= MAX_NDARRAY_RANK and nonzero * dtype.itemsize < 2**63
 
 
 def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
