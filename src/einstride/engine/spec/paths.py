@@ -353,7 +353,42 @@ def _external(
     optimize: Any,
     memory_limit: int | None,
 ) -> tuple[tuple[int, ...], ...]:
-    """The path of an opt_einsum finder (by name or object) or a cotengra optimizer."""
+    """The path of an opt_einsum finder (by name or object) or a cotengra optimizer; an
+    opt_einsum finder that always finds the same path (:data:`_SAME_EVERY_TIME`) searches a
+    problem once (``einsum_path`` plans a call and reports it, each plan searching: a review
+    found ``"dp"`` run four times on a 30-operand network, 4x opt_einsum's time)."""
+    if isinstance(optimize, str) and optimize in _SAME_EVERY_TIME:
+        key = (tuple(map(tuple, inputs)), tuple(output), tuple(sizes), optimize, memory_limit)
+        return _searched_once(*key)
+    return _searched(inputs, output, sizes, optimize, memory_limit)
+
+
+# opt_einsum's deterministic finders (the random ones, "auto-hq" past its DP range and any
+# registered name may find another path on each search)
+_SAME_EVERY_TIME = frozenset(
+    {"greedy", "eager", "opportunistic", "optimal", "dp", "dynamic-programming", "branch-1",
+     "branch-2", "branch-all"}
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=256)
+def _searched_once(
+    inputs: tuple[tuple[int, ...], ...],
+    output: tuple[int, ...],
+    sizes: tuple[int, ...],
+    optimize: str,
+    memory_limit: int | None,
+) -> tuple[tuple[int, ...], ...]:
+    return _searched(inputs, output, sizes, optimize, memory_limit)
+
+
+def _searched(
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    optimize: Any,
+    memory_limit: int | None,
+) -> tuple[tuple[int, ...], ...]:
     finder = _finder(optimize)
     symbol = opt_einsum.get_symbol
     oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
