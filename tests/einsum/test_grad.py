@@ -476,3 +476,14 @@ def test_bytes_subscripts_are_taken_as_einsum_takes_them() -> None:
     a = np.arange(6.0).reshape(2, 3)
     (grad,) = es.einsum_vjp(b"ij->", (a,), np.array(2.0))
     np.testing.assert_array_equal(grad, np.full((2, 3), 2.0))
+
+
+def test_a_torch_dtype_the_backend_refuses_is_its_type_error() -> None:
+    """A review: torch's promotion of float8 raised its RuntimeError before the backward
+    einsum could refuse the dtype as einsum does."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("no float8 in this torch")
+    a = torch.ones(2, 2, dtype=torch.float8_e4m3fn)
+    with pytest.raises(TypeError, match="does not support"):
+        es.einsum_vjp("ij,jk->ik", (a, a), torch.ones(2, 2))

@@ -127,3 +127,25 @@ def test_errors():
     with pytest.raises(np.linalg.LinAlgError):
         es.svd(np.full((3, 3), np.nan))
     assert issubclass(np.linalg.LinAlgError, ValueError)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.qr(np.ones((3, 2), np.longdouble)),
+        lambda: es.svd(np.ones((3, 2), np.clongdouble)),
+        lambda: es.svd(np.ones((3, 2), object)),
+        lambda: es.trace(np.full((2, 2), "a")),
+        lambda: es.trace(np.zeros((2, 2), "M8[s]")),
+    ],
+)
+def test_a_dtype_the_op_does_not_take_is_a_value_error(call) -> None:
+    """docs/ops.md: a dtype an operation does not take is a ValueError (a review: NumPy's
+    TypeError escaped qr, svd and trace)."""
+    with pytest.raises(ValueError, match=r"dtype|LAPACK"):
+        call()
+
+
+def test_integer_and_object_matrices_keep_working() -> None:
+    np.testing.assert_allclose(es.svd(np.eye(3, dtype=np.int64), compute_uv=False).s, np.ones(3))
+    assert es.trace(np.array([[1, 2], [3, 4]], object)) == 5

@@ -182,7 +182,10 @@ def _promoted(dtypes: Sequence[Any]) -> Any:
         return result_dtype(dtypes)
     torch = sys.modules.get("torch")  # (loaded: its tensors are here)
     if torch is not None and all(isinstance(d, torch.dtype) for d in dtypes):
-        return functools.reduce(torch.promote_types, dtypes)
+        try:
+            return functools.reduce(torch.promote_types, dtypes)
+        except RuntimeError:  # float8: the backward einsum refuses it, as einsum does
+            return None
     return None
 
 

@@ -57,7 +57,16 @@ def _matrices(t: Any, op: str, full_matrices: bool) -> Array:
         for side in (m, n):
             check_array((*batch, side, side), np.complex128, f"{op} (full_matrices)")
     narrow = arr.dtype == _FLOAT16 or is_bfloat16(arr.dtype)
+    if not (narrow or arr.dtype.kind in "biu" or arr.dtype in _LAPACK_TYPES):
+        # (a ValueError, as docs/ops.md promises: NumPy's own is a TypeError, a review)
+        raise ValueError(
+            f"{op}: LAPACK takes float16 to float64, complex64, complex128, integers and "
+            f"bools, not {arr.dtype}"
+        )
     return arr.astype(np.float32) if narrow else arr
+
+
+_LAPACK_TYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
 def qr(t: Any, full_matrices: bool = False) -> QRResult:

@@ -140,7 +140,10 @@ def trace(t: Any) -> Any:
     require_rank(as_array(t), 2, "trace")
     diagonal = as_array(diag_part(t))
     # NumPy's sum dtype (bool -> int64, ...); over an axis, so that object stays an array
-    total = np.zeros((0, 0), diagonal.dtype).sum(axis=-1).dtype
+    try:
+        total = np.zeros((0, 0), diagonal.dtype).sum(axis=-1).dtype
+    except TypeError:  # str, datetime: a ValueError, as docs/ops.md promises (a review)
+        raise ValueError(f"trace: elements of dtype {diagonal.dtype} cannot be summed") from None
     check_array(diagonal.shape[:-1], total, "trace")  # a broadcast batch may be huge
     if not is_small_float(diagonal.dtype):
         # (the dtype: a single matrix's sum of objects is a bare Python number)
