@@ -183,8 +183,11 @@ def _plan(
     form = finder_form(optimize)
     plan = _Planner(spec, dts, rt, out, opts, recorder, form).run(layouts, optimize)
     check_ranks(plan)
-    if recorder.decide("fuse", lambda: _worth_fusing(plan, opts)):
-        plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(layouts, plan.path)
+    if recorder.decide("fuse", lambda: _worth_fusing(plan, opts, layouts)):
+        why = BROADCAST_COPY if _copies_a_broadcast(plan, layouts) else None
+        plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(
+            layouts, plan.path, reason=why
+        )
     else:
         trap = _unoptimized_trap(plan, optimize, opts)
         if trap is not None:
@@ -245,19 +248,42 @@ def check_ranks(plan: Plan) -> None:
             )
 
 
-def _worth_fusing(plan: Plan, options: PlannerOptions) -> bool:
+def _worth_fusing(
+    plan: Plan, options: PlannerOptions, layouts: tuple[tuple[int, ...], ...] = ()
+) -> bool:
     """Several steps for a problem so small that one sum-of-products loop is cheaper (a rough
-    cost model, in the options' estimated nanoseconds)."""
+    cost model, in the options' estimated nanoseconds); or, at any size, a plan that copies
+    a broadcast operand (zero strides: the copy holds its logical size where the operand
+    stores a fraction of it, 512 MB for the 8 bytes of ``broadcast_to(1.5, (8192, 8192))``
+    times a vector, a review) where the loop, which reads the views as they are, is
+    estimated cheaper too."""
     spec = plan.spec
     if len(plan.steps) < 2 or len(spec.sizes) > 52 or len(spec.inputs) > 32:
         return False
     if any(d.kind not in "biufc" for d in (*plan.dtypes, plan.compute_dtype)):
         return False
     combos = math.prod(spec.sizes)
-    if combos > options.fuse_max_combos:
+    if combos > options.fuse_max_combos and not _copies_a_broadcast(plan, layouts):
         return False
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
     return fused < _planned_ns(plan, options)
+
+
+BROADCAST_COPY = (
+    "the steps would copy a broadcast operand to its full size, and this loop, reading the "
+    "operands as they are, is estimated cheaper"
+)
+
+
+def _copies_a_broadcast(plan: Plan, layouts: tuple[tuple[int, ...], ...]) -> bool:
+    """Whether a step copies an operand that has a broadcast (zero-stride) axis."""
+    shapes = plan.spec.shapes()
+    broadcast = {
+        k
+        for k, (shape, strides) in enumerate(zip(shapes, layouts))
+        if any(n > 1 and s == 0 for n, s in zip(shape, strides))
+    }
+    return any(isinstance(step, CopyStep) and step.src in broadcast for step in plan.steps)
 
 
 def _planned_ns(plan: Plan, options: PlannerOptions) -> float:
