@@ -116,3 +116,13 @@ def test_an_array_where_a_shape_belongs_names_it(build: Callable[[], Any]) -> No
 def test_a_one_dimensional_int_array_is_a_shape_as_opt_einsum_takes_it() -> None:
     expr = es.contract_expression("ij,jk->ik", np.array([2, 3]), np.array([3, 4]))
     np.testing.assert_array_equal(expr(A, B), A @ B)
+
+
+def test_einsum_paths_report_is_explains_in_the_sublist_form_too() -> None:
+    """A review: with sublists einsum_path returned the bare plan report, without a
+    network's first call or the memory limit's verdict that explain gives."""
+    report = es.einsum_path((10**5,), [0], [0, 0, 0])[1]
+    assert "would raise" in report and report == es.explain((10**5,), [0], [0, 0, 0])
+    ops = [np.full((2, 2), 0.5)] * 8
+    args = [x for k, op in enumerate(ops) for x in (op, [k, k + 1])] + [[0, 8]]
+    assert "network:" in es.einsum_path(*args)[1]

@@ -175,11 +175,13 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
     plan = plan_from_shapes(key, shaped, None, optimize)
     shapes, arrays = [isinstance(x, tuple) for x in raw], array_facts(raw) is not None
     searched_once = optimize_key(optimize) is not None  # an optimizer object may not be
-    if isinstance(subscripts, str) and (all(shapes) or arrays) and searched_once:
+    if (all(shapes) or arrays) and searched_once:
         # explain's report: what einsum runs, its lane or direct first call included (the
-        # plan's own report said neither: a review); not for other array-likes (a range of
-        # 10**12 items is a shape to einsum_path, and explain would build it), nor for an
-        # optimizer object, whose next search may find another path (a review)
+        # plan's own report said neither: a review), in either form (the sublist form's
+        # left out a network's first call and the memory limit's verdict: a review); not
+        # for other array-likes (a range of 10**12 items is a shape to einsum_path, and
+        # explain would build it), nor for an optimizer object, whose next search may find
+        # another path (a review)
         return ["einsum_path", *plan.path], explain(subscripts, *operands, optimize=optimize)
     return ["einsum_path", *plan.path], format_plan(plan)
 
