@@ -487,3 +487,17 @@ def test_a_torch_dtype_the_backend_refuses_is_its_type_error() -> None:
     a = torch.ones(2, 2, dtype=torch.float8_e4m3fn)
     with pytest.raises(TypeError, match="does not support"):
         es.einsum_vjp("ij,jk->ik", (a, a), torch.ones(2, 2))
+
+
+def test_a_refused_torch_dtype_is_named_as_the_user_gave_it() -> None:
+    """A review: the backward einsum's numbering leaked (operand 0 was "operand 1", the
+    cotangent "operand 0")."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("no float8 in this torch")
+    a, b, g = torch.ones(3, 4), torch.ones(4, 5), torch.ones(3, 5)
+    f8 = torch.float8_e4m3fn
+    with pytest.raises(TypeError, match=r"operand 0 has dtype torch\.float8"):
+        es.einsum_vjp("ij,jk->ik", (a.to(f8), b), g)
+    with pytest.raises(TypeError, match=r"the cotangent has dtype torch\.float8"):
+        es.einsum_vjp("ij,jk->ik", (a, b), g.to(f8))

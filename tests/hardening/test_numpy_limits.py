@@ -131,3 +131,24 @@ def test_errors_quote_a_long_equation_shortened():
         with pytest.raises(EinsumError) as info:
             call()
         assert len(str(info.value)) < 400 and "…" in str(info.value)
+
+
+def test_a_broadcast_network_past_a_floats_range_is_planned() -> None:
+    """A review: lifting the fuse cap for plans that copy a broadcast operand let the
+    product of every label's size (past 1.8e308) meet a float (a bare OverflowError)."""
+    import opt_einsum
+
+    symbol = opt_einsum.get_symbol
+    ops = [np.broadcast_to(1.0, (10**9, 10**9)), np.broadcast_to(1.0, (10**9,))]
+    terms, label = ["ab", "b"], 2
+    for _ in range(16):
+        terms.append(symbol(label) + symbol(label + 1) + symbol(label + 2))
+        label += 3
+        ops.append(np.broadcast_to(np.float32(1), (1_300_000,) * 3))
+    terms.append(symbol(label) + symbol(label + 1))
+    ops.append(np.broadcast_to(1.0, (10**9, 10**9)))
+    equation = ",".join(terms) + "->a"
+    assert es.einsum_path(equation, *ops)[0][0] == "einsum_path"
+    assert es.explain(equation, *ops).startswith("einsum ")
+    with pytest.raises(es.EinsumError):
+        es.einsum(equation, *ops, memory_limit=10**6)

@@ -29,6 +29,7 @@ array([[2., 0., 0.],
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -124,7 +125,10 @@ def einsum_vjp(
             grad = as_array(einsum(*args, optimize=optimize, **keywords))
             grads.append(wrap_like(backend.cast_like(grad, x), tensor_out))
         else:  # the backend of the whole product, as the cotangent alone may be NumPy's
-            grad = backend.einsum(make_call(*args, optimize=optimize, **keywords))
+            try:
+                grad = backend.einsum(make_call(*args, optimize=optimize, **keywords))
+            except TypeError as exc:  # a dtype the backend refuses, named as the user gave it
+                raise _renamed(exc, k, len(arrays)) from None
             # the operand as given: a list is converted by the backend, not NumPy (a review)
             grads.append(backend.cast_like(grad, operands[k]))
     return tuple(grads)
@@ -155,6 +159,29 @@ def _is_array(x: Any) -> bool:
 
 def _shape(x: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in x.shape)
+
+
+def _renamed(exc: TypeError, k: int, n: int) -> TypeError:
+    """``exc`` of operand ``k``'s backward einsum (the cotangent, then the other operands)
+    naming its operand as the user's call numbers it (a review: a torch float8 operand 0
+    was "operand 1", the cotangent "operand 0").
+
+    >>> str(_renamed(TypeError("einsum: operand 1 has dtype x"), 1, 3))
+    'einsum: operand 0 has dtype x'
+    >>> str(_renamed(TypeError("einsum: operand 0 has dtype x"), 1, 3))
+    'einsum: the cotangent has dtype x'
+    """
+    others = [j for j in range(n) if j != k]
+    found = re.search(r"operand (\d+)", str(exc))
+    if found is None or int(found.group(1)) > len(others):
+        return exc
+    i = int(found.group(1))
+    name = "the cotangent" if i == 0 else f"operand {others[i - 1]}"
+    message = str(exc)[: found.start()] + name + str(exc)[found.end() :]
+    try:
+        return type(exc)(message)
+    except TypeError:  # (an exception class that takes other arguments)
+        return exc
 
 
 def _in_the_forward_dtype(every: Sequence[Any], used: Sequence[Any]) -> dict[str, Any]:

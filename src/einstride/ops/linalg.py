@@ -56,14 +56,27 @@ def _matrices(t: Any, op: str, full_matrices: bool) -> Array:
         *batch, m, n = arr.shape
         for side in (m, n):
             check_array((*batch, side, side), np.complex128, f"{op} (full_matrices)")
-    narrow = arr.dtype == _FLOAT16 or is_bfloat16(arr.dtype)
-    if not (narrow or arr.dtype.kind in "biu" or arr.dtype in _LAPACK_TYPES):
+    if arr.dtype.kind == "O":
+        return _numbers(arr, op)  # (NumPy's qr takes an object array of numbers)
+    native = arr.dtype.newbyteorder("=")  # (a big-endian float64 is LAPACK's too)
+    narrow = native == _FLOAT16 or is_bfloat16(arr.dtype)
+    if not (narrow or arr.dtype.kind in "biu" or native in _LAPACK_TYPES):
         # (a ValueError, as docs/ops.md promises: NumPy's own is a TypeError, a review)
         raise ValueError(
             f"{op}: LAPACK takes float16 to float64, complex64, complex128, integers and "
             f"bools, not {arr.dtype}"
         )
     return arr.astype(np.float32) if narrow else arr
+
+
+def _numbers(arr: Array, op: str) -> Array:
+    """An object array of numbers as float64, or complex128 where one is complex."""
+    for kind in (np.float64, np.complex128):
+        try:
+            return arr.astype(kind)
+        except (TypeError, ValueError):
+            continue
+    raise ValueError(f"{op}: the object array holds values that are not numbers")
 
 
 _LAPACK_TYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
