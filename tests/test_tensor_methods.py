@@ -221,10 +221,10 @@ def test_a_small_float_dtype_rounds_the_input_first_as_numpy(small: type) -> Non
         (np.array([2049, -2048]), "sum"),
         (np.broadcast_to(np.array([1 + 2**-12, -1.0]), (3, 2)), "sum"),  # broadcast input
     ]
-    for values, name in pairs:
-        t = es.as_tensor(values)
-        want = getattr(np, name)(values.astype(small), dtype=np.float32).astype(small)
-        got = getattr(t, name)(dtype=small, axis=-1 if values.ndim > 1 else None)
+    for data, name in pairs:
+        t = es.as_tensor(data)
+        want = getattr(np, name)(data.astype(small), dtype=np.float32).astype(small)
+        got = getattr(t, name)(dtype=small, axis=-1 if data.ndim > 1 else None)
         np.testing.assert_array_equal(
             np.asarray(got.numpy(), np.float32),
             np.broadcast_to(np.asarray(want, np.float32), got.shape),

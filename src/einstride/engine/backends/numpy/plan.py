@@ -265,13 +265,13 @@ def _worth_fusing(
     combos = math.prod(spec.sizes)
     if combos > options.fuse_max_combos and not _copies_a_broadcast(plan, layouts):
         return False
-    if combos > _FUSE_NEVER:
-        return False  # (past a float's range; a loop of that many runs on no machine)
+    if combos > BROADCAST_FUSE_MAX:
+        return False  # (a loop of minutes and more: the plan, or its refusal, is kept)
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
     return fused < _planned_ns(plan, options)
 
 
-_FUSE_NEVER = 10**30  # index combinations no loop is worth considering for
+BROADCAST_FUSE_MAX = 1 << 34  # index combinations past which no loop is run instead (~10 s)
 
 
 BROADCAST_COPY = (
