@@ -499,3 +499,15 @@ def test_a_broadcast_operand_is_not_copied_to_its_full_size(equation, shapes, st
     np.testing.assert_allclose(got, want, rtol=1e-10)
     assert peak < 4 * want.nbytes + 64 * 1024  # not the 128 MiB dense copy
     assert "fused" in es.explain(equation, *ops)
+
+
+def test_no_loop_past_the_bound_even_from_a_shape_class():
+    """A review: the class of (131072, 131072) decided to fuse at exactly 2**34 index
+    combinations and replayed it for 196607 x 196607 (2.25x the bound); the bound now
+    holds for every shape of the class (sizes up to 1.5x its own)."""
+    n = 196607
+    matrix = np.lib.stride_tricks.as_strided(np.ones(n), (n, n), (0, 8))
+    vector = np.ones(n)
+    assert "ij,j->i (196607,)" not in es.explain("ij,j->i", matrix, vector)  # (slices may)
+    small = np.lib.stride_tricks.as_strided(np.ones(8192), (8192, 8192), (0, 8))
+    assert "fused" in es.explain("ij,j->i", small, np.ones(8192))

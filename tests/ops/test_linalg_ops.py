@@ -135,6 +135,7 @@ def test_errors():
         lambda: es.qr(np.ones((3, 2), np.longdouble)),
         lambda: es.svd(np.ones((3, 2), np.clongdouble)),
         lambda: es.svd(np.full((3, 2), "a", object)),
+        lambda: es.qr(np.array([[10**400, 1], [2, 3]], object)),  # past float64 (OverflowError)
         lambda: es.trace(np.full((2, 2), "a")),
         lambda: es.trace(np.zeros((2, 2), "M8[s]")),
     ],

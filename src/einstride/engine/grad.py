@@ -170,14 +170,20 @@ def _renamed(exc: TypeError, k: int, n: int) -> TypeError:
     'einsum: operand 0 has dtype x'
     >>> str(_renamed(TypeError("einsum: operand 0 has dtype x"), 1, 3))
     'einsum: the cotangent has dtype x'
+    >>> str(_renamed(TypeError("on cpu (operand 0), meta (operand 1), cpu (operand 2)"), 0, 3))
+    'on cpu (the cotangent), meta (operand 1), cpu (operand 2)'
     """
     others = [j for j in range(n) if j != k]
-    found = re.search(r"operand (\d+)", str(exc))
-    if found is None or int(found.group(1)) > len(others):
+
+    def user_name(found: re.Match[str]) -> str:
+        i = int(found.group(1))
+        if i > len(others):
+            return found.group(0)  # (a ones operand of the backward einsum: none of theirs)
+        return "the cotangent" if i == 0 else f"operand {others[i - 1]}"
+
+    message = re.sub(r"operand (\d+)", user_name, str(exc))  # (every mention: a review)
+    if message == str(exc):
         return exc
-    i = int(found.group(1))
-    name = "the cotangent" if i == 0 else f"operand {others[i - 1]}"
-    message = str(exc)[: found.start()] + name + str(exc)[found.end() :]
     try:
         return type(exc)(message)
     except TypeError:  # (an exception class that takes other arguments)

@@ -74,9 +74,9 @@ def _numbers(arr: Array, op: str) -> Array:
     for kind in (np.float64, np.complex128):
         try:
             return arr.astype(kind)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             continue
-    raise ValueError(f"{op}: the object array holds values that are not numbers")
+    raise ValueError(f"{op}: the object array holds values that are not numbers LAPACK takes")
 
 
 _LAPACK_TYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))

@@ -263,10 +263,14 @@ def _worth_fusing(
     if any(d.kind not in "biufc" for d in (*plan.dtypes, plan.compute_dtype)):
         return False
     combos = math.prod(spec.sizes)
-    if combos > options.fuse_max_combos and not _copies_a_broadcast(plan, layouts):
-        return False
-    if combos > BROADCAST_FUSE_MAX:
-        return False  # (a loop of minutes and more: the plan, or its refusal, is kept)
+    if combos > options.fuse_max_combos:
+        if not _copies_a_broadcast(plan, layouts):
+            return False
+        # past BROADCAST_FUSE_MAX a loop of minutes and more: the plan (or its refusal) is
+        # kept, for every shape of the class too, whose sizes reach 1.5x its own (a review)
+        labels = len(spec.sizes)
+        if combos * 3**labels > BROADCAST_FUSE_MAX * 2**labels:
+            return False
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
     return fused < _planned_ns(plan, options)
 
