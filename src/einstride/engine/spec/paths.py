@@ -371,17 +371,6 @@ _SAME_EVERY_TIME = frozenset(
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=256)
-def _searched_once(
-    inputs: tuple[tuple[int, ...], ...],
-    output: tuple[int, ...],
-    sizes: tuple[int, ...],
-    optimize: str,
-    memory_limit: int | None,
-) -> tuple[tuple[int, ...], ...]:
-    return _searched(inputs, output, sizes, optimize, memory_limit)
-
-
 def _searched(
     inputs: Sequence[Sequence[int]],
     output: Sequence[int],
@@ -406,6 +395,9 @@ def _searched(
     else:
         path = finder(oe_inputs, oe_output, size_dict, memory_limit)
     return _checked_path(list(path), len(inputs))
+
+
+_searched_once = functools.lru_cache(maxsize=256)(_searched)  # (hashable arguments)
 
 
 def _finder_name(optimize: Any) -> str:
