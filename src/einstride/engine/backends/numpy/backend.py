@@ -147,6 +147,8 @@ def _rounded_dtype(a: Array, dtype: np.dtype[Any] | None) -> np.dtype[Any]:
 
 def _distinct_elements(a: Array) -> int:
     """The elements :func:`_round` makes of ``a`` (its broadcast axes stay broadcast)."""
+    if a.size == 0:
+        return 0
     return int(math.prod(n for n, step in zip(a.shape, a.strides) if step != 0))
 
 
