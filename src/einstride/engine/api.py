@@ -38,11 +38,10 @@ from .backends.numpy.report import format_plan
 from .call import (
     checked_memory_limit,
     checked_shape,
-    decoded,
     dtype_of,
+    equation_and_operands,
     make_call,
     shape_and_dtype,
-    split_sublists,
 )
 from .registry import DEFAULT, HOT_PATHS, LANE_REPORTS, backend_for
 from .spec.dtypes import check_numeric
@@ -159,12 +158,7 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
     >>> path
     ['einsum_path', (1, 2), (0, 1)]
     """
-    subscripts = decoded(subscripts)
-    if isinstance(subscripts, str):
-        key: Any = subscripts
-        raw: Sequence[Any] = operands
-    else:
-        key, raw = split_sublists((subscripts, *operands))
+    key, raw = equation_and_operands(subscripts, operands)
     backend = backend_for(raw)
     if backend.__name__ != DEFAULT and not any(isinstance(x, tuple) for x in raw):
         # the path and report of what that backend runs (a review: Dask's path can differ
@@ -210,9 +204,8 @@ def explain(
     >>> explain((2, 3), [0, 1], (3, 4), [1, 2], [0, 2]).splitlines()[0]   # interleaved form
     "einsum '[0,1],[1,2]->[0,2]'  (labels: 01,12->02)"
     """
-    subscripts = decoded(subscripts)
-    interleaved = not isinstance(subscripts, str)
-    key, raw = split_sublists((subscripts, *operands)) if interleaved else (subscripts, operands)
+    key, raw = equation_and_operands(subscripts, operands)
+    interleaved = not isinstance(key, str)
     shapes = [_as_shape(x) for x in raw]
     if all(s is not None for s in shapes):
         limit = checked_memory_limit(memory_limit)

@@ -42,6 +42,7 @@ __all__ = [
     "checked_shape",
     "decoded",
     "dtype_of",
+    "equation_and_operands",
     "equation_of",
     "make_call",
     "result_order",
@@ -113,6 +114,22 @@ def decoded(subscripts: Any) -> Any:
         ) from None
 
 
+def equation_and_operands(
+    subscripts: Any, operands: Sequence[Any]
+) -> tuple[EquationKey, Sequence[Any]]:
+    """Either form of einsum's arguments as (equation key, operands): the string form (ASCII
+    bytes decoded) as is, the interleaved form split (:func:`split_sublists`); every entry
+    point reads them so.
+
+    >>> equation_and_operands(b"ij->ji", ["a"]), equation_and_operands(2.0, [[0], [0]])[1]
+    (('ij->ji', ['a']), [2.0])
+    """
+    subscripts = decoded(subscripts)
+    if isinstance(subscripts, str):
+        return subscripts, operands
+    return split_sublists((subscripts, *operands))
+
+
 def make_call(
     subscripts: Any,
     *operands: Any,
@@ -135,12 +152,7 @@ def make_call(
         raise EinsumError(
             f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, not {casting!r}"
         )
-    subscripts = decoded(subscripts)
-    if isinstance(subscripts, str):
-        key: EquationKey = subscripts
-        raw: Sequence[Any] = operands
-    else:
-        key, raw = split_sublists((subscripts, *operands))
+    key, raw = equation_and_operands(subscripts, operands)
     return EinsumCall(
         key=key,
         operands=tuple(raw),

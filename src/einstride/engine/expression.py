@@ -30,10 +30,9 @@ from .call import (
     check_conversion,
     checked_memory_limit,
     checked_shape,
-    decoded,
     dtype_of,
+    equation_and_operands,
     equation_of,
-    split_sublists,
 )
 from .registry import DEFAULT, backend_for
 from .spec.dtypes import check_numeric
@@ -225,10 +224,7 @@ def contract_expression(
         raise EinsumError(
             "contract_expression: out= is given to each call of the expression, not when it is made"
         )
-    subscripts = decoded(subscripts)
-    if isinstance(subscripts, str):
-        return Expression(subscripts, shapes, dtype, optimize, memory_limit)
-    key, shaped = split_sublists((subscripts, *shapes))
+    key, shaped = equation_and_operands(subscripts, shapes)
     return Expression(key, shaped, dtype, optimize, memory_limit)
 
 

@@ -194,7 +194,7 @@ def _split(chunks: Sequence[int], most: int) -> tuple[int, ...]:
     """
     pieces: list[int] = []
     for n in chunks:
-        parts = max(1, -(-n // most))
+        parts = _parts(n, most)
         base, extra = divmod(n, parts)
         pieces += [base + 1] * extra + [base] * (parts - extra)
     return tuple(pieces)
@@ -481,8 +481,13 @@ def _chunk_counts(
     for lab, size in enumerate(plan.spec.sizes):
         most = chunks[lab]
         given = _refine(seen[lab]) if lab in seen else (size,)
-        counts[lab] = sum(max(1, -(-n // most)) for n in given)
+        counts[lab] = sum(_parts(n, most) for n in given)
     return counts
+
+
+def _parts(n: int, most: int) -> int:
+    """The pieces :func:`_split` cuts a chunk of ``n`` into (one for an empty chunk)."""
+    return max(1, -(-n // most))
 
 
 def _check_blocks(plan: DaskPlan, counts: Mapping[int, int], budget: int) -> None:
