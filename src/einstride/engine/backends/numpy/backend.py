@@ -260,9 +260,10 @@ def _run_then_copy(
 def _order_copy_over(entry: Entry, order: str, limit: int) -> bool:
     """Whether laying the result out in ``order`` could copy it past ``limit``: the plan's
     peak and a second result together (a review: order='F' doubled the peak past it)."""
-    if order == "K" or len(entry.plan.spec.output_shape) < 2:
+    shape = entry.plan.call_spec.output_shape
+    if order == "K" or len(shape) < 2:
         return False
-    result = math.prod(entry.plan.spec.output_shape) * entry.plan.result_dtype.itemsize
+    result = math.prod(shape) * entry.plan.result_dtype.itemsize
     return entry.peak + result > limit
 
 
@@ -273,7 +274,8 @@ def _run_in_order(
     counts against ``limit`` (the plan runs within the rest), instead of copied into it."""
     plan = entry.plan
     check_result(plan, True, limit)
-    own = np.empty(plan.spec.output_shape, plan.result_dtype, order=_layout(call.order, arrays))
+    shape = plan.call_spec.output_shape
+    own = np.empty(shape, plan.result_dtype, order=_layout(call.order, arrays))
     run_limited(call.key, arrays, own, call.dtype, call.optimize, limit - own.nbytes)
     return wrap_like(own, True) if tensor_in else own
 

@@ -36,7 +36,7 @@ from .generic import Entry, clear_generic, generic_entry
 from .lanes import clear_lanes, lane_answers
 from .options import DEFAULT, PlannerOptions
 from .peak import plan_peak
-from .plan import build_plan, class_decisions
+from .plan import build_plan, class_decisions, spread_labels
 from .skeleton import NETWORK_OPERANDS
 from .steps import Plan
 
@@ -108,7 +108,11 @@ def make_entry(
     program or a direct run :func:`plan_cache_info` counts (a report's plans are none)."""
     chosen = DEFAULT.options if options is None else options
     decided_now = False
-    if out_facts is None:
+    # a result the same along broadcast labels is planned per shape (spread_labels)
+    spread = _broadcasts(facts) and bool(
+        spread_labels(bind(equation_of(eq_key), facts[0::3]), facts[1::3])
+    )
+    if out_facts is None and not spread:
         direct = None
         if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
             direct = direct_entry(eq_key, facts, dtype, optimize, chosen)
@@ -136,10 +140,20 @@ def make_entry(
         dtype=dtype,
         optimize=optimize,
         options=chosen,
+        spread=spread,
     )
     if decided_now:
         plan = replace(plan, reused=False)  # made for this call, by the generic level's look
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
+
+
+def _broadcasts(facts: tuple[Any, ...]) -> bool:
+    """Whether an operand has a broadcast axis: a zero stride over more than one element."""
+    for k in range(1, len(facts), 3):
+        strides = facts[k]
+        if 0 in strides and any(s == 0 and n > 1 for n, s in zip(facts[k - 1], strides)):
+            return True
+    return False
 
 
 def _check_out_facts(

@@ -40,6 +40,7 @@ from .steps import (
     OutputPlan,
     Plan,
     ReduceStep,
+    Spread,
     Step,
     ViewStep,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "program_of",
     "reduce_kernel",
     "reshape_view",
+    "spread_program",
     "sum_of_products",
     "view_step",
 ]
@@ -125,9 +127,38 @@ def numpy_equation(terms: Sequence[Sequence[int]], output: Sequence[int]) -> str
 def compile_plan(plan: Plan) -> Program:
     """The plan as one callable ``run(operands, out) -> result`` (ndarray or NumPy scalar)."""
     simple = compile_simple(plan)
-    if simple is not None:
-        return simple
-    return program_of(plan, [_compile_step(step) for step in plan.steps], destination(plan.output))
+    program = simple
+    if program is None:
+        fns = [_compile_step(step) for step in plan.steps]
+        program = program_of(plan, fns, destination(plan.output))
+    return program if plan.spread is None else spread_program(program, plan.spread)
+
+
+def spread_program(program: Program, spread: Spread) -> Program:
+    """``program`` (the steps over the operands read at index 0 of their broadcast axes)
+    followed by the broadcast of its result into the full output: ``out=`` (the steps
+    write into its first slice along the spread axes, then that is copied along them:
+    NumPy copies an overlapping source first) or a new C-ordered array."""
+    takes = [
+        None if not axes else tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(n))
+        for axes, n in zip(spread.operand_axes, map(len, spread.spec.inputs))
+    ]
+    rank = len(spread.spec.output)
+    first = tuple(slice(0, 1) if ax in spread.axes else slice(None) for ax in range(rank))
+    shape = spread.spec.output_shape
+
+    def run(operands: Sequence[Array], out: Array | None) -> Any:
+        ops = [op if take is None else op[take] for op, take in zip(operands, takes)]
+        if out is not None:
+            program(ops, out[first])
+            np.copyto(out, out[first])
+            return out
+        part = program(ops, None)
+        full = np.empty(shape, part.dtype)
+        full[...] = part
+        return full
+
+    return run
 
 
 def program_of(plan: Plan, fns: list[StepFn], make_dest: MakeDest) -> Program:

@@ -206,16 +206,17 @@ def _decide(
 
 
 def _result_bytes(plan: Plan) -> int:
-    return math.prod(plan.spec.output_shape) * plan.result_dtype.itemsize
+    return math.prod(plan.call_spec.output_shape) * plan.result_dtype.itemsize
 
 
 def check_result(base: Plan, own: bool, limit: int) -> None:
     """The result alone (when einsum allocates it) must fit."""
     needed = _result_bytes(base) if own else 0
     if needed > limit:
+        shape = base.call_spec.output_shape
         raise EinsumError(
             f"einsum {quoted(base.spec.text)}: output would allocate {needed:,} bytes for the "
-            f"output of shape {base.spec.output_shape} ({base.result_dtype}), more than the "
+            f"output of shape {shape} ({base.result_dtype}), more than the "
             f"memory limit of {limit:,} bytes"
         )
 

@@ -78,6 +78,7 @@ from .steps import (
     Plan,
     ReduceStep,
     Split,
+    Spread,
     Step,
     ViewStep,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "check_ranks",
     "class_decisions",
     "reduction_bytes",
+    "spread_labels",
 ]
 
 
@@ -113,9 +115,12 @@ def build_plan(
     dtype: Any = None,
     optimize: Any = "auto",
     options: PlannerOptions | None = None,
+    spread: bool = False,
 ) -> Plan:
     """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
     byte strides and dtype when given), with ``options`` (default: :func:`default_options`).
+    With ``spread``, a result that is the same along output labels which every operand
+    broadcasts is computed without them and then broadcast (:func:`spread_labels`).
 
     Dense operands are planned by their shape class (:mod:`.skeleton`): the decisions made
     for the class's representative shapes (cached), replayed with the real sizes."""
@@ -123,6 +128,8 @@ def build_plan(
         check_numeric(np.dtype(d), f"operand {i} has dtype")
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
+    if spread and (labels := spread_labels(spec, layouts)):
+        return _spread_plan(spec, dts, layouts, labels, out, dtype, optimize, options)
     opts = default_options() if options is None else options
     opt_key = (
         optimize_key(optimize)
@@ -143,6 +150,81 @@ def build_plan(
         except ReplayMismatch:  # pragma: no cover - a planner bug; the tests count these
             REPLAY_MISMATCHES.append(spec.text)
     return _plan(spec, dts, layouts, out, dtype, optimize, opts, Recorder())
+
+
+def spread_labels(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """The output labels along which the result is the same: each appears once in the
+    output, has a size above 1, and every operand axis carrying it is broadcast (a zero
+    stride, or a size-1 ``...`` axis).  Computing the result without them and broadcasting
+    it costs its size once instead of a dense copy of each such operand (a matrix of
+    identical rows times a matrix: 0.24 s and a 32 MiB copy at 2048, against 2 ms for a
+    row times the matrix).
+
+    >>> from ...spec.equation import parse_equation
+    >>> spec = parse_equation("ij,jk->ik", (4, 3), (3, 5))
+    >>> spread_labels(spec, ((0, 8), (40, 8))), spread_labels(spec, ((24, 8), (40, 8)))
+    ((0,), ())
+    """
+    if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
+        return ()
+    found = []
+    for label in dict.fromkeys(spec.output):
+        if spec.sizes[label] < 2 or spec.output.count(label) > 1:
+            continue
+        carried = [
+            strides[ax] == 0 or ax in stretch
+            for term, strides, stretch in zip(spec.inputs, layouts, spec.stretched)
+            for ax, lab in enumerate(term)
+            if lab == label
+        ]
+        if carried and all(carried):
+            found.append(label)
+    return tuple(found)
+
+
+def _spread_plan(
+    spec: EinsumSpec,
+    dts: tuple[np.dtype[Any], ...],
+    layouts: tuple[tuple[int, ...], ...],
+    labels: tuple[int, ...],
+    out: tuple[tuple[int, ...], np.dtype[Any]] | None,
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions | None,
+) -> Plan:
+    """The plan of ``spec`` with ``labels`` read at size 1 (the operands at index 0 of the
+    axes carrying them), whose result is then broadcast into the full output."""
+    spread = set(labels)
+    operand_axes = tuple(
+        tuple(ax for ax, lab in enumerate(term) if lab in spread and shape[ax] > 1)
+        for term, shape in zip(spec.inputs, spec.shapes())
+    )
+    shapes = [
+        tuple(1 if ax in axes else n for ax, n in enumerate(shape))
+        for shape, axes in zip(spec.shapes(), operand_axes)
+    ]
+    inner = build_plan(
+        bind(spec.equation, shapes), dts, layouts, out=out, dtype=dtype,
+        optimize=optimize, options=options,
+    )  # fmt: skip
+    if _views_an_operand(inner):  # NumPy's einsum returns a view too (of a broadcast array)
+        return build_plan(spec, dts, layouts, out=out, dtype=dtype, optimize=optimize,
+                          options=options)  # fmt: skip
+    alloc = None
+    if out is None:
+        alloc = Alloc(
+            what="output", shape=spec.output_shape, dtype=inner.result_dtype, labels=spec.output
+        )
+    axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
+    found = Spread(spec=spec, axes=axes, operand_axes=operand_axes, alloc=alloc)
+    return replace(inner, spread=found)
+
+
+def _views_an_operand(plan: Plan) -> bool:
+    """Whether the plan's result is a view of an operand (it computes nothing)."""
+    return plan.output.create is OutputCreation.NONE and all(
+        isinstance(step, ViewStep) for step in plan.steps
+    )
 
 
 REPLAY_MISMATCHES: list[str] = []

@@ -53,19 +53,19 @@ class _Names:
 
 def format_plan(plan: Plan) -> str:
     """The full report of ``plan`` (see the module doc)."""
-    spec = plan.spec
+    spec = plan.call_spec
     names = _Names(plan)
     lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
     for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
-    viewed = _view_of(plan)
+    viewed = _view_of(plan) if plan.spread is None else None
     out_where = "new array"
     if plan.output.create is OutputCreation.OUT:
         out_where = "written into out="
     elif viewed is not None:
         out_where = f"a view of operand {viewed}"
     lines.append(
-        f"  result:    {_shape(plan.output.shape)} {plan.result_dtype} ({out_where}); "
+        f"  result:    {_shape(spec.output_shape)} {plan.result_dtype} ({out_where}); "
         f"computed in {plan.compute_dtype}"
     )
     lines.append(
@@ -107,12 +107,34 @@ def format_plan(plan: Plan) -> str:
             f"{names.labels(tuple(dict.fromkeys(plan.output.labels)))} of the "
             f"{names.labels(plan.output.labels)} output"
         )
+    lines += _spread_lines(plan)
     for k, step in enumerate(plan.steps):
         lines += _step_lines(k + 1, step, names)
         names.regs[step.dst] = f"step {k + 1}"
-    if not plan.steps:
+    if not plan.steps and plan.spread is None:
         lines.append(f"  (no steps: the result is a view of operand {viewed})")
     return "\n".join(lines)
+
+
+def _spread_lines(plan: Plan) -> list[str]:
+    """What a :class:`~.steps.Spread` reads and broadcasts."""
+    spread = plan.spread
+    if spread is None:
+        return []
+    full = spread.spec
+    labels = full.label_string(tuple(full.output[ax] for ax in spread.axes))
+    read = "; ".join(
+        f"operand {i} at index 0 of axes {list(axes)}"
+        for i, axes in enumerate(spread.operand_axes)
+        if axes
+    )
+    into = "out=" if spread.alloc is None else f"a new array ({_bytes(spread.alloc.nbytes)})"
+    return [
+        f"  spread: the result is the same along {labels} (every operand axis carrying it "
+        f"is broadcast, a zero stride): the steps read {read} and compute a "
+        f"{_shape(plan.spec.output_shape)} result, then broadcast into the "
+        f"{_shape(full.output_shape)} output, {into}"
+    ]
 
 
 def _view_of(plan: Plan) -> int | None:

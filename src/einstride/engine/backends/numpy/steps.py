@@ -22,6 +22,11 @@ Step kinds (as :attr:`kind` and in the report):
   ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
   an outer product (that loop is faster than a ufunc over stride-0 operands).
 
+A plan may *spread* its result (:class:`Spread`): where every operand axis of an output
+label is broadcast (zero strides), the result is the same along it; the steps compute it
+over the operands read at index 0 of those axes (the label of size 1), and it is then
+broadcast into the full output.
+
 A large reduce or batch step may be *split* (:class:`Split`): ``threads`` > 1 chunks along
 an output label free in every operand, run on threads (see :mod:`.threads`).  How every
 step but a view writes its result is its :class:`~.delivery.DeliveryPlan`.
@@ -51,6 +56,7 @@ __all__ = [
     "Plan",
     "ReduceStep",
     "Split",
+    "Spread",
     "Step",
     "ViewStep",
 ]
@@ -292,6 +298,19 @@ class OutputPlan:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Spread:
+    """A result broadcast along the output ``axes`` after the steps: ``spec`` is the call as
+    given (the plan's own spec reads those labels at size 1); ``operand_axes[i]`` are the
+    zero-stride axes of operand ``i`` that the steps read at index 0; ``alloc`` is the full
+    output (None when written into ``out=``)."""
+
+    spec: EinsumSpec
+    axes: tuple[int, ...]
+    operand_axes: tuple[tuple[int, ...], ...]
+    alloc: Alloc | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """An immutable plan: the spec, the layouts it was made for, the path and the steps."""
 
@@ -316,12 +335,23 @@ class Plan:
     finder: Any = field(default="auto", compare=False)
     """The ``optimize=`` form that chose the path (``spec.paths.finder_form``), for the
     report's "path finder" line."""
+    spread: Spread | None = None
+    """The result broadcast along labels that every operand broadcasts (see the module
+    doc); None: the steps compute the whole result."""
+
+    @property
+    def call_spec(self) -> EinsumSpec:
+        """The spec of the call as given: :attr:`spec`, or with a :class:`Spread` the
+        spec whose broadcast labels have their full sizes."""
+        return self.spec if self.spread is None else self.spread.spec
 
     def allocations(self) -> list[tuple[str, Alloc]]:
         """Every allocation, with the name of the step making it, in execution order."""
         found = [("output", a) for a in self.output.allocs]
         for k, step in enumerate(self.steps):
             found += [(f"step {k + 1} ({step.kind})", a) for a in step.allocs]
+        if self.spread is not None and self.spread.alloc is not None:
+            found.append(("spread", self.spread.alloc))
         return found
 
     @property

@@ -1,0 +1,142 @@
+"""A result the same along broadcast labels is spread: computed once, then broadcast.
+
+Where every operand axis of an output label is broadcast (a zero stride), the NumPy backend
+computes the result at index 0 of that label and broadcasts it into the output, instead of
+copying each broadcast operand densely for BLAS (a matrix of identical rows times a matrix,
+2048 x 2048: a 32 MiB copy and a 17-GFLOP matmul before, a vector-matrix product now).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride import EinsumError
+from einstride.engine.backends.numpy.cache import entry_for
+from einstride.engine.backends.numpy.plan import spread_labels
+from einstride.engine.backends.numpy.steps import CopyStep
+
+LABELS = "abcd"
+
+
+def _peak(call: Callable[[], Any]) -> tuple[Any, int]:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        value = call()
+        return value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@st.composite
+def _cases(draw: Any) -> tuple[str, list[np.ndarray], str]:
+    """An equation of 1-3 operands (diagonals now and then), label sizes 1-4, and operands
+    broadcast along a drawn set of labels (every axis carrying them) and, besides, along
+    single axes of single operands; a dtype."""
+    n = draw(st.integers(1, 3))
+    terms = ["".join(draw(st.lists(st.sampled_from(LABELS), min_size=1, max_size=3)))
+             for _ in range(n)]  # fmt: skip
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(1, len(used)))])
+    sizes = {x: draw(st.integers(1, 4)) for x in used}
+    spread = set(draw(st.lists(st.sampled_from(used), max_size=2)))
+    dtype = draw(st.sampled_from(["float64", "float32", "int64", "complex128"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    ops = []
+    for term in terms:
+        shape = tuple(sizes[x] for x in term)
+        alone = draw(st.sampled_from([None, *range(len(term))]))  # one more broadcast axis
+        stored = tuple(1 if x in spread or ax == alone else n for ax, (x, n) in
+                       enumerate(zip(term, shape)))  # fmt: skip
+        values = (rng.standard_normal(stored) * 3).astype(dtype)
+        ops.append(np.broadcast_to(values, shape))
+    return ",".join(terms) + "->" + output, ops, dtype
+
+
+@settings(max_examples=300, deadline=None)
+@given(_cases(), st.sampled_from([None, "C", "F"]))
+def test_a_spread_result_is_numpys(
+    case: tuple[str, list[np.ndarray], str], out: str | None
+) -> None:
+    equation, ops, dtype = case
+    want = np.einsum(equation, *ops)
+    plan = entry_for(equation, ops, None, None, "auto").plan
+    labels = spread_labels(plan.call_spec, [op.strides for op in ops])
+    # spread exactly where an output label is broadcast by every operand axis carrying it
+    # (a result that is a view of an operand stays one, as NumPy's)
+    assert (plan.spread is not None) == (bool(labels) and not np.shares_memory(
+        es.einsum(equation, *ops), ops[0]))  # fmt: skip
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    if out is None:
+        got = es.einsum(equation, *ops)
+        assert got.shape == want.shape and got.dtype == want.dtype
+    else:
+        got = np.empty(want.shape, want.dtype, order=out)
+        assert es.einsum(equation, *ops, out=got) is got
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    if plan.spread is not None and out is None:
+        assert got.flags.c_contiguous and got.flags.writeable  # a new array, not a view
+
+
+def test_a_matrix_of_identical_rows_is_not_copied() -> None:
+    """The issue's memory promise: no dense copy of a broadcast operand (before: a copy of
+    operand 0, 32 MiB at 2048, the peak 64 MiB; now the output and a row)."""
+    n = 512
+    rng = np.random.default_rng(0)
+    row, matrix = rng.standard_normal(n), rng.standard_normal((n, n))
+    rows = np.broadcast_to(row, (n, n))
+    es.einsum("ij,jk->ik", rows, matrix)  # (its plan is built and cached first)
+    got, peak = _peak(lambda: es.einsum("ij,jk->ik", rows, matrix))
+    np.testing.assert_allclose(got, np.einsum("ij,jk->ik", rows, matrix), rtol=1e-12)
+    assert peak < got.nbytes + 64 * n  # the output and one row of it
+    plan = entry_for("ij,jk->ik", [rows, matrix], None, None, "auto").plan
+    assert not any(isinstance(step, CopyStep) for step in plan.steps)
+    assert plan.spread is not None and plan.spread.operand_axes == ((0,), ())
+    report = es.explain("ij,jk->ik", rows, matrix)
+    assert "spread: the result is the same along i" in report
+    assert f"operand 0: ({n}, {n}) float64, byte strides (0, 8)" in report
+    assert f"result:    ({n}, {n}) float64 (new array)" in report
+
+
+def test_a_spread_counts_the_full_output_against_the_memory_limit() -> None:
+    n = 256
+    rows = np.broadcast_to(np.ones(n), (n, n))
+    matrix = np.ones((n, n))
+    plan = entry_for("ij,jk->ik", [rows, matrix], None, None, "auto").plan
+    assert plan.allocated_bytes == n * n * 8 + n * 8  # the full output and the row's result
+    with pytest.raises(EinsumError, match="memory limit"):
+        es.einsum("ij,jk->ik", rows, matrix, memory_limit=n * n * 8 - 1)
+    got = es.einsum("ij,jk->ik", rows, matrix, memory_limit=n * n * 8 + n * 8)
+    np.testing.assert_array_equal(got, np.full((n, n), float(n)))
+
+
+def test_a_view_of_a_broadcast_operand_stays_a_view() -> None:
+    rows = np.broadcast_to(np.arange(3.0), (4, 3))
+    got = es.einsum("ij->ji", rows)
+    assert np.shares_memory(got, rows) and got.shape == (3, 4)
+
+
+def test_an_expression_and_a_gradient_spread_too() -> None:
+    n = 512
+    rows = np.broadcast_to(np.arange(float(n)), (n, n))
+    matrix = np.ones((n, n))
+    expr = es.contract_expression("ij,jk->ik", rows.shape, matrix.shape)
+    expr(rows, matrix)
+    got, peak = _peak(lambda: expr(rows, matrix))
+    np.testing.assert_allclose(got, np.einsum("ij,jk->ik", rows, matrix))
+    assert peak < got.nbytes + 64 * n  # no dense copy of the broadcast operand
+    # a cotangent of ones (the gradient of a sum) is broadcast along both output labels
+    ones = np.broadcast_to(1.0, (n, n))
+    es.einsum_vjp("ij,jk->ik", (rows, matrix), ones)
+    grads, peak = _peak(lambda: es.einsum_vjp("ij,jk->ik", (rows, matrix), ones))
+    np.testing.assert_allclose(grads[0], np.full((n, n), float(n)))
+    np.testing.assert_allclose(grads[1], np.einsum("ij,ik->jk", rows, ones))
+    assert peak < 2 * got.nbytes + 64 * n  # the two gradients, no dense copy of the ones
