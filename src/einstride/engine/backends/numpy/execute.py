@@ -137,8 +137,9 @@ def compile_plan(plan: Plan) -> Program:
 def spread_program(program: Program, spread: Spread) -> Program:
     """``program`` (the steps over the operands read at index 0 of their broadcast axes)
     followed by the broadcast of its result into the full output: ``out=`` (the steps
-    write into its first slice along the spread axes, then that is copied along them:
-    NumPy copies an overlapping source first) or a new C-ordered array."""
+    write into its first slice along the spread axes, then a copy of that slice, the
+    plan's ``spread`` allocation, is broadcast along them: NumPy would copy an overlapping
+    source whole, the size of ``out``, a review) or a new C-ordered array."""
     takes = [
         None if not axes else tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(n))
         for axes, n in zip(spread.operand_axes, map(len, spread.spec.inputs))
@@ -151,7 +152,7 @@ def spread_program(program: Program, spread: Spread) -> Program:
         ops = [op if take is None else op[take] for op, take in zip(operands, takes)]
         if out is not None:
             program(ops, out[first])
-            np.copyto(out, out[first])
+            np.copyto(out, out[first].copy())
             return out
         part = program(ops, None)
         full = np.empty(shape, part.dtype)

@@ -210,14 +210,20 @@ def _spread_plan(
     if _views_an_operand(inner):  # NumPy's einsum returns a view too (of a broadcast array)
         return build_plan(spec, dts, layouts, out=out, dtype=dtype, optimize=optimize,
                           options=options)  # fmt: skip
-    alloc = None
     if out is None:
         alloc = Alloc(
             what="output", shape=spec.output_shape, dtype=inner.result_dtype, labels=spec.output
         )
+    else:  # out='s first slice, copied before it is broadcast (see execute.spread_program)
+        inner_spec = inner.spec
+        alloc = Alloc(
+            what="copy", shape=inner_spec.output_shape, dtype=out[1], labels=inner_spec.output
+        )
     axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
     found = Spread(spec=spec, axes=axes, operand_axes=operand_axes, alloc=alloc)
-    return replace(inner, spread=found)
+    used = {lab for term in spec.inputs for lab in term}  # the call's naive count
+    naive = _flop_count(used, bool(used - set(spec.output)), len(spec.inputs), spec.sizes)
+    return replace(inner, spread=found, naive_flops=naive)
 
 
 def _views_an_operand(plan: Plan) -> bool:

@@ -128,7 +128,9 @@ def _spread_lines(plan: Plan) -> list[str]:
         for i, axes in enumerate(spread.operand_axes)
         if axes
     )
-    into = "out=" if spread.alloc is None else f"a new array ({_bytes(spread.alloc.nbytes)})"
+    into = f"a new array ({_bytes(spread.alloc.nbytes)})"
+    if spread.alloc.what != "output":
+        into = f"out= (its first slice copied first, {_bytes(spread.alloc.nbytes)})"
     return [
         f"  spread: the result is the same along {labels} (every operand axis carrying it "
         f"is broadcast, a zero stride): the steps read {read} and compute a "
@@ -330,6 +332,8 @@ def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
 
 def _decided(plan: Plan) -> str:
     """Which level of the plan cache decided: the shape class (reused or new) or none."""
+    if plan.spread is not None:
+        return "made for these shapes (a spread result is planned per shape)"
     if plan.decided_for is None:
         return (
             "made for these shapes (no shape class: an irregular layout, out=, or an "

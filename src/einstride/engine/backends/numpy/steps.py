@@ -302,12 +302,12 @@ class Spread:
     """A result broadcast along the output ``axes`` after the steps: ``spec`` is the call as
     given (the plan's own spec reads those labels at size 1); ``operand_axes[i]`` are the
     zero-stride axes of operand ``i`` that the steps read at index 0; ``alloc`` is the full
-    output (None when written into ``out=``)."""
+    output, or with ``out=`` the copy of its first slice that is broadcast into it."""
 
     spec: EinsumSpec
     axes: tuple[int, ...]
     operand_axes: tuple[tuple[int, ...], ...]
-    alloc: Alloc | None
+    alloc: Alloc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -350,7 +350,7 @@ class Plan:
         found = [("output", a) for a in self.output.allocs]
         for k, step in enumerate(self.steps):
             found += [(f"step {k + 1} ({step.kind})", a) for a in step.allocs]
-        if self.spread is not None and self.spread.alloc is not None:
+        if self.spread is not None:
             found.append(("spread", self.spread.alloc))
         return found
 
