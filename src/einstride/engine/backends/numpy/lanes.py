@@ -74,13 +74,7 @@ from ...spec.matmul import (
 from .execute import numpy_equation, sum_of_products
 from .fold import blas_ready
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
-from .plan import (
-    CACHE_LINE,
-    MULTIPLY_MIN_BYTES,
-    MULTIPLY_MIN_RUN,
-    bytes_moved,
-    reduction_bytes,
-)
+from .plan import CACHE_LINE, bytes_moved, reduction_bytes
 
 __all__ = [
     "LANES",
@@ -617,9 +611,7 @@ def _broadcast_lane(
     batch step runs, one pass writing a new C-ordered array in the output's order -- NumPy's
     sum-of-products loop when a label is free (an outer product), else one broadcast
     ``numpy.multiply`` (a Hadamard product) -- for steps too small to be split across
-    threads and within the memory limit (an outer product whose result the planner would
-    write with a multiply, past :data:`.plan.MULTIPLY_MIN_BYTES`, is planned).  The split
-    is the planner's own test
+    threads and within the memory limit.  The split is the planner's own test
     (:func:`.plan.bytes_moved` of both operands plus the result against
     :attr:`_Bounds.split`) over the call's own shapes, strides and item size, asked only of
     results large enough for strided operands to reach it; the plan decides for its shape
@@ -637,8 +629,7 @@ def _broadcast_lane(
     # operand at most a cache line per combination, the result at most an item of 32 B
     sure = (bounds.split - 1) // (2 * CACHE_LINE + _ITEM_BYTES)
     split = bounds.split
-    outer = len(same) != len(left) or len(same) != len(right)
-    if not outer:  # no free label: a Hadamard product
+    if len(same) == len(left) == len(right):  # no free label: a Hadamard product
         run = _hadamard(
             tuple(left.index(lab) for lab in output), tuple(right.index(lab) for lab in output)
         )
@@ -646,11 +637,6 @@ def _broadcast_lane(
     else:
         run = _outer(letters)
         how = "one call of NumPy's sum-of-products loop (an outer product) into a new array"
-    side, last = 0, 0  # an outer product's innermost result axis: left (0) or right (1)
-    if outer:
-        inner = output[-1]
-        side, last = (0, left.index(inner)) if inner in left else (1, right.index(inner))
-    multiply_from = MULTIPLY_MIN_BYTES // _ITEM_BYTES  # (results of fewer elements: the loop)
 
     def broadcast(operands: tuple[Any, ...], dry: bool = False) -> Any:
         # _matmul_lane's operand checks, written out again rather than shared: in a cold
@@ -676,8 +662,6 @@ def _broadcast_lane(
             return None
         if combos > sure and _splits(a, b, combos, split):
             return None
-        if outer and combos >= multiply_from and _multiplies(a, b, combos, side, last):
-            return None
         if dry:
             return f"{how}, on one thread ({combos:,} elements)"
         next(_answered)
@@ -691,13 +675,6 @@ def _splits(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], combos: int, split
     size = a.dtype.itemsize
     moved = bytes_moved(a.shape, a.strides, size) + bytes_moved(b.shape, b.strides, size)
     return bool(moved + combos * size >= split)
-
-
-def _multiplies(a: Any, b: Any, combos: int, side: int, last: int) -> bool:
-    """Whether the planner writes this outer product with a multiply (its own test,
-    :func:`.plan._batch_kernel`, over the call's sizes)."""
-    run: int = (a if side == 0 else b).shape[last]
-    return run >= MULTIPLY_MIN_RUN and combos * a.dtype.itemsize >= MULTIPLY_MIN_BYTES
 
 
 def _outer(letters: str) -> Callable[[Any, Any], Any]:

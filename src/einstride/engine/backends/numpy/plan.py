@@ -85,8 +85,6 @@ from .steps import (
 
 __all__ = [
     "CACHE_LINE",
-    "MULTIPLY_MIN_BYTES",
-    "MULTIPLY_MIN_RUN",
     "REPLAY_MISMATCHES",
     "build_plan",
     "bytes_moved",
@@ -363,34 +361,6 @@ def _worth_fusing(
             return False
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
     return fused < _planned_ns(plan, options)
-
-
-MULTIPLY_MIN_BYTES = 16 << 20
-"""An outer product writing this many bytes and more runs as one broadcast
-``numpy.multiply``, not NumPy's sum-of-products loop (:func:`_batch_kernel`)."""
-MULTIPLY_MIN_RUN = 32
-"""... when its innermost axis is this long (a shorter run: the loop)."""
-
-
-def _batch_kernel(
-    a: Term, b: Term, free: bool, shape: tuple[int, ...], dtype: np.dtype[Any]
-) -> Kernel:
-    """A product without contracted labels: a Hadamard product (no ``free`` label) is one
-    broadcast multiply; an outer product is NumPy's sum-of-products loop, faster in cache
-    (measured, ``i,j->ij`` into ``out=``: 1.2-1.8x at 256-1024 per side, 0.5-8 MiB), but
-    past :data:`MULTIPLY_MIN_BYTES` a multiply, which writes each element once where the
-    loop zeroes the output and then adds into it (16 MiB results of every aspect 0.43-0.88x
-    the loop's time but for a run of 8 elements, 1.13x; 2048 x 2048, 32 MiB: 0.81-0.88x;
-    128 MiB: 0.57x; a 16 MiB L3).  Past the loop's 52 labels a multiply too."""
-    if not free or len(set(a.labels) | set(b.labels)) > 52:
-        return Kernel.MULTIPLY
-    if (
-        shape
-        and shape[-1] >= MULTIPLY_MIN_RUN
-        and math.prod(shape) * dtype.itemsize >= (MULTIPLY_MIN_BYTES)
-    ):
-        return Kernel.MULTIPLY
-    return Kernel.LOOP
 
 
 BROADCAST_FUSE_MAX = 1 << 34  # index combinations past which no loop is run instead (~10 s)
@@ -909,8 +879,10 @@ class _Planner:
         delivery = self._delivery(
             self._final_way(may_return=False) if final else Out(mode=Delivery.NEW), labels, shape
         )
-        kernel = self.recorder.decide(
-            "batch kernel", lambda: _batch_kernel(a, b, bool(lf or rf), shape, self.ct)
+        kernel = (
+            Kernel.LOOP
+            if (lf or rf) and len(set(a.labels) | set(b.labels)) <= 52
+            else Kernel.MULTIPLY
         )
         groups = Groups(
             batch=bt,

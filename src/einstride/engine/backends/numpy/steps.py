@@ -20,8 +20,7 @@ Step kinds (as :attr:`kind` and in the report):
   pass of NumPy's sum-of-products loop, when that beats several steps' Python overhead.
 * ``batch`` (:class:`BatchStep`): a product without contracted labels: one broadcast
   ``numpy.multiply`` (Hadamard), or NumPy's sum-of-products loop when a free label makes it
-  an outer product (that loop is faster than a ufunc over stride-0 operands in cache; past
-  it, a multiply: :func:`.plan._batch_kernel`).
+  an outer product (that loop is faster than a ufunc over stride-0 operands).
 
 A plan may *spread* its result (:class:`Spread`): where every operand axis of an output
 label is broadcast (zero strides), the result is the same along it; the steps compute it
