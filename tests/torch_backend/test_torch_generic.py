@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
+from einstride.engine.backends.numpy.plan import spread_labels
 from einstride.engine.backends.torch import plan as torch_plan
-from einstride.engine.backends.torch.execute import compile_program
+from einstride.engine.backends.torch.execute import compile_program, spread_run
 from einstride.engine.backends.torch.operands import facts_of
 from einstride.engine.backends.torch.records import largest_bytes, peak_bytes, translate
 
@@ -72,7 +73,8 @@ def _entry(equation: str, operands: list[torch.Tensor]) -> torch_plan.Entry:
 def _fresh_plan(equation: str, operands: list[torch.Tensor]) -> Any:
     """The plan the planner makes for ``operands`` (as the planned way builds it)."""
     call = torch_plan._Call.of(equation, facts_of(operands), None, None)
-    return call.plan("auto", torch_plan.planner_options())
+    spread = bool(spread_labels(call.spec, call.strides))  # (a spread: planned per shape)
+    return call.plan("auto", torch_plan.planner_options(), spread=spread)
 
 
 @settings(max_examples=150, deadline=None)
@@ -88,9 +90,10 @@ def test_a_known_class_translates_as_a_fresh_plan(
     fresh = _fresh_plan(equation, second)
     assert through_class.program == translate(fresh)
     assert (through_class.largest, through_class.peak) == (largest_bytes(fresh), peak_bytes(fresh))
-    assert through_class.output_shape == fresh.spec.output_shape
+    assert through_class.output_shape == fresh.call_spec.output_shape
     assert through_class.plan == fresh  # built when read
-    want = compile_program(translate(fresh))(second, None)
+    run = compile_program(translate(fresh))
+    want = (run if fresh.spread is None else spread_run(run, fresh.spread))(second, None)
     got = through_class.run(second, None)
     assert got.dtype == want.dtype and torch.equal(got, want)
     expected = np.einsum(equation, *(x.numpy() for x in second))

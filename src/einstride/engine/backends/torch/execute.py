@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from ...._compat import assert_never
+from ..numpy.steps import Spread
 from .dtypes import torch_dtype
 from .guard import CPU
 from .records import (
@@ -44,7 +45,7 @@ from .records import (
     Write,
 )
 
-__all__ = ["Run", "assign", "compile_program", "matmul_into", "one_native"]
+__all__ = ["Run", "assign", "compile_program", "matmul_into", "one_native", "spread_run"]
 
 Run = Callable[[Sequence[torch.Tensor], "torch.Tensor | None"], torch.Tensor]
 OpFn = Callable[[list[Any], Any], None]
@@ -74,6 +75,31 @@ def _general(program: TorchProgram) -> Run:
         return finish(full, regs)
 
     return run
+
+
+def spread_run(run: Run, spread: Spread) -> Run:
+    """``run`` (the steps over the operands read at index 0 of their broadcast axes) and
+    then its result expanded into the full output (:class:`~..numpy.steps.Spread`): a new
+    contiguous tensor, or ``out=`` (its first slice written, cloned, then copied along the
+    spread axes: a copy from an overlapping source is undefined in torch).  Slicing and
+    ``expand`` are torch's differentiable views."""
+    takes = [
+        None if not axes else tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(n))
+        for axes, n in zip(spread.operand_axes, map(len, spread.spec.inputs))
+    ]
+    rank = len(spread.spec.output)
+    first = tuple(slice(0, 1) if ax in spread.axes else slice(None) for ax in range(rank))
+    shape = spread.spec.output_shape
+
+    def go(tensors: Sequence[torch.Tensor], out: torch.Tensor | None) -> torch.Tensor:
+        ops = [t if take is None else t[take] for t, take in zip(tensors, takes)]
+        if out is not None:
+            run(ops, out[first])
+            out.copy_(out[first].clone().expand(shape))
+            return out
+        return run(ops, None).expand(shape).contiguous()
+
+    return go
 
 
 def one_native(program: TorchProgram, operand: np.dtype[Any]) -> bool:

@@ -36,11 +36,11 @@ from ...spec.paths import optimize_key, optimize_of_key, path_fits_any_size, uno
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
-from ..numpy.plan import build_plan, class_decisions
+from ..numpy.plan import build_plan, class_decisions, spread_labels
 from ..numpy.skeleton import c_order_class, dense_class, shape_class
-from ..numpy.steps import Plan
+from ..numpy.steps import Plan, Spread
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
-from .execute import compile_program, one_native
+from .execute import compile_program, one_native, spread_run
 from .operands import Facts, byte_strides, facts_of
 from .records import (
     CopyOp,
@@ -77,7 +77,8 @@ class Entry(LazyPlan):
     dtype, the output shape, the largest single allocation, the peak (the most bytes its
     allocations hold at once), whether a matrix product runs in an integer (or bool) dtype,
     whether it is a permuted view or a sum that torch's own autograd differentiates
-    (``native``), and
+    (``native``), the :class:`~..numpy.steps.Spread` its run expands the program's result
+    by (``spread``, None: the program's result is the result), and
     ``memo``: what later calls on it reuse (the step-by-step equations of
     :mod:`.stepwise`, the gradients' plans per cotangent layout of :mod:`.autograd`)."""
 
@@ -91,6 +92,7 @@ class Entry(LazyPlan):
         "program",
         "result",
         "run",
+        "spread",
         "text",
     )
 
@@ -105,12 +107,16 @@ class Entry(LazyPlan):
         output_shape: tuple[int, ...],
         largest: int,
         peak: int,
+        spread: Spread | None = None,
     ) -> None:
         if isinstance(plan, Plan):
             super().__init__(plan, None)
         else:
             super().__init__(None, plan)
         self.text, self.program, self.run = text, program, compile_program(program)
+        self.spread = spread  # the program's result is then expanded (None: it is the result)
+        if spread is not None:
+            self.run = spread_run(self.run, spread)
         self.native = one_native(program, operands[0])  # autograd: torch's own
         self.result, self.output_shape = result, output_shape
         self.largest, self.peak = largest, peak
@@ -161,10 +167,13 @@ def make_entry(
     is built only when read."""
     opts = planner_options() if options is None else options
     call = _Call.of(eq_key, facts, out_facts, dtype)
-    entry = _class_entry(call, optimize, opts) if out_facts is None else None
+    # a result the same along labels every operand broadcasts (expand()) is spread: planned
+    # per shape, as on NumPy (..numpy.plan.spread_labels)
+    spread = bool(spread_labels(call.spec, call.strides))
+    entry = _class_entry(call, optimize, opts) if out_facts is None and not spread else None
     if entry is not None:
         return entry
-    plan = call.plan(optimize, opts)
+    plan = call.plan(optimize, opts, spread=spread)
     return Entry(
         text=call.spec.text,
         plan=plan,
@@ -174,6 +183,7 @@ def make_entry(
         output_shape=call.spec.output_shape,
         largest=largest_bytes(plan),
         peak=peak_bytes(plan),
+        spread=plan.spread,
     )
 
 
@@ -223,10 +233,10 @@ class _Call:
     def compute(self) -> np.dtype[Any]:
         return numpy_dtype(self.result, "the result has dtype")
 
-    def plan(self, optimize: Any, options: PlannerOptions) -> Plan:
+    def plan(self, optimize: Any, options: PlannerOptions, *, spread: bool = False) -> Plan:
         return build_plan(
             self.spec, self.dtypes, self.strides, out=self.out, dtype=self.compute,
-            optimize=optimize, options=options,
+            optimize=optimize, options=options, spread=spread,
         )  # fmt: skip
 
 
@@ -278,8 +288,10 @@ def one_product_plan(
     ((0, 1), (0, 1))
     """
     facts = (shapes[0], strides[0], dtype, shapes[1], strides[1], dtype)
-    program = make_entry(subscripts, facts, None, None, "auto").program
-    return as_one_product(program, form, numpy_dtype(dtype, "the operands have dtype"))
+    entry = make_entry(subscripts, facts, None, None, "auto")
+    if entry.spread is not None:  # its product is of the operands read at index 0
+        return None
+    return as_one_product(entry.program, form, numpy_dtype(dtype, "the operands have dtype"))
 
 
 def as_one_product(

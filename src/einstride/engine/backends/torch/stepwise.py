@@ -42,9 +42,10 @@ def runs_by_steps(plan: Plan) -> bool:
     """Whether a call on ``plan`` (with no ``dtype=`` or ``out=``) builds its graph step by
     step (see the module's docstring): every operand already in the dtype the plan
     computes in (a step of lower-precision operands would round where the whole plan does
-    not)."""
+    not), and no spread result (its steps read operands at index 0 of broadcast axes)."""
     return (
-        len(plan.path) > 1
+        plan.spread is None
+        and len(plan.path) > 1
         and plan.compute_dtype == plan.result_dtype
         and all(d == plan.result_dtype for d in plan.dtypes)
         and not any(plan.spec.stretched)

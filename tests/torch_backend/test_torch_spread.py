@@ -1,0 +1,88 @@
+"""The torch backend spreads too: a result the same along labels every operand broadcasts
+(``Tensor.expand``'s zero strides) is computed at index 0 of them, then expanded into the
+output (see tests/einsum/test_spread.py for the NumPy backend)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride.engine.backends.torch.operands import facts_of
+from einstride.engine.backends.torch.plan import entry_for
+
+LABELS = "abcd"
+
+
+@st.composite
+def _cases(draw: Any) -> tuple[str, list[torch.Tensor]]:
+    """1-3 operands, label sizes 1-4, expanded along a drawn set of labels (every axis
+    carrying them) and along single axes of single operands; float64 or complex128."""
+    n = draw(st.integers(1, 3))
+    terms = ["".join(draw(st.lists(st.sampled_from(LABELS), min_size=1, max_size=3)))
+             for _ in range(n)]  # fmt: skip
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(1, len(used)))])
+    sizes = {x: draw(st.integers(1, 4)) for x in used}
+    spread = set(draw(st.lists(st.sampled_from(used), max_size=2)))
+    dtype = draw(st.sampled_from([torch.float64, torch.complex128]))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+    ops = []
+    for term in terms:
+        shape = tuple(sizes[x] for x in term)
+        alone = draw(st.sampled_from([None, *range(len(term))]))
+        stored = [1 if x in spread or ax == alone else m for ax, (x, m) in
+                  enumerate(zip(term, shape))]  # fmt: skip
+        ops.append(torch.randn(stored, generator=gen, dtype=dtype).expand(shape))
+    return ",".join(terms) + "->" + output, ops
+
+
+@settings(max_examples=200, deadline=None)
+@given(_cases(), st.booleans())
+def test_a_spread_result_is_torchs(case: tuple[str, list[torch.Tensor]], into: bool) -> None:
+    equation, ops = case
+    want = torch.einsum(equation, *ops)
+    if into:
+        got = torch.empty_like(want)
+        assert es.einsum(equation, *ops, out=got) is got
+    else:
+        got = es.einsum(equation, *ops)
+        assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want)
+
+
+def test_a_matrix_of_identical_rows_is_one_row_times_the_matrix() -> None:
+    """The lane (one torch.mm over the operands as they are, which copies the expanded one
+    and multiplies 2 * n**3) leaves such a product to the plan, which spreads it."""
+    n = 1024
+    rows = torch.rand(n, dtype=torch.float64).expand(n, n)
+    matrix = torch.rand(n, n, dtype=torch.float64)
+    entry = entry_for("ij,jk->ik", facts_of([rows, matrix]), None, None, "auto")
+    assert entry.spread is not None and entry.peak == n * n * 8 + n * 8  # output and a row
+    report = es.explain("ij,jk->ik", rows, matrix)
+    assert "lane:" not in report and "spread: the result is the same along i" in report
+    torch.testing.assert_close(es.einsum("ij,jk->ik", rows, matrix), rows @ matrix)
+
+
+@pytest.mark.parametrize("equation", ["ij,jk->ik", "ij,jk,kl->il", "bij,jk->bik"])
+def test_gradients_through_a_spread_are_torchs(equation: str) -> None:
+    torch.manual_seed(1)
+    sizes = {"b": 3, "i": 4, "j": 5, "k": 6, "l": 2}
+    terms = equation.split("->")[0].split(",")
+    leaves = [torch.randn([sizes[x] for x in term][1:], dtype=torch.float64) for term in terms]
+    leaves = [leaf.requires_grad_() for leaf in leaves]
+
+    def expanded() -> list[torch.Tensor]:  # each operand constant along its first label
+        return [leaf.expand([sizes[x] for x in term]) for leaf, term in zip(leaves, terms)]
+
+    (es.einsum(equation, *expanded()) ** 2).sum().backward()
+    got = [leaf.grad.clone() for leaf in leaves]  # type: ignore[union-attr]
+    for leaf in leaves:
+        leaf.grad = None
+    (torch.einsum(equation, *expanded()) ** 2).sum().backward()
+    for mine, theirs in zip(got, leaves):
+        torch.testing.assert_close(mine, theirs.grad)
