@@ -140,13 +140,7 @@ def spread_program(program: Program, spread: Spread) -> Program:
     write into its first slice along the spread axes, then a copy of that slice, the
     plan's ``spread`` allocation, is broadcast along them: NumPy would copy an overlapping
     source whole, the size of ``out``, a review) or a new C-ordered array."""
-    takes = [
-        None if not axes else tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(n))
-        for axes, n in zip(spread.operand_axes, map(len, spread.spec.inputs))
-    ]
-    rank = len(spread.spec.output)
-    first = tuple(slice(0, 1) if ax in spread.axes else slice(None) for ax in range(rank))
-    shape = spread.spec.output_shape
+    takes, first, shape = spread.reads(), spread.first(), spread.spec.output_shape
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
         ops = [op if take is None else op[take] for op, take in zip(operands, takes)]

@@ -309,6 +309,20 @@ class Spread:
     operand_axes: tuple[tuple[int, ...], ...]
     alloc: Alloc
 
+    def reads(self) -> list[tuple[slice, ...] | None]:
+        """Per operand, the index reading it at index 0 of its spread axes (None: whole)."""
+        found: list[tuple[slice, ...] | None] = []
+        for axes, term in zip(self.operand_axes, self.spec.inputs):
+            index = tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(len(term)))
+            found.append(index if axes else None)
+        return found
+
+    def first(self) -> tuple[slice, ...]:
+        """The index of the output's first slice along the spread axes."""
+        return tuple(
+            slice(0, 1) if ax in self.axes else slice(None) for ax in range(len(self.spec.output))
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:

@@ -83,13 +83,7 @@ def spread_run(run: Run, spread: Spread) -> Run:
     contiguous tensor, or ``out=`` (its first slice written, cloned, then copied along the
     spread axes: a copy from an overlapping source is undefined in torch).  Slicing and
     ``expand`` are torch's differentiable views."""
-    takes = [
-        None if not axes else tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(n))
-        for axes, n in zip(spread.operand_axes, map(len, spread.spec.inputs))
-    ]
-    rank = len(spread.spec.output)
-    first = tuple(slice(0, 1) if ax in spread.axes else slice(None) for ax in range(rank))
-    shape = spread.spec.output_shape
+    takes, first, shape = spread.reads(), spread.first(), spread.spec.output_shape
 
     def go(tensors: Sequence[torch.Tensor], out: torch.Tensor | None) -> torch.Tensor:
         ops = [t if take is None else t[take] for t, take in zip(tensors, takes)]
