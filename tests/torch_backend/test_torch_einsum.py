@@ -515,3 +515,21 @@ def test_a_small_float_dtype_rounds_a_reduction_into_a_wider_out(equation: str) 
     out = torch.zeros(want.shape, dtype=torch.float32)
     es.einsum(equation, *ops, dtype=torch.float16, out=out)
     assert torch.equal(out, want)
+
+
+@pytest.mark.parametrize(
+    ("operand", "out_dtype"),
+    [
+        (torch.ones(3, 2, 3, dtype=torch.bool), torch.int64),  # counts, not an OR
+        (torch.full((3, 2, 3), 200, dtype=torch.uint8), torch.int64),  # no wrap at 256
+        (torch.full((3, 2, 3), 0.1, dtype=torch.float32), torch.float64),  # not rounded
+    ],
+)
+def test_out_widens_the_computation_as_on_numpy(operand: torch.Tensor, out_dtype: Any) -> None:
+    """A review: a bool sum into an int64 out= gave 1 (the sum ran in bool, an OR), where
+    NumPy, einstride's NumPy backend and torch.einsum count (6): the computation runs in
+    the common dtype of the operands and out=, NumPy's rule."""
+    out = torch.empty((), dtype=out_dtype)
+    es.einsum("bdb->", operand, out=out)
+    want = np.einsum("bdb->", operand.numpy(), out=np.empty((), out.numpy().dtype))
+    assert out.item() == want.item()

@@ -222,6 +222,9 @@ class _Call:
                     f"the result has shape {spec.output_shape}"
                 )
             out = (byte_strides(out_strides, out_dtype), numpy_dtype(out_dtype, "out= has dtype"))
+            if dtype is None:  # NumPy's rule: computed in the common dtype with out= (a bool
+                # sum into an int64 out= counts, a review; a uint8 one does not wrap)
+                result = torch.promote_types(result, out_dtype)
         elements = tuple(tuple(s) for s in facts[1::3])
         strides = tuple(byte_strides(s, d) for s, d in zip(elements, torch_dtypes))
         return cls(
