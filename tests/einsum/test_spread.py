@@ -82,8 +82,8 @@ def test_a_spread_result_is_numpys(
         got = np.empty(want.shape, want.dtype, order=out)
         assert es.einsum(equation, *ops, out=got) is got
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
-    if plan.spread is not None and out is None:
-        assert got.flags.c_contiguous and got.flags.writeable  # a new array, not a view
+    if plan.spread is not None and out is None:  # a new array, not a view
+        assert got.flags.writeable and not any(np.shares_memory(got, op) for op in ops)
 
 
 def test_a_matrix_of_identical_rows_is_not_copied() -> None:
@@ -168,3 +168,32 @@ def test_the_report_counts_the_calls_naive_flops() -> None:
     naive = np.einsum_path("ij,jk->ik", rows, np.ones((n, n)), optimize="greedy")[1]
     assert f"naive FLOPs: {2 * n**3:,}" in report and "Naive FLOP count:  3.355e+07" in naive
     assert "(a spread result is planned per shape)" in report
+
+
+def test_a_product_that_sums_nothing_is_not_spread() -> None:
+    """A review: i,j->ij with a broadcast operand gained nothing from the spread (the
+    product reads it as it is) and held its small result beside the output."""
+    a, b = np.broadcast_to(np.float64(3.0), (600,)), np.ones(500)
+    plan = entry_for("i,j->ij", [a, b], None, None, "auto").plan
+    assert spread_labels(plan.spec, [a.strides, b.strides]) == () and plan.spread is None
+    np.testing.assert_array_equal(es.einsum("i,j->ij", a, b), np.full((600, 500), 3.0))
+
+
+def test_under_a_limit_the_report_says_the_spread_plan_is_over_it() -> None:
+    """A review: over the limit, the report quoted the peak of the plan without the spread
+    as the call's, and where that plan fits gave a reason for another case."""
+    n = 64
+    rows, matrix = np.broadcast_to(np.arange(float(n)), (n, n)), np.ones((n, n))
+    report = es.explain("ij,jk->ik", rows, matrix, memory_limit=33_000)
+    assert "the spread plan would peak at 33,280 B: the call runs without the spread" in report
+    got = es.einsum("ij,jk->ik", rows, matrix, memory_limit=33_000)
+    np.testing.assert_allclose(got, np.einsum("ij,jk->ik", rows, matrix))
+    # the spread plan holds its one-element result beside the output; the plan without it,
+    # NumPy's loop over the views, the output alone: it fits a limit of the output's bytes
+    matrix = np.lib.stride_tricks.as_strided(np.arange(4096.0), (4096, 4096), (0, 8))
+    vector = np.ones(4096)
+    report = es.explain("ij,j->i", matrix, vector, memory_limit=4096 * 8)
+    assert "the spread plan would peak at 32,776 B" in report
+    assert "peaks at 32,768 B, within it" in report and "instead of a BLAS" not in report
+    got = es.einsum("ij,j->i", matrix, vector, memory_limit=4096 * 8)
+    np.testing.assert_allclose(got, np.einsum("ij,j->i", matrix, vector))

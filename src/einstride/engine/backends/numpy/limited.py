@@ -394,6 +394,15 @@ def format_limited(limited: Limited) -> str:
         f"  memory limit: {limit:,} B; the plan along path {list(base.path)} would peak at "
         f"{limited.unlimited_peak:,} B"
     )
+    if limited.sliced is None and limited.plan is base and limited.unlimited_peak <= limit:
+        # (fits as it is: the call's own plan was a spread one, over the limit)
+        return _with_lines(
+            format_plan(base),
+            [
+                f"  memory limit: {limit:,} B; the plan along path {list(base.path)} peaks "
+                f"at {limited.peak:,} B, within it; its plan:"
+            ],
+        )
     if limited.sliced is None and limited.plan is base:  # (a review: "path searched")
         return _with_lines(
             format_plan(base),
@@ -436,7 +445,8 @@ def explain_within(
 ) -> str:
     """The plan report of a call whose unsliced plan is ``plan``, within ``limit``: the plan
     itself when it fits, else what einsum would run (or the error it would raise)."""
-    if plan_peak(plan) <= limit:
+    peak = plan_peak(plan)
+    if peak <= limit:
         return format_plan(plan)
     try:
         limited = limited_plan(eq_key, facts, out_facts, dtype, optimize, limit)
@@ -445,7 +455,16 @@ def explain_within(
             format_plan(plan),
             [f"  memory limit: {limit:,} B; einsum would raise EinsumError: {exc}"],
         )
-    return format_limited(limited)
+    report = format_limited(limited)
+    if plan.spread is None:
+        return report
+    # the limited plans are made without the spread (a review: the report quoted their
+    # peak as the call's)
+    spread = (
+        f"  memory limit: {limit:,} B; the spread plan would peak at {peak:,} B: the call "
+        "runs without the spread (its broadcast operands read as they are), as follows"
+    )
+    return _with_lines(report, [spread])
 
 
 def clear_limited_cache() -> None:
