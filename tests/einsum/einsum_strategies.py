@@ -138,3 +138,28 @@ def label_ids(
             sizes[ids[c]] = d
     inputs = [tuple(ids[c] for c in term) for term in lhs.split(",")]
     return inputs, tuple(ids[c] for c in rhs), sizes
+
+
+@st.composite
+def broadcast_equations(
+    draw: Any, labels: str = "abcd"
+) -> tuple[str, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+    """An equation of 1-3 operands (diagonals now and then), label sizes 1-4, and per operand
+    its shape and the shape of the values it broadcasts (1 along a drawn set of labels, on
+    every axis carrying them, and along one more axis of an operand now and then): the
+    spread's cases (tests/einsum/test_spread.py, tests/torch_backend/test_torch_spread.py)."""
+    n = draw(st.integers(1, 3))
+    terms = ["".join(draw(st.lists(st.sampled_from(labels), min_size=1, max_size=3)))
+             for _ in range(n)]  # fmt: skip
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(1, len(used)))])
+    sizes = {x: draw(st.integers(1, 4)) for x in used}
+    spread = set(draw(st.lists(st.sampled_from(used), max_size=2)))
+    found = []
+    for term in terms:
+        shape = tuple(sizes[x] for x in term)
+        alone = draw(st.sampled_from([None, *range(len(term))]))  # one more broadcast axis
+        stored = tuple(1 if x in spread or ax == alone else n for ax, (x, n) in
+                       enumerate(zip(term, shape)))  # fmt: skip
+        found.append((shape, stored))
+    return ",".join(terms) + "->" + output, found

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,8 +23,6 @@ from einstride import EinsumError
 from einstride.engine.backends.numpy.cache import entry_for
 from einstride.engine.backends.numpy.plan import spread_labels
 from einstride.engine.backends.numpy.steps import CopyStep
-
-LABELS = "abcd"
 
 
 def _peak(call: Callable[[], Any]) -> tuple[Any, int]:
@@ -38,27 +37,13 @@ def _peak(call: Callable[[], Any]) -> tuple[Any, int]:
 
 @st.composite
 def _cases(draw: Any) -> tuple[str, list[np.ndarray], str]:
-    """An equation of 1-3 operands (diagonals now and then), label sizes 1-4, and operands
-    broadcast along a drawn set of labels (every axis carrying them) and, besides, along
-    single axes of single operands; a dtype."""
-    n = draw(st.integers(1, 3))
-    terms = ["".join(draw(st.lists(st.sampled_from(LABELS), min_size=1, max_size=3)))
-             for _ in range(n)]  # fmt: skip
-    used = sorted(set("".join(terms)))
-    output = "".join(draw(st.permutations(used))[: draw(st.integers(1, len(used)))])
-    sizes = {x: draw(st.integers(1, 4)) for x in used}
-    spread = set(draw(st.lists(st.sampled_from(used), max_size=2)))
+    """:func:`einsum_strategies.broadcast_equations` with NumPy operands of a drawn dtype."""
+    equation, shapes = draw(broadcast_equations())
     dtype = draw(st.sampled_from(["float64", "float32", "int64", "complex128"]))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    ops = []
-    for term in terms:
-        shape = tuple(sizes[x] for x in term)
-        alone = draw(st.sampled_from([None, *range(len(term))]))  # one more broadcast axis
-        stored = tuple(1 if x in spread or ax == alone else n for ax, (x, n) in
-                       enumerate(zip(term, shape)))  # fmt: skip
-        values = (rng.standard_normal(stored) * 3).astype(dtype)
-        ops.append(np.broadcast_to(values, shape))
-    return ",".join(terms) + "->" + output, ops, dtype
+    ops = [np.broadcast_to((rng.standard_normal(stored) * 3).astype(dtype), shape)
+           for shape, stored in shapes]  # fmt: skip
+    return equation, ops, dtype
 
 
 @settings(max_examples=300, deadline=None)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,30 +16,17 @@ import einstride as es
 from einstride.engine.backends.torch.operands import facts_of
 from einstride.engine.backends.torch.plan import entry_for
 
-LABELS = "abcd"
-
 
 @st.composite
 def _cases(draw: Any) -> tuple[str, list[torch.Tensor]]:
-    """1-3 operands, label sizes 1-4, expanded along a drawn set of labels (every axis
-    carrying them) and along single axes of single operands; float64 or complex128."""
-    n = draw(st.integers(1, 3))
-    terms = ["".join(draw(st.lists(st.sampled_from(LABELS), min_size=1, max_size=3)))
-             for _ in range(n)]  # fmt: skip
-    used = sorted(set("".join(terms)))
-    output = "".join(draw(st.permutations(used))[: draw(st.integers(1, len(used)))])
-    sizes = {x: draw(st.integers(1, 4)) for x in used}
-    spread = set(draw(st.lists(st.sampled_from(used), max_size=2)))
+    """:func:`einsum_strategies.broadcast_equations` with expanded float64 or complex128
+    tensors."""
+    equation, shapes = draw(broadcast_equations())
     dtype = draw(st.sampled_from([torch.float64, torch.complex128]))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
-    ops = []
-    for term in terms:
-        shape = tuple(sizes[x] for x in term)
-        alone = draw(st.sampled_from([None, *range(len(term))]))
-        stored = [1 if x in spread or ax == alone else m for ax, (x, m) in
-                  enumerate(zip(term, shape))]  # fmt: skip
-        ops.append(torch.randn(stored, generator=gen, dtype=dtype).expand(shape))
-    return ",".join(terms) + "->" + output, ops
+    ops = [torch.randn(stored, generator=gen, dtype=dtype).expand(shape)
+           for shape, stored in shapes]  # fmt: skip
+    return equation, ops
 
 
 @settings(max_examples=200, deadline=None)
