@@ -420,3 +420,22 @@ def test_a_dtype_that_is_not_numeric_is_refused_naming_dtype() -> None:
         es.contract_expression("ij->i", (2, 3), dtype=object)
     with pytest.raises(TypeError, match="dtype= is object"):
         es.explain("ij->i", (2, 3), dtype=object)
+
+
+def test_an_expression_pickles_and_copies_as_opt_einsums_do() -> None:
+    """Expressions go to process pools and Dask's process workers: one pickles (its plan
+    caches are rebuilt when it is unpickled), keeping its path, finder, dtype and limit."""
+    import copy
+    import pickle
+
+    a, b, c = np.ones((2, 3)), np.arange(12.0).reshape(3, 4), np.ones((4, 5))
+    expr = es.contract_expression(
+        "ij,jk,kl->il", a.shape, b.shape, c.shape, optimize="greedy", memory_limit="1MiB",
+        dtype="float32",
+    )  # fmt: skip
+    expr(a, b, c)  # (its caches hold a plan now)
+    for again in (pickle.loads(pickle.dumps(expr)), copy.deepcopy(expr)):
+        assert again.path == expr.path and again.path.form == "greedy"
+        assert (again.dtype, again.memory_limit) == (np.dtype("float32"), 1 << 20)
+        np.testing.assert_array_equal(again(a, b, c), expr(a, b, c))
+        assert again.plan().steps == expr.plan().steps

@@ -85,9 +85,29 @@ class Expression:
         )
         if self.memory_limit is not None:
             self.path = FoundPath(self._limited_path(optimize), finder_form(optimize))
+        self._caches()
+
+    def _caches(self) -> None:
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
         self._entry = functools.lru_cache(maxsize=64)(self._build)
         self._plain = functools.lru_cache(maxsize=64)(self._build_plain)  # the hot path's
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The expression without its plan caches, which are rebuilt when it is unpickled:
+        a process pool or Dask's process workers take it, as opt_einsum's expressions.
+
+        >>> import pickle
+        >>> expr = contract_expression("ij,jk->ik", (2, 3), (3, 4))
+        >>> pickle.loads(pickle.dumps(expr))(np.ones((2, 3)), np.ones((3, 4)))[0, 0]
+        np.float64(3.0)
+        """
+        state = self.__dict__.copy()
+        del state["_entry"], state["_plain"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._caches()
 
     def _facts(self, default: Any = np.float64) -> tuple[Any, ...]:
         """The plan-cache facts of C-contiguous operands (of ``dtype``, else ``default``)."""
