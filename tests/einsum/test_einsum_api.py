@@ -439,3 +439,23 @@ def test_an_expression_pickles_and_copies_as_opt_einsums_do() -> None:
         assert (again.dtype, again.memory_limit) == (np.dtype("float32"), 1 << 20)
         np.testing.assert_array_equal(again(a, b, c), expr(a, b, c))
         assert again.plan().steps == expr.plan().steps
+
+
+def test_an_expression_takes_opt_einsums_backend_keyword() -> None:
+    """opt_einsum's ``expr(*arrays, backend=...)``: the operands' own library (or "auto")
+    runs; another library is refused by name (einstride converts nothing)."""
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    expr = es.contract_expression("ij,jk->ik", a.shape, b.shape)
+    out = np.empty((2, 4))
+    for backend in ("auto", None, "einstride", "numpy", "NumPy"):
+        np.testing.assert_array_equal(expr(a, b, backend=backend), np.full((2, 4), 3.0))
+    assert expr(a, b, out=out, backend="numpy") is out
+    with pytest.raises(es.EinsumError, match="backend='torch', but the operands are numpy"):
+        expr(a, b, backend="torch")
+    with pytest.raises(TypeError, match="backend= takes a library's name"):
+        expr(a, b, backend=3)
+    torch = pytest.importorskip("torch")
+    x, y = torch.ones(2, 3), torch.ones(3, 4)
+    assert torch.equal(expr(x, y, backend="torch"), torch.full((2, 4), 3.0))
+    with pytest.raises(es.EinsumError, match="operands are torch arrays"):
+        expr(x, y, backend="numpy")

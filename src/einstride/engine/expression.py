@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import memory as _memory
 from .._compat import VALUE_BASED, holds_scalar
-from ..errors import EinsumError
+from ..errors import EinsumError, EinsumTypeError
 from ..narrow import is_small_float
 from ..tensors import Tensor
 from .backends.numpy.backend import arrays_within, out_array, run_entry
@@ -163,7 +163,11 @@ class Expression:
     def _build_plain(self, facts: tuple[Any, ...], options: PlannerOptions) -> Entry:
         return self._build(facts, None, options)
 
-    def __call__(self, *operands: Any, out: Any = None, memory_limit: Any = None) -> Any:
+    def __call__(
+        self, *operands: Any, out: Any = None, memory_limit: Any = None, backend: Any = "auto"
+    ) -> Any:
+        if backend != "auto":
+            _check_backend(backend, operands, self.subscripts)
         if out is None and memory_limit is None and not self.rounds:
             facts = array_facts(operands)
             if facts is not None and not (VALUE_BASED and holds_scalar(facts)):
@@ -213,6 +217,32 @@ class Expression:
     def __repr__(self) -> str:
         shapes = ", ".join(str(s) for s in self.shapes)
         return f"<Expression {self.subscripts!r} for shapes {shapes}>"
+
+
+def _check_backend(backend: Any, operands: Sequence[Any], subscripts: str) -> None:
+    """opt_einsum's ``backend=`` of an expression's call: ``"auto"`` (or None, or
+    ``"einstride"``) or the library of the operands themselves, which einstride always
+    runs a call on; another library is refused, not converted to.
+
+    >>> _check_backend("numpy", [np.ones(2)], "i->")
+    >>> _check_backend("torch", [np.ones(2)], "i->")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumError: einsum 'i->': backend='torch', but the operands are numpy ...
+    """
+    if backend is None or backend in ("auto", "einstride"):
+        return
+    if not isinstance(backend, str):
+        raise EinsumTypeError(
+            f"einsum {quoted(subscripts)}: backend= takes a library's name, got {backend!r}"
+        )
+    library = backend_for(operands).__name__.rsplit(".", 1)[-1]
+    if backend.lower() != library:
+        raise EinsumError(
+            f"einsum {quoted(subscripts)}: backend={backend!r}, but the operands are {library} "
+            f"arrays: einstride runs a call on its operands' own library (convert them to run "
+            f"it on {backend})"
+        )
 
 
 def contract_expression(
