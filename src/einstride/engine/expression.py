@@ -166,7 +166,7 @@ class Expression:
     def __call__(
         self, *operands: Any, out: Any = None, memory_limit: Any = None, backend: Any = "auto"
     ) -> Any:
-        if backend != "auto":
+        if type(backend) is not str or backend != "auto":  # (no == on an array-like first)
             _check_backend(backend, operands, self.subscripts)
         if out is None and memory_limit is None and not self.rounds:
             facts = array_facts(operands)
@@ -221,27 +221,31 @@ class Expression:
 
 def _check_backend(backend: Any, operands: Sequence[Any], subscripts: str) -> None:
     """opt_einsum's ``backend=`` of an expression's call: ``"auto"`` (or None, or
-    ``"einstride"``) or the library of the operands themselves, which einstride always
-    runs a call on; another library is refused, not converted to.
+    ``"einstride"``) or the library the call runs on (its operands' own: numpy, torch or
+    dask; a module's name such as ``"dask.array"`` too, in any case); another library is
+    refused, not converted to.
 
-    >>> _check_backend("numpy", [np.ones(2)], "i->")
+    >>> _check_backend("NumPy", [np.ones(2)], "i->")
     >>> _check_backend("torch", [np.ones(2)], "i->")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
       ...
-    einstride.errors.EinsumError: einsum 'i->': backend='torch', but the operands are numpy ...
+    einstride.errors.EinsumError: einsum 'i->': backend='torch', but this call runs on numpy, ...
     """
-    if backend is None or backend in ("auto", "einstride"):
+    if backend is None:
         return
     if not isinstance(backend, str):
         raise EinsumTypeError(
             f"einsum {quoted(subscripts)}: backend= takes a library's name, got {backend!r}"
         )
+    name = backend.lower().split(".")[0]
+    if name in ("auto", "einstride"):
+        return
     library = backend_for(operands).__name__.rsplit(".", 1)[-1]
-    if backend.lower() != library:
+    if name != library:
         raise EinsumError(
-            f"einsum {quoted(subscripts)}: backend={backend!r}, but the operands are {library} "
-            f"arrays: einstride runs a call on its operands' own library (convert them to run "
-            f"it on {backend})"
+            f"einsum {quoted(subscripts)}: backend={backend!r}, but this call runs on "
+            f"{library}, its operands' library: einstride converts nothing (convert them to "
+            "run it elsewhere)"
         )
 
 
