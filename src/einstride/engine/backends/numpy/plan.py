@@ -211,7 +211,7 @@ def _spread_plan(
         bind(spec.equation, shapes), dts, layouts, out=out, dtype=dtype,
         optimize=optimize, options=options,
     )  # fmt: skip
-    if _views_an_operand(inner):  # NumPy's einsum returns a view too (of a broadcast array)
+    if inner.viewed_operand() is not None:  # NumPy's einsum returns a view too
         return build_plan(spec, dts, layouts, out=out, dtype=dtype, optimize=optimize,
                           options=options)  # fmt: skip
     if out is None:
@@ -225,16 +225,13 @@ def _spread_plan(
         )
     axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
     found = Spread(spec=spec, axes=axes, operand_axes=operand_axes, alloc=alloc)
-    used = {lab for term in spec.inputs for lab in term}  # the call's naive count
-    naive = _flop_count(used, bool(used - set(spec.output)), len(spec.inputs), spec.sizes)
-    return replace(inner, spread=found, naive_flops=naive)
+    return replace(inner, spread=found, naive_flops=_naive_flops(spec))  # the call's count
 
 
-def _views_an_operand(plan: Plan) -> bool:
-    """Whether the plan's result is a view of an operand (it computes nothing)."""
-    return plan.output.create is OutputCreation.NONE and all(
-        isinstance(step, ViewStep) for step in plan.steps
-    )
+def _naive_flops(spec: EinsumSpec) -> int:
+    """The FLOPs of ``spec`` in one pass over every label (opt_einsum's convention)."""
+    used = {lab for term in spec.inputs for lab in term}
+    return _flop_count(used, bool(used - set(spec.output)), len(spec.inputs), spec.sizes)
 
 
 REPLAY_MISMATCHES: list[str] = []
@@ -609,8 +606,7 @@ class _Planner:
             ),
             self.distinct,
         )
-        all_labels = {lab for term in self.spec.inputs for lab in term}
-        self.flops = _flop_count(all_labels, bool(all_labels - set(self.distinct)), n, self.sizes)
+        self.flops = _naive_flops(self.spec)  # (one pass: the naive count)
         return self._finish(strides, path)
 
     def _finish(
@@ -636,10 +632,7 @@ class _Planner:
             final_perm=self.final_perm,
             allocs=allocs,
         )
-        all_labels = {lab for term in self.spec.inputs for lab in term}
-        naive = _flop_count(
-            all_labels, bool(all_labels - set(self.distinct)), len(self.spec.inputs), self.sizes
-        )
+        naive = _naive_flops(self.spec)
         return Plan(
             spec=self.spec,
             dtypes=self.dtypes,

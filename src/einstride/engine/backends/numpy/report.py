@@ -58,7 +58,7 @@ def format_plan(plan: Plan) -> str:
     lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
     for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
-    viewed = _view_of(plan) if plan.spread is None else None
+    viewed = plan.viewed_operand() if plan.spread is None else None
     out_where = "new array"
     if plan.output.create is OutputCreation.OUT:
         out_where = "written into out="
@@ -137,17 +137,6 @@ def _spread_lines(plan: Plan) -> list[str]:
         f"{_shape(plan.spec.output_shape)} result, then broadcast into the "
         f"{_shape(full.output_shape)} output, {into}"
     ]
-
-
-def _view_of(plan: Plan) -> int | None:
-    """The operand whose view the result is (its register, or views of it), else None."""
-    if plan.output.create is not OutputCreation.NONE:
-        return None
-    register = plan.output.result
-    views = {step.dst: step for step in plan.steps if isinstance(step, ViewStep)}
-    while register in views:
-        register = views[register].src
-    return register if register < len(plan.spec.inputs) else None
 
 
 def _step_lines(number: int, step: Step, names: _Names) -> list[str]:

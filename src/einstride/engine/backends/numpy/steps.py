@@ -359,6 +359,17 @@ class Plan:
         spec whose broadcast labels have their full sizes."""
         return self.spec if self.spread is None else self.spread.spec
 
+    def viewed_operand(self) -> int | None:
+        """The operand whose view the result is (its register, or views of it: the plan
+        computes nothing), else None."""
+        if self.output.create is not OutputCreation.NONE:
+            return None
+        register = self.output.result
+        views = {step.dst: step for step in self.steps if isinstance(step, ViewStep)}
+        while register in views:
+            register = views[register].src
+        return register if register < len(self.spec.inputs) else None
+
     def allocations(self) -> list[tuple[str, Alloc]]:
         """Every allocation, with the name of the step making it, in execution order."""
         found = [("output", a) for a in self.output.allocs]
