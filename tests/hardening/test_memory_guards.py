@@ -31,13 +31,14 @@ DEFAULT_LIMIT_CASES = [
         "es.einsum('i,j->ij', np.ones(10**6), np.ones(10**6))",
         "EinsumError",
     ),
-    # an intermediate of 8 * 10^18 bytes: slicing it within any machine's memory would take
-    # more than 2^16 slices (i closes the ring: were it an output label held by broadcast
-    # axes only, the result would be spread, computed at i = 0, a first product that fits)
+    # an intermediate of 8 * 10^20 bytes: slicing it within any machine's memory would take
+    # more than 2^16 slices (operands of no zero stride: a summed label an operand
+    # broadcasts would be left out of it, plan.dropped_axes, and an output label every
+    # operand broadcasts spread, either making a first product that fits)
     (
         "einsum intermediate blown up by a bad explicit path",
-        "es.einsum('ij,jk,ki->', *[np.broadcast_to(np.ones(1), s) for s in"
-        " [(10**9, 1), (1, 10**9), (10**9, 10**9)]], optimize=[(0, 1), (0, 1)])",
+        "es.einsum('ij,kl,jl,ik->', *[np.lib.stride_tricks.as_strided(np.ones(2 * 10**5),"
+        " (10**5, 10**5), (8, 8))] * 4, optimize=[(0, 1), (0, 1), (0, 1)])",
         "EinsumError",
     ),
     ("einsum over broadcast operands", f"es.einsum('ij,ij->ij', {HUGE}, {HUGE})", "EinsumError"),

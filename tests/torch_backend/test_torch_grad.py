@@ -118,20 +118,24 @@ def test_only_operands_that_need_a_gradient_get_one(monkeypatch: pytest.MonkeyPa
         a.grad = None
         result = es.einsum("ij,jk->ik", a, b, optimize="greedy")  # the plan (no lane)
         products.clear()
-        result.sum().backward()
+        # (a dense cotangent: the expanded ones of result.sum() would be read without
+        # their summed label, no product at all: numpy.plan.dropped_axes)
+        cotangent = torch.arange(8.0, dtype=F64).reshape(2, 4)
+        result.backward(cotangent)
         assert len(products) == 1  # the backward einsum of a only
         assert a.grad is not None and b.grad is None
-        torch.testing.assert_close(a.grad, torch.ones(2, 4, dtype=F64) @ b.T)
+        torch.testing.assert_close(a.grad, cotangent @ b.T)
     path = es.einsum_path("ij,jk,kl->il", a, b, c)[0]
     assert path[1:] == [(0, 1), (0, 1)]  # a and b first: both steps on a's side
     for _ in range(2):
         a.grad = None
         result = es.einsum("ij,jk,kl->il", a, b, c)  # step by step, a graph on a's side
         products.clear()
-        result.sum().backward()
+        cotangent = torch.arange(80.0, dtype=F64).reshape(2, 40)
+        result.backward(cotangent)
         assert len(products) == 2  # each step: the gradient of its operand on a's side only
         assert a.grad is not None and b.grad is None and c.grad is None
-        torch.testing.assert_close(a.grad, torch.ones(2, 40, dtype=F64) @ (b @ c).T)
+        torch.testing.assert_close(a.grad, cotangent @ (b @ c).T)
 
 
 def test_a_graph_only_when_needed() -> None:

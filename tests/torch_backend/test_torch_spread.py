@@ -74,3 +74,46 @@ def test_gradients_through_a_spread_are_torchs(equation: str) -> None:
     (torch.einsum(equation, *expanded()) ** 2).sum().backward()
     for mine, theirs in zip(got, leaves):
         torch.testing.assert_close(mine, theirs.grad)
+
+
+def test_a_matrix_of_identical_columns_is_read_without_them() -> None:
+    """A summed label the operand broadcasts is dropped (..numpy.plan.dropped_axes): a
+    reduction and an outer product, where torch.mm copies the expanded operand."""
+    n = 1024
+    column = torch.rand(n, 1, dtype=torch.float64)
+    columns, matrix = column.expand(n, n), torch.rand(n, n, dtype=torch.float64)
+    entry = entry_for("ik,jk->ij", facts_of([columns, matrix]), None, None, "auto")
+    assert entry.spread is not None and entry.spread.dropped == ((1,), ())
+    assert entry.peak == n * n * 8 + n * 8  # the output and the matrix's row sums
+    report = es.explain("ik,jk->ij", columns, matrix)
+    assert "lane:" not in report and "dropped: operand 0 broadcasts the summed label k" in report
+    torch.testing.assert_close(es.einsum("ik,jk->ij", columns, matrix), columns @ matrix.T)
+    out = torch.empty(n, n, dtype=torch.float64)
+    assert es.einsum("ik,jk->ij", columns, matrix, out=out) is out
+    torch.testing.assert_close(out, columns @ matrix.T)
+
+
+@pytest.mark.parametrize("equation", ["ik,jk->ij", "bik,bkj->bij", "ik,kj,jl->il"])
+def test_gradients_through_dropped_labels_are_torchs(equation: str) -> None:
+    torch.manual_seed(2)
+    sizes = {"b": 3, "i": 4, "j": 5, "k": 6, "l": 2}
+    terms = equation.split("->")[0].split(",")
+    output = equation.split("->")[1]
+    # each operand stored with size 1 along its summed labels, expanded to their sizes
+    leaves = [
+        torch.randn(
+            [1 if x not in output else sizes[x] for x in term], dtype=torch.float64
+        ).requires_grad_()
+        for term in terms
+    ]
+
+    def expanded() -> list[torch.Tensor]:
+        return [leaf.expand([sizes[x] for x in term]) for leaf, term in zip(leaves, terms)]
+
+    (es.einsum(equation, *expanded()) ** 2).sum().backward()
+    got = [leaf.grad.clone() for leaf in leaves]  # type: ignore[union-attr]
+    for leaf in leaves:
+        leaf.grad = None
+    (torch.einsum(equation, *expanded()) ** 2).sum().backward()
+    for mine, theirs in zip(got, leaves):
+        torch.testing.assert_close(mine, theirs.grad)

@@ -43,6 +43,7 @@ __all__ = [
     "parse_subscripts",
     "quoted",
     "shorten_equation",
+    "sub_equation",
 ]
 
 ELLIPSIS: Final = -1
@@ -633,6 +634,32 @@ def parse_equation(subscripts: str, *shapes: Sequence[int]) -> EinsumSpec:
     """
     equation = parse_subscripts(subscripts)
     return bind(equation, [_checked_shape(equation, s, i) for i, s in enumerate(shapes)])
+
+
+def sub_equation(spec: EinsumSpec, terms: Sequence[Sequence[int]]) -> Equation:
+    """The equation over ``spec``'s labels with the input ``terms`` (label ids, some axes of
+    the spec's left out) and the spec's output: its ``...`` dimensions are named labels
+    (``'…0'``), which never broadcast.  A plan of a call whose broadcast axes are read at
+    index 0 is the plan of this equation (see the NumPy planner's ``dropped_axes``).
+
+    >>> spec = parse_equation("ik,jk->ij", (2, 3), (4, 3))
+    >>> inner = sub_equation(spec, [(0,), (2, 1)])
+    >>> inner.text, bind(inner, [(2,), (4, 3)]).sizes
+    ('i,jk->ij', (2, 3, 4))
+    """
+    found = tuple(tuple(term) for term in terms)
+    text = ",".join(spec.label_string(term) for term in found)
+    text += "->" + spec.label_string(spec.output)
+    return Equation(
+        text=text,
+        terms=found,
+        output=spec.output,
+        explicit=True,
+        names=spec.names,
+        positions=tuple(tuple(range(len(term))) for term in found),
+        output_positions=tuple(range(len(spec.output))),
+        sublist=True,  # (positions are indices into each term, as the sublist form's)
+    )
 
 
 def _checked_shape(equation: Equation, shape: Any, i: int) -> tuple[int, ...]:

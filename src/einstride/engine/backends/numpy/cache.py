@@ -36,7 +36,7 @@ from .generic import Entry, clear_generic, generic_entry
 from .lanes import clear_lanes, lane_answers
 from .options import DEFAULT, PlannerOptions
 from .peak import plan_peak
-from .plan import build_plan, class_decisions, spread_labels
+from .plan import build_plan, class_decisions, spreads
 from .skeleton import NETWORK_OPERANDS
 from .steps import Plan
 
@@ -108,10 +108,8 @@ def make_entry(
     program or a direct run :func:`plan_cache_info` counts (a report's plans are none)."""
     chosen = DEFAULT.options if options is None else options
     decided_now = False
-    # a result the same along broadcast labels is planned per shape (spread_labels)
-    spread = _broadcasts(facts) and bool(
-        spread_labels(bind(equation_of(eq_key), facts[0::3]), facts[1::3])
-    )
+    # broadcast axes read once are planned per shape (plan.spreads)
+    spread = _broadcasts(facts) and spreads(bind(equation_of(eq_key), facts[0::3]), facts[1::3])
     if out_facts is None and not spread:
         direct = None
         if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once

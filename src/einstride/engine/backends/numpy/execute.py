@@ -135,12 +135,19 @@ def compile_plan(plan: Plan) -> Program:
 
 
 def spread_program(program: Program, spread: Spread) -> Program:
-    """``program`` (the steps over the operands read at index 0 of their broadcast axes)
-    followed by the broadcast of its result into the full output: ``out=`` (the steps
-    write into its first slice along the spread axes, then a copy of that slice, the
-    plan's ``spread`` allocation, is broadcast along them: NumPy would copy an overlapping
-    source whole, the size of ``out``, a review) or a new C-ordered array."""
+    """``program`` (the steps over the operands read at index 0 of their broadcast axes,
+    without their dropped ones) followed, where it spreads, by the broadcast of its result
+    into the full output: ``out=`` (the steps write into its first slice along the spread
+    axes, then a copy of that slice, the plan's ``spread`` allocation, is broadcast along
+    them: NumPy would copy an overlapping source whole, the size of ``out``, a review) or a
+    new C-ordered array."""
     takes, first, shape = spread.reads(), spread.first(), spread.spec.output_shape
+    if not spread.axes:  # axes dropped, nothing spread: the steps' result is the result
+
+        def read(operands: Sequence[Array], out: Array | None) -> Any:
+            return program([op if t is None else op[t] for op, t in zip(operands, takes)], out)
+
+        return read
 
     def run(operands: Sequence[Array], out: Array | None) -> Any:
         ops = [op if take is None else op[take] for op, take in zip(operands, takes)]

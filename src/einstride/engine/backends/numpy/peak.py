@@ -64,7 +64,7 @@ def plan_peak(plan: Plan, sizes: Sequence[int] | None = None) -> int:
             live += kept
         for reg in freed:
             live -= held.pop(reg, 0)
-    if plan.spread is not None:
+    if plan.spread is not None and plan.spread.alloc is not None:
         # the full output (or out='s first slice copied), made while the steps' result is
         # alive (added to the steps' peak, whose temporaries are freed by then: a bound)
         peak += plan.spread.alloc.nbytes_at(sizes)

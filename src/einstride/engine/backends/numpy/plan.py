@@ -41,7 +41,7 @@ from ...._compat import assert_never
 from ....errors import EinsumError
 from ....tensors import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
-from ...spec.equation import EinsumSpec, Equation, bind, quoted
+from ...spec.equation import EinsumSpec, Equation, bind, quoted, sub_equation
 from ...spec.paths import (
     finder_form,
     optimize_key,
@@ -91,8 +91,10 @@ __all__ = [
     "check_memory",
     "check_ranks",
     "class_decisions",
+    "dropped_axes",
     "reduction_bytes",
     "spread_labels",
+    "spreads",
 ]
 
 
@@ -120,7 +122,8 @@ def build_plan(
     """Plan ``spec`` for operands of the given dtypes and byte strides (and ``out=``'s
     byte strides and dtype when given), with ``options`` (default: :func:`default_options`).
     With ``spread``, a result that is the same along output labels which every operand
-    broadcasts is computed without them and then broadcast (:func:`spread_labels`).
+    broadcasts is computed without them and then broadcast (:func:`spread_labels`), and an
+    operand that broadcasts a summed label is read without it (:func:`dropped_axes`).
 
     Dense operands are planned by their shape class (:mod:`.skeleton`): the decisions made
     for the class's representative shapes (cached), replayed with the real sizes."""
@@ -128,8 +131,12 @@ def build_plan(
         check_numeric(np.dtype(d), f"operand {i} has dtype")
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
-    if spread and (labels := spread_labels(spec, layouts)):
-        return _spread_plan(spec, dts, layouts, labels, out, dtype, optimize, options)
+    if spread:
+        labels, dropped = spread_labels(spec, layouts), dropped_axes(spec, layouts)
+        if labels or any(dropped):
+            return _spread_plan(
+                spec, dts, layouts, (labels, dropped), out, dtype, optimize, options
+            )
     opts = default_options() if options is None else options
     opt_key = (
         optimize_key(optimize)
@@ -186,46 +193,133 @@ def spread_labels(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[i
     return tuple(found)
 
 
+def spreads(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> bool:
+    """Whether :func:`build_plan` with ``spread`` reads broadcast axes of these operands once
+    (:func:`spread_labels`, :func:`dropped_axes`): such a plan is made per shape, never by a
+    shape class (whose skeleton keeps the operands' labels).
+
+    >>> from ...spec.equation import parse_equation
+    >>> spec = parse_equation("ik,jk->ij", (4, 3), (5, 3))
+    >>> spreads(spec, ((8, 0), (24, 8))), spreads(spec, ((24, 8), (24, 8)))
+    (True, False)
+    """
+    return bool(spread_labels(spec, layouts)) or any(dropped_axes(spec, layouts))
+
+
+def dropped_axes(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    """Per operand, the axes read at index 0 and left out of its term: those of a summed
+    label (size above 1) that the operand broadcasts (every axis of its carrying the label
+    has a zero stride, or is a size-1 ``...`` axis) while another operand still carries
+    the label.  Such an operand is the same at every value of the label, so the sum runs
+    over the others alone: a matrix of identical columns times a matrix (``ik,jk->ij``,
+    ``x[i, k] = v[i]``) is ``v[i]`` times the sums of the matrix's rows, where BLAS would
+    copy it densely and multiply ``2 n**3``.  Where every operand carrying the label
+    broadcasts it, the smallest keeps it (its sum over a zero stride is a cheap
+    reduction).  Only an operand with a label (of size above 1) that no operand keeping the
+    label holds is read so: the product with it then multiplies the label's size by that
+    label's, where without it (a broadcast vector times a matrix over their one label,
+    ``ij,j->i``) the sum costs what the product did, and the call would lose the shape
+    class's plan for nothing.  When any axis is left out, so is every size-1 ``...``
+    axis (the labels of the equation without them are named, and named labels never
+    broadcast).  All empty: nothing to leave out.
+
+    >>> from ...spec.equation import parse_equation
+    >>> spec = parse_equation("ik,jk->ij", (4, 3), (5, 3))
+    >>> dropped_axes(spec, ((8, 0), (24, 8))), dropped_axes(spec, ((8, 0), (0, 8)))
+    (((1,), ()), ((1,), ()))
+    >>> dropped_axes(spec, ((24, 8), (24, 8)))
+    ((), ())
+    >>> dropped_axes(parse_equation("ij,j->i", (4, 3), (3,)), ((24, 8), (0,)))  # no gain
+    ((), ())
+    """
+    none: tuple[tuple[int, ...], ...] = ((),) * len(spec.inputs)
+    if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
+        return none
+    dropped: list[set[int]] = [set() for _ in spec.inputs]
+    for label in {lab for term in spec.inputs for lab in term} - set(spec.output):
+        if spec.sizes[label] < 2:
+            continue
+        broadcast: list[tuple[int, list[int]]] = []
+        dense: list[tuple[int, list[int]]] = []
+        for i, (term, strides, stretch) in enumerate(zip(spec.inputs, layouts, spec.stretched)):
+            axes = [ax for ax, lab in enumerate(term) if lab == label]
+            if axes:
+                flat = all(strides[ax] == 0 or ax in stretch for ax in axes)
+                (broadcast if flat else dense).append((i, axes))
+        if broadcast and not dense:  # the smallest keeps it (the first of equal ones)
+            sizes = [math.prod(spec.shapes()[i]) for i, _ in broadcast]
+            dense.append(broadcast.pop(sizes.index(min(sizes))))
+        held = {lab for i, _ in dense for lab in spec.inputs[i]}
+        for i, axes in broadcast:
+            if any(spec.sizes[lab] > 1 and lab not in held for lab in spec.inputs[i]):
+                dropped[i].update(axes)
+    if not any(dropped):
+        return none
+    return tuple(tuple(sorted(d | set(st))) for d, st in zip(dropped, spec.stretched))
+
+
 def _spread_plan(
     spec: EinsumSpec,
     dts: tuple[np.dtype[Any], ...],
     layouts: tuple[tuple[int, ...], ...],
-    labels: tuple[int, ...],
+    read: tuple[tuple[int, ...], tuple[tuple[int, ...], ...]],
     out: tuple[tuple[int, ...], np.dtype[Any]] | None,
     dtype: Any,
     optimize: Any,
     options: PlannerOptions | None,
 ) -> Plan:
-    """The plan of ``spec`` with ``labels`` read at size 1 (the operands at index 0 of the
-    axes carrying them), whose result is then broadcast into the full output."""
-    spread = set(labels)
+    """The plan of ``spec`` with the labels ``read[0]`` read at size 1 (the operands at
+    index 0 of the axes carrying them), whose result is then broadcast into the full
+    output, and the axes ``read[1]`` of each operand read at index 0 and left out (the
+    plan of :func:`~...spec.equation.sub_equation`)."""
+    spread, dropped = set(read[0]), read[1]
     operand_axes = tuple(
         tuple(ax for ax, lab in enumerate(term) if lab in spread and shape[ax] > 1)
         for term, shape in zip(spec.inputs, spec.shapes())
     )
     shapes = [
-        tuple(1 if ax in axes else n for ax, n in enumerate(shape))
-        for shape, axes in zip(spec.shapes(), operand_axes)
+        tuple(1 if ax in axes else n for ax, n in enumerate(shape) if ax not in gone)
+        for shape, axes, gone in zip(spec.shapes(), operand_axes, dropped)
     ]
+    kept = [
+        tuple(x for ax, x in enumerate(seq) if ax not in gone)
+        for seq, gone in zip(spec.inputs, dropped)
+    ]
+    strides = tuple(
+        tuple(x for ax, x in enumerate(seq) if ax not in gone)
+        for seq, gone in zip(layouts, dropped)
+    )
+    equation = sub_equation(spec, kept) if any(dropped) else spec.equation
     inner = build_plan(
-        bind(spec.equation, shapes), dts, layouts, out=out, dtype=dtype,
+        bind(equation, shapes), dts, strides, out=out, dtype=dtype,
         optimize=optimize, options=options,
     )  # fmt: skip
     if inner.viewed_operand() is not None:  # NumPy's einsum returns a view too
         return build_plan(spec, dts, layouts, out=out, dtype=dtype, optimize=optimize,
                           options=options)  # fmt: skip
+    axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
+    found = Spread(
+        spec=spec,
+        strides=layouts,
+        axes=axes,
+        operand_axes=operand_axes,
+        dropped=dropped,
+        alloc=_spread_alloc(spec, inner, out) if axes else None,
+    )
+    return replace(inner, spread=found, naive_flops=_naive_flops(spec))  # the call's count
+
+
+def _spread_alloc(
+    spec: EinsumSpec, inner: Plan, out: tuple[tuple[int, ...], np.dtype[Any]] | None
+) -> Alloc:
+    """What a spread result is broadcast into: the full output, or with ``out=`` a copy of
+    its first slice (see :func:`.execute.spread_program`)."""
     if out is None:
-        alloc = Alloc(
+        return Alloc(
             what="output", shape=spec.output_shape, dtype=inner.result_dtype, labels=spec.output
         )
-    else:  # out='s first slice, copied before it is broadcast (see execute.spread_program)
-        inner_spec = inner.spec
-        alloc = Alloc(
-            what="copy", shape=inner_spec.output_shape, dtype=out[1], labels=inner_spec.output
-        )
-    axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
-    found = Spread(spec=spec, axes=axes, operand_axes=operand_axes, alloc=alloc)
-    return replace(inner, spread=found, naive_flops=_naive_flops(spec))  # the call's count
+    inner_spec = inner.spec
+    return Alloc(what="copy", shape=inner_spec.output_shape, dtype=out[1], labels=inner_spec.output)
 
 
 def _naive_flops(spec: EinsumSpec) -> int:

@@ -21,6 +21,7 @@ from .steps import (
     Kernel,
     Plan,
     ReduceStep,
+    Spread,
     Step,
     ViewStep,
 )
@@ -56,7 +57,7 @@ def format_plan(plan: Plan) -> str:
     spec = plan.call_spec
     names = _Names(plan)
     lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
-    for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.strides)):
+    for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.call_strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
     viewed = plan.viewed_operand() if plan.spread is None else None
     out_where = "new array"
@@ -117,26 +118,53 @@ def format_plan(plan: Plan) -> str:
 
 
 def _spread_lines(plan: Plan) -> list[str]:
-    """What a :class:`~.steps.Spread` reads and broadcasts."""
+    """What a :class:`~.steps.Spread` reads, leaves out and broadcasts."""
     spread = plan.spread
     if spread is None:
         return []
-    full = spread.spec
+    lines = _dropped_lines(spread)
+    full, alloc = spread.spec, spread.alloc
+    if alloc is None:
+        return lines
     labels = full.label_string(tuple(full.output[ax] for ax in spread.axes))
     read = "; ".join(
         f"operand {i} at index 0 of axes {list(axes)}"
         for i, axes in enumerate(spread.operand_axes)
         if axes
     )
-    into = f"a new array ({_bytes(spread.alloc.nbytes)})"
-    if spread.alloc.what != "output":
-        into = f"out= (its first slice copied first, {_bytes(spread.alloc.nbytes)})"
-    return [
+    into = f"a new array ({_bytes(alloc.nbytes)})"
+    if alloc.what != "output":
+        into = f"out= (its first slice copied first, {_bytes(alloc.nbytes)})"
+    return lines + [
         f"  spread: the result is the same along {labels} (every operand axis carrying it "
         f"is broadcast, a zero stride): the steps read {read} and compute a "
         f"{_shape(plan.spec.output_shape)} result, then broadcast into the "
         f"{_shape(full.output_shape)} output, {into}"
     ]
+
+
+def _dropped_lines(spread: Spread) -> list[str]:
+    """The operand axes a :class:`~.steps.Spread` leaves out (``plan.dropped_axes``)."""
+    full, lines = spread.spec, []
+    for i, gone in enumerate(spread.dropped):
+        if not gone:
+            continue
+        term = full.inputs[i]
+        summed = tuple(dict.fromkeys(term[ax] for ax in gone if term[ax] not in full.output))
+        labels = full.label_string(summed)
+        axes = [ax for ax in gone if term[ax] in summed]
+        line = f"  dropped: operand {i} "
+        if summed:
+            line += (
+                f"broadcasts the summed {'label' if len(summed) == 1 else 'labels'} {labels} "
+                f"(zero strides): the steps read it at index 0 of axes {axes}, outside the "
+                f"sum over {labels}"
+            )
+        if len(axes) < len(gone):
+            rest = [ax for ax in gone if ax not in axes]
+            line += f"{'; ' if summed else ''}its size-1 '...' axes {rest} are read at index 0"
+        lines.append(line)
+    return lines
 
 
 def _step_lines(number: int, step: Step, names: _Names) -> list[str]:

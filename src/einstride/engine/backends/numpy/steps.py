@@ -25,7 +25,9 @@ Step kinds (as :attr:`kind` and in the report):
 A plan may *spread* its result (:class:`Spread`): where every operand axis of an output
 label is broadcast (zero strides), the result is the same along it; the steps compute it
 over the operands read at index 0 of those axes (the label of size 1), and it is then
-broadcast into the full output.
+broadcast into the full output.  The same record leaves out (*drops*) the axes of a summed
+label that an operand broadcasts: the steps read it at index 0 there, and the label is
+summed over the operands that carry it densely.
 
 A large reduce or batch step may be *split* (:class:`Split`): ``threads`` > 1 chunks along
 an output label free in every operand, run on threads (see :mod:`.threads`).  How every
@@ -299,22 +301,32 @@ class OutputPlan:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Spread:
-    """A result broadcast along the output ``axes`` after the steps: ``spec`` is the call as
-    given (the plan's own spec reads those labels at size 1); ``operand_axes[i]`` are the
-    zero-stride axes of operand ``i`` that the steps read at index 0; ``alloc`` is the full
-    output, or with ``out=`` the copy of its first slice that is broadcast into it."""
+    """Broadcast operand axes read once: ``spec`` is the call as given (the plan's own spec
+    reads the spread labels at size 1, without the dropped axes).  The result is broadcast
+    along the output ``axes`` after the steps (none: the steps' result is the result);
+    ``operand_axes[i]`` are the zero-stride axes of operand ``i`` of those labels, which
+    the steps read at index 0 (a slice of one); ``dropped[i]`` its axes left out (read at
+    index 0: a summed label it broadcasts, see ``plan.dropped_axes``); ``strides`` are the
+    operands' byte strides as given; ``alloc`` is the full output, or with ``out=`` the
+    copy of its first slice that is broadcast into it (None when nothing is spread)."""
 
     spec: EinsumSpec
+    strides: tuple[tuple[int, ...], ...]
     axes: tuple[int, ...]
     operand_axes: tuple[tuple[int, ...], ...]
-    alloc: Alloc
+    dropped: tuple[tuple[int, ...], ...]
+    alloc: Alloc | None
 
-    def reads(self) -> list[tuple[slice, ...] | None]:
-        """Per operand, the index reading it at index 0 of its spread axes (None: whole)."""
-        found: list[tuple[slice, ...] | None] = []
-        for axes, term in zip(self.operand_axes, self.spec.inputs):
-            index = tuple(slice(0, 1) if ax in axes else slice(None) for ax in range(len(term)))
-            found.append(index if axes else None)
+    def reads(self) -> list[tuple[slice | int, ...] | None]:
+        """Per operand, the index reading it at index 0 of its spread axes and of its
+        dropped ones (None: whole)."""
+        found: list[tuple[slice | int, ...] | None] = []
+        for axes, gone, term in zip(self.operand_axes, self.dropped, self.spec.inputs):
+            index = tuple(
+                0 if ax in gone else slice(0, 1) if ax in axes else slice(None)
+                for ax in range(len(term))
+            )
+            found.append(index if axes or gone else None)
         return found
 
     def first(self) -> tuple[slice, ...]:
@@ -359,6 +371,12 @@ class Plan:
         spec whose broadcast labels have their full sizes."""
         return self.spec if self.spread is None else self.spread.spec
 
+    @property
+    def call_strides(self) -> tuple[tuple[int, ...], ...]:
+        """The operands' byte strides as given: :attr:`strides`, or with a :class:`Spread`
+        its own (the steps' leave its dropped axes out)."""
+        return self.strides if self.spread is None else self.spread.strides
+
     def viewed_operand(self) -> int | None:
         """The operand whose view the result is (its register, or views of it: the plan
         computes nothing), else None."""
@@ -375,7 +393,7 @@ class Plan:
         found = [("output", a) for a in self.output.allocs]
         for k, step in enumerate(self.steps):
             found += [(f"step {k + 1} ({step.kind})", a) for a in step.allocs]
-        if self.spread is not None:
+        if self.spread is not None and self.spread.alloc is not None:
             found.append(("spread", self.spread.alloc))
         return found
 

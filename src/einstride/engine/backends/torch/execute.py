@@ -84,6 +84,12 @@ def spread_run(run: Run, spread: Spread) -> Run:
     spread axes: a copy from an overlapping source is undefined in torch).  Slicing and
     ``expand`` are torch's differentiable views."""
     takes, first, shape = spread.reads(), spread.first(), spread.spec.output_shape
+    if not spread.axes:  # axes dropped, nothing spread: the steps' result is the result
+
+        def read(tensors: Sequence[torch.Tensor], out: torch.Tensor | None) -> torch.Tensor:
+            return run([t if take is None else t[take] for t, take in zip(tensors, takes)], out)
+
+        return read
 
     def go(tensors: Sequence[torch.Tensor], out: torch.Tensor | None) -> torch.Tensor:
         ops = [t if take is None else t[take] for t, take in zip(tensors, takes)]

@@ -36,7 +36,7 @@ from ...spec.paths import optimize_key, optimize_of_key, path_fits_any_size, uno
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.generic import LazyPlan
 from ..numpy.options import PlannerOptions, default_options
-from ..numpy.plan import build_plan, class_decisions, spread_labels
+from ..numpy.plan import build_plan, class_decisions, spreads
 from ..numpy.skeleton import c_order_class, dense_class, shape_class
 from ..numpy.steps import Plan, Spread
 from .dtypes import numpy_dtype, result_dtype, torch_dtype
@@ -167,9 +167,9 @@ def make_entry(
     is built only when read."""
     opts = planner_options() if options is None else options
     call = _Call.of(eq_key, facts, out_facts, dtype)
-    # a result the same along labels every operand broadcasts (expand()) is spread: planned
-    # per shape, as on NumPy (..numpy.plan.spread_labels)
-    spread = bool(spread_labels(call.spec, call.strides))
+    # broadcast axes (expand()) read once are planned per shape, as on NumPy
+    # (..numpy.plan.spreads)
+    spread = spreads(call.spec, call.strides)
     entry = _class_entry(call, optimize, opts) if out_facts is None and not spread else None
     if entry is not None:
         return entry

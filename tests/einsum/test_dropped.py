@@ -1,0 +1,171 @@
+"""An operand that broadcasts a summed label is read without it (``plan.dropped_axes``).
+
+A matrix of identical columns (``x[i, k] = v[i]``, a zero stride along ``k``) times a matrix
+over ``k`` is ``v[i]`` times the sums of the matrix's rows: the planner reads the operand at
+index 0 of ``k`` and leaves it out of the sum, where before BLAS copied it densely and
+multiplied ``2 n**3`` (1024 x 1024: an 8 MiB copy and a 2-GFLOP matmul before, a reduction
+and an outer product now).  The gradient of a row sum is such an operand.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride.engine.backends.numpy.cache import entry_for
+from einstride.engine.backends.numpy.plan import dropped_axes
+from einstride.engine.backends.numpy.steps import ContractStep, CopyStep
+from einstride.engine.spec.equation import parse_equation
+
+
+def _peak(call: Callable[[], Any]) -> tuple[Any, int]:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        value = call()
+        return value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _columns(n: int, m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A matrix of identical columns (n x m, zero strides along its second axis), and its
+    column."""
+    column = np.random.default_rng(seed).standard_normal(n)
+    return np.broadcast_to(column[:, None], (n, m)), column
+
+
+def test_identical_columns_times_a_matrix_is_a_reduction_and_an_outer_product() -> None:
+    n = 512
+    columns, column = _columns(n, n)
+    matrix = np.random.default_rng(1).standard_normal((n, n))
+    es.einsum("ik,jk->ij", columns, matrix)  # (its plan is built and cached first)
+    got, peak = _peak(lambda: es.einsum("ik,jk->ij", columns, matrix))
+    np.testing.assert_allclose(got, np.einsum("ik,jk->ij", columns, matrix), rtol=1e-9)
+    np.testing.assert_allclose(got, np.outer(column, matrix.sum(axis=1)), rtol=1e-12)
+    assert peak < got.nbytes + 64 * n  # the output and the row sums: no dense copy
+    plan = entry_for("ik,jk->ij", [columns, matrix], None, None, "auto").plan
+    assert plan.spread is not None and plan.spread.dropped == ((1,), ())
+    assert plan.spread.axes == () and plan.spread.alloc is None
+    assert not any(isinstance(step, (CopyStep, ContractStep)) for step in plan.steps)
+    report = es.explain("ik,jk->ij", columns, matrix)
+    assert f"operand 0: ({n}, {n}) float64, byte strides (8, 0)" in report
+    assert (
+        "dropped: operand 0 broadcasts the summed label k (zero strides): the steps read it "
+        "at index 0 of axes [1], outside the sum over k" in report
+    )
+
+
+def test_where_every_operand_broadcasts_a_summed_label_the_smallest_keeps_it() -> None:
+    spec = parse_equation("ik,jk->ij", (4, 3), (5, 3))
+    assert dropped_axes(spec, ((8, 0), (8, 0))) == ((), (1,))  # operand 0: 12 elements
+    spec = parse_equation("ik,jk->ij", (6, 3), (5, 3))
+    assert dropped_axes(spec, ((8, 0), (8, 0))) == ((1,), ())
+    a, _ = _columns(300, 200)
+    b, _ = _columns(100, 200, seed=1)
+    got = es.einsum("ik,jk->ij", a, b)
+    np.testing.assert_allclose(got, np.einsum("ik,jk->ij", a, b), rtol=1e-12)
+    plan = entry_for("ik,jk->ij", [a, b], None, None, "auto").plan
+    assert plan.spread is not None and plan.spread.dropped == ((1,), ())
+    assert not any(isinstance(step, (CopyStep, ContractStep)) for step in plan.steps)
+
+
+def test_a_single_carrier_and_a_dense_operand_drop_nothing() -> None:
+    spec = parse_equation("ik,k->i", (4, 3), (3,))
+    assert dropped_axes(spec, ((0, 8), (8,))) == ((), ())  # k is dense in both
+    spec = parse_equation("ik->i", (4, 3))
+    assert dropped_axes(spec, ((8, 0),)) == ((),)  # its only carrier sums it
+    spec = parse_equation("ij,jk->ik", (4, 3), (3, 5))
+    assert dropped_axes(spec, ((0, 8), (40, 8))) == ((), ())  # i is an output label
+    # a broadcast vector times a matrix: summing the matrix costs what the product does
+    spec = parse_equation("ij,j->i", (4, 3), (3,))
+    assert dropped_axes(spec, ((24, 8), (0,))) == ((), ())
+    matrix, vector = np.ones((300, 200)), np.broadcast_to(2.0, (200,))
+    plan = entry_for("ij,j->i", [matrix, vector], None, None, "auto").plan
+    assert plan.spread is None  # (and the shape class's plan serves it)
+    np.testing.assert_array_equal(es.einsum("ij,j->i", matrix, vector), np.full(300, 400.0))
+
+
+def test_into_out_the_steps_write_out_directly() -> None:
+    n = 256
+    columns, column = _columns(n, n)
+    matrix = np.ones((n, n))
+    out = np.empty((n, n), order="F")
+    assert es.einsum("ik,jk->ij", columns, matrix, out=out) is out
+    np.testing.assert_allclose(out, np.outer(column, np.full(n, float(n))))
+    plan = entry_for("ik,jk->ij", [columns, matrix], out, None, "auto").plan
+    assert plan.spread is not None and plan.allocated_bytes == n * 8  # the row sums alone
+
+
+def test_size_one_ellipsis_axes_are_read_at_index_0_with_it() -> None:
+    """A summed label dropped from the equation renames its '...' dimensions: a size-1 one
+    that broadcasts is read at index 0 too (the named label would not broadcast)."""
+    x = np.broadcast_to(np.arange(3.0)[:, None, None], (3, 1, 5))  # '...' (3, 1), k
+    z = np.arange(20.0).reshape(4, 5)
+    spec = parse_equation("...k,...jk->...j", x.shape, (2, z.shape[0], 5))
+    assert dropped_axes(spec, (x.strides, (0, 40, 8))) == ((1, 2), ())
+    y = np.broadcast_to(z, (2, 4, 5))
+    got = es.einsum("...k,...jk->...j", x, y)
+    np.testing.assert_allclose(got, np.einsum("...k,...jk->...j", x, y))
+    report = es.explain("...k,...jk->...j", x, y)
+    assert "its size-1 '...' axes [1] are read at index 0" in report
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["ik,jk->ij", "bik,bkj->bij", "ijk,jk->i", "ik,kj,jl->il", "iik,k->i"]),
+    st.integers(1, 5),
+    st.integers(0, 2**16),
+    st.sampled_from(["float64", "int64", "complex128", "float32"]),
+)
+def test_dropped_labels_give_numpys_result(equation: str, size: int, seed: int, dtype: str) -> None:
+    """Each operand broadcasts a drawn set of its summed labels (every axis carrying one)."""
+    rng = np.random.default_rng(seed)
+    inputs, output = equation.split("->")
+    terms = inputs.split(",")
+    summed = sorted(set(inputs) - set(output) - {","})
+    sizes = {x: int(rng.integers(1, size + 1)) for x in set(inputs) - {","}}
+    ops = []
+    for term in terms:
+        flat = {x for x in summed if rng.random() < 0.6}
+        stored = [1 if x in flat else sizes[x] for x in term]
+        values = (rng.standard_normal(stored) * 3).astype(dtype)
+        ops.append(np.broadcast_to(values, [sizes[x] for x in term]))
+    want = np.einsum(equation, *ops)
+    got = es.einsum(equation, *ops)
+    tol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert got.dtype == want.dtype and got.shape == want.shape
+
+
+def test_the_gradient_of_a_row_sum_is_not_copied() -> None:
+    """y = x @ w, loss = y.sum(axis=1) . c: the cotangent of y is c broadcast along y's
+    columns, and dx = g w^T sums it against w's rows (the backward einsum 'ij,kj->ik': a
+    copy of the cotangent and a 2 n**3 matmul before)."""
+    n = 512
+    rng = np.random.default_rng(2)
+    x, w, c = rng.standard_normal((n, n)), rng.standard_normal((n, n)), rng.standard_normal(n)
+    cotangent = np.broadcast_to(c[:, None], (n, n))
+    dx, dw = es.einsum_vjp("ik,kj->ij", (x, w), cotangent)
+    np.testing.assert_allclose(dx, np.outer(c, w.sum(axis=1)), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(dw, np.outer(x.T @ c, np.ones(n)), rtol=1e-9, atol=1e-9)
+    got, peak = _peak(lambda: es.einsum("ij,kj->ik", cotangent, w))
+    np.testing.assert_allclose(got, dx, rtol=1e-12)
+    assert peak < dx.nbytes + 64 * n  # dx and w's row sums: no dense copy of the cotangent
+
+
+@pytest.mark.parametrize("limit", [None, 10**9])
+def test_an_expression_drops_them_too(limit: int | None) -> None:
+    n = 256
+    columns, column = _columns(n, n)
+    matrix = np.ones((n, n))
+    expr = es.contract_expression("ik,jk->ij", columns.shape, matrix.shape)
+    got = expr(columns, matrix, memory_limit=limit)
+    np.testing.assert_allclose(got, np.outer(column, np.full(n, float(n))))
