@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.backends.numpy.cache import entry_for
-from einstride.engine.backends.numpy.plan import dropped_axes
+from einstride.engine.backends.numpy.peak import plan_peak
+from einstride.engine.backends.numpy.plan import build_plan, dropped_axes
 from einstride.engine.backends.numpy.steps import ContractStep, CopyStep
 from einstride.engine.spec.equation import parse_equation
 
@@ -169,3 +171,33 @@ def test_an_expression_drops_them_too(limit: int | None) -> None:
     expr = es.contract_expression("ik,jk->ij", columns.shape, matrix.shape)
     got = expr(columns, matrix, memory_limit=limit)
     np.testing.assert_allclose(got, np.outer(column, np.full(n, float(n))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(broadcast_equations(), st.integers(0, 2**16))
+def test_a_plan_through_the_inner_calls_cache_is_the_plan_made_for_its_shapes(
+    case: tuple[str, list[tuple[tuple[int, ...], tuple[int, ...]]]], seed: int
+) -> None:
+    """A call of several operands that reads broadcast axes once looks its inner call up in
+    the plan caches (a new shape of a known class: the class's program, no planning); its
+    plan is the one made for its own shapes."""
+    equation, shapes = case
+    rng = np.random.default_rng(seed)
+    ops = [np.broadcast_to(rng.standard_normal(stored), shape) for shape, stored in shapes]
+    entry = entry_for(equation, ops, None, None, "auto")
+    spec = parse_equation(equation, *[op.shape for op in ops])
+    fresh = build_plan(spec, [op.dtype for op in ops], [op.strides for op in ops], spread=True)
+    assert entry.plan == fresh
+    assert (entry.largest, entry.peak) == (fresh.largest_bytes, plan_peak(fresh))
+    np.testing.assert_allclose(entry.run(ops, None), np.einsum(equation, *ops), atol=1e-12)
+
+
+def test_a_new_shape_of_a_known_class_is_not_planned() -> None:
+    es.clear_plan_cache()
+    for m in (40, 41):  # the same half-octave class
+        columns, _ = _columns(m, 32, seed=m)
+        matrix = np.ones((24, 32))
+        before = es.plan_cache_info().generic
+        got = es.einsum("ik,jk->ij", columns, matrix)
+        np.testing.assert_allclose(got, np.einsum("ik,jk->ij", columns, matrix))
+    assert es.plan_cache_info().generic == before + 1  # the second inner call: its class's

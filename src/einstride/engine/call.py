@@ -51,7 +51,8 @@ __all__ = [
 ]
 
 EquationKey = Any
-"""Hashable and enough to re-parse: the equation string, or ``("sublists", terms, output)``."""
+"""Hashable and enough to re-parse: the equation string, or ``("sublists", terms, output)``
+(or an :class:`Equation`: the calls a plan makes of its own)."""
 
 Order = Literal["C", "F", "A", "K"]
 """``order=``: the result's memory layout, as NumPy's (``K``: as the plan makes it)."""
@@ -166,9 +167,11 @@ def make_call(
 
 
 def equation_of(key: EquationKey) -> Equation:
-    """Parse an equation key (see :data:`EquationKey`)."""
+    """Parse an equation key (see :data:`EquationKey`); an :class:`Equation` is its own."""
     if isinstance(key, str):
         return parse_subscripts(key)
+    if isinstance(key, Equation):  # (an inner call's: the NumPy plan's sub_equation)
+        return key
     _, terms, output = key
     return parse_sublists(terms, output)
 

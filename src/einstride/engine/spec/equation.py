@@ -647,17 +647,23 @@ def sub_equation(spec: EinsumSpec, terms: Sequence[Sequence[int]]) -> Equation:
     >>> inner.text, bind(inner, [(2,), (4, 3)]).sizes
     ('i,jk->ij', (2, 3, 4))
     """
-    found = tuple(tuple(term) for term in terms)
-    text = ",".join(spec.label_string(term) for term in found)
-    text += "->" + spec.label_string(spec.output)
+    return _sub_equation(spec.names, tuple(tuple(term) for term in terms), spec.output)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sub_equation(
+    names: tuple[str, ...], terms: tuple[tuple[int, ...], ...], output: tuple[int, ...]
+) -> Equation:
+    joiner = "" if all(len(n) == 1 for n in names) else " "
+    text = ",".join(joiner.join(names[x] for x in term) for term in terms)
     return Equation(
-        text=text,
-        terms=found,
-        output=spec.output,
+        text=text + "->" + joiner.join(names[x] for x in output),
+        terms=terms,
+        output=output,
         explicit=True,
-        names=spec.names,
-        positions=tuple(tuple(range(len(term))) for term in found),
-        output_positions=tuple(range(len(spec.output))),
+        names=names,
+        positions=tuple(tuple(range(len(term))) for term in terms),
+        output_positions=tuple(range(len(output))),
         sublist=True,  # (positions are indices into each term, as the sublist form's)
     )
 

@@ -86,14 +86,17 @@ from .steps import (
 __all__ = [
     "CACHE_LINE",
     "REPLAY_MISMATCHES",
+    "InnerCall",
     "build_plan",
     "bytes_moved",
     "check_memory",
     "check_ranks",
     "class_decisions",
     "dropped_axes",
+    "inner_call",
     "reduction_bytes",
     "spread_labels",
+    "spread_plan",
     "spreads",
 ]
 
@@ -131,12 +134,8 @@ def build_plan(
         check_numeric(np.dtype(d), f"operand {i} has dtype")
     dts = tuple(np.dtype(d) for d in dtypes)
     layouts = tuple(tuple(s) for s in strides)
-    if spread:
-        labels, dropped = spread_labels(spec, layouts), dropped_axes(spec, layouts)
-        if labels or any(dropped):
-            return _spread_plan(
-                spec, dts, layouts, (labels, dropped), out, dtype, optimize, options
-            )
+    if spread and (call := inner_call(spec, dts, layouts, out=out, dtype=dtype)):
+        return _spread_plan(spec, dts, layouts, call, out, dtype, optimize, options)
     opts = default_options() if options is None else options
     opt_key = (
         optimize_key(optimize)
@@ -176,19 +175,36 @@ def spread_labels(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[i
     """
     if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
         return ()
-    if not {lab for term in spec.inputs for lab in term} - set(spec.output):
+    return _spread_labels(spec, _carriers(spec, layouts))
+
+
+def _carriers(
+    spec: EinsumSpec, layouts: Sequence[Sequence[int]], gone: Sequence[set[int]] = ()
+) -> dict[int, dict[int, bool]]:
+    """Per label, the operands carrying it (on axes not ``gone``), each with whether every
+    such axis of it is broadcast (a zero stride, or a size-1 ``...`` axis)."""
+    found: dict[int, dict[int, bool]] = {}
+    for i, (term, strides, stretch) in enumerate(zip(spec.inputs, layouts, spec.stretched)):
+        skip = gone[i] if gone else ()
+        for ax, lab in enumerate(term):
+            if ax in skip:
+                continue
+            flat = strides[ax] == 0 or ax in stretch
+            holders = found.get(lab)
+            if holders is None:
+                found[lab] = {i: flat}
+            else:
+                holders[i] = holders.get(i, True) and flat
+    return found
+
+
+def _spread_labels(spec: EinsumSpec, carriers: dict[int, dict[int, bool]]) -> tuple[int, ...]:
+    output = spec.output
+    if len(carriers) == len(set(output)):
         return ()  # nothing summed
     found = []
-    for label in dict.fromkeys(spec.output):
-        if spec.sizes[label] < 2 or spec.output.count(label) > 1:
-            continue
-        carried = [
-            strides[ax] == 0 or ax in stretch
-            for term, strides, stretch in zip(spec.inputs, layouts, spec.stretched)
-            for ax, lab in enumerate(term)
-            if lab == label
-        ]
-        if carried and all(carried):
+    for label in dict.fromkeys(output):
+        if spec.sizes[label] >= 2 and output.count(label) == 1 and all(carriers[label].values()):
             found.append(label)
     return tuple(found)
 
@@ -232,94 +248,150 @@ def dropped_axes(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[tu
     >>> dropped_axes(parse_equation("ij,j->i", (4, 3), (3,)), ((24, 8), (0,)))  # no gain
     ((), ())
     """
-    none: tuple[tuple[int, ...], ...] = ((),) * len(spec.inputs)
     if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
-        return none
-    dropped: list[set[int]] = [set() for _ in spec.inputs]
-    for label in {lab for term in spec.inputs for lab in term} - set(spec.output):
-        if spec.sizes[label] < 2:
+        return ((),) * len(spec.inputs)
+    return _dropped_axes(spec, layouts, _carriers(spec, layouts))
+
+
+def _dropped_axes(
+    spec: EinsumSpec, layouts: Sequence[Sequence[int]], carriers: dict[int, dict[int, bool]]
+) -> tuple[tuple[int, ...], ...]:
+    """:func:`dropped_axes`, round after round until none drops more (an operand that loses
+    a label may leave another's gain: the call of what is left drops nothing, as the plan
+    caches expect of an inner call)."""
+    gone: list[set[int]] = [set() for _ in spec.inputs]
+    while _drop_round(spec, carriers, gone):
+        carriers = _carriers(spec, layouts, gone)
+    if not any(gone):
+        return ((),) * len(spec.inputs)
+    return tuple(tuple(sorted(g | set(st))) for g, st in zip(gone, spec.stretched))
+
+
+def _drop_round(
+    spec: EinsumSpec, carriers: dict[int, dict[int, bool]], gone: list[set[int]]
+) -> bool:
+    """One round of :func:`dropped_axes` over ``carriers`` (those of the axes not ``gone``),
+    adding to ``gone``; whether an axis was added."""
+    output, sizes, added = set(spec.output), spec.sizes, False
+    for label, holders in carriers.items():
+        if label in output or sizes[label] < 2:
             continue
-        broadcast: list[tuple[int, list[int]]] = []
-        dense: list[tuple[int, list[int]]] = []
-        for i, (term, strides, stretch) in enumerate(zip(spec.inputs, layouts, spec.stretched)):
-            axes = [ax for ax, lab in enumerate(term) if lab == label]
-            if axes:
-                flat = all(strides[ax] == 0 or ax in stretch for ax in axes)
-                (broadcast if flat else dense).append((i, axes))
-        if broadcast and not dense:  # the smallest keeps it (the first of equal ones)
-            sizes = [math.prod(spec.shapes()[i]) for i, _ in broadcast]
-            dense.append(broadcast.pop(sizes.index(min(sizes))))
-        held = {lab for i, _ in dense for lab in spec.inputs[i]}
-        for i, axes in broadcast:
-            if any(spec.sizes[lab] > 1 and lab not in held for lab in spec.inputs[i]):
-                dropped[i].update(axes)
-    if not any(dropped):
-        return none
-    return tuple(tuple(sorted(d | set(st))) for d, st in zip(dropped, spec.stretched))
+        broadcast = [i for i, flat in holders.items() if flat]
+        if not broadcast:
+            continue
+        dense = [i for i, flat in holders.items() if not flat]
+        if not dense:  # the smallest keeps it (the first of equal ones)
+            elements = [math.prod(sizes[lab] for lab in _kept(spec, i, gone)) for i in broadcast]
+            dense.append(broadcast.pop(elements.index(min(elements))))
+        held = {lab for i in dense for lab in _kept(spec, i, gone)}
+        for i in broadcast:
+            if any(sizes[lab] > 1 and lab not in held for lab in _kept(spec, i, gone)):
+                gone[i].update(ax for ax, x in enumerate(spec.inputs[i]) if x == label)
+                added = True
+    return added
+
+
+def _kept(spec: EinsumSpec, i: int, gone: list[set[int]]) -> list[int]:
+    """The labels of operand ``i`` on axes not ``gone``."""
+    return [lab for ax, lab in enumerate(spec.inputs[i]) if ax not in gone[i]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InnerCall:
+    """The call a plan that reads broadcast axes once runs: the ``equation`` (the call's, or
+    :func:`~...spec.equation.sub_equation` without the dropped axes) over the operands read
+    by ``spread.reads()``, of these ``shapes`` and byte ``strides``; ``spread`` says what is
+    read and how the result is broadcast after (:class:`~.steps.Spread`)."""
+
+    equation: Equation
+    shapes: tuple[tuple[int, ...], ...]
+    strides: tuple[tuple[int, ...], ...]
+    spread: Spread
+
+
+def inner_call(
+    spec: EinsumSpec,
+    dtypes: Sequence[np.dtype[Any]],
+    layouts: Sequence[Sequence[int]],
+    *,
+    out: tuple[tuple[int, ...], np.dtype[Any]] | None = None,
+    dtype: Any = None,
+) -> InnerCall | None:
+    """The :class:`InnerCall` of these operands (byte strides ``layouts``, and ``out=``'s
+    strides and dtype when given): the labels :func:`spread_labels` read at size 1, the
+    axes :func:`dropped_axes` left out; None where neither applies.
+
+    >>> from ...spec.equation import parse_equation
+    >>> spec = parse_equation("ik,jk->ij", (4, 3), (5, 3))
+    >>> call = inner_call(spec, (np.dtype(float),) * 2, ((8, 0), (24, 8)))
+    >>> call.equation.text, call.shapes, call.strides, call.spread.reads()
+    ('i,jk->ij', ((4,), (5, 3)), ((8,), (24, 8)), [(slice(None, None, None), 0), None])
+    """
+    if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
+        return None
+    carriers = _carriers(spec, layouts)
+    labels, dropped = _spread_labels(spec, carriers), _dropped_axes(spec, layouts, carriers)
+    if not labels and not any(dropped):
+        return None
+    spread, given = set(labels), spec.shapes()
+    operand_axes = tuple(
+        tuple(ax for ax, lab in enumerate(term) if lab in spread and shape[ax] > 1)
+        for term, shape in zip(spec.inputs, given)
+    )
+    shapes = tuple(
+        tuple(1 if ax in axes else n for ax, n in enumerate(shape) if ax not in gone)
+        for shape, axes, gone in zip(given, operand_axes, dropped)
+    )
+    kept = [tuple(x for ax, x in enumerate(t) if ax not in g) for t, g in zip(spec.inputs, dropped)]
+    strides = tuple(
+        tuple(x for ax, x in enumerate(seq) if ax not in gone)
+        for seq, gone in zip(layouts, dropped)
+    )
+    axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
+    alloc = None
+    if axes and out is None:  # the full output
+        rt = result_dtype(dtypes, dtype)
+        alloc = Alloc(what="output", shape=spec.output_shape, dtype=rt, labels=spec.output)
+    elif axes and out is not None:  # out='s first slice, copied before it is broadcast
+        first = tuple(1 if lab in spread else spec.sizes[lab] for lab in spec.output)
+        alloc = Alloc(what="copy", shape=first, dtype=out[1], labels=spec.output)
+    found = Spread(
+        spec=spec,
+        strides=tuple(tuple(x) for x in layouts),
+        axes=axes,
+        operand_axes=operand_axes,
+        dropped=dropped,
+        alloc=alloc,
+    )
+    equation = sub_equation(spec, kept) if any(dropped) else spec.equation
+    return InnerCall(equation=equation, shapes=shapes, strides=strides, spread=found)
+
+
+def spread_plan(inner: Plan, spread: Spread) -> Plan:
+    """``inner`` (the plan of an :class:`InnerCall`) as the plan of the call it reads."""
+    return replace(inner, spread=spread, naive_flops=_naive_flops(spread.spec))
 
 
 def _spread_plan(
     spec: EinsumSpec,
     dts: tuple[np.dtype[Any], ...],
     layouts: tuple[tuple[int, ...], ...],
-    read: tuple[tuple[int, ...], tuple[tuple[int, ...], ...]],
+    call: InnerCall,
     out: tuple[tuple[int, ...], np.dtype[Any]] | None,
     dtype: Any,
     optimize: Any,
     options: PlannerOptions | None,
 ) -> Plan:
-    """The plan of ``spec`` with the labels ``read[0]`` read at size 1 (the operands at
-    index 0 of the axes carrying them), whose result is then broadcast into the full
-    output, and the axes ``read[1]`` of each operand read at index 0 and left out (the
-    plan of :func:`~...spec.equation.sub_equation`)."""
-    spread, dropped = set(read[0]), read[1]
-    operand_axes = tuple(
-        tuple(ax for ax, lab in enumerate(term) if lab in spread and shape[ax] > 1)
-        for term, shape in zip(spec.inputs, spec.shapes())
-    )
-    shapes = [
-        tuple(1 if ax in axes else n for ax, n in enumerate(shape) if ax not in gone)
-        for shape, axes, gone in zip(spec.shapes(), operand_axes, dropped)
-    ]
-    kept = [
-        tuple(x for ax, x in enumerate(seq) if ax not in gone)
-        for seq, gone in zip(spec.inputs, dropped)
-    ]
-    strides = tuple(
-        tuple(x for ax, x in enumerate(seq) if ax not in gone)
-        for seq, gone in zip(layouts, dropped)
-    )
-    equation = sub_equation(spec, kept) if any(dropped) else spec.equation
+    """The plan of ``call``'s equation over the operands it reads, as the plan of ``spec``
+    (the plain plan where its result is a view of an operand)."""
     inner = build_plan(
-        bind(equation, shapes), dts, strides, out=out, dtype=dtype,
+        bind(call.equation, call.shapes), dts, call.strides, out=out, dtype=dtype,
         optimize=optimize, options=options,
     )  # fmt: skip
     if inner.viewed_operand() is not None:  # NumPy's einsum returns a view too
         return build_plan(spec, dts, layouts, out=out, dtype=dtype, optimize=optimize,
                           options=options)  # fmt: skip
-    axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
-    found = Spread(
-        spec=spec,
-        strides=layouts,
-        axes=axes,
-        operand_axes=operand_axes,
-        dropped=dropped,
-        alloc=_spread_alloc(spec, inner, out) if axes else None,
-    )
-    return replace(inner, spread=found, naive_flops=_naive_flops(spec))  # the call's count
-
-
-def _spread_alloc(
-    spec: EinsumSpec, inner: Plan, out: tuple[tuple[int, ...], np.dtype[Any]] | None
-) -> Alloc:
-    """What a spread result is broadcast into: the full output, or with ``out=`` a copy of
-    its first slice (see :func:`.execute.spread_program`)."""
-    if out is None:
-        return Alloc(
-            what="output", shape=spec.output_shape, dtype=inner.result_dtype, labels=spec.output
-        )
-    inner_spec = inner.spec
-    return Alloc(what="copy", shape=inner_spec.output_shape, dtype=out[1], labels=inner_spec.output)
+    return spread_plan(inner, call.spread)
 
 
 def _naive_flops(spec: EinsumSpec) -> int:
