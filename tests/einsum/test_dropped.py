@@ -201,3 +201,20 @@ def test_a_new_shape_of_a_known_class_is_not_planned() -> None:
         got = es.einsum("ik,jk->ij", columns, matrix)
         np.testing.assert_allclose(got, np.einsum("ik,jk->ij", columns, matrix))
     assert es.plan_cache_info().generic == before + 1  # the second inner call: its class's
+
+
+def test_under_a_limit_the_inner_call_is_sliced() -> None:
+    """A review: with a limit just under the plan's peak (the output and the row sums), the
+    call ran without dropping the axis, its dense plan in 16,384 slices (0.75 s at 1024 x
+    1024); the inner call is now limited itself, the dropped axis kept out (2 slices)."""
+    n = 256
+    columns, column = _columns(n, n)
+    matrix = np.ones((n, n))
+    limit = n * n * 8 + n * 4  # the output and half the row sums
+    es.einsum("ik,jk->ij", columns, matrix, memory_limit=limit)
+    got, peak = _peak(lambda: es.einsum("ik,jk->ij", columns, matrix, memory_limit=limit))
+    np.testing.assert_allclose(got, np.outer(column, np.full(n, float(n))))
+    assert peak <= limit + 4096  # (tracemalloc's own and the slices' small objects)
+    report = es.explain("ik,jk->ij", columns, matrix, memory_limit=limit)
+    assert "dropped: operand 0 broadcasts the summed label k" in report
+    assert "sliced over: j: 2 chunks of 128" in report and "without dropping" not in report

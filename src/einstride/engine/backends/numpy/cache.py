@@ -165,19 +165,12 @@ def _read_once_entry(
     entry (through the caches: a new shape of a known class needs no planning, 445 -> ~30 us
     a first call of ``ik,jk->ij`` with a matrix of identical columns), run over the operands
     it reads and its result broadcast where it spreads."""
-    spread = call.spread
-    facts: list[Any] = []
-    for shape, strides, dt in zip(call.shapes, call.strides, dtypes):
-        facts += (shape, strides, dt)
-    inner_out = None
-    if out_facts is not None:  # the steps write out='s first slice along the spread axes
-        first = tuple(1 if ax in spread.axes else n for ax, n in enumerate(out_facts[0]))
-        inner_out = (first, out_facts[1], out_facts[2])
+    spread, facts, inner_out = call.spread, call.facts(dtypes), call.out_facts(out_facts)
     opt_key = optimize_key(optimize)
     inner = (
-        make_entry(call.equation, tuple(facts), inner_out, dtype, optimize, options)
+        make_entry(call.equation, facts, inner_out, dtype, optimize, options)
         if opt_key is None
-        else general_cache(call.equation, tuple(facts), inner_out, dtype, opt_key, options)
+        else general_cache(call.equation, facts, inner_out, dtype, opt_key, options)
     )
 
     def steps(operands: Sequence[Array], out: Array | None) -> Any:

@@ -43,12 +43,12 @@ from ...spec.paths import FoundPath, find_path, finder_form, optimize_key, optim
 from ...spec.slicing import MAX_SLICES, PathModel, find_slicing, make_slicing, path_model
 from ...spec.walk import search_problem
 from .cache import CLEAR_HOOKS, facts_of
-from .execute import Program, compile_plan
+from .execute import Program, compile_plan, spread_program
 from .fold import contiguous_strides
 from .options import PlannerOptions, default_options
 from .peak import TEMPORARY, plan_peak
-from .plan import build_plan
-from .report import format_plan
+from .plan import InnerCall, build_plan, inner_call, spread_plan
+from .report import format_plan, spread_lines
 from .sliced import SlicedPlan, build_sliced, compile_sliced, format_sliced
 from .steps import CopyStep, Plan, ReduceStep, ViewStep
 
@@ -146,6 +146,11 @@ def _decide(
     module doc."""
     spec = bind(equation_of(eq_key), facts[0::3])
     out = None if out_facts is None else (tuple(out_facts[1]), np.dtype(out_facts[2]))
+    call = inner_call(spec, facts[2::3], facts[1::3], out=out, dtype=dtype)
+    if call is not None and len(spec.inputs) > 1:
+        read = _read_once(call, facts[2::3], out_facts, dtype, optimize, limit)
+        if read is not None:
+            return read
     base = build_plan(
         spec, facts[2::3], facts[1::3], out=out, dtype=dtype, optimize=optimize, options=options
     )
@@ -202,6 +207,40 @@ def _decide(
         run=compile_sliced(sliced),
         peak=sliced.peak,
         unlimited_peak=unlimited,
+    )
+
+
+def _read_once(
+    call: InnerCall,
+    dtypes: Sequence[np.dtype[Any]],
+    out_facts: Any,
+    dtype: Any,
+    optimize: Any,
+    limit: int,
+) -> Limited | None:
+    """The call's inner call (``plan.inner_call``: broadcast axes read once) within the
+    limit less what its spread allocates, as the call's; None where that does not fit (the
+    call is then limited as it is: its broadcast operands read as they are)."""
+    spread = call.spread
+    extra = 0 if spread.alloc is None else spread.alloc.nbytes
+    if extra >= limit:
+        return None
+    inner_out = call.out_facts(out_facts)
+    try:
+        inner = limited_plan(
+            call.equation, call.facts(dtypes), inner_out, dtype, optimize, limit - extra
+        )
+    except EinsumError:
+        return None
+    base = spread_plan(inner.base, spread)
+    return Limited(
+        limit=limit,
+        base=base,
+        plan=base if inner.plan is inner.base else spread_plan(inner.plan, spread),
+        sliced=inner.sliced,
+        run=spread_program(inner.run, spread),
+        peak=inner.peak + extra,
+        unlimited_peak=inner.unlimited_peak + extra,
     )
 
 
@@ -422,12 +461,13 @@ def format_limited(limited: Limited) -> str:
                 f"peaks at {limited.peak:,} B (FLOPs {100 * extra:+.1f}%); its plan:",
             ],
         )
-    shapes = ", ".join(str(s) for s in base.spec.shapes())
+    shapes = ", ".join(str(s) for s in base.call_spec.shapes())
     head = format_plan(base).splitlines()[0]
     return "\n".join(
         [
             head,
-            f"  operands: {shapes}; result {base.spec.output_shape} {base.result_dtype}",
+            f"  operands: {shapes}; result {base.call_spec.output_shape} {base.result_dtype}",
+            *spread_lines(base),
             over,
             *format_sliced(limited.sliced),
         ]
@@ -456,13 +496,16 @@ def explain_within(
             [f"  memory limit: {limit:,} B; einsum would raise EinsumError: {exc}"],
         )
     report = format_limited(limited)
-    if plan.spread is None:
+    if plan.spread is None or limited.base.spread is not None:
         return report
-    # the limited plans are made without the spread (a review: the report quoted their
-    # peak as the call's)
+    # its inner call did not fit: the limited plans are made without reading the broadcast
+    # axes once (a review: the report quoted their peak as the call's)
+    what, how = "spread", "the spread"
+    if not plan.spread.axes:
+        what, how = "dropped-axes", "dropping them"
     spread = (
-        f"  memory limit: {limit:,} B; the spread plan would peak at {peak:,} B: the call "
-        "runs without the spread (its broadcast operands read as they are), as follows"
+        f"  memory limit: {limit:,} B; the {what} plan would peak at {peak:,} B: the call "
+        f"runs without {how} (its broadcast operands read as they are), as follows"
     )
     return _with_lines(report, [spread])
 

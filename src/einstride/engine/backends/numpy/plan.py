@@ -308,6 +308,21 @@ class InnerCall:
     strides: tuple[tuple[int, ...], ...]
     spread: Spread
 
+    def facts(self, dtypes: Sequence[np.dtype[Any]]) -> tuple[Any, ...]:
+        """The operands' facts as the plan caches key them (``(shape, strides, dtype)``
+        per operand, flattened), for operands of these dtypes."""
+        found: list[Any] = []
+        for shape, strides, dt in zip(self.shapes, self.strides, dtypes):
+            found += (shape, strides, dt)
+        return tuple(found)
+
+    def out_facts(self, out_facts: Any) -> Any:
+        """``out=``'s facts for the steps: its first slice along the spread axes."""
+        if out_facts is None:
+            return None
+        axes = self.spread.axes
+        return (tuple(1 if ax in axes else n for ax, n in enumerate(out_facts[0])), *out_facts[1:])
+
 
 def inner_call(
     spec: EinsumSpec,

@@ -26,7 +26,7 @@ from .steps import (
     ViewStep,
 )
 
-__all__ = ["format_plan"]
+__all__ = ["format_plan", "spread_lines"]
 
 
 def _bytes(n: int) -> str:
@@ -108,7 +108,7 @@ def format_plan(plan: Plan) -> str:
             f"{names.labels(tuple(dict.fromkeys(plan.output.labels)))} of the "
             f"{names.labels(plan.output.labels)} output"
         )
-    lines += _spread_lines(plan)
+    lines += spread_lines(plan)
     for k, step in enumerate(plan.steps):
         lines += _step_lines(k + 1, step, names)
         names.regs[step.dst] = f"step {k + 1}"
@@ -117,7 +117,7 @@ def format_plan(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _spread_lines(plan: Plan) -> list[str]:
+def spread_lines(plan: Plan) -> list[str]:
     """What a :class:`~.steps.Spread` reads, leaves out and broadcasts."""
     spread = plan.spread
     if spread is None:
