@@ -102,6 +102,27 @@ def _view_cases() -> list[Case]:
     ]
 
 
+def _identical_rows(ops: Operands) -> Operands:
+    return np.broadcast_to(ops[0][:1], ops[0].shape), ops[1]
+
+
+def _identical_columns(ops: Operands) -> Operands:
+    return np.broadcast_to(ops[0][:, :1], ops[0].shape), ops[1]
+
+
+def _broadcast_cases() -> list[Case]:
+    """Broadcast operands (``np.broadcast_to``'s zero strides): a matrix of identical rows
+    (its result the same along them: spread), and of identical columns, as the gradient of
+    a row sum is (the summed label it broadcasts dropped)."""
+    square = dense(F64, [(1024, 1024)] * 2, [(256, 256)] * 2)
+    return [
+        Case("identical rows times a matrix", "ij,jk->ik", viewed(square, _identical_rows),
+             "views"),  # fmt: skip
+        Case("identical columns times a matrix", "ik,jk->ij",
+             viewed(square, _identical_columns), "views"),  # fmt: skip
+    ]
+
+
 def _contraction_cases() -> list[Case]:
     chain = [(600, 40), (40, 600), (600, 40), (40, 600)]
     quick_chain = [(200, 12), (12, 200), (200, 12), (12, 200)]
@@ -228,6 +249,7 @@ def default_cases() -> tuple[Case, ...]:
     return (
         *_gemm_cases(),
         *_view_cases(),
+        *_broadcast_cases(),
         *_contraction_cases(),
         *_unary_cases(),
         *_elementwise_cases(),
