@@ -115,11 +115,10 @@ def _broadcast_cases() -> list[Case]:
     (its result the same along them: spread), and of identical columns, as the gradient of
     a row sum is (the summed label it broadcasts dropped)."""
     square = dense(F64, [(1024, 1024)] * 2, [(256, 256)] * 2)
+    rows, columns = viewed(square, _identical_rows), viewed(square, _identical_columns)
     return [
-        Case("identical rows times a matrix", "ij,jk->ik", viewed(square, _identical_rows),
-             "views"),  # fmt: skip
-        Case("identical columns times a matrix", "ik,jk->ij",
-             viewed(square, _identical_columns), "views"),  # fmt: skip
+        Case("identical rows times a matrix", "ij,jk->ik", rows, "views"),
+        Case("identical columns times a matrix", "ik,jk->ij", columns, "views"),
     ]
 
 
