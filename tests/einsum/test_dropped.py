@@ -218,3 +218,34 @@ def test_under_a_limit_the_inner_call_is_sliced() -> None:
     report = es.explain("ik,jk->ij", columns, matrix, memory_limit=limit)
     assert "dropped: operand 0 broadcasts the summed label k" in report
     assert "sliced over: j: 2 chunks of 128" in report and "without dropping" not in report
+
+
+def test_the_inner_call_drops_nothing_more() -> None:
+    """A review: the smallest operand keeping a summed label was chosen at the full sizes,
+    and the steps' call (its spread label at size 1) chose another and dropped it again:
+    the plan through the caches was not the plan made for the shapes."""
+    x = np.lib.stride_tricks.as_strided(np.arange(3.0), (4, 4, 3), (0, 0, 8))
+    y = np.lib.stride_tricks.as_strided(np.ones(1), (4, 4, 4), (0, 0, 0))
+    entry = entry_for("cba,ccb->c", [x, y], None, None, "auto")
+    spec = parse_equation("cba,ccb->c", x.shape, y.shape)
+    fresh = build_plan(spec, [x.dtype, y.dtype], [x.strides, y.strides], spread=True)
+    assert entry.plan == fresh and entry.plan.spec.text == "ca,ccb->c"
+    np.testing.assert_allclose(entry.run([x, y], None), np.einsum("cba,ccb->c", x, y))
+
+
+def test_a_sliced_spread_reports_the_calls_peak() -> None:
+    """A review: under a limit the sliced report gave the steps' peak, not the call's (the
+    spread's full output on top)."""
+    n = 128
+    rows = np.broadcast_to(np.arange(float(n)), (n, n))
+    a, b = np.ones((n, n)), np.ones((n, n))
+    path, limit = ["einsum_path", (1, 2), (0, 1)], n * n * 8 + 30_000
+    report = es.explain("ij,jk,kl->il", rows, a, b, optimize=path, memory_limit=limit)
+    es.einsum("ij,jk,kl->il", rows, a, b, optimize=path, memory_limit=limit)
+    got, peak = _peak(
+        lambda: es.einsum("ij,jk,kl->il", rows, a, b, optimize=path, memory_limit=limit)
+    )
+    np.testing.assert_allclose(got, np.einsum("ij,jk,kl->il", rows, a, b))
+    line = next(x for x in report.splitlines() if "the sliced steps' result" in x)
+    claimed = int(line.rsplit("peaks at ", 1)[1].split(" B")[0].replace(",", ""))
+    assert n * n * 8 < claimed <= limit and peak <= limit

@@ -342,7 +342,9 @@ def plan_cache_info() -> CacheInfo:
     (:mod:`.generic`: no plan was built), ``direct`` those of networks whose path ran
     directly (:mod:`.direct`), ``lanes`` the calls that no cache saw (:mod:`.lanes`).
     ``explain`` and ``einsum_path`` of operands look their plan up as einsum does (a hit or
-    a miss); the plans of reports of shapes are made aside and counted nowhere.
+    a miss); the plans of reports of shapes are made aside and counted nowhere.  A call that
+    reads broadcast axes once looks up its steps' call too (``plan.inner_call``): a first
+    call of it counts two misses, and both entries are held.
 
     >>> info = plan_cache_info()
     >>> info.maxsize, info.currsize <= 2 * info.maxsize

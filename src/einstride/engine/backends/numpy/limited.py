@@ -470,8 +470,22 @@ def format_limited(limited: Limited) -> str:
             *spread_lines(base),
             over,
             *format_sliced(limited.sliced),
+            *_spread_peak(limited),
         ]
     )
+
+
+def _spread_peak(limited: Limited) -> list[str]:
+    """The call's peak where its sliced steps' result is then spread (a review: the report
+    quoted the steps' peak alone)."""
+    spread = limited.base.spread
+    if spread is None or spread.alloc is None:
+        return []
+    into = "the output" if spread.alloc.what == "output" else "out=, its first slice copied"
+    return [
+        f"  spread: the sliced steps' result is then broadcast into {into} "
+        f"({spread.alloc.nbytes:,} B): the call peaks at {limited.peak:,} B"
+    ]
 
 
 def explain_within(

@@ -250,17 +250,28 @@ def dropped_axes(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[tu
     """
     if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
         return ((),) * len(spec.inputs)
-    return _dropped_axes(spec, layouts, _carriers(spec, layouts))
+    carriers = _carriers(spec, layouts)
+    return _dropped_axes(spec, layouts, carriers, _spread_labels(spec, carriers))
 
 
 def _dropped_axes(
-    spec: EinsumSpec, layouts: Sequence[Sequence[int]], carriers: dict[int, dict[int, bool]]
+    spec: EinsumSpec,
+    layouts: Sequence[Sequence[int]],
+    carriers: dict[int, dict[int, bool]],
+    spread: tuple[int, ...],
 ) -> tuple[tuple[int, ...], ...]:
     """:func:`dropped_axes`, round after round until none drops more (an operand that loses
-    a label may leave another's gain: the call of what is left drops nothing, as the plan
-    caches expect of an inner call)."""
+    a label may leave another's gain), with the ``spread`` labels at size 1 (as the steps
+    read them): the call of what is left drops nothing, as the plan caches expect of an
+    inner call (a review: the smallest operand, chosen at the full sizes, was not the
+    inner call's, which dropped the label again)."""
+    sizes = list(spec.sizes)
+    for label in spread:
+        sizes[label] = 1
     gone: list[set[int]] = [set() for _ in spec.inputs]
-    while _drop_round(spec, carriers, gone):
+    # (another round only where one dropped and one was declined: only a declined operand
+    # can gain from another's loss)
+    while _drop_round(spec, sizes, carriers, gone) == (True, True):
         carriers = _carriers(spec, layouts, gone)
     if not any(gone):
         return ((),) * len(spec.inputs)
@@ -268,11 +279,16 @@ def _dropped_axes(
 
 
 def _drop_round(
-    spec: EinsumSpec, carriers: dict[int, dict[int, bool]], gone: list[set[int]]
-) -> bool:
-    """One round of :func:`dropped_axes` over ``carriers`` (those of the axes not ``gone``),
-    adding to ``gone``; whether an axis was added."""
-    output, sizes, added = set(spec.output), spec.sizes, False
+    spec: EinsumSpec,
+    sizes: Sequence[int],
+    carriers: dict[int, dict[int, bool]],
+    gone: list[set[int]],
+) -> tuple[bool, bool]:
+    """One round of :func:`dropped_axes` over ``carriers`` (those of the axes not ``gone``)
+    with the labels' ``sizes``, adding to ``gone``: whether an axis was added, and whether
+    an operand broadcasting a label kept it for want of a gain."""
+    output, added, declined = set(spec.output), False, False
+    kept = [[x for ax, x in enumerate(term) if ax not in g] for term, g in zip(spec.inputs, gone)]
     for label, holders in carriers.items():
         if label in output or sizes[label] < 2:
             continue
@@ -281,19 +297,17 @@ def _drop_round(
             continue
         dense = [i for i, flat in holders.items() if not flat]
         if not dense:  # the smallest keeps it (the first of equal ones)
-            elements = [math.prod(sizes[lab] for lab in _kept(spec, i, gone)) for i in broadcast]
+            elements = [math.prod([sizes[lab] for lab in kept[i]]) for i in broadcast]
             dense.append(broadcast.pop(elements.index(min(elements))))
-        held = {lab for i in dense for lab in _kept(spec, i, gone)}
+        held = {lab for i in dense for lab in kept[i]}
         for i in broadcast:
-            if any(sizes[lab] > 1 and lab not in held for lab in _kept(spec, i, gone)):
-                gone[i].update(ax for ax, x in enumerate(spec.inputs[i]) if x == label)
+            if any(sizes[lab] > 1 and lab not in held for lab in kept[i]):
+                gone[i].update([ax for ax, x in enumerate(spec.inputs[i]) if x == label])
+                kept[i] = [x for x in kept[i] if x != label]
                 added = True
-    return added
-
-
-def _kept(spec: EinsumSpec, i: int, gone: list[set[int]]) -> list[int]:
-    """The labels of operand ``i`` on axes not ``gone``."""
-    return [lab for ax, lab in enumerate(spec.inputs[i]) if ax not in gone[i]]
+            else:
+                declined = True
+    return added, declined
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -345,7 +359,8 @@ def inner_call(
     if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
         return None
     carriers = _carriers(spec, layouts)
-    labels, dropped = _spread_labels(spec, carriers), _dropped_axes(spec, layouts, carriers)
+    labels = _spread_labels(spec, carriers)
+    dropped = _dropped_axes(spec, layouts, carriers, labels)
     if not labels and not any(dropped):
         return None
     spread, given = set(labels), spec.shapes()
@@ -359,8 +374,12 @@ def inner_call(
     )
     kept = [tuple(x for ax, x in enumerate(t) if ax not in g) for t, g in zip(spec.inputs, dropped)]
     strides = tuple(
-        tuple(x for ax, x in enumerate(seq) if ax not in gone)
-        for seq, gone in zip(layouts, dropped)
+        tuple(
+            _outside_stride(seq, shape, dt.itemsize) if ax in axes else x
+            for ax, x in enumerate(seq)
+            if ax not in gone
+        )
+        for seq, shape, dt, axes, gone in zip(layouts, given, dtypes, operand_axes, dropped)
     )
     axes = tuple(ax for ax, lab in enumerate(spec.output) if lab in spread)
     alloc = None
@@ -382,8 +401,16 @@ def inner_call(
     return InnerCall(equation=equation, shapes=shapes, strides=strides, spread=found)
 
 
+def _outside_stride(strides: Sequence[int], shape: Sequence[int], itemsize: int) -> int:
+    """The stride of a size-1 axis outside every other axis of this layout: a spread axis
+    read at size 1 keeps a regular layout regular (its zero stride would not be: no shape
+    class, the call planned per shape).  The steps read it at index 0 whatever its stride."""
+    return max([abs(st) * n for st, n in zip(strides, shape) if st and n > 1], default=itemsize)
+
+
 def spread_plan(inner: Plan, spread: Spread) -> Plan:
     """``inner`` (the plan of an :class:`InnerCall`) as the plan of the call it reads."""
+    assert inner.spread is None, "an inner call reads no broadcast axis once more"
     return replace(inner, spread=spread, naive_flops=_naive_flops(spread.spec))
 
 

@@ -348,9 +348,15 @@ def _split_lines(step: ReduceStep | BatchStep, names: _Names) -> list[str]:
 
 
 def _decided(plan: Plan) -> str:
-    """Which level of the plan cache decided: the shape class (reused or new) or none."""
+    """Which level of the plan cache decided: the shape class (reused or new) or none (of
+    the steps' call where the plan reads broadcast axes once)."""
+    text = _class_decided(plan)
     if plan.spread is not None:
-        return "made for these shapes (a spread result is planned per shape)"
+        text += f", for the steps' call {plan.spec.text!r} (broadcast axes read once)"
+    return text
+
+
+def _class_decided(plan: Plan) -> str:
     if plan.decided_for is None:
         return (
             "made for these shapes (no shape class: an irregular layout, out=, or an "
