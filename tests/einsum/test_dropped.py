@@ -9,15 +9,12 @@ and an outer product now).  The gradient of a row sum is such an operand.
 
 from __future__ import annotations
 
-import tracemalloc
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 import pytest
 from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_probe import traced_peak
 
 import einstride as es
 from einstride.engine.backends.numpy.cache import entry_for
@@ -25,16 +22,6 @@ from einstride.engine.backends.numpy.peak import plan_peak
 from einstride.engine.backends.numpy.plan import build_plan, dropped_axes
 from einstride.engine.backends.numpy.steps import ContractStep, CopyStep
 from einstride.engine.spec.equation import parse_equation
-
-
-def _peak(call: Callable[[], Any]) -> tuple[Any, int]:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        value = call()
-        return value, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def _columns(n: int, m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +36,7 @@ def test_identical_columns_times_a_matrix_is_a_reduction_and_an_outer_product() 
     columns, column = _columns(n, n)
     matrix = np.random.default_rng(1).standard_normal((n, n))
     es.einsum("ik,jk->ij", columns, matrix)  # (its plan is built and cached first)
-    got, peak = _peak(lambda: es.einsum("ik,jk->ij", columns, matrix))
+    got, peak = traced_peak(lambda: es.einsum("ik,jk->ij", columns, matrix))
     np.testing.assert_allclose(got, np.einsum("ik,jk->ij", columns, matrix), rtol=1e-9)
     np.testing.assert_allclose(got, np.outer(column, matrix.sum(axis=1)), rtol=1e-12)
     assert peak < got.nbytes + 64 * n  # the output and the row sums: no dense copy
@@ -158,7 +145,7 @@ def test_the_gradient_of_a_row_sum_is_not_copied() -> None:
     dx, dw = es.einsum_vjp("ik,kj->ij", (x, w), cotangent)
     np.testing.assert_allclose(dx, np.outer(c, w.sum(axis=1)), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(dw, np.outer(x.T @ c, np.ones(n)), rtol=1e-9, atol=1e-9)
-    got, peak = _peak(lambda: es.einsum("ij,kj->ik", cotangent, w))
+    got, peak = traced_peak(lambda: es.einsum("ij,kj->ik", cotangent, w))
     np.testing.assert_allclose(got, dx, rtol=1e-12)
     assert peak < dx.nbytes + 64 * n  # dx and w's row sums: no dense copy of the cotangent
 
@@ -212,7 +199,7 @@ def test_under_a_limit_the_inner_call_is_sliced() -> None:
     matrix = np.ones((n, n))
     limit = n * n * 8 + n * 4  # the output and half the row sums
     es.einsum("ik,jk->ij", columns, matrix, memory_limit=limit)
-    got, peak = _peak(lambda: es.einsum("ik,jk->ij", columns, matrix, memory_limit=limit))
+    got, peak = traced_peak(lambda: es.einsum("ik,jk->ij", columns, matrix, memory_limit=limit))
     np.testing.assert_allclose(got, np.outer(column, np.full(n, float(n))))
     assert peak <= limit + 4096  # (tracemalloc's own and the slices' small objects)
     report = es.explain("ik,jk->ij", columns, matrix, memory_limit=limit)
@@ -242,7 +229,7 @@ def test_a_sliced_spread_reports_the_calls_peak() -> None:
     path, limit = ["einsum_path", (1, 2), (0, 1)], n * n * 8 + 30_000
     report = es.explain("ij,jk,kl->il", rows, a, b, optimize=path, memory_limit=limit)
     es.einsum("ij,jk,kl->il", rows, a, b, optimize=path, memory_limit=limit)
-    got, peak = _peak(
+    got, peak = traced_peak(
         lambda: es.einsum("ij,jk,kl->il", rows, a, b, optimize=path, memory_limit=limit)
     )
     np.testing.assert_allclose(got, np.einsum("ij,jk,kl->il", rows, a, b))

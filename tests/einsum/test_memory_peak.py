@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from memory_probe import traced_peak
 
 import einstride as es
 from einstride import EinsumError, memory
@@ -37,18 +37,6 @@ def slack(ops: list[np.ndarray]) -> int:
     """What a measured peak may exceed a limit or a reported peak by (see the module doc)."""
     widest = max(max(x.dtype.itemsize for x in ops), 8)
     return NUMPY_BUFFER * widest * (len(ops) + 1) + PYTHON_SLACK
-
-
-def traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
-    """``call()``'s result and the most bytes tracemalloc saw allocated during it."""
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        value = call()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return value, peak
 
 
 def operands(shapes: list[tuple[int, ...]], dtype: Any = np.float64) -> list[np.ndarray]:

@@ -8,8 +8,6 @@ copying each broadcast operand densely for BLAS (a matrix of identical rows time
 
 from __future__ import annotations
 
-import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,22 +15,13 @@ import pytest
 from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_probe import traced_peak
 
 import einstride as es
 from einstride import EinsumError
 from einstride.engine.backends.numpy.cache import entry_for
 from einstride.engine.backends.numpy.plan import spread_labels, spreads
 from einstride.engine.backends.numpy.steps import CopyStep
-
-
-def _peak(call: Callable[[], Any]) -> tuple[Any, int]:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        value = call()
-        return value, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 @st.composite
@@ -80,7 +69,7 @@ def test_a_matrix_of_identical_rows_is_not_copied() -> None:
     row, matrix = rng.standard_normal(n), rng.standard_normal((n, n))
     rows = np.broadcast_to(row, (n, n))
     es.einsum("ij,jk->ik", rows, matrix)  # (its plan is built and cached first)
-    got, peak = _peak(lambda: es.einsum("ij,jk->ik", rows, matrix))
+    got, peak = traced_peak(lambda: es.einsum("ij,jk->ik", rows, matrix))
     np.testing.assert_allclose(got, np.einsum("ij,jk->ik", rows, matrix), rtol=1e-12)
     assert peak < got.nbytes + 64 * n  # the output and one row of it
     plan = entry_for("ij,jk->ik", [rows, matrix], None, None, "auto").plan
@@ -116,13 +105,13 @@ def test_an_expression_and_a_gradient_spread_too() -> None:
     matrix = np.ones((n, n))
     expr = es.contract_expression("ij,jk->ik", rows.shape, matrix.shape)
     expr(rows, matrix)
-    got, peak = _peak(lambda: expr(rows, matrix))
+    got, peak = traced_peak(lambda: expr(rows, matrix))
     np.testing.assert_allclose(got, np.einsum("ij,jk->ik", rows, matrix))
     assert peak < got.nbytes + 64 * n  # no dense copy of the broadcast operand
     # a cotangent of ones (the gradient of a sum) is broadcast along both output labels
     ones = np.broadcast_to(1.0, (n, n))
     es.einsum_vjp("ij,jk->ik", (rows, matrix), ones)
-    grads, peak = _peak(lambda: es.einsum_vjp("ij,jk->ik", (rows, matrix), ones))
+    grads, peak = traced_peak(lambda: es.einsum_vjp("ij,jk->ik", (rows, matrix), ones))
     np.testing.assert_allclose(grads[0], np.full((n, n), float(n)))
     np.testing.assert_allclose(grads[1], np.einsum("ij,ik->jk", rows, ones))
     assert peak < 2 * got.nbytes + 64 * n  # the two gradients, no dense copy of the ones
@@ -139,7 +128,9 @@ def test_a_spread_into_out_stays_within_the_limit(order: str) -> None:
     out = np.empty((4, n, n), order=order)
     limit = 64 * 1024
     es.einsum("bij,jk->bik", rows, matrix, out=out, memory_limit=limit)
-    _, peak = _peak(lambda: es.einsum("bij,jk->bik", rows, matrix, out=out, memory_limit=limit))
+    _, peak = traced_peak(
+        lambda: es.einsum("bij,jk->bik", rows, matrix, out=out, memory_limit=limit)
+    )
     np.testing.assert_allclose(out, np.einsum("bij,jk->bik", rows, matrix))
     assert peak < limit
     plan = entry_for("bij,jk->bik", [rows, matrix], out, None, "auto").plan

@@ -4,6 +4,7 @@ output (see tests/einsum/test_spread.py for the NumPy backend)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -58,22 +59,8 @@ def test_a_matrix_of_identical_rows_is_one_row_times_the_matrix() -> None:
 
 @pytest.mark.parametrize("equation", ["ij,jk->ik", "ij,jk,kl->il", "bij,jk->bik"])
 def test_gradients_through_a_spread_are_torchs(equation: str) -> None:
-    torch.manual_seed(1)
-    sizes = {"b": 3, "i": 4, "j": 5, "k": 6, "l": 2}
-    terms = equation.split("->")[0].split(",")
-    leaves = [torch.randn([sizes[x] for x in term][1:], dtype=torch.float64) for term in terms]
-    leaves = [leaf.requires_grad_() for leaf in leaves]
-
-    def expanded() -> list[torch.Tensor]:  # each operand constant along its first label
-        return [leaf.expand([sizes[x] for x in term]) for leaf, term in zip(leaves, terms)]
-
-    (es.einsum(equation, *expanded()) ** 2).sum().backward()
-    got = [leaf.grad.clone() for leaf in leaves]  # type: ignore[union-attr]
-    for leaf in leaves:
-        leaf.grad = None
-    (torch.einsum(equation, *expanded()) ** 2).sum().backward()
-    for mine, theirs in zip(got, leaves):
-        torch.testing.assert_close(mine, theirs.grad)
+    # each operand constant along its first label
+    _check_gradients(equation, lambda term, output: [1] + [SIZES[x] for x in term[1:]])
 
 
 def test_a_matrix_of_identical_columns_is_read_without_them() -> None:
@@ -95,20 +82,24 @@ def test_a_matrix_of_identical_columns_is_read_without_them() -> None:
 
 @pytest.mark.parametrize("equation", ["ik,jk->ij", "bik,bkj->bij", "ik,kj,jl->il"])
 def test_gradients_through_dropped_labels_are_torchs(equation: str) -> None:
-    torch.manual_seed(2)
-    sizes = {"b": 3, "i": 4, "j": 5, "k": 6, "l": 2}
-    terms = equation.split("->")[0].split(",")
-    output = equation.split("->")[1]
-    # each operand stored with size 1 along its summed labels, expanded to their sizes
+    # each operand constant along its summed labels
+    _check_gradients(equation, lambda term, output: [SIZES[x] if x in output else 1 for x in term])
+
+
+SIZES = {"b": 3, "i": 4, "j": 5, "k": 6, "l": 2}
+
+
+def _check_gradients(equation: str, stored: Callable[[str, str], list[int]]) -> None:
+    """Gradients of leaves of the ``stored`` shapes (per term and the output), expanded to
+    the equation's sizes, through einstride and through torch.einsum."""
+    torch.manual_seed(1)
+    terms, output = equation.split("->")[0].split(","), equation.split("->")[1]
     leaves = [
-        torch.randn(
-            [1 if x not in output else sizes[x] for x in term], dtype=torch.float64
-        ).requires_grad_()
-        for term in terms
+        torch.randn(stored(term, output), dtype=torch.float64).requires_grad_() for term in terms
     ]
 
     def expanded() -> list[torch.Tensor]:
-        return [leaf.expand([sizes[x] for x in term]) for leaf, term in zip(leaves, terms)]
+        return [leaf.expand([SIZES[x] for x in term]) for leaf, term in zip(leaves, terms)]
 
     (es.einsum(equation, *expanded()) ** 2).sum().backward()
     got = [leaf.grad.clone() for leaf in leaves]  # type: ignore[union-attr]

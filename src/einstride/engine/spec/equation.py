@@ -654,7 +654,8 @@ def sub_equation(spec: EinsumSpec, terms: Sequence[Sequence[int]]) -> Equation:
 def _sub_equation(
     names: tuple[str, ...], terms: tuple[tuple[int, ...], ...], output: tuple[int, ...]
 ) -> Equation:
-    joiner = "" if all(len(n) == 1 for n in names) else " "
+    used = {x for term in terms for x in term}.union(output)
+    joiner = "" if all(len(names[x]) == 1 for x in used) else " "  # as label_string's
     text = ",".join(joiner.join(names[x] for x in term) for term in terms)
     return Equation(
         text=text + "->" + joiner.join(names[x] for x in output),
