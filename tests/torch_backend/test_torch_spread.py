@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
+from einstride.engine.backends.torch import plan as torch_plan
 from einstride.engine.backends.torch.operands import facts_of
 from einstride.engine.backends.torch.plan import entry_for
+from einstride.engine.backends.torch.records import translate
 
 
 @st.composite
@@ -108,3 +110,33 @@ def _check_gradients(equation: str, stored: Callable[[str, str], list[int]]) -> 
     (torch.einsum(equation, *expanded()) ** 2).sum().backward()
     for mine, theirs in zip(got, leaves):
         torch.testing.assert_close(mine, theirs.grad)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_cases())
+def test_an_entry_through_the_inner_calls_cache_is_the_plan_made_for_its_shapes(
+    case: tuple[str, list[torch.Tensor]],
+) -> None:
+    """A call of several operands that reads broadcast axes once looks its steps' call up in
+    the torch plan cache (a new shape of a known class: the class's program); its plan and
+    program are those made for its own shapes."""
+    equation, ops = case
+    entry = entry_for(equation, facts_of(ops), None, None, "auto")
+    call = torch_plan._Call.of(equation, facts_of(ops), None, None)
+    fresh = call.plan("auto", torch_plan.planner_options(), spread=True)
+    assert entry.plan == fresh and entry.spread == fresh.spread
+    if fresh.spread is not None:
+        assert entry.program == translate(fresh)
+    torch.testing.assert_close(entry.run(ops, None), torch.einsum(equation, *ops))
+
+
+def test_a_new_shape_of_a_known_class_is_not_planned() -> None:
+    """The steps' call of an expanded operand's call takes its shape class's program: the
+    call's plan is built only when read (before, every new shape was planned)."""
+    matrix = torch.rand(128, 128, dtype=torch.float64)
+    for m in (128, 130):  # the same half-octave class
+        columns = torch.rand(m, 1, dtype=torch.float64).expand(m, 128)
+        entry = entry_for("ik,jk->ij", facts_of([columns, matrix]), None, None, "auto")
+        torch.testing.assert_close(entry.run([columns, matrix], None), columns @ matrix.T)
+    assert not entry.planned and entry.spread is not None
+    assert entry.plan.spread is not None and entry.plan.spread.dropped == ((1,), ())
