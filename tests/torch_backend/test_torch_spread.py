@@ -140,3 +140,15 @@ def test_a_new_shape_of_a_known_class_is_not_planned() -> None:
         torch.testing.assert_close(entry.run([columns, matrix], None), columns @ matrix.T)
     assert not entry.planned and entry.spread is not None
     assert entry.plan.spread is not None and entry.plan.spread.dropped == ((1,), ())
+
+
+def test_the_steps_call_computes_in_the_calls_dtype() -> None:
+    """A review: an operand read without its axes may be 0-dim in the steps' call, where
+    torch's promotion weighs it less: the int64 operand was cast to int32 (wrong values)."""
+    a = torch.full((1, 1), 2**40 + 1, dtype=torch.int64).expand(1, 5)  # '...' stretched
+    b, c = torch.ones(5, dtype=torch.int32), torch.ones(3, dtype=torch.int32)
+    got = es.einsum("...j,j,...->...", a, b, c)
+    assert got.dtype == torch.int64 and got.tolist() == [5 * (2**40 + 1)] * 3
+    floats = torch.rand(1, 1, dtype=torch.float64).expand(1, 5)
+    got = es.einsum("...j,j,...->...", floats, b.float(), c.float())
+    assert got.dtype == torch.float64

@@ -201,19 +201,25 @@ def _read_once_entry(
 ) -> Entry:
     """The entry of a call of several operands that reads broadcast axes once: its steps'
     call's entry (through the cache: a new shape of a known class is not planned, 574 ->
-    ~370 us a first call of identical columns times a matrix, 128 x 128), run over the
-    operands it reads, its result expanded where it spreads."""
+    ~370 us a first call of identical columns times a matrix, 128 x 128; both entries are
+    held in the cache), run over the operands it reads, its result expanded where it
+    spreads, in the call's result dtype."""
     spread, torch_dtypes = inner.spread, facts[2::3]
     inner_facts: list[Any] = []
     for shape, strides, dt, np_dt in zip(inner.shapes, inner.strides, torch_dtypes, call.dtypes):
         inner_facts += (shape, tuple(s // np_dt.itemsize for s in strides), dt)
-    inner_out = inner.out_facts(out_facts)
-    opt_key = optimize_key(optimize)
-    found = (
-        make_entry(inner.equation, tuple(inner_facts), inner_out, dtype, optimize, options)
-        if opt_key is None
-        else _cached(inner.equation, tuple(inner_facts), inner_out, dtype, opt_key, options)
-    )
+    inner_out, opt_key = inner.out_facts(out_facts), optimize_key(optimize)
+
+    def lookup(computed: np.dtype[Any] | None) -> Entry:
+        if opt_key is None:
+            return make_entry(inner.equation, tuple(inner_facts), inner_out, computed,
+                              optimize, options)  # fmt: skip
+        return _cached(inner.equation, tuple(inner_facts), inner_out, computed, opt_key, options)
+
+    found = lookup(dtype)
+    if found.result != call.result:  # (a review: torch's promotion weighs 0-dim operands
+        # less, and an operand read without its axes may be one: the call's dtype rules)
+        found = lookup(call.compute)
     extra = 0 if spread.alloc is None else spread.alloc.nbytes
     return Entry(
         text=call.spec.text,
