@@ -20,7 +20,7 @@ from memory_probe import traced_peak
 import einstride as es
 from einstride import EinsumError
 from einstride.engine.backends.numpy.cache import entry_for
-from einstride.engine.backends.numpy.plan import spread_labels, spreads
+from einstride.engine.backends.numpy.plan import inner_call, spread_labels
 from einstride.engine.backends.numpy.steps import CopyStep
 
 
@@ -43,11 +43,11 @@ def test_a_spread_result_is_numpys(
     equation, ops, dtype = case
     want = np.einsum(equation, *ops)
     plan = entry_for(equation, ops, None, None, "auto").plan
-    read_once = spreads(plan.call_spec, [op.strides for op in ops])
+    read_once = inner_call(plan.call_spec, [op.dtype for op in ops], [op.strides for op in ops])
     # spread exactly where an output label is broadcast by every operand axis carrying it,
     # or an operand broadcasts a summed label (a result that is a view of an operand stays
     # one, as NumPy's)
-    assert (plan.spread is not None) == (read_once and not np.shares_memory(
+    assert (plan.spread is not None) == (read_once is not None and not np.shares_memory(
         es.einsum(equation, *ops), ops[0]))  # fmt: skip
     tol = 1e-4 if dtype == "float32" else 1e-10
     if out is None:

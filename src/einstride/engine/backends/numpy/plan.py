@@ -97,7 +97,6 @@ __all__ = [
     "reduction_bytes",
     "spread_labels",
     "spread_plan",
-    "spreads",
 ]
 
 
@@ -173,9 +172,15 @@ def spread_labels(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[i
     >>> spread_labels(spec, ((0, 8), (40, 8))), spread_labels(spec, ((24, 8), (40, 8)))
     ((0,), ())
     """
-    if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
+    if _reads_all(spec, layouts):
         return ()
     return _spread_labels(spec, _carriers(spec, layouts))
+
+
+def _reads_all(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> bool:
+    """Whether every operand axis is read as it is: no zero stride (or an empty label, whose
+    result reads nothing)."""
+    return not any(0 in strides for strides in layouts) or 0 in spec.sizes
 
 
 def _carriers(
@@ -209,19 +214,6 @@ def _spread_labels(spec: EinsumSpec, carriers: dict[int, dict[int, bool]]) -> tu
     return tuple(found)
 
 
-def spreads(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> bool:
-    """Whether :func:`build_plan` with ``spread`` reads broadcast axes of these operands once
-    (:func:`spread_labels`, :func:`dropped_axes`): such a plan is made per shape, never by a
-    shape class (whose skeleton keeps the operands' labels).
-
-    >>> from ...spec.equation import parse_equation
-    >>> spec = parse_equation("ik,jk->ij", (4, 3), (5, 3))
-    >>> spreads(spec, ((8, 0), (24, 8))), spreads(spec, ((24, 8), (24, 8)))
-    (True, False)
-    """
-    return bool(spread_labels(spec, layouts)) or any(dropped_axes(spec, layouts))
-
-
 def dropped_axes(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
     """Per operand, the axes read at index 0 and left out of its term: those of a summed
     label (size above 1) that the operand broadcasts (every axis of its carrying the label
@@ -248,7 +240,7 @@ def dropped_axes(spec: EinsumSpec, layouts: Sequence[Sequence[int]]) -> tuple[tu
     >>> dropped_axes(parse_equation("ij,j->i", (4, 3), (3,)), ((24, 8), (0,)))  # no gain
     ((), ())
     """
-    if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
+    if _reads_all(spec, layouts):
         return ((),) * len(spec.inputs)
     carriers = _carriers(spec, layouts)
     return _dropped_axes(spec, layouts, carriers, _spread_labels(spec, carriers))
@@ -322,11 +314,14 @@ class InnerCall:
     strides: tuple[tuple[int, ...], ...]
     spread: Spread
 
-    def facts(self, dtypes: Sequence[np.dtype[Any]]) -> tuple[Any, ...]:
+    def facts(self, dtypes: Sequence[Any], itemsizes: Sequence[int] = ()) -> tuple[Any, ...]:
         """The operands' facts as the plan caches key them (``(shape, strides, dtype)``
-        per operand, flattened), for operands of these dtypes."""
+        per operand, flattened), for operands of these dtypes; with ``itemsizes``, the
+        strides in elements of those sizes (as the torch backend keys them)."""
         found: list[Any] = []
-        for shape, strides, dt in zip(self.shapes, self.strides, dtypes):
+        for k, (shape, strides, dt) in enumerate(zip(self.shapes, self.strides, dtypes)):
+            if itemsizes:
+                strides = tuple(s // itemsizes[k] for s in strides)
             found += (shape, strides, dt)
         return tuple(found)
 
@@ -356,7 +351,7 @@ def inner_call(
     >>> call.equation.text, call.shapes, call.strides, call.spread.reads()
     ('i,jk->ij', ((4,), (5, 3)), ((8,), (24, 8)), [(slice(None, None, None), 0), None])
     """
-    if not any(0 in strides for strides in layouts) or 0 in spec.sizes:
+    if _reads_all(spec, layouts):
         return None
     carriers = _carriers(spec, layouts)
     labels = _spread_labels(spec, carriers)

@@ -204,17 +204,14 @@ def _read_once_entry(
     ~370 us a first call of identical columns times a matrix, 128 x 128; both entries are
     held in the cache), run over the operands it reads, its result expanded where it
     spreads, in the call's result dtype."""
-    spread, torch_dtypes = inner.spread, facts[2::3]
-    inner_facts: list[Any] = []
-    for shape, strides, dt, np_dt in zip(inner.shapes, inner.strides, torch_dtypes, call.dtypes):
-        inner_facts += (shape, tuple(s // np_dt.itemsize for s in strides), dt)
+    spread = inner.spread
+    inner_facts = inner.facts(facts[2::3], [dt.itemsize for dt in call.dtypes])
     inner_out, opt_key = inner.out_facts(out_facts), optimize_key(optimize)
 
     def lookup(computed: np.dtype[Any] | None) -> Entry:
         if opt_key is None:
-            return make_entry(inner.equation, tuple(inner_facts), inner_out, computed,
-                              optimize, options)  # fmt: skip
-        return _cached(inner.equation, tuple(inner_facts), inner_out, computed, opt_key, options)
+            return make_entry(inner.equation, inner_facts, inner_out, computed, optimize, options)
+        return _cached(inner.equation, inner_facts, inner_out, computed, opt_key, options)
 
     found = lookup(dtype)
     if found.result != call.result:  # (a review: torch's promotion weighs 0-dim operands
