@@ -301,7 +301,7 @@ def test_the_lattice_test(network: Network, expected: bool) -> None:
 def squares(network: Network) -> float:
     problem = Problem(*network)
     n = len(problem.inputs)
-    neighbours = bisection._neighbours(list(bisection._holders(problem).values()), n)
+    neighbours = bisection._neighbours(list(bisection.bond_holders(problem).values()), n)
     return bisection._on_squares(neighbours, list(range(n)))
 
 

@@ -159,6 +159,7 @@ def test_random_trials_after_a_reconfiguration_are_reconfigured_in_turn(
 ) -> None:
     inputs, output, sizes = _network(60, seed=4, d_max=6)
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)  # the random trials alone
     choice = search.search_path(inputs, output, sizes, budget_s=1.0)
     tried = choice.tried
     assert tried[1].startswith("subtree reconfiguration")
@@ -240,9 +241,11 @@ def test_a_contraction_of_seconds_gets_the_refined_trials_path(
 ) -> None:
     # a random 60-tensor network of bonds 2-8, estimated at seconds: greedy's reconfigured
     # path sits in a local optimum that a reconfigured random trial leaves (the benchmark's
-    # "random 60 tensors, degree 3, bonds 2-8" network)
+    # "random 60 tensors, degree 3, bonds 2-8" network; the partition trials, which find a
+    # cheaper path still there, left out: test_partition.py)
     inputs, output, sizes = _network(60, seed=8, d_max=8)
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
     choice = search.search_path(inputs, output, sizes)
     assert search.search_path(inputs, output, sizes) == choice  # deterministic
     assert choice.finder == "random-greedy, reconfigured" and choice.baseline_ns > 1e9
@@ -341,8 +344,11 @@ def test_larger_subtrees_find_cheaper_paths_across_networks(
 ) -> None:
     """Not one network's luck: over four seeds the paths of searches with the larger
     subtrees cost less than those of trials alone (geometric mean; measured 0.81x and
-    0.64x, while single networks go either way, 0.19-1.23x)."""
+    0.64x, while single networks go either way, 0.19-1.23x; the greedy trials alone: with
+    the partition trials, whose paths the larger subtrees improve less, 0.93x on 100
+    tensors)."""
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
     problems = [_network(tensors, seed=seed, d_max=d_max) for seed in range(4)]
     deep = [search.search_path(*p, seed=1, budget_s=1.0).cost_ns for p in problems]
     monkeypatch.setattr(search, "DEEPEN_SHARE", 0.0)

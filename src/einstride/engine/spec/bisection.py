@@ -59,7 +59,15 @@ import numpy as np
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
-__all__ = ["CUT_FACTOR", "bisection_ssa", "lattice_bits", "lattice_like"]
+__all__ = [
+    "CUT_FACTOR",
+    "OperandGraph",
+    "bisection_ssa",
+    "bond_holders",
+    "lattice_bits",
+    "lattice_like",
+    "mask_bits",
+]
 
 LEAF = 16
 """Blocks of at most this many operands are contracted by greedy (measured, the cost
@@ -118,7 +126,7 @@ def lattice_bits(problem: Problem) -> float | None:
     16.0
     """
     n = len(problem.inputs)
-    holders = _holders(problem)
+    holders = bond_holders(problem)
     bonds = [held for held in holders.values() if len(held) == 2]
     neighbours = _neighbours(bonds, n)
     main = _largest_component(neighbours)
@@ -149,23 +157,23 @@ def bisection_ssa(problem: Problem, max_bits: float) -> SSA | None:
     ``2**max_bits`` elements) or the component has fewer than three operands.  (Whether
     to run it: :func:`lattice_like`; ``max_bits``: :func:`lattice_bits`.)"""
     n = len(problem.inputs)
-    holders = _holders(problem)
+    holders = bond_holders(problem)
     main = _largest_component(_neighbours(list(holders.values()), n))
     if len(main) < 3:
         return None
-    graph = _Graph(problem, holders)
+    graph = OperandGraph(problem, holders)
     coords = graph.coordinates(main)
     if coords is None:
         return None
     return _Bisection(problem, graph, coords, max_bits).tree(main)
 
 
-def _holders(problem: Problem) -> dict[int, list[int]]:
+def bond_holders(problem: Problem) -> dict[int, list[int]]:
     """The operands holding each label of more than one element (by label index)."""
     found: dict[int, list[int]] = {}
     sizes = problem.label_sizes
     for i, mask in enumerate(problem.inputs):
-        for k in _bits(mask):
+        for k in mask_bits(mask):
             if sizes[k] > 1:
                 found.setdefault(k, []).append(i)
     return found
@@ -244,7 +252,7 @@ def _on_squares(neighbours: list[set[int]], component: list[int], needed: float 
     return on / len(component)
 
 
-class _Graph:
+class OperandGraph:
     """The operands' graph: ``weights[a, b]`` the bits of the labels operands ``a`` and
     ``b`` share (a label of ``k`` operands ``1 / (k - 1)`` of its bits on each of its pairs,
     so that a cut through it counts it about once)."""
@@ -340,7 +348,7 @@ class _Bisection:
     bottom-up, greedy within each leaf block."""
 
     def __init__(
-        self, problem: Problem, graph: _Graph, coords: np.ndarray, max_bits: float
+        self, problem: Problem, graph: OperandGraph, coords: np.ndarray, max_bits: float
     ) -> None:
         self.problem, self.graph, self.coords, self.max_bits = problem, graph, coords, max_bits
         self.label_bits = [math.log2(size) for size in problem.label_sizes]
@@ -407,7 +415,7 @@ class _Bisection:
 
     def _bits_kept(self, block: np.ndarray) -> float:
         """The bits of the block's intermediate (:meth:`_kept`)."""
-        return sum(self.label_bits[k] for k in _bits(self._kept(block)))
+        return sum(self.label_bits[k] for k in mask_bits(self._kept(block)))
 
     def _greedy(self, block: np.ndarray) -> int:
         """Greedy over the block's operands, toward the labels its boundary keeps."""
@@ -417,7 +425,7 @@ class _Bisection:
         return ids[-1]
 
 
-def _bits(mask: int) -> Sequence[int]:
+def mask_bits(mask: int) -> Sequence[int]:
     """The label indices of ``mask``."""
     found = []
     while mask:
