@@ -18,11 +18,15 @@ cluster of its own, and the clusters of two halves are merged pair by pair -- th
 sharing a bond with the smallest product first -- so that no step is an outer product of
 two pieces that the rest of the network joins (those pieces are left to the level above).
 
-The trees vary a lot from trial to trial (on the random 100-tensor network, after the
-search's subtree reconfiguration: the cost model's estimate 36-270 ms, greedy's 94 ms;
-a quarter of the trials within 0.6x of greedy's), so the search runs several, each
-reconfigured, where its budget lasts for them (:mod:`.search`).  A trial is deterministic
-for its seed (up to the eigenvectors LAPACK returns for equal eigenvalues).
+The trees vary a lot from trial to trial (on the benchmark's random 100-tensor network,
+16 trials after the search's subtree reconfiguration: the cost model's estimates 41 ms at
+the least, 83 at the lower quartile, 132 at the median, greedy's reconfigured path 94;
+on other random networks of 100 tensors they beat greedy's by far more, :mod:`.search`),
+so the search runs several, each reconfigured, taking turns with its random-greedy
+trials where its budget lasts for them.  A trial is deterministic for its seed and trial
+(up to the eigenvectors LAPACK returns for equal eigenvalues).  A tree takes ~10 ms on
+100 operands (the eigenvectors, FM passes over heaps of gains, greedy's leaf blocks); the
+whole network's eigenvectors are computed once per search (:class:`PartitionGraph`).
 
 >>> from .costmodel import Problem
 >>> ring = [((k - 1) % 24, k) for k in range(24)]          # a ring of 24 matrices, bond 3
@@ -33,8 +37,8 @@ for its seed (up to the eigenvectors LAPACK returns for equal eigenvalues).
 
 from __future__ import annotations
 
+import heapq
 import math
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,17 +48,20 @@ from .bisection import OperandGraph, bond_holders, mask_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
-__all__ = ["IMBALANCE", "LEAF", "partition_ssa"]
+__all__ = ["IMBALANCE", "LEAF", "PartitionGraph", "partition_ssa"]
 
 SSA = list[tuple[int, int]]
+_Entry = tuple[float, int, int]  # (-gain, position in the block, operand)
 LEAF = 8
-"""Blocks of at most this many operands are contracted by greedy (measured on the random
-100-tensor network, 16 trials each, reconfigured: the estimates' lower quartile 45 ms at
-8, 77 at 4, 103 at 12)."""
-IMBALANCE = 0.1  # a half holds 40-60% of its block's operands (0.05: quartile 96 ms; 0.2: 76)
-JITTER = 0.3  # the next eigenvector's share in a halving's start, times a normal draw
+"""Blocks of at most this many operands are contracted by greedy (measured over seven random
+networks of 60 and 100 tensors, 12-16 trials each, reconfigured, against a search of 20 ms
+without them: the estimates' median 0.48x at 8, 0.55x at 5, 0.52x at 12, as geometric
+means over the networks)."""
+IMBALANCE = 0.1  # a half holds 40-60% of its operands (the same medians: 0.03, 0.74x; 0.2, 0.53x)
+JITTER = 1.0  # the next eigenvector's share in a halving's start, times a draw (0.3: 0.58x)
 NOISE = 0.1  # noise per operand on the start, times a normal draw (of the vector's scale)
 PATIENCE = 25  # FM moves past the best cut before a pass stops
+SEED_TAG = 0x9A27  # the trials' generators: apart from any other seeded by the same numbers
 PASSES = 8  # FM passes per halving at most (each until no move improves the cut)
 
 
@@ -67,12 +74,15 @@ class _Cluster:
     kept: int
 
 
-def partition_ssa(problem: Problem, seed: int, trial: int = 0) -> SSA:
+def partition_ssa(
+    problem: Problem, seed: int, trial: int = 0, graph: PartitionGraph | None = None
+) -> SSA:
     """A contraction tree of ``problem`` (SSA pairs, as :func:`.greedy.greedy_ssa`) by
     recursive partitioning (the module's text), trial ``trial`` of the search's ``seed``;
-    pieces that share no bond are joined last, smallest first."""
-    rng = random.Random(f"einstride-partition:{seed}:{trial}")
-    builder = _Partition(problem, rng)
+    pieces that share no bond are joined last, smallest first.  ``graph`` (the problem's
+    :class:`PartitionGraph`) is shared by a search's trials."""
+    rng = np.random.default_rng([trial % 2**32, seed % 2**63, SEED_TAG])
+    builder = _Trial(graph or PartitionGraph(problem), rng)
     clusters = builder.clusters(list(range(len(problem.inputs))))
     clusters.sort(key=lambda c: (problem.size(c.kept), min(c.members)))
     top = clusters[0]
@@ -81,21 +91,46 @@ def partition_ssa(problem: Problem, seed: int, trial: int = 0) -> SSA:
     return builder.ssa
 
 
-class _Partition:
-    """One trial: the operands' bonds, the generator, the SSA pairs made so far."""
+class PartitionGraph:
+    """What every trial on a problem reads: each label's operands, the bonds' bits
+    between operands, and the eigenvectors of the blocks halved so far (the whole network
+    is every trial's first block)."""
 
-    def __init__(self, problem: Problem, rng: random.Random) -> None:
-        self.problem, self.rng = problem, rng
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
         self.holders: dict[int, list[int]] = {}  # every label's operands, by label index
         for i, mask in enumerate(problem.inputs):
             for k in mask_bits(mask):
                 self.holders.setdefault(k, []).append(i)
-        weights = OperandGraph(problem, bond_holders(problem)).weights
-        self.weights = weights
+        self.weights = OperandGraph(problem, bond_holders(problem)).weights
         self.near = [
-            [(int(b), float(weights[a, b])) for b in np.flatnonzero(weights[a])]
+            [(int(b), float(self.weights[a, b])) for b in np.flatnonzero(self.weights[a])]
             for a in range(len(problem.inputs))
         ]
+        self._vectors: dict[tuple[int, ...], np.ndarray] = {}
+
+    def vectors(self, block: list[int]) -> np.ndarray:
+        """The block's two lowest non-trivial Laplacian eigenvectors (columns), each signed
+        so that its first entry off zero is negative; memoized."""
+        key = tuple(block)
+        if (found := self._vectors.get(key)) is None:
+            weights = self.weights[np.ix_(block, block)]
+            laplacian = np.diag(weights.sum(axis=1)) - weights
+            found = np.linalg.eigh(laplacian)[1][:, 1:3].copy()
+            for c in range(found.shape[1]):
+                off = np.flatnonzero(np.abs(found[:, c]) > 1e-9)
+                if len(off) and found[off[0], c] > 0:
+                    found[:, c] = -found[:, c]
+            self._vectors[key] = found
+        return found
+
+
+class _Trial:
+    """One trial: the graph, the generator, the SSA pairs made so far."""
+
+    def __init__(self, graph: PartitionGraph, rng: np.random.Generator) -> None:
+        self.graph, self.problem, self.rng = graph, graph.problem, rng
+        self.holders, self.near = graph.holders, graph.near
         self.ssa: SSA = []
 
     def clusters(self, block: list[int]) -> list[_Cluster]:
@@ -189,19 +224,12 @@ class _Partition:
         return left, right
 
     def _start(self, block: list[int]) -> dict[int, bool]:
-        """Each operand's side: below or above the median of the jittered Fiedler vector
-        (its sign and the next one's fixed by their first entry off zero)."""
-        weights = self.weights[np.ix_(block, block)]
-        laplacian = np.diag(weights.sum(axis=1)) - weights
-        vectors = np.linalg.eigh(laplacian)[1][:, 1:3]
-        for c in range(vectors.shape[1]):
-            off = np.flatnonzero(np.abs(vectors[:, c]) > 1e-9)
-            if len(off) and vectors[off[0], c] > 0:
-                vectors[:, c] = -vectors[:, c]
-        gauss = self.rng.gauss
-        values = vectors[:, 0] + JITTER * gauss(0.0, 1.0) * vectors[:, -1]
-        scale = NOISE / math.sqrt(len(block))
-        values = values + np.array([scale * gauss(0.0, 1.0) for _ in block])
+        """Each operand's side: below or above the median of the block's Fiedler vector,
+        jittered by the next eigenvector and by noise."""
+        vectors = self.graph.vectors(block)
+        draws = self.rng.standard_normal(len(block) + 1)
+        values = vectors[:, 0] + JITTER * draws[0] * vectors[:, -1]
+        values = values + NOISE / math.sqrt(len(block)) * draws[1:]
         order = np.argsort(values, kind="stable")
         side = dict.fromkeys(block, True)
         for rank in order[: len(block) // 2]:
@@ -225,31 +253,74 @@ def _refine(
     block's order), while the first half's count stays within ``balance``; it keeps the
     best prefix of its moves, and the passes stop when one improves nothing."""
     inside = set(block)
-    bonds = {a: [(b, w) for b, w in near[a] if b in inside] for a in block}
-    low, high = balance
+    fm = _Pass(
+        bonds={a: [(b, w) for b, w in near[a] if b in inside] for a in block},
+        position={a: k for k, a in enumerate(block)},
+        balance=balance,
+    )
     for _ in range(PASSES):
-        gains = {a: sum(w if side[b] != side[a] else -w for b, w in bonds[a]) for a in block}
-        count = sum(1 for a in block if not side[a])
-        free, cut, best, best_at = set(block), 0.0, 0.0, 0
+        if not fm.run(side):
+            return
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pass:
+    """FM passes over one block: each side's operands wait in a heap of their gains
+    (stale entries skipped), so a move costs a few heap operations, not a scan of the
+    block."""
+
+    bonds: dict[int, list[tuple[int, float]]]
+    position: dict[int, int]
+    balance: tuple[int, int]
+
+    def run(self, side: dict[int, bool]) -> list[int]:
+        """One pass over ``side`` (in place); returns the moves kept (the best prefix)."""
+        bonds, position = self.bonds, self.position
+        gains = {
+            a: sum(w if side[b] != side[a] else -w for b, w in near) for a, near in bonds.items()
+        }
+        heaps: tuple[list[_Entry], list[_Entry]] = ([], [])
+        for a, gain in gains.items():
+            heaps[side[a]].append((-gain, position[a], a))
+        for heap in heaps:
+            heapq.heapify(heap)
+        count = sum(1 for a in gains if not side[a])
+        free, cut, best, best_at = set(gains), 0.0, 0.0, 0
         moves: list[int] = []
-        while free and len(moves) - best_at <= PATIENCE:
-            chosen, gain = -1, -math.inf
-            for a in block:
-                if a in free and gains[a] > gain and low <= count + (1 if side[a] else -1) <= high:
-                    chosen, gain = a, gains[a]
-            if chosen < 0:
+        while len(moves) - best_at <= PATIENCE:
+            chosen = self._chosen(heaps, gains, free, count)
+            if chosen is None:
                 break
             free.discard(chosen)
             count += 1 if side[chosen] else -1
             side[chosen] = not side[chosen]
             moves.append(chosen)
-            cut -= gain
+            cut -= gains[chosen]
             for b, w in bonds[chosen]:
                 if b in free:
                     gains[b] += -2 * w if side[b] == side[chosen] else 2 * w
+                    heapq.heappush(heaps[side[b]], (-gains[b], position[b], b))
             if cut < best - 1e-9:
                 best, best_at = cut, len(moves)
         for a in moves[best_at:]:
             side[a] = not side[a]
-        if best_at == 0:
-            return
+        return moves[:best_at]
+
+    def _chosen(
+        self,
+        heaps: tuple[list[_Entry], list[_Entry]],
+        gains: dict[int, float],
+        free: set[int],
+        count: int,
+    ) -> int | None:
+        """The free operand whose move gains most (the first of equals) within the balance."""
+        low, high = self.balance
+        tops = []
+        for moving_first, heap in zip((True, False), heaps, strict=True):
+            if (count - 1 < low) if moving_first else (count + 1 > high):
+                continue  # the first half may not shrink (or grow) past the balance
+            while heap and (heap[0][2] not in free or -heap[0][0] != gains[heap[0][2]]):
+                heapq.heappop(heap)  # moved already, or a stale gain
+            if heap:
+                tops.append(heap[0])
+        return min(tops)[2] if tops else None

@@ -11,11 +11,12 @@ programming for a moderate number, subtree reconfiguration of the best path so f
 (:mod:`.trees`: subtrees of four branches re-solved exactly, while that pays back its
 time), then greedy trials (three fixed weightings of the operands' sizes, then seeded random
 ones; after a reconfiguration, each random trial that comes near the best is reconfigured
-in turn, where the budget lasts for several; the trials only where the finders before them
-gained what they cost); with a budget given (a longer search, paid for by repeated calls),
-half of what the trials would take goes to reconfiguring the best path with larger
-subtrees, of five to eight branches -- and keeps the candidate the cost model rates
-cheapest.  The
+in turn, where the budget lasts for several, taking turns with partition trials on a
+network that is no lattice, :mod:`.partition`; the trials only where the finders before
+them gained what they cost); with a budget given (a longer search, paid for by repeated
+calls), half of what the trials would take goes to reconfiguring the best path (and the
+best of the other kind, greedy's or a partition's) with larger subtrees, of five to eight
+branches -- and keeps the candidate the cost model rates cheapest.  The
 budget follows the cheapest path found so far: a finder that finds a much
 cheaper path leaves less to gain, and the search stops sooner; only the fixed weightings
 keep the budget of the best path before reconfiguration (they are restarts that find other
@@ -51,7 +52,7 @@ from ..forksafe import rlock
 from .bisection import CUT_FACTOR, LEAF, bisection_ssa, lattice_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
-from .partition import partition_ssa
+from .partition import PartitionGraph, partition_ssa
 from .trees import optimal_tree, reconfigure, subtree_work, tree_to_path
 
 __all__ = [
@@ -96,8 +97,6 @@ BISECTION_UP_TO = 2048  # ... and up to this many (past it the eigenvectors take
 #   at 3,025 operands, one thread; a lattice that large contracts on no machine anyway)
 PARTITION_FROM = 20  # operands from which partition trials run, on a network that is no lattice
 PARTITION_S_PER_TENSOR = 130e-6  # one partition tree, per operand (measured: 90-130 µs)
-PARTITION_MIN_TRIALS = 4  # they run when their share of the budget lasts for this many
-PARTITION_SHARE = 0.5  # of the budget left for the trials (the rest: random-greedy's)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -453,7 +452,6 @@ class _Search:
             keep_s = DEEPEN_SHARE * (self._allowed() - self.spent) if self.fixed else 0.0
             if not self._deepening_fits(keep_s):
                 keep_s = 0.0
-            self._partition_trials(keep_s)
             trial = self._reconfigured_trials(trial, keep_s=keep_s)
             if keep_s and self._deepen():
                 self._reconfigured_trials(trial)  # what the larger subtrees left
@@ -512,8 +510,11 @@ class _Search:
             self.tried.append(f"random-greedy x{trial - first - fixed}")
         return trial
 
-    def _cut_at_deadline(self, trials: int) -> None:
-        self.tried.append(f"random-greedy x{trials} (cut at the safety deadline)")
+    def _cut_at_deadline(self, trials: int, partitions: int = 0) -> None:
+        if trials or not partitions:
+            self.tried.append(f"random-greedy x{trials} (cut at the safety deadline)")
+        if partitions:
+            self.tried.append(f"partition x{partitions} (cut at the safety deadline)")
 
     def _reconfigure(self) -> bool:
         """Subtree reconfiguration of the best path so far, while the budget lasts and it
@@ -575,54 +576,40 @@ class _Search:
         s, 0.87x as a geometric mean, a median of 0.96x, 10 of them dearer (up to 2.6x:
         the trials left out would have found a better start), which a longer search then
         leaves alone.  A first call's search never buys it (its share of one contraction).
+        Where partition trials ran, the best path of the other kind (greedy's or a
+        partition's, within :data:`REFINE_WITHIN` of the best) is deepened too, each with
+        half of the budget left: the larger subtrees improve the two kinds by different
+        amounts, and the best before them is not always the best after (measured on
+        random 100-tensor networks, eight seeds, 1 s: the estimates with the partition
+        trials 0.72x those without as a geometric mean, against 0.73x deepening the best
+        alone, where one network came out 1.16x instead of 0.95x).
         Whether the search goes on (False: cut at the safety deadline)."""
-        for subtree in range(RECONF_SUBTREE + 1, DEEPEST_SUBTREE + 1):
-            if time.perf_counter() > self.deadline:
-                self.tried.append(f"subtrees of {subtree} and more cut at the safety deadline")
-                return False
-            best = self.best()
-            # priced at nothing: the budget is spent as given, where it still improves
-            found = self._reconfigured(best, self._allowed() - self.spent, subtree, 0.0)
-            if found is None:
-                break
-            candidate, pairs, seconds = found
-            self._add(candidate, seconds)
-            self.tried.append(f"subtree reconfiguration of {subtree} ({pairs:,} pair costs)")
+        starts = self._deepening_starts()
+        for k, current in enumerate(starts):
+            end = self.spent + (self._allowed() - self.spent) / (len(starts) - k)
+            for subtree in range(RECONF_SUBTREE + 1, DEEPEST_SUBTREE + 1):
+                if time.perf_counter() > self.deadline:
+                    self.tried.append(f"subtrees of {subtree} and more cut at the safety deadline")
+                    return False
+                # priced at nothing: the budget is spent as given, where it still improves
+                found = self._reconfigured(current, end - self.spent, subtree, 0.0)
+                if found is None:
+                    break
+                current, pairs, seconds = found
+                self._add(current, seconds)
+                self.tried.append(f"subtree reconfiguration of {subtree} ({pairs:,} pair costs)")
         return True
 
-    def _partition_trials(self, keep_s: float) -> None:
-        """Partition trials (:mod:`.partition`), each reconfigured, in
-        :data:`PARTITION_SHARE` of the budget left (less ``keep_s``), on a network of
-        :data:`PARTITION_FROM` operands or more that is no lattice (its first path
-        greedy's), where the share lasts for :data:`PARTITION_MIN_TRIALS` of them: their
-        trees vary a lot, and a hit is a matter of trying several (measured on the
-        benchmark's random networks, 16 trials each: 100 tensors, the estimates of the
-        lowest and the lower quartile 0.48x and 0.70x those of greedy's reconfigured path;
-        60 tensors of bonds 2-8, 0.82x the best of 49 reconfigured random-greedy trials)."""
-        n = len(self.problem.inputs)
-        if n < PARTITION_FROM or self.candidates[0].finder != "greedy":
-            return
-        tree_s = PARTITION_S_PER_TENSOR * n
-        trial_s = tree_s + _cheapest_reconfiguration_s(n)
-        stop = self.spent + PARTITION_SHARE * (self._allowed() - self.spent - keep_s)
-        if self.spent + PARTITION_MIN_TRIALS * trial_s > stop:
-            return
-        trial = 0
-        while self.spent + trial_s <= stop and self._fits(trial_s + keep_s):
-            if time.perf_counter() > self.deadline:
-                self.tried.append(f"partition x{trial} (cut at the safety deadline)")
-                return
-            path = _linear(partition_ssa(self.problem, self.seed, trial))
-            found, seconds = _rate(self.problem, "partition", path), tree_s
-            better = self._reconfigured(
-                found, min(stop, self._allowed() - keep_s) - self.spent - tree_s
-            )
-            if better is not None:
-                found, _, reconfiguration_s = better
-                seconds += reconfiguration_s
-            self._add(found, seconds)
-            trial += 1
-        self.tried.append(f"partition x{trial} (reconfigured)")
+    def _deepening_starts(self) -> list[_Candidate]:
+        """The paths :meth:`_deepen` reconfigures: the best, and the best of the other kind
+        (partition or greedy) where it is within :data:`REFINE_WITHIN` of it."""
+        best = self.best()
+        kind = best.finder.startswith("partition")
+        others = [c for c in self.candidates if c.finder.startswith("partition") != kind]
+        other = min(others, key=lambda c: c.ns, default=None)
+        if other is None or other.ns > REFINE_WITHIN * best.ns:
+            return [best]
+        return [best, other]
 
     def _reconfigured_trials(self, first: int, keep_s: float = 0.0) -> int:
         """Seeded random-greedy trials from ``first`` on, each one that comes within
@@ -632,32 +619,78 @@ class _Search:
         reconfiguration of four branches cannot leave, and a jittered start can (measured:
         the benchmark's random 60-tensor network of bonds 2-8, whose reconfigured greedy
         path is estimated at 2.4 s, gets one of 0.77x that from the 37th of 49 trials).
-        They start only when the budget lasts for :data:`REFINE_MIN_TRIALS` of them: a hit
-        is a matter of trying many.  ``keep_s`` of the budget is left for what follows;
-        returns the next trial."""
+        On a network that is no lattice, of :data:`PARTITION_FROM` operands or more,
+        partition trials (:meth:`_partition_trial`) take turns with them, whichever kind
+        has spent less of the budget going next.  They start only when the budget lasts
+        for :data:`REFINE_MIN_TRIALS` of them: a hit is a matter of trying many.
+        ``keep_s`` of the budget is left for what follows; returns the next trial."""
         n = len(self.problem.inputs)
         trial_s = TRIAL_S_PER_TENSOR * n
         refined_trial_s = trial_s + _cheapest_reconfiguration_s(n)  # the least one costs
         trial, refined = first, 0
         if not self._fits(REFINE_MIN_TRIALS * refined_trial_s + keep_s):
             return first
+        graph = PartitionGraph(self.problem) if self._partitions() else None
+        partition_s = PARTITION_S_PER_TENSOR * n + _cheapest_reconfiguration_s(n)
+        spent = {True: 0.0, False: 0.0}  # by kind: partition trials, greedy ones
+        partitions = 0
         while trial < MAX_TRIALS and self._fits(refined_trial_s + keep_s):
             if time.perf_counter() > self.deadline:
-                self._cut_at_deadline(trial - first)
+                self._cut_at_deadline(trial - first, partitions)
                 return MAX_TRIALS
-            found = _rate(self.problem, "random-greedy", _greedy(self.problem, trial, self.seed))
-            seconds = trial_s
-            if found.ns <= REFINE_WITHIN * self.best_ns:
-                left = self._allowed() - self.spent - trial_s - keep_s
-                better = self._reconfigured(found, left)
-                if better is not None:
-                    found, _, reconfiguration_s = better
-                    seconds, refined = seconds + reconfiguration_s, refined + 1
+            if (
+                graph is not None
+                and spent[True] <= spent[False]
+                and self._fits(partition_s + keep_s)
+            ):
+                found, seconds = self._partition_trial(graph, partitions, keep_s)
+                partitions += 1
+            else:
+                found = _rate(
+                    self.problem, "random-greedy", _greedy(self.problem, trial, self.seed)
+                )
+                seconds = trial_s
+                if found.ns <= REFINE_WITHIN * self.best_ns:
+                    left = self._allowed() - self.spent - trial_s - keep_s
+                    better = self._reconfigured(found, left)
+                    if better is not None:
+                        found, _, reconfiguration_s = better
+                        seconds, refined = seconds + reconfiguration_s, refined + 1
+                trial += 1
+            spent[found.finder.startswith("partition")] += seconds
             self._add(found, seconds)
-            trial += 1
         if trial > first:
             self.tried.append(f"random-greedy x{trial - first} ({refined} reconfigured)")
+        if partitions:
+            self.tried.append(f"partition x{partitions} (reconfigured)")
         return trial
+
+    def _partitions(self) -> bool:
+        """Whether partition trials take turns with the random-greedy ones: on a network
+        of :data:`PARTITION_FROM` operands or more that is no lattice (its first path
+        greedy's).  Their trees vary a lot, and a hit is a matter of trying several
+        (measured on random regular networks of 100 tensors, bonds 2-4, eight seeds, 16
+        trials each: the estimates of their reconfigured paths, as a geometric mean over
+        the networks, 0.48x those of a search of 20 ms without them at the median, 0.30x
+        at the lower quartile; on the benchmark's 60-tensor network of bonds 2-8, 0.99x
+        at the lower quartile)."""
+        n = len(self.problem.inputs)
+        return n >= PARTITION_FROM and self.candidates[0].finder == "greedy"
+
+    def _partition_trial(
+        self, graph: PartitionGraph, trial: int, keep_s: float
+    ) -> tuple[_Candidate, float]:
+        """Partition trial ``trial`` (:mod:`.partition`), reconfigured within the budget
+        left (its tree is rarely good before: greedy's leaf blocks are joined as the halves
+        fall); the candidate and its estimated seconds."""
+        tree_s = PARTITION_S_PER_TENSOR * len(self.problem.inputs)
+        path = _linear(partition_ssa(self.problem, self.seed, trial, graph))
+        found, seconds = _rate(self.problem, "partition", path), tree_s
+        better = self._reconfigured(found, self._allowed() - self.spent - tree_s - keep_s)
+        if better is not None:
+            found, _, reconfiguration_s = better
+            seconds += reconfiguration_s
+        return found, seconds
 
 
 def _chosen(
