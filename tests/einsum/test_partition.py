@@ -101,7 +101,7 @@ def test_the_balance_keeps_each_half_within_the_imbalance() -> None:
     low, high = partition._balance(100)
     assert (low, high) == (40, 60)
     problem = Problem(*_random(60, seed=2, d_max=4))
-    builder = partition._Trial(partition.PartitionGraph(problem), np.random.default_rng(0))
+    builder = partition._Trial(partition.partition_graph(problem), np.random.default_rng(0))
     block = list(range(60))
     left, right = builder._halves(block)
     assert sorted(left + right) == block
@@ -226,3 +226,75 @@ def test_searches_with_partition_trials_are_deterministic_and_valid(
     assert again == choice
     assert contracts_to_one(choice.path, tensors)
     assert any(t.startswith("partition x") for t in choice.tried)
+
+
+def test_no_partition_trials_past_partition_up_to_operands(monkeypatch: pytest.MonkeyPatch) -> None:
+    inputs, output, sizes = _random(60, seed=8, d_max=8)
+    monkeypatch.setattr(search, "PARTITION_UP_TO", 59)
+    choice = search.search_path(inputs, output, sizes)
+    assert not any(t.startswith("partition") for t in choice.tried)
+
+
+@st.composite
+def sparse_networks(draw: Any) -> Network:
+    """More operands than :func:`networks` draws, each label held by one to four of them
+    (hyperedges), sizes 1-4, some kept in the output, some operands without labels."""
+    n = draw(st.integers(10, 60))
+    n_labels = draw(st.integers(1, 2 * n))
+    sizes = draw(st.lists(st.integers(1, 4), min_size=n_labels, max_size=n_labels))
+    terms: list[list[int]] = [[] for _ in range(n)]
+    for label in range(n_labels):
+        for i in draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4, unique=True)):
+            terms[i].append(label)
+    used = sorted({x for t in terms for x in t})
+    output = tuple(draw(st.lists(st.sampled_from(used), max_size=3, unique=True)) if used else [])
+    return [tuple(t) for t in terms], output, sizes
+
+
+@given(sparse_networks(), st.integers(0, 3))
+@settings(max_examples=100, deadline=None)
+def test_every_tree_is_valid_on_sparse_networks_of_hyperedges(problem: Network, trial: int) -> None:
+    inputs, output, sizes = problem
+    check_tree(partition_ssa(Problem(inputs, output, sizes), 0, trial), len(inputs))
+
+
+def test_fewer_than_two_operands_give_no_pairs() -> None:
+    assert partition_ssa(Problem([], (), []), 0) == []
+    assert partition_ssa(Problem([(0, 1)], (1,), [2, 3]), 0) == []
+
+
+def test_labels_of_size_1_link_operands_and_labels_of_many_operands_do_not() -> None:
+    # a ring joined by labels of size 1 alone is one piece: no outer product before the
+    # end (apart, the operands' intermediates piled up size-1 axes: rank 74 seen); a label
+    # of every operand (a batch label) adds no pair: every halving cuts it, and its n**2
+    # pairs made the trees 2-9x the search's estimate
+    ring = [((k - 1) % 30, k) for k in range(30)]
+    problem = Problem(ring, (), [1] * 30)
+    for trial in range(4):
+        assert all(_shares_a_label(problem, partition_ssa(problem, 0, trial)))
+    batched = [(*t, 30) for t in ring]
+    graph = partition.partition_graph(Problem(batched, (), [2] * 31))
+    assert all(len(near) == 2 for near in graph.near)
+    assert partition.partition_pairs(Problem(batched, (), [2] * 31)) == 30
+    assert partition.partition_pairs(Problem(ring[:8], (), [2] * 30)) == 7
+
+
+def test_the_partition_trials_go_on_after_the_larger_subtrees(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a longer search runs trials again with what the larger subtrees left: the partition
+    # trials continue their numbering (they replayed the same trees), on one graph
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    calls: list[tuple[int, int]] = []
+    graphs: set[int] = set()
+    real = search.partition_ssa
+
+    def spy(problem: Problem, seed: int, trial: int, graph: Any) -> Any:
+        calls.append((seed, trial))
+        graphs.add(id(graph))
+        return real(problem, seed, trial, graph)
+
+    monkeypatch.setattr(search, "partition_ssa", spy)
+    choice = search.search_path(*_random(20, seed=0, d_max=4), budget_s=1.0)
+    assert len([t for t in choice.tried if t.startswith("partition x")]) == 2
+    assert len(calls) == len(set(calls)) and len(graphs) == 1

@@ -1,4 +1,4 @@
-"""Recursive partitioning: contraction trees for networks that are no lattice.
+"""Recursive partitioning: contraction trees for networks that are no lattice (random ones).
 
 Greedy grows its intermediates where they are smallest *now*; on a random regular network
 that is a good start and a poor whole (the benchmark's random network of 100 tensors:
@@ -8,14 +8,15 @@ each half again (cotengra's ``kahypar`` trees are the model; :mod:`.bisection` d
 lattices by coordinates, which a random graph has not).
 
 Each halving starts from the median along the block's Fiedler vector (the Laplacian's
-lowest non-trivial eigenvector; a bond weighs ``log2`` of its size), jittered by the next
+lowest non-trivial eigenvector; a bond weighs ``log2`` of its size: :func:`partition_graph`),
+jittered by the next
 eigenvector and by noise drawn from the trial's generator, and is refined by
 Fiduccia-Mattheyses passes (operands move one at a time, the one that cuts the most bits
 first, within :data:`IMBALANCE` of an even split; the best prefix of the moves is kept).
 Blocks of up to :data:`LEAF` operands are contracted by greedy toward their boundary.
 Where a half falls into pieces (FM does not keep halves connected), each piece is a
 cluster of its own, and the clusters of two halves are merged pair by pair -- the pair
-sharing a bond with the smallest product first -- so that no step is an outer product of
+sharing a label with the smallest product first -- so that no step is an outer product of
 two pieces that the rest of the network joins (those pieces are left to the level above).
 
 The trees vary a lot from trial to trial (on the benchmark's random 100-tensor network,
@@ -40,15 +41,23 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bisection import OperandGraph, bond_holders, mask_bits
+from .bisection import mask_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
-__all__ = ["IMBALANCE", "LEAF", "PartitionGraph", "partition_ssa"]
+__all__ = [
+    "IMBALANCE",
+    "LEAF",
+    "MOST_HOLDERS",
+    "PartitionGraph",
+    "partition_graph",
+    "partition_pairs",
+    "partition_ssa",
+]
 
 SSA = list[tuple[int, int]]
 _Entry = tuple[float, int, int]  # (-gain, position in the block, operand)
@@ -61,8 +70,10 @@ IMBALANCE = 0.1  # a half holds 40-60% of its operands (the same medians: 0.03, 
 JITTER = 1.0  # the next eigenvector's share in a halving's start, times a draw (0.3: 0.58x)
 NOISE = 0.1  # noise per operand on the start, times a normal draw (of the vector's scale)
 PATIENCE = 25  # FM moves past the best cut before a pass stops
+MOST_HOLDERS = 8  # a label of more operands is left out of the graph (every halving cuts it)
+SIZE_ONE_BITS = 0.05  # what a label of size 1 weighs in the graph (a link, nearly free to cut)
 SEED_TAG = 0x9A27  # the trials' generators: apart from any other seeded by the same numbers
-PASSES = 8  # FM passes per halving at most (each until no move improves the cut)
+PASSES = 8  # FM passes per halving at most (each stops PATIENCE moves past its best cut)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,12 +88,15 @@ class _Cluster:
 def partition_ssa(
     problem: Problem, seed: int, trial: int = 0, graph: PartitionGraph | None = None
 ) -> SSA:
-    """A contraction tree of ``problem`` (SSA pairs, as :func:`.greedy.greedy_ssa`) by
-    recursive partitioning (the module's text), trial ``trial`` of the search's ``seed``;
-    pieces that share no bond are joined last, smallest first.  ``graph`` (the problem's
-    :class:`PartitionGraph`) is shared by a search's trials."""
+    """A contraction tree of ``problem`` (SSA pairs, as :func:`.greedy.greedy_ssa`; none
+    for fewer than two operands) by recursive partitioning (the module's text), trial
+    ``trial`` of the search's ``seed``; pieces that share no label are joined last,
+    smallest first.  ``graph`` (the problem's :func:`partition_graph`) is shared by a
+    search's trials."""
+    if len(problem.inputs) < 2:
+        return []
     rng = np.random.default_rng([trial % 2**32, seed % 2**63, SEED_TAG])
-    builder = _Trial(graph or PartitionGraph(problem), rng)
+    builder = _Trial(graph or partition_graph(problem), rng)
     clusters = builder.clusters(list(range(len(problem.inputs))))
     clusters.sort(key=lambda c: (problem.size(c.kept), min(c.members)))
     top = clusters[0]
@@ -91,29 +105,23 @@ def partition_ssa(
     return builder.ssa
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionGraph:
-    """What every trial on a problem reads: each label's operands, the bonds' bits
-    between operands, and the eigenvectors of the blocks halved so far (the whole network
-    is every trial's first block)."""
+    """What every trial on a problem reads: each label's operands, the bits between
+    operands (:func:`partition_graph`), and the eigenvectors of the blocks halved so far,
+    memoized (the whole network is every trial's first block)."""
 
-    def __init__(self, problem: Problem) -> None:
-        self.problem = problem
-        self.holders: dict[int, list[int]] = {}  # every label's operands, by label index
-        for i, mask in enumerate(problem.inputs):
-            for k in mask_bits(mask):
-                self.holders.setdefault(k, []).append(i)
-        self.weights = OperandGraph(problem, bond_holders(problem)).weights
-        self.near = [
-            [(int(b), float(self.weights[a, b])) for b in np.flatnonzero(self.weights[a])]
-            for a in range(len(problem.inputs))
-        ]
-        self._vectors: dict[tuple[int, ...], np.ndarray] = {}
+    problem: Problem
+    label_holders: dict[int, list[int]]  # every label's operands, by label index
+    weights: np.ndarray  # the bits operands a and b share, as the cut counts them
+    near: list[list[tuple[int, float]]]  # per operand: (neighbour, bits)
+    memo: dict[tuple[int, ...], np.ndarray] = field(default_factory=dict)
 
     def vectors(self, block: list[int]) -> np.ndarray:
         """The block's two lowest non-trivial Laplacian eigenvectors (columns), each signed
         so that its first entry off zero is negative; memoized."""
         key = tuple(block)
-        if (found := self._vectors.get(key)) is None:
+        if (found := self.memo.get(key)) is None:
             weights = self.weights[np.ix_(block, block)]
             laplacian = np.diag(weights.sum(axis=1)) - weights
             found = np.linalg.eigh(laplacian)[1][:, 1:3].copy()
@@ -121,8 +129,50 @@ class PartitionGraph:
                 off = np.flatnonzero(np.abs(found[:, c]) > 1e-9)
                 if len(off) and found[off[0], c] > 0:
                     found[:, c] = -found[:, c]
-            self._vectors[key] = found
+            self.memo[key] = found
         return found
+
+
+def partition_graph(problem: Problem) -> PartitionGraph:
+    """The problem's :class:`PartitionGraph`: a label of ``k`` operands puts ``1 / (k -
+    1)`` of its bits on each pair of them (a cut through it counts it about once), a label
+    of size 1 :data:`SIZE_ONE_BITS` (operands joined by it alone stay one piece: apart,
+    their intermediates would pile up its axes); a label of more than :data:`MOST_HOLDERS`
+    operands is left out (every halving cuts it, and its pairs, ``k**2``, would make the
+    passes cost more than the search estimates).
+
+    >>> g = partition_graph(Problem([(0, 1), (1, 2), (2, 0)], (), (4, 1, 8)))
+    >>> g.near[0], g.label_holders[1]
+    ([(1, 0.05), (2, 2.0)], [0, 1])
+    """
+    n = len(problem.inputs)
+    holders: dict[int, list[int]] = {}
+    for i, mask in enumerate(problem.inputs):
+        for k in mask_bits(mask):
+            holders.setdefault(k, []).append(i)
+    weights = np.zeros((n, n))
+    for k, held in holders.items():
+        if 2 <= len(held) <= MOST_HOLDERS:
+            size = problem.label_sizes[k]
+            bits = math.log2(size) if size > 1 else SIZE_ONE_BITS
+            weights[np.ix_(held, held)] += bits / (len(held) - 1)
+    np.fill_diagonal(weights, 0.0)
+    near = [[(int(b), float(weights[a, b])) for b in np.flatnonzero(weights[a])] for a in range(n)]
+    return PartitionGraph(problem=problem, label_holders=holders, weights=weights, near=near)
+
+
+def partition_pairs(problem: Problem) -> int:
+    """The operand pairs :func:`partition_graph` links, at most (what a tree's passes
+    scale with, beside the eigenvectors).
+
+    >>> partition_pairs(Problem([(0, 1), (1, 2), (2, 0, 3)], (), (4, 1, 8, 2)))
+    3
+    """
+    counts: dict[int, int] = {}
+    for mask in problem.inputs:
+        for k in mask_bits(mask):
+            counts[k] = counts.get(k, 0) + 1
+    return sum(k * (k - 1) // 2 for k in counts.values() if 2 <= k <= MOST_HOLDERS)
 
 
 class _Trial:
@@ -130,7 +180,7 @@ class _Trial:
 
     def __init__(self, graph: PartitionGraph, rng: np.random.Generator) -> None:
         self.graph, self.problem, self.rng = graph, graph.problem, rng
-        self.holders, self.near = graph.holders, graph.near
+        self.holders, self.near = graph.label_holders, graph.near
         self.ssa: SSA = []
 
     def clusters(self, block: list[int]) -> list[_Cluster]:

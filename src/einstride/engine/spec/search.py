@@ -27,7 +27,8 @@ budget is converted into work (how many trials and pair costs) by a fixed estima
 their cost, never by a clock, so the search is deterministic for a seed; only a safety
 deadline (three budgets) stops the trials and the larger subtrees on a machine far slower
 than that estimate, and the choice then says so (and on a lattice symmetric in three or
-more directions, the bisection's halves depend on which eigenvectors LAPACK returns).
+more directions, the bisection's halves depend on which eigenvectors LAPACK returns, as a
+partition trial's halves do on a graph whose Laplacian has equal eigenvalues).
 
 >>> inputs = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]           # a ring of five matrices
 >>> choice = search_path(inputs, (), (30, 40, 50, 60, 70))
@@ -39,6 +40,7 @@ more directions, the bisection's halves depend on which eigenvectors LAPACK retu
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import OrderedDict
@@ -52,7 +54,7 @@ from ..forksafe import rlock
 from .bisection import CUT_FACTOR, LEAF, bisection_ssa, lattice_bits
 from .costmodel import Problem
 from .greedy import greedy_ssa
-from .partition import PartitionGraph, partition_ssa
+from .partition import PartitionGraph, partition_graph, partition_pairs, partition_ssa
 from .trees import optimal_tree, reconfigure, subtree_work, tree_to_path
 
 __all__ = [
@@ -96,7 +98,11 @@ BISECTION_MIN_ELEMENTS = 2**19  # ... where its operands times its cut's element
 BISECTION_UP_TO = 2048  # ... and up to this many (past it the eigenvectors take seconds: 5.7 s
 #   at 3,025 operands, one thread; a lattice that large contracts on no machine anyway)
 PARTITION_FROM = 20  # operands from which partition trials run, on a network that is no lattice
-PARTITION_S_PER_TENSOR = 130e-6  # one partition tree, per operand (measured: 90-130 µs)
+PARTITION_UP_TO = 1024  # ... and up to this many (a tree grows as n**3: 0.24-0.37 s at 800)
+PARTITION_S_PER_TENSOR = 40e-6  # one partition tree: per operand, per pair of operands its
+PARTITION_S_PER_PAIR = 40e-6  # graph links (FM's passes), per operand cubed (eigenvectors)
+PARTITION_S_CUBED = 0.45e-9  # (measured per tree, random networks of degree 3: 100 operands
+#   11 ms, 200 26 ms, 400 75 ms, 800 236 ms)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -106,14 +112,15 @@ class PathChoice:
 
     ``finder`` names the finder whose path won (``"optimal"``, ``"greedy"``, ``"dp"``,
     ``"bisection"``, ``"greedy, weight 3"`` (a restart: greedy with the operands' sizes weighed so),
-    ``"random-greedy"``, or one of these with ``", reconfigured"`` (``", reconfigured
+    ``"random-greedy"``, ``"partition"`` (:mod:`.partition`), or one of these with
+    ``", reconfigured"`` (``", reconfigured
     (subtrees of 7)"``: the larger subtrees of a longer search); or for other
     ``optimize`` forms ``"given"``, ``"left to right"``, an opt_einsum finder's name or an
     optimizer's class).  ``cost_ns`` and ``flops`` rate the path with :func:`path_cost`;
     ``first`` names the first finder (``"greedy"``, or ``"bisection"`` on a lattice) and
     ``baseline_ns`` is its path's cost (what the budget was derived from); ``budget_s`` the
-    search budget, ``tried`` the finders run (greedy restarts and random-greedy with their
-    trial counts, reconfiguration with its pair costs) and ``candidates`` the paths
+    search budget, ``tried`` the finders run (greedy restarts, random-greedy and partition
+    trials with their counts, reconfiguration with its pair costs) and ``candidates`` the paths
     scored.  When a bound of the first path's cost (``bound_ns``, from its products'
     sizes, the largest priced exactly: :meth:`.costmodel.Problem.cost_bound`) already
     leaves a budget that fits no other finder, that path is taken unrated (``rated``
@@ -300,6 +307,12 @@ def _cheapest_reconfiguration_s(n: int, subtree: int = RECONF_SUBTREE) -> float:
     return (RECONF_MIN_SUBTREES * subtree_work(subtree) + 3 * n) * RECONF_S_PER_PAIR
 
 
+def _partition_tree_s(n: int, pairs: int) -> float:
+    """The estimated seconds of one partition tree on ``n`` operands whose graph links
+    ``pairs`` pairs of them (:func:`.partition.partition_pairs`)."""
+    return PARTITION_S_PER_TENSOR * n + PARTITION_S_PER_PAIR * pairs + PARTITION_S_CUBED * n**3
+
+
 def _optimal_seconds(n: int) -> float:
     return 1e-6 * 3.0**n
 
@@ -322,7 +335,8 @@ def search_path(
     machine is so slow that the safety deadline, :data:`DEADLINE_FACTOR` times the
     budget, cuts the trials short: the choice then says so; or on a lattice symmetric in
     three or more directions, where the bisection's halves depend on which eigenvectors
-    LAPACK returns), except that the default
+    LAPACK returns, as a partition trial's do on a graph whose Laplacian has equal
+    eigenvalues), except that the default
     search (no budget, seed 0) of a problem for which a longer search adopted a path
     (:func:`adopt_longer`, while its shapes repeated) returns that path."""
     if budget_s is None and seed == 0 and (longer := _longer(inputs, output, sizes)):
@@ -407,6 +421,8 @@ class _Search:
         self.best_ns, self.spent = first.ns, 0.0
         self.budget = self.restarts = self._allowed()
         self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
+        self.partition_graph: PartitionGraph | None = None  # built at the first partition trial
+        self.partitions = 0  # partition trials run
 
     def best(self) -> _Candidate:
         """The cheapest candidate so far (the first of equals: the first finder's)."""
@@ -586,6 +602,7 @@ class _Search:
         Whether the search goes on (False: cut at the safety deadline)."""
         starts = self._deepening_starts()
         for k, current in enumerate(starts):
+            whose = "" if len(starts) == 1 else f"; {current.finder.split(',')[0]}'s path"
             end = self.spent + (self._allowed() - self.spent) / (len(starts) - k)
             for subtree in range(RECONF_SUBTREE + 1, DEEPEST_SUBTREE + 1):
                 if time.perf_counter() > self.deadline:
@@ -597,7 +614,9 @@ class _Search:
                     break
                 current, pairs, seconds = found
                 self._add(current, seconds)
-                self.tried.append(f"subtree reconfiguration of {subtree} ({pairs:,} pair costs)")
+                self.tried.append(
+                    f"subtree reconfiguration of {subtree} ({pairs:,} pair costs{whose})"
+                )
         return True
 
     def _deepening_starts(self) -> list[_Candidate]:
@@ -612,85 +631,92 @@ class _Search:
         return [best, other]
 
     def _reconfigured_trials(self, first: int, keep_s: float = 0.0) -> int:
-        """Seeded random-greedy trials from ``first`` on, each one that comes within
-        :data:`REFINE_WITHIN` of the best path reconfigured in turn, while the budget lasts
-        for a trial and a reconfiguration (cotengra's hyper-optimizer does the same with its
-        ``reconf_opts``): greedy's path and its restarts sit in local optima that a
-        reconfiguration of four branches cannot leave, and a jittered start can (measured:
-        the benchmark's random 60-tensor network of bonds 2-8, whose reconfigured greedy
-        path is estimated at 2.4 s, gets one of 0.77x that from the 37th of 49 trials).
-        On a network that is no lattice, of :data:`PARTITION_FROM` operands or more,
+        """Seeded random-greedy trials from ``first`` on (:meth:`_greedy_trial`), while the
+        budget lasts for a trial and a reconfiguration; where :meth:`_partitions` says so,
         partition trials (:meth:`_partition_trial`) take turns with them, whichever kind
         has spent less of the budget going next.  They start only when the budget lasts
         for :data:`REFINE_MIN_TRIALS` of them: a hit is a matter of trying many.
-        ``keep_s`` of the budget is left for what follows; returns the next trial."""
+        ``keep_s`` of the budget is left for what follows; returns the next trial (the
+        partition trials go on from where they stopped, in a later call)."""
         n = len(self.problem.inputs)
-        trial_s = TRIAL_S_PER_TENSOR * n
-        refined_trial_s = trial_s + _cheapest_reconfiguration_s(n)  # the least one costs
-        trial, refined = first, 0
+        refined_trial_s = TRIAL_S_PER_TENSOR * n + _cheapest_reconfiguration_s(n)
         if not self._fits(REFINE_MIN_TRIALS * refined_trial_s + keep_s):
             return first
-        graph = PartitionGraph(self.problem) if self._partitions() else None
-        partition_s = PARTITION_S_PER_TENSOR * n + _cheapest_reconfiguration_s(n)
+        partition_s = self._partition_s()
+        trial, refined, partitions, refined_partitions = first, 0, 0, 0
         spent = {True: 0.0, False: 0.0}  # by kind: partition trials, greedy ones
-        partitions = 0
         while trial < MAX_TRIALS and self._fits(refined_trial_s + keep_s):
             if time.perf_counter() > self.deadline:
                 self._cut_at_deadline(trial - first, partitions)
                 return MAX_TRIALS
-            if (
-                graph is not None
-                and spent[True] <= spent[False]
-                and self._fits(partition_s + keep_s)
-            ):
-                found, seconds = self._partition_trial(graph, partitions, keep_s)
-                partitions += 1
+            partition = spent[True] <= spent[False] and self._fits(partition_s + keep_s)
+            if partition:
+                found, seconds, done = self._partition_trial(keep_s)
+                partitions, refined_partitions = partitions + 1, refined_partitions + done
             else:
-                found = _rate(
-                    self.problem, "random-greedy", _greedy(self.problem, trial, self.seed)
-                )
-                seconds = trial_s
-                if found.ns <= REFINE_WITHIN * self.best_ns:
-                    left = self._allowed() - self.spent - trial_s - keep_s
-                    better = self._reconfigured(found, left)
-                    if better is not None:
-                        found, _, reconfiguration_s = better
-                        seconds, refined = seconds + reconfiguration_s, refined + 1
-                trial += 1
-            spent[found.finder.startswith("partition")] += seconds
+                found, seconds, done = self._greedy_trial(trial, keep_s)
+                trial, refined = trial + 1, refined + done
+            spent[partition] += seconds
             self._add(found, seconds)
         if trial > first:
             self.tried.append(f"random-greedy x{trial - first} ({refined} reconfigured)")
         if partitions:
-            self.tried.append(f"partition x{partitions} (reconfigured)")
+            self.tried.append(f"partition x{partitions} ({refined_partitions} reconfigured)")
         return trial
+
+    def _greedy_trial(self, trial: int, keep_s: float) -> tuple[_Candidate, float, bool]:
+        """Random-greedy trial ``trial``, reconfigured in turn where it comes within
+        :data:`REFINE_WITHIN` of the best path (cotengra's hyper-optimizer does the same
+        with its ``reconf_opts``): greedy's path and its restarts sit in local optima that a
+        reconfiguration of four branches cannot leave, and a jittered start can (measured:
+        the benchmark's random 60-tensor network of bonds 2-8, whose reconfigured greedy
+        path is estimated at 2.4 s, gets one of 0.77x that from the 37th of 49 trials).
+        The candidate, its estimated seconds, whether it was reconfigured."""
+        trial_s = TRIAL_S_PER_TENSOR * len(self.problem.inputs)
+        found = _rate(self.problem, "random-greedy", _greedy(self.problem, trial, self.seed))
+        if found.ns > REFINE_WITHIN * self.best_ns:
+            return found, trial_s, False
+        better = self._reconfigured(found, self._allowed() - self.spent - trial_s - keep_s)
+        if better is None:
+            return found, trial_s, False
+        return better[0], trial_s + better[2], True
 
     def _partitions(self) -> bool:
         """Whether partition trials take turns with the random-greedy ones: on a network
-        of :data:`PARTITION_FROM` operands or more that is no lattice (its first path
-        greedy's).  Their trees vary a lot, and a hit is a matter of trying several
-        (measured on random regular networks of 100 tensors, bonds 2-4, eight seeds, 16
-        trials each: the estimates of their reconfigured paths, as a geometric mean over
-        the networks, 0.48x those of a search of 20 ms without them at the median, 0.30x
-        at the lower quartile; on the benchmark's 60-tensor network of bonds 2-8, 0.99x
-        at the lower quartile)."""
+        of :data:`PARTITION_FROM` to :data:`PARTITION_UP_TO` operands whose first path is
+        greedy's (a lattice's is the bisection's, unless its cut is too small to matter).
+        Their trees vary a lot, and a hit is a matter of trying several (measured on
+        random regular networks of 100 tensors, bonds 2-4, eight seeds, 16 trials each:
+        the estimates of their reconfigured paths, as a geometric mean over the networks,
+        0.48x those of a search of 20 ms without them at the median, 0.30x at the lower
+        quartile; on the benchmark's 60-tensor network of bonds 2-8, 0.99x at the lower
+        quartile)."""
         n = len(self.problem.inputs)
-        return n >= PARTITION_FROM and self.candidates[0].finder == "greedy"
+        return PARTITION_FROM <= n <= PARTITION_UP_TO and self.candidates[0].finder == "greedy"
 
-    def _partition_trial(
-        self, graph: PartitionGraph, trial: int, keep_s: float
-    ) -> tuple[_Candidate, float]:
-        """Partition trial ``trial`` (:mod:`.partition`), reconfigured within the budget
-        left (its tree is rarely good before: greedy's leaf blocks are joined as the halves
-        fall); the candidate and its estimated seconds."""
-        tree_s = PARTITION_S_PER_TENSOR * len(self.problem.inputs)
-        path = _linear(partition_ssa(self.problem, self.seed, trial, graph))
-        found, seconds = _rate(self.problem, "partition", path), tree_s
+    def _partition_s(self) -> float:
+        """The least a partition trial costs (a tree, the least reconfiguration); infinite
+        where :meth:`_partitions` says no."""
+        if not self._partitions():
+            return math.inf
+        n = len(self.problem.inputs)
+        return _partition_tree_s(n, partition_pairs(self.problem)) + _cheapest_reconfiguration_s(n)
+
+    def _partition_trial(self, keep_s: float) -> tuple[_Candidate, float, bool]:
+        """The next partition trial (:mod:`.partition`; the problem's graph built at the
+        first), reconfigured within the budget left (its tree is rarely good before:
+        greedy's leaf blocks are joined as the halves fall); the candidate, its estimated
+        seconds, whether it was reconfigured."""
+        if self.partition_graph is None:
+            self.partition_graph = partition_graph(self.problem)
+        tree_s = _partition_tree_s(len(self.problem.inputs), partition_pairs(self.problem))
+        path = partition_ssa(self.problem, self.seed, self.partitions, self.partition_graph)
+        self.partitions += 1
+        found = _rate(self.problem, "partition", _linear(path))
         better = self._reconfigured(found, self._allowed() - self.spent - tree_s - keep_s)
-        if better is not None:
-            found, _, reconfiguration_s = better
-            seconds += reconfiguration_s
-        return found, seconds
+        if better is None:
+            return found, tree_s, False
+        return better[0], tree_s + better[2], True
 
 
 def _chosen(
