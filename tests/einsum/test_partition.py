@@ -118,17 +118,27 @@ def test_the_partition_trials_find_the_path_of_a_contraction_of_seconds(
     # first call's budget lasts for partition trials, and one of them wins (measured: the
     # estimate 1.54 against 1.85 s without them, 2.4e10 against 3.3e10 FLOPs; contracted,
     # 1.26 against 1.43 s)
-    inputs, output, sizes = _random(60, seed=8, d_max=8)
-    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
-    choice = search.search_path(inputs, output, sizes)
-    assert search.search_path(inputs, output, sizes) == choice  # deterministic
+    network = _random(60, seed=8, d_max=8)
+    choice, without = _with_and_without(monkeypatch, network, None)
+    assert search.search_path(*network) == choice  # deterministic
     assert choice.finder.startswith("partition, reconfigured")
     assert any(t.startswith("partition x") for t in choice.tried)
-    assert contracts_to_one(choice.path, len(inputs))
-    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
-    without = search.search_path(inputs, output, sizes)
-    assert not any(t.startswith("partition") for t in without.tried)
+    assert contracts_to_one(choice.path, len(network[0]))
     assert choice.cost_ns < 0.9 * without.cost_ns
+
+
+def _with_and_without(
+    monkeypatch: pytest.MonkeyPatch, network: Network, budget_s: float | None
+) -> tuple[search.PathChoice, search.PathChoice]:
+    """The search's choice on ``network``, and the same search's without partition
+    trials (no safety deadline: the same work on any machine)."""
+    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
+    choice = search.search_path(*network, budget_s=budget_s)
+    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
+    without = search.search_path(*network, budget_s=budget_s)
+    monkeypatch.undo()
+    assert not any(t.startswith("partition") for t in without.tried)
+    return choice, without
 
 
 def test_a_longer_search_of_the_random_100_tensor_network_finds_a_partitions_path(
@@ -137,12 +147,8 @@ def test_a_longer_search_of_the_random_100_tensor_network_finds_a_partitions_pat
     # the benchmark's random 100-tensor network, a search of 1 s (a longer search's, paid
     # for by repeated calls): measured 0.55x the estimate without the partition trials
     # (5.1e8 against 1.2e9 FLOPs; contracted, 22 against 38 ms)
-    inputs, output, sizes = _random(100, seed=5, d_max=4)
-    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
-    choice = search.search_path(inputs, output, sizes, budget_s=1.0)
+    choice, without = _with_and_without(monkeypatch, _random(100, seed=5, d_max=4), 1.0)
     assert choice.finder.startswith("partition, reconfigured")
-    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
-    without = search.search_path(inputs, output, sizes, budget_s=1.0)
     assert choice.cost_ns < 0.75 * without.cost_ns
 
 
@@ -182,14 +188,10 @@ def test_a_longer_search_deepens_the_best_path_of_each_kind(
     # a random 100-tensor network (seed 1): a partition's path is the best before the
     # larger subtrees, a random-greedy one after them; deepening the best alone left the
     # search with the partition trials 1.16x dearer than the one without them (0.95x now)
-    inputs, output, sizes = _random(100, seed=1, d_max=4)
-    monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
-    choice = search.search_path(inputs, output, sizes, budget_s=1.0)
+    choice, without = _with_and_without(monkeypatch, _random(100, seed=1, d_max=4), 1.0)
     deepened = [t for t in choice.tried if t.startswith("subtree reconfiguration of 5 ")]
     assert len(deepened) == 2  # one per kind
     assert any(t.startswith("partition x") for t in choice.tried)
-    monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
-    without = search.search_path(inputs, output, sizes, budget_s=1.0)
     assert choice.cost_ns <= without.cost_ns
 
 
