@@ -501,3 +501,14 @@ def test_a_deterministic_finder_searches_a_problem_once(monkeypatch) -> None:
     assert len(calls) == 1
     np.testing.assert_allclose(es.einsum(eq, *ops, optimize="dp"), np.einsum(eq, *ops))
     assert len(calls) == 1 and es.einsum_path(eq, *ops, optimize="dp")[0] == path
+
+
+def test_weighted_greedy_trials_take_sizes_past_a_floats_range() -> None:
+    # a complete graph of 40 operands, bonds of 16: intermediates of 2**1600 elements
+    # (contract_expression takes such shapes); the weighted scores raised OverflowError
+    n = 40
+    pairs = list(itertools.combinations(range(n), 2))
+    inputs = [tuple(k for k, pair in enumerate(pairs) if a in pair) for a in range(n)]
+    problem = costmodel.Problem(inputs, (), [16] * len(pairs))
+    for trial in (0, len(search.FIXED_WEIGHTS)):
+        assert contracts_to_one(search._greedy(problem, trial), n)

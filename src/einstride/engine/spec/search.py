@@ -103,6 +103,7 @@ PARTITION_S_PER_TENSOR = 40e-6  # one partition tree: per operand, per pair of o
 PARTITION_S_PER_PAIR = 40e-6  # graph links (FM's passes), per operand cubed (eigenvectors)
 PARTITION_S_CUBED = 0.45e-9  # (measured per tree, random networks of degree 3: 100 operands
 #   11 ms, 200 26 ms, 400 75 ms, 800 236 ms)
+SCORE_CAP = 10**300  # sizes in a weighted greedy trial's score are capped here (a float)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
 
@@ -223,7 +224,9 @@ def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
         weight, spread = rng.uniform(0.5, 2.0), 10 ** rng.uniform(-2.0, -0.5)
 
     def score(size12: int, size1: int, size2: int) -> float:
-        removed = size12 - weight * (size1 + size2)
+        # sizes past a float's range (a dense network's intermediates: 2**1600 seen) are
+        # capped, as the cost model caps them; such a path fits no machine anyway
+        removed = min(size12, SCORE_CAP) - weight * (min(size1, SCORE_CAP) + min(size2, SCORE_CAP))
         return removed if rng is None else removed * rng.gauss(1.0, spread)
 
     return _linear(greedy_ssa(problem, score))
