@@ -300,3 +300,15 @@ def test_the_partition_trials_go_on_after_the_larger_subtrees(
     choice = search.search_path(*_random(20, seed=0, d_max=4), budget_s=1.0)
     assert len([t for t in choice.tried if t.startswith("partition x")]) == 2
     assert len(calls) == len(set(calls)) and len(graphs) == 1
+
+
+def test_pieces_linked_only_by_a_label_of_many_operands_are_joined_by_it_first() -> None:
+    # two rings of 12 joined only by a label of 24 operands (left out of the graph): each
+    # ring a piece; they share that label, so they are merged as clusters, not joined
+    # last as pieces that share nothing (a scalar operand is)
+    ring = [((k - 1) % 12, k) for k in range(12)]
+    inputs = [(*t, 24) for t in ring] + [(x + 12, y + 12, 24) for x, y in ring] + [()]
+    problem = Problem(inputs, (24,), [3] * 24 + [2])
+    tree = partition_ssa(problem, 0)
+    check_tree(tree, len(inputs))
+    assert _shares_a_label(problem, tree) == [True] * (len(inputs) - 2) + [False]

@@ -97,7 +97,8 @@ def partition_ssa(
         return []
     rng = np.random.default_rng([trial % 2**32, seed % 2**63, SEED_TAG])
     builder = _Trial(graph or partition_graph(problem), rng)
-    clusters = builder.clusters(list(range(len(problem.inputs))))
+    # pieces the graph does not link may still share a label it leaves out (of many operands)
+    clusters = builder.merged(builder.clusters(list(range(len(problem.inputs)))))
     clusters.sort(key=lambda c: (problem.size(c.kept), min(c.members)))
     top = clusters[0]
     for other in clusters[1:]:
@@ -193,7 +194,7 @@ class _Trial:
         if len(block) <= LEAF:
             return [self._greedy(block)]
         left, right = self._halves(block)
-        return self._merged(self.clusters(left) + self.clusters(right))
+        return self.merged(self.clusters(left) + self.clusters(right))
 
     def join(self, a: _Cluster, b: _Cluster) -> _Cluster:
         """The product of two clusters (the next SSA id)."""
@@ -248,7 +249,7 @@ class _Trial:
             nodes.append(len(self.problem.inputs) + len(self.ssa) - 1)
         return _Cluster(nodes[-1], frozenset(block), kept)
 
-    def _merged(self, clusters: list[_Cluster]) -> list[_Cluster]:
+    def merged(self, clusters: list[_Cluster]) -> list[_Cluster]:
         """The clusters joined pair by pair while two share a label: the pair whose
         labels together are fewest elements first (the product's cost, as a bound)."""
         size = self.problem.size
