@@ -227,7 +227,9 @@ def test_searches_with_partition_trials_are_deterministic_and_valid(
         search.DEADLINE_FACTOR = saved
     assert again == choice
     assert contracts_to_one(choice.path, tensors)
-    assert any(t.startswith("partition x") for t in choice.tried)
+    # a small random network of degree 4 can pass the lattice test: the bisection's first
+    partitioned = any(t.startswith("partition x") for t in choice.tried)
+    assert partitioned == (choice.first == "greedy")
 
 
 def test_no_partition_trials_past_partition_up_to_operands(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ the least, 83 at the lower quartile, 132 at the median, greedy's reconfigured pa
 on other random networks of 100 tensors they beat greedy's by far more, :mod:`.search`),
 so the search runs several, each reconfigured, taking turns with its random-greedy
 trials where its budget lasts for them.  A trial is deterministic for its seed and trial
-(up to the eigenvectors LAPACK returns for equal eigenvalues).  A tree takes ~10 ms on
+(up to the eigenvectors LAPACK returns for equal eigenvalues).  A tree takes ~9 ms on
 100 operands (the eigenvectors, FM passes over heaps of gains, greedy's leaf blocks); the
 whole network's eigenvectors are computed once per search (:class:`PartitionGraph`).
 
@@ -69,7 +69,7 @@ means over the networks)."""
 IMBALANCE = 0.1  # a half holds 40-60% of its operands (the same medians: 0.03, 0.74x; 0.2, 0.53x)
 JITTER = 1.0  # the next eigenvector's share in a halving's start, times a draw (0.3: 0.58x)
 NOISE = 0.1  # noise per operand on the start, times a normal draw (of the vector's scale)
-PATIENCE = 25  # FM moves past the best cut before a pass stops
+PATIENCE = 12  # FM moves past a pass's best cut before it stops (25: as good, 1.3x the time)
 MOST_HOLDERS = 8  # a label of more operands is left out of the graph (every halving cuts it)
 SIZE_ONE_BITS = 0.05  # what a label of size 1 weighs in the graph (a link, nearly free to cut)
 SEED_TAG = 0x9A27  # the trials' generators: apart from any other seeded by the same numbers

@@ -98,11 +98,11 @@ BISECTION_MIN_ELEMENTS = 2**19  # ... where its operands times its cut's element
 BISECTION_UP_TO = 2048  # ... and up to this many (past it the eigenvectors take seconds: 5.7 s
 #   at 3,025 operands, one thread; a lattice that large contracts on no machine anyway)
 PARTITION_FROM = 20  # operands from which partition trials run, on a network that is no lattice
-PARTITION_UP_TO = 1024  # ... and up to this many (a tree grows as n**3: 0.24-0.37 s at 800)
+PARTITION_UP_TO = 1024  # ... and up to this many (a tree grows as n**3: 0.2-0.3 s at 800)
 PARTITION_S_PER_TENSOR = 40e-6  # one partition tree: per operand, per pair of operands its
 PARTITION_S_PER_PAIR = 40e-6  # graph links (FM's passes), per operand cubed (eigenvectors)
 PARTITION_S_CUBED = 0.45e-9  # (measured per tree, random networks of degree 3: 100 operands
-#   11 ms, 200 26 ms, 400 75 ms, 800 236 ms)
+#   9 ms, 200 23 ms, 400 63 ms, 800 195 ms; the first tree of a search 1.5x, its eigenvectors)
 SCORE_CAP = 10**300  # sizes in a weighted greedy trial's score are capped here (a float)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
