@@ -64,9 +64,11 @@ __all__ = [
     "OperandGraph",
     "bisection_ssa",
     "bond_holders",
+    "laplacian_eigh",
     "lattice_bits",
     "lattice_like",
     "mask_bits",
+    "signed",
 ]
 
 LEAF = 16
@@ -279,21 +281,38 @@ class OperandGraph:
         rounding.  None for fewer than three operands or no bond of more than one
         element."""
         weights = self.weights[np.ix_(component, component)]
-        laplacian = np.diag(weights.sum(axis=1)) - weights
-        values, vectors = np.linalg.eigh(laplacian)
+        values, vectors = laplacian_eigh(weights)
         if len(values) < 3 or values[1] <= 1e-9 * max(float(values[-1]), 1.0):
             return None
         pair = vectors[:, 1:3]
         if values[2] - values[1] < DEGENERATE * values[2]:
             pair = pair @ _turned(pair, weights)
-        pair = np.round(pair / np.abs(pair).max(), DIGITS)
-        for c in range(2):
-            off = np.flatnonzero(pair[:, c])
-            if len(off) and pair[off[0], c] > 0:
-                pair[:, c] = -pair[:, c]
+        pair = signed(np.round(pair / np.abs(pair).max(), DIGITS))
         coords = np.zeros((len(self.weights), 2))
         coords[component] = pair
         return coords
+
+
+def laplacian_eigh(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The eigenvalues (ascending) and eigenvectors (columns) of the Laplacian of the graph
+    whose edges weigh ``weights``."""
+    values, vectors = np.linalg.eigh(np.diag(weights.sum(axis=1)) - weights)
+    return values, vectors
+
+
+def signed(vectors: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+    """``vectors`` (columns, in place) each negated where its first entry off zero (past
+    ``tolerance``) is positive: the same whichever signs LAPACK returns.
+
+    >>> signed(np.array([[0.0, -1.0], [2.0, 3.0]]))
+    array([[-0., -1.],
+           [-2.,  3.]])
+    """
+    for c in range(vectors.shape[1]):
+        off = np.flatnonzero(np.abs(vectors[:, c]) > tolerance)
+        if len(off) and vectors[off[0], c] > 0:
+            vectors[:, c] = -vectors[:, c]
+    return vectors
 
 
 def _turned(pair: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -403,15 +422,9 @@ class _Bisection:
         return len(self.problem.inputs) + len(self.ssa) - 1
 
     def _kept(self, block: np.ndarray) -> int:
-        """The block's boundary: its labels that the output or an operand outside it
-        holds (a mask), which its intermediate keeps."""
-        inside, outside, members = 0, self.problem.output, set(block.tolist())
-        for i, mask in enumerate(self.problem.inputs):
-            if i in members:
-                inside |= mask
-            else:
-                outside |= mask
-        return inside & outside
+        """The block's boundary (:meth:`.costmodel.Problem.boundary`), which its
+        intermediate keeps."""
+        return self.problem.boundary(block.tolist())
 
     def _bits_kept(self, block: np.ndarray) -> float:
         """The bits of the block's intermediate (:meth:`_kept`)."""

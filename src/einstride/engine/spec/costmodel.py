@@ -117,6 +117,22 @@ class Problem:
         found.output_labels = [x for k, x in enumerate(self.labels) if output >> k & 1]
         return found
 
+    def boundary(self, members: Iterable[int]) -> int:
+        """The labels of the operands ``members`` that the output or an operand outside
+        them holds (a mask): what their contraction keeps.
+
+        >>> chain = Problem([(0, 1), (1, 2), (2, 3)], (3,), (2, 3, 4, 5))
+        >>> bin(chain.boundary([1, 2]))                  # label 1 (operand 0), 3 (the output)
+        '0b1010'
+        """
+        inside, outside, chosen = 0, self.output, set(members)
+        for i, mask in enumerate(self.inputs):
+            if i in chosen:
+                inside |= mask
+            else:
+                outside |= mask
+        return inside & outside
+
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
         sets = [frozenset(t) for t in self.terms]

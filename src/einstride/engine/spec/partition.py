@@ -40,12 +40,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bisection import mask_bits
+from .bisection import laplacian_eigh, mask_bits, signed
 from .costmodel import Problem
 from .greedy import greedy_ssa
 
@@ -123,13 +122,8 @@ class PartitionGraph:
         so that its first entry off zero is negative; memoized."""
         key = tuple(block)
         if (found := self.memo.get(key)) is None:
-            weights = self.weights[np.ix_(block, block)]
-            laplacian = np.diag(weights.sum(axis=1)) - weights
-            found = np.linalg.eigh(laplacian)[1][:, 1:3].copy()
-            for c in range(found.shape[1]):
-                off = np.flatnonzero(np.abs(found[:, c]) > 1e-9)
-                if len(off) and found[off[0], c] > 0:
-                    found[:, c] = -found[:, c]
+            vectors = laplacian_eigh(self.weights[np.ix_(block, block)])[1]
+            found = signed(vectors[:, 1:3].copy(), tolerance=1e-9)
             self.memo[key] = found
         return found
 
@@ -190,7 +184,7 @@ class _Trial:
         if len(pieces) > 1:
             return [c for piece in pieces for c in self.clusters(piece)]
         if len(block) == 1:
-            return [_Cluster(block[0], frozenset(block), self._kept(block))]
+            return [_Cluster(block[0], frozenset(block), self.problem.boundary(block))]
         if len(block) <= LEAF:
             return [self._greedy(block)]
         left, right = self._halves(block)
@@ -221,16 +215,6 @@ class _Trial:
             pieces.append(sorted(piece))
         return pieces
 
-    def _kept(self, members: Sequence[int]) -> int:
-        """The labels of ``members`` that the output or an operand outside holds."""
-        inside, outside, chosen = 0, self.problem.output, set(members)
-        for i, mask in enumerate(self.problem.inputs):
-            if i in chosen:
-                inside |= mask
-            else:
-                outside |= mask
-        return inside & outside
-
     def _kept_after(self, a: _Cluster, b: _Cluster, members: frozenset[int]) -> int:
         """The boundary of ``a`` and ``b`` joined: a label both keep stays only where the
         output or an operand outside them holds it."""
@@ -242,7 +226,7 @@ class _Trial:
 
     def _greedy(self, block: list[int]) -> _Cluster:
         """Greedy over a leaf block's operands, toward its boundary."""
-        kept = self._kept(block)
+        kept = self.problem.boundary(block)
         nodes = list(block)
         for a, b in greedy_ssa(self.problem.part(block, kept)):
             self.ssa.append((min(nodes[a], nodes[b]), max(nodes[a], nodes[b])))
