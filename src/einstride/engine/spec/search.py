@@ -11,8 +11,8 @@ programming for a moderate number, subtree reconfiguration of the best path so f
 (:mod:`.trees`: subtrees of four branches re-solved exactly, while that pays back its
 time), then greedy trials (three fixed weightings of the operands' sizes, then seeded random
 ones; after a reconfiguration, each random trial that comes near the best is reconfigured
-in turn, where the budget lasts for several, taking turns with partition trials on a
-network that is no lattice, :mod:`.partition`; the trials only where the finders before
+in turn, where the budget lasts for several, taking turns with partition trials where the
+first path is greedy's, :mod:`.partition`; the trials only where the finders before
 them gained what they cost); with a budget given (a longer search, paid for by repeated
 calls), half of what the trials would take goes to reconfiguring the best path (and the
 best of the other kind, greedy's or a partition's) with larger subtrees, of five to eight
@@ -97,7 +97,7 @@ BISECTION_FROM = max(LEAF, DP_MAX)  # operands past which a lattice's first path
 BISECTION_MIN_ELEMENTS = 2**19  # ... where its operands times its cut's elements reach this
 BISECTION_UP_TO = 2048  # ... and up to this many (past it the eigenvectors take seconds: 5.7 s
 #   at 3,025 operands, one thread; a lattice that large contracts on no machine anyway)
-PARTITION_FROM = 20  # operands from which partition trials run, on a network that is no lattice
+PARTITION_FROM = 20  # operands from which partition trials run (where the first path is greedy's)
 PARTITION_UP_TO = 1024  # ... and up to this many (a tree grows as n**3: 0.2-0.3 s at 800)
 PARTITION_S_PER_TENSOR = 40e-6  # one partition tree: per operand, per pair of operands its
 PARTITION_S_PER_PAIR = 40e-6  # graph links (FM's passes), per operand cubed (eigenvectors)
