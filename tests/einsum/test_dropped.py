@@ -14,7 +14,6 @@ import pytest
 from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memory_probe import traced_peak
 
 import einstride as es
 from einstride.engine.backends.numpy.cache import entry_for
@@ -22,6 +21,7 @@ from einstride.engine.backends.numpy.peak import plan_peak
 from einstride.engine.backends.numpy.plan import build_plan, dropped_axes
 from einstride.engine.backends.numpy.steps import ContractStep, CopyStep
 from einstride.engine.spec.equation import parse_equation
+from einstride_bench.memory import traced_peak
 
 
 def _columns(n: int, m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

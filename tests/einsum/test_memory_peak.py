@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from memory_probe import traced_peak
 
 import einstride as es
 from einstride import EinsumError, memory
@@ -27,6 +26,7 @@ from einstride.engine.backends.numpy.peak import plan_peak
 from einstride.engine.backends.numpy.plan import build_plan
 from einstride.engine.backends.numpy.report import format_plan
 from einstride.engine.spec.equation import parse_equation
+from einstride_bench.memory import traced_peak
 
 PYTHON_SLACK = 16 * 1024
 NUMPY_BUFFER = 8192

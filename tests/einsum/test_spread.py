@@ -15,13 +15,13 @@ import pytest
 from einsum_strategies import broadcast_equations
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memory_probe import traced_peak
 
 import einstride as es
 from einstride import EinsumError
 from einstride.engine.backends.numpy.cache import entry_for
 from einstride.engine.backends.numpy.plan import inner_call, spread_labels
 from einstride.engine.backends.numpy.steps import CopyStep
+from einstride_bench.memory import traced_peak
 
 
 @st.composite
