@@ -99,6 +99,22 @@ def check_the_search(
         assert first.baseline_ns == greedy.ns
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.data())
+def test_linear_of_is_opt_einsums_ssa_to_linear(n: int, data: Any) -> None:
+    """SSA paths of pairs and triples, as NumPy-format paths: opt_einsum's conversion."""
+    live, ssa, made = list(range(n)), [], n
+    while len(live) > 1:
+        k = data.draw(st.integers(2, min(3, len(live))))
+        picked = data.draw(st.permutations(live))[:k]
+        live = [x for x in live if x not in picked] + [made]
+        ssa.append(tuple(picked))
+        made += 1
+    ssa = ssa or [(0,)]
+    expected = tuple(tuple(int(i) for i in e) for e in opt_einsum.paths.ssa_to_linear(ssa))
+    assert costmodel.linear_of(ssa) == expected
+
+
 @given(networks(max_operands=14), st.sampled_from([None, (1.0, 0.0), (3.0, 0.3)]))
 @settings(max_examples=150)
 def test_the_bound_of_a_greedy_path_bounds_its_rating(
@@ -143,7 +159,7 @@ def test_a_products_worst_case_bounds_its_pair_cost(sizes: list[int], data: Any)
     problem = costmodel.Problem([a, b], sorted(set(keep) & (set(a) | set(b))), sizes)
     masks = [sum(1 << problem.labels.index(x) for x in t if x in problem.labels) for t in (a, b)]
     kept = problem.output
-    assert problem._worst_pair(masks[0], masks[1], kept) >= problem.pair(*masks, kept)[0]
+    assert problem._worst_pairs([(masks[0], masks[1], kept)])[0] >= problem.pair(*masks, kept)[0]
 
 
 def test_an_unrated_greedy_paths_bound_is_not_rounded_below_its_rating() -> None:
@@ -157,7 +173,10 @@ def test_an_unrated_greedy_paths_bound_is_not_rounded_below_its_rating() -> None
 
 def test_a_thin_batched_products_worst_case_bounds_it() -> None:
     problem = costmodel.Problem([(0, 1, 2), (0, 2, 3)], (0, 1, 3), [10_000, 2, 2, 2])
-    assert problem._worst_pair(0b0111, 0b1101, 0b1011) >= problem.pair(0b0111, 0b1101, 0b1011)[0]
+    assert (
+        problem._worst_pairs([(0b0111, 0b1101, 0b1011)])[0]
+        >= problem.pair(0b0111, 0b1101, 0b1011)[0]
+    )
 
 
 def every_path(n: int) -> Iterator[tuple[tuple[int, ...], ...]]:

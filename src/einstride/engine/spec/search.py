@@ -52,7 +52,7 @@ from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
 from ..forksafe import rlock
 from .bisection import CUT_FACTOR, LEAF, bisection_ssa, lattice_bits
-from .costmodel import Problem
+from .costmodel import Problem, linear_of
 from .greedy import greedy_ssa
 from .partition import PartitionGraph, partition_graph, partition_pairs, partition_ssa
 from .trees import optimal_tree, reconfigure, subtree_work, tree_to_path
@@ -244,7 +244,7 @@ def _trial_name(trial: int) -> str:
 
 
 def _linear(ssa: Sequence[Sequence[int]]) -> Path:
-    return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
+    return linear_of(ssa)
 
 
 def _dp(problem: Problem) -> Path:

@@ -26,9 +26,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
-
-from .costmodel import STEP_NS, Problem, tree_of
+from .costmodel import STEP_NS, Problem, linear_of, tree_of
 from .subsets import optimal_tree_arrays
 
 __all__ = [
@@ -161,7 +159,7 @@ def tree_to_path(tree: Any, n: int) -> Path:
         return n + len(ssa) - 1
 
     walk(tree)
-    return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
+    return linear_of(ssa)
 
 
 def reconfigure(
@@ -302,4 +300,4 @@ class _Tree:
                 stack.pop()
                 ssa.append((ssa_id[a], ssa_id[b]))
                 ssa_id[node] = n + len(ssa) - 1
-        return tuple(tuple(e) for e in oe_paths.ssa_to_linear(ssa))
+        return linear_of(ssa)
