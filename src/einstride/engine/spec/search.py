@@ -77,6 +77,8 @@ Path = tuple[tuple[int, ...], ...]
 BUDGET_SHARE = 0.25  # of the estimated contraction time, spent on the search
 MAX_BUDGET_S = 4.0
 TRIAL_S_PER_TENSOR = 80e-6  # one greedy trial (and its scoring), per operand (measured: 63-85 µs)
+TRIAL_S_PER_PAIR = 10e-6  # ... or, where more, per pair of operands sharing a label (a dense
+TRIAL_LABELS = 550.0  # network's), times 1 + labels / this (masks of more labels: slower ops)
 MAX_TRIALS = 256
 FIXED_WEIGHTS = (3.0, 0.0, 2.0)  # the first trials' weights of the operands' sizes (restarts)
 DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
@@ -304,6 +306,38 @@ def cheapest_finder_s(n: int) -> float:
     return min(found, _cheapest_reconfiguration_s(n))
 
 
+def _greedy_trial_s(problem: Problem) -> float:
+    """The estimated seconds of one greedy trial on ``problem`` and its scoring: per operand
+    on a sparse network, per pair of operands sharing a label where these are more (a dense
+    network: each contraction weighs the product with every partner, over masks of many
+    labels; measured, the trial and its rating: complete graphs of 20, 40 and 60 operands
+    2.2, 15 and 76 ms, 12-43 µs a pair, where the estimate per operand said 1.6, 3.2 and 4.8
+    ms, and searches of a 4 s budget took 5.3 s at 40 (bond 16) and 12.2 s at 60 (bond 2,
+    cut at the safety deadline), now 2.1 and 2.7 s; random regular networks of degree 3-8,
+    38-109 µs an operand).  The networks of the benchmark link at most 2.25 pairs per
+    operand: their estimate is the one per operand (their paths unchanged).
+
+    >>> ring = Problem([(k, (k + 1) % 30) for k in range(30)], (), [2] * 30)
+    >>> _greedy_trial_s(ring) == TRIAL_S_PER_TENSOR * 30
+    True
+    >>> pairs = [(a, b) for a in range(20) for b in range(a)]    # a complete graph
+    >>> links = [[k for k, pair in enumerate(pairs) if a in pair] for a in range(20)]
+    >>> _greedy_trial_s(Problem(links, (), [2] * len(pairs))) / (TRIAL_S_PER_TENSOR * 20)
+    1.6
+    """
+    n, holders = len(problem.inputs), dict[int, int]()
+    for mask in problem.inputs:
+        rest = mask & ~problem.output
+        while rest:
+            low = rest & -rest
+            holders[low] = holders.get(low, 0) + 1
+            rest ^= low
+    # (a label of every operand waits for the last step: greedy pairs nothing by it)
+    pairs = sum(k * (k - 1) // 2 for k in holders.values() if 2 <= k < n)
+    per_pair = TRIAL_S_PER_PAIR * pairs * (1.0 + len(problem.labels) / TRIAL_LABELS)
+    return max(TRIAL_S_PER_TENSOR * n, per_pair)
+
+
 def _cheapest_reconfiguration_s(n: int, subtree: int = RECONF_SUBTREE) -> float:
     """The least budget in which a reconfiguration runs on ``n`` operands (the pair costs
     of :data:`RECONF_MIN_SUBTREES` subtrees, plus building the tree and rating its path)."""
@@ -425,6 +459,7 @@ class _Search:
         self.budget = self.restarts = self._allowed()
         self.deadline = time.perf_counter() + DEADLINE_FACTOR * self.budget + 0.01
         self.partition_graph: PartitionGraph | None = None  # built at the first partition trial
+        self.trial_s = _greedy_trial_s(problem)  # one greedy trial's estimated seconds
         self.partitions = 0  # partition trials run
 
     def best(self) -> _Candidate:
@@ -451,8 +486,8 @@ class _Search:
             self._add(_rate(self.problem, "dp", _dp(self.problem)), _dp_seconds(n))
             self.tried.append("dp")
         trial = 0
-        if self.candidates[0].finder != "greedy" and self._fits(TRIAL_S_PER_TENSOR * n):
-            self._add(_rate(self.problem, "greedy", _greedy(self.problem)), TRIAL_S_PER_TENSOR * n)
+        if self.candidates[0].finder != "greedy" and self._fits(self.trial_s):
+            self._add(_rate(self.problem, "greedy", _greedy(self.problem)), self.trial_s)
             self.tried.append("greedy")  # after the bisection (a lattice's first path)
         if self._infeasible():
             # no machine holds this path's intermediates: improving it step by step is slow
@@ -492,7 +527,7 @@ class _Search:
         if self.fixed is not None:
             return True
         gained = (self.candidates[0].ns - self.best_ns) * 1e-9
-        trial_s = TRIAL_S_PER_TENSOR * len(self.problem.inputs)
+        trial_s = self.trial_s
         if self.spent + trial_s > max(self._allowed(), self.restarts):
             return True  # no trial fits the budget left: nothing to stop
         if self.spent == 0.0 or gained >= self.spent:
@@ -510,7 +545,7 @@ class _Search:
         """Greedy trials ``first..stop-1`` while the budget lasts (for the fixed weightings,
         the budget of the best path before reconfiguration: they are restarts, which find
         other paths, not refinements of the best); returns the next one."""
-        trial, cost = first, TRIAL_S_PER_TENSOR * len(self.problem.inputs)
+        trial, cost = first, self.trial_s
         while trial < stop and (
             self._fits(cost) or (trial < len(FIXED_WEIGHTS) and self.spent + cost <= self.restarts)
         ):
@@ -642,7 +677,7 @@ class _Search:
         ``keep_s`` of the budget is left for what follows; returns the next trial (the
         partition trials go on from where they stopped, in a later call)."""
         n = len(self.problem.inputs)
-        refined_trial_s = TRIAL_S_PER_TENSOR * n + _cheapest_reconfiguration_s(n)
+        refined_trial_s = self.trial_s + _cheapest_reconfiguration_s(n)
         if not self._fits(REFINE_MIN_TRIALS * refined_trial_s + keep_s):
             return first
         partition_s = self._partition_s()
@@ -675,7 +710,7 @@ class _Search:
         the benchmark's random 60-tensor network of bonds 2-8, whose reconfigured greedy
         path is estimated at 2.4 s, gets one of 0.77x that from the 37th of 49 trials).
         The candidate, its estimated seconds, whether it was reconfigured."""
-        trial_s = TRIAL_S_PER_TENSOR * len(self.problem.inputs)
+        trial_s = self.trial_s
         found = _rate(self.problem, "random-greedy", _greedy(self.problem, trial, self.seed))
         if found.ns > REFINE_WITHIN * self.best_ns:
             return found, trial_s, False
