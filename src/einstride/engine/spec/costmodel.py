@@ -135,6 +135,17 @@ class Problem:
                 outside |= mask
         return inside & outside
 
+    def holder_counts(self) -> list[int]:
+        """How many operands hold each label (label ``k``: bit ``k`` of the masks).
+
+        >>> Problem([(0, 1), (1, 2)], (2,), (2, 3, 4)).holder_counts()
+        [1, 2, 1]
+        """
+        counts = [0] * len(self.labels)
+        for mask in self.inputs:
+            _count(counts, mask, 1)
+        return counts
+
     def oe_problem(self) -> tuple[list[frozenset[int]], frozenset[int], dict[int, int]]:
         """The problem as opt_einsum's finders take it: label sets and a size dict."""
         sets = [frozenset(t) for t in self.terms]
@@ -283,9 +294,7 @@ class Problem:
     def _walk_cost(self, path: Sequence[Sequence[int]]) -> tuple[float, int, int]:
         """:meth:`cost` of any path, walking the live operands' label counts."""
         live = list(self.inputs)
-        holders = [0] * len(self.labels)
-        for term in live:
-            _count(holders, term, 1)
+        holders = self.holder_counts()
         total_ns, total_flops, largest = 0.0, 0, 0
         for entry in path:
             picked = [live[i] for i in entry]

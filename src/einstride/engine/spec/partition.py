@@ -163,11 +163,7 @@ def partition_pairs(problem: Problem) -> int:
     >>> partition_pairs(Problem([(0, 1), (1, 2), (2, 0, 3)], (), (4, 1, 8, 2)))
     3
     """
-    counts: dict[int, int] = {}
-    for mask in problem.inputs:
-        for k in mask_bits(mask):
-            counts[k] = counts.get(k, 0) + 1
-    return sum(k * (k - 1) // 2 for k in counts.values() if 2 <= k <= MOST_HOLDERS)
+    return sum(k * (k - 1) // 2 for k in problem.holder_counts() if 2 <= k <= MOST_HOLDERS)
 
 
 class _Trial:

@@ -325,15 +325,14 @@ def _greedy_trial_s(problem: Problem) -> float:
     >>> _greedy_trial_s(Problem(links, (), [2] * len(pairs))) / (TRIAL_S_PER_TENSOR * 20)
     1.6
     """
-    n, holders = len(problem.inputs), dict[int, int]()
-    for mask in problem.inputs:
-        rest = mask & ~problem.output
-        while rest:
-            low = rest & -rest
-            holders[low] = holders.get(low, 0) + 1
-            rest ^= low
-    # (a label of every operand waits for the last step: greedy pairs nothing by it)
-    pairs = sum(k * (k - 1) // 2 for k in holders.values() if 2 <= k < n)
+    n, output = len(problem.inputs), problem.output
+    # (greedy pairs nothing by an output label, nor by one of every operand: it waits for
+    # the last step)
+    pairs = sum(
+        k * (k - 1) // 2
+        for label, k in enumerate(problem.holder_counts())
+        if 2 <= k < n and not output >> label & 1
+    )
     per_pair = TRIAL_S_PER_PAIR * pairs * (1.0 + len(problem.labels) / TRIAL_LABELS)
     return max(TRIAL_S_PER_TENSOR * n, per_pair)
 
