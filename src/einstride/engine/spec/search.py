@@ -77,8 +77,8 @@ Path = tuple[tuple[int, ...], ...]
 BUDGET_SHARE = 0.25  # of the estimated contraction time, spent on the search
 MAX_BUDGET_S = 4.0
 TRIAL_S_PER_TENSOR = 80e-6  # one greedy trial (and its scoring), per operand (measured: 63-85 µs)
-TRIAL_S_PER_PAIR = 10e-6  # ... or, where more, per pair of operands sharing a label (a dense
-TRIAL_LABELS = 550.0  # network's), times 1 + labels / this (masks of more labels: slower ops)
+TRIAL_S_PER_PAIR = 6e-6  # ... or, where more, per pair of operands sharing a label (a dense
+TRIAL_LABELS = 300.0  # network's), times 1 + labels / this (masks of more labels: slower ops)
 MAX_TRIALS = 256
 FIXED_WEIGHTS = (3.0, 0.0, 2.0)  # the first trials' weights of the operands' sizes (restarts)
 DEADLINE_FACTOR = 3.0  # the trials stop past this many budgets (a machine far too slow)
@@ -311,11 +311,13 @@ def _greedy_trial_s(problem: Problem) -> float:
     on a sparse network, per pair of operands sharing a label where these are more (a dense
     network: each contraction weighs the product with every partner, over masks of many
     labels; measured, the trial and its rating: complete graphs of 20, 40 and 60 operands
-    2.2, 15 and 76 ms, 12-43 µs a pair, where the estimate per operand said 1.6, 3.2 and 4.8
-    ms, and searches of a 4 s budget took 5.3 s at 40 (bond 16) and 12.2 s at 60 (bond 2,
-    cut at the safety deadline), now 2.1 and 2.7 s; random regular networks of degree 3-8,
-    38-109 µs an operand).  The networks of the benchmark link at most 2.25 pairs per
-    operand: their estimate is the one per operand (their paths unchanged).
+    2.2, 15 and 76 ms, 12-43 µs a pair, estimated now 1.9, 17 and 73 ms, where the estimate
+    per operand said 1.6, 3.2 and 4.8 ms, and searches of a 4 s budget took 5.3 s at 40
+    (bond 16) and 12.2 s at 60 (bond 2, cut at the safety deadline), now 2.3 and 2.4 s;
+    random networks of 100 and 200 operands with three labels of 30 and 60 operands each,
+    9 and 33 ms, estimated 13 and 68 (per operand: 8 and 16); random regular networks of
+    degree 3-8, 38-109 µs an operand).  The networks of the benchmark link at most 2.25
+    pairs per operand: their estimate is the one per operand (their paths unchanged).
 
     >>> ring = Problem([(k, (k + 1) % 30) for k in range(30)], (), [2] * 30)
     >>> _greedy_trial_s(ring) == TRIAL_S_PER_TENSOR * 30
@@ -323,7 +325,7 @@ def _greedy_trial_s(problem: Problem) -> float:
     >>> pairs = [(a, b) for a in range(20) for b in range(a)]    # a complete graph
     >>> links = [[k for k, pair in enumerate(pairs) if a in pair] for a in range(20)]
     >>> _greedy_trial_s(Problem(links, (), [2] * len(pairs))) / (TRIAL_S_PER_TENSOR * 20)
-    1.6
+    1.16
     """
     n, output = len(problem.inputs), problem.output
     # (greedy pairs nothing by an output label, nor by one of every operand: it waits for
