@@ -9,18 +9,23 @@ and an outer product now).  The gradient of a row sum is such an operand.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import pytest
-from einsum_strategies import broadcast_equations
+from einsum_oracle import brute_force
+from einsum_strategies import Case, broadcast_equations, cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.backends.numpy.cache import entry_for
 from einstride.engine.backends.numpy.peak import plan_peak
-from einstride.engine.backends.numpy.plan import build_plan, dropped_axes
+from einstride.engine.backends.numpy.plan import build_plan, dropped_axes, inner_call
 from einstride.engine.backends.numpy.steps import ContractStep, CopyStep
-from einstride.engine.spec.equation import parse_equation
+from einstride.engine.call import equation_of
+from einstride.engine.spec.equation import bind, parse_equation
 from einstride_bench.memory import traced_peak
 
 
@@ -218,6 +223,61 @@ def test_the_inner_call_drops_nothing_more() -> None:
     fresh = build_plan(spec, [x.dtype, y.dtype], [x.strides, y.strides], spread=True)
     assert entry.plan == fresh and entry.plan.spec.text == "ca,ccb->c"
     np.testing.assert_allclose(entry.run([x, y], None), np.einsum("cba,ccb->c", x, y))
+
+
+def test_a_size_one_ellipsis_axis_holds_no_label_for_the_drop() -> None:
+    """Found by hypothesis (test_einsum_differential's dtype= test, another seed): operand 3
+    carries ``a`` and holds ``...`` only on a size-1 axis, which is left out with the rest;
+    counted as holding it, operand 4 kept its broadcast ``a`` (no gain), the inner call
+    then dropped it, and the spread's plan raised AssertionError on every call."""
+    strided = np.lib.stride_tricks.as_strided
+    ops = [
+        np.array(2.0),
+        strided(np.array([2.0]), (2, 2), (0, 0)),
+        strided(np.array([2.0]), (1, 2, 2, 2), (0, 0, 0, 0)),
+        strided(np.array([2.0, 1.0]), (1, 2, 2, 2), (0, 0, 8, 0)),
+        strided(np.array([2.0, 1.0]), (2, 2), (8, 0)),
+    ]
+    equation = "...,ad,...aaa,...aad,...a"
+    np.testing.assert_allclose(es.einsum(equation, *ops), np.einsum(equation, *ops))
+    np.testing.assert_allclose(es.einsum(equation, *ops, dtype="float64"), [96.0, 48.0])
+    assert "dropped: operand 4 broadcasts the summed label a" in es.explain(equation, *ops)
+
+
+@st.composite
+def _broadcast_problems(draw: Any) -> tuple[Case, list[np.ndarray]]:
+    """Equations of up to five operands (``...`` among them) whose axes broadcast half the
+    time (stride 0)."""
+    case = draw(cases())
+    operands = []
+    for shape in case.shapes:
+        flat = [n > 1 and draw(st.booleans()) for n in shape]
+        stored = tuple(1 if f else n for n, f in zip(shape, flat))
+        values = np.arange(1.0, 1.0 + math.prod(stored)).reshape(stored) % 3 + 1
+        operands.append(np.broadcast_to(values, shape))
+    return case, operands
+
+
+@settings(max_examples=200, deadline=None)
+@given(_broadcast_problems())
+def test_an_inner_call_reads_every_axis_it_keeps(problem: tuple[Case, list[np.ndarray]]) -> None:
+    """What a call reads once (its spread labels at size 1, its dropped axes left out) is a
+    call that drops and spreads nothing more: its plan is the plan the caches keep for it,
+    and a spread's plan wraps it (a hypothesis case, ``...,ad,...aaa,...aad,...a`` of
+    broadcast operands: the size-1 ``...`` axis of the operand carrying ``a`` counted as
+    holding ``...``, the inner call dropped ``a`` from another operand again, and every
+    call raised AssertionError)."""
+    case, operands = problem
+    equation = case.render()
+    spec = bind(equation_of(equation), [op.shape for op in operands])
+    dtypes = [op.dtype for op in operands]
+    call = inner_call(spec, dtypes, [op.strides for op in operands])
+    if call is not None:
+        again = inner_call(bind(call.equation, call.shapes), dtypes, call.strides)
+        assert again is None
+    assert "einsum" in es.explain(equation, *operands)
+    expected = brute_force(case.terms, case.output, operands)
+    np.testing.assert_allclose(es.einsum(equation, *operands), expected, rtol=1e-12)
 
 
 def test_a_sliced_spread_reports_the_calls_peak() -> None:

@@ -260,8 +260,10 @@ def _run_then_copy(
 def _order_copy_over(entry: Entry, order: str, limit: int) -> bool:
     """Whether laying the result out in ``order`` could copy it past ``limit``: the plan's
     peak and a second result together (a review: order='F' doubled the peak past it)."""
+    if order == "K":  # (before the plan: a lazy one is not built for nothing)
+        return False
     shape = entry.plan.call_spec.output_shape
-    if order == "K" or len(shape) < 2:
+    if len(shape) < 2:
         return False
     result = math.prod(shape) * entry.plan.result_dtype.itemsize
     return entry.peak + result > limit

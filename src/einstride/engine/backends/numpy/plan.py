@@ -280,7 +280,13 @@ def _drop_round(
     with the labels' ``sizes``, adding to ``gone``: whether an axis was added, and whether
     an operand broadcasting a label kept it for want of a gain."""
     output, added, declined = set(spec.output), False, False
-    kept = [[x for ax, x in enumerate(term) if ax not in g] for term, g in zip(spec.inputs, gone)]
+    # a size-1 ``...`` axis holds no label: where anything drops it is left out too, and an
+    # operand holding a label only there would not hold it in the inner call (a hypothesis
+    # case: the inner call then dropped a label again, and its plan raised AssertionError)
+    kept = [
+        [x for ax, x in enumerate(term) if ax not in g and ax not in st]
+        for term, g, st in zip(spec.inputs, gone, spec.stretched)
+    ]
     for label, holders in carriers.items():
         if label in output or sizes[label] < 2:
             continue
