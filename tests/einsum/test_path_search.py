@@ -135,7 +135,7 @@ def test_the_bound_of_a_greedy_path_bounds_its_rating(
         ssa = greedy_ssa(
             prepared, lambda s12, s1, s2: (s12 - weight * (s1 + s2)) * rng.gauss(1.0, spread)
         )
-    cost = prepared.cost(search._linear(ssa))[0]
+    cost = prepared.cost(costmodel.linear_of(ssa))[0]
     assert cost <= prepared.cost_bound(ssa)
     for past in (0.0, cost / 2, cost, 2 * cost):  # some of its terms priced exactly
         bound = prepared.cost_bound(ssa, past)

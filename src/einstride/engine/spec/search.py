@@ -217,7 +217,7 @@ def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
     sandwiches) and the later ones also jitter every candidate's score with a generator of
     their own (opt_einsum's random-greedy uses the global one)."""
     if trial < 0:
-        return _linear(greedy_ssa(problem))
+        return linear_of(greedy_ssa(problem))
     rng: random.Random | None = None
     if trial < len(FIXED_WEIGHTS):
         weight, spread = FIXED_WEIGHTS[trial], 0.0
@@ -231,7 +231,7 @@ def _greedy(problem: Problem, trial: int = -1, seed: int = 0) -> Path:
         removed = min(size12, SCORE_CAP) - weight * (min(size1, SCORE_CAP) + min(size2, SCORE_CAP))
         return removed if rng is None else removed * rng.gauss(1.0, spread)
 
-    return _linear(greedy_ssa(problem, score))
+    return linear_of(greedy_ssa(problem, score))
 
 
 def _trial_name(trial: int) -> str:
@@ -243,10 +243,6 @@ def _trial_name(trial: int) -> str:
     if trial < len(FIXED_WEIGHTS):
         return f"greedy, weight {FIXED_WEIGHTS[trial]:g}"
     return "random-greedy"
-
-
-def _linear(ssa: Sequence[Sequence[int]]) -> Path:
-    return linear_of(ssa)
 
 
 def _dp(problem: Problem) -> Path:
@@ -388,7 +384,7 @@ def search_path(
         best = _three(problem) if n == 3 else _optimal(problem)
         return _chosen(best, ("optimal",), best.ns, 0.0, n, seed, "optimal")
     finder, tree, stopped = _first_tree(problem)
-    path = _linear(tree)
+    path = linear_of(tree)
     if budget_s is None:
         cheapest = cheapest_finder_s(n)  # (past an estimate that buys it, the sum can stop)
         bound = problem.cost_bound(tree, past=cheapest / BUDGET_SHARE * 1e9)
@@ -751,7 +747,7 @@ class _Search:
         tree_s = _partition_tree_s(len(self.problem.inputs), partition_pairs(self.problem))
         path = partition_ssa(self.problem, self.seed, self.partitions, self.partition_graph)
         self.partitions += 1
-        found = _rate(self.problem, "partition", _linear(path))
+        found = _rate(self.problem, "partition", linear_of(path))
         better = self._reconfigured(found, self._allowed() - self.spent - tree_s - keep_s)
         if better is None:
             return found, tree_s, False
