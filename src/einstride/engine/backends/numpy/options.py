@@ -129,6 +129,10 @@ class PlannerOptions(metaclass=_Interned):
     """One call of NumPy's sum-of-products loop (fusing)."""
     loop_ns: float = 0.5
     """One index combination per operand in that loop (fusing; ``inf`` never fuses)."""
+    loop_call_ns: float = 20.0
+    """One call of that loop's inner kernel, made once per innermost run the operands'
+    strides allow (fusing; :mod:`.loopcalls`; fitted on 150 random loops of up to 2**20
+    index combinations, which it priced 0.5-29x low without this term)."""
     lane_max_combos: int = 1 << 18
     """A two-operand call of the matmul form on NumPy arrays runs in its equation's lane
     (one ``numpy.matmul`` over views, no plan-cache look: :mod:`.lanes`) up to this many

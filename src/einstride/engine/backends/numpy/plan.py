@@ -52,6 +52,7 @@ from ...spec.paths import (
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
+from .loopcalls import loop_calls
 from .options import PlannerOptions, default_options
 from .pairs import (
     Choice,
@@ -547,10 +548,11 @@ def check_ranks(plan: Plan) -> None:
 
 
 def _worth_fusing(
-    plan: Plan, options: PlannerOptions, layouts: tuple[tuple[int, ...], ...] = ()
+    plan: Plan, options: PlannerOptions, layouts: tuple[tuple[int, ...], ...]
 ) -> bool:
     """Several steps for a problem so small that one sum-of-products loop is cheaper (a rough
-    cost model, in the options' estimated nanoseconds); or, at any size, a plan that copies
+    cost model, in the options' estimated nanoseconds: the loop's elements and its inner
+    calls, :func:`.loopcalls.loop_calls`); or, at any size, a plan that copies
     a broadcast operand (zero strides: the copy holds its logical size where the operand
     stores a fraction of it, 512 MB for the 8 bytes of ``broadcast_to(1.5, (8192, 8192))``
     times a vector, a review) where the loop, which reads the views as they are, is
@@ -569,8 +571,9 @@ def _worth_fusing(
         labels = len(spec.sizes)
         if combos * 3**labels > BROADCAST_FUSE_MAX * 2**labels:
             return False
+    calls = loop_calls(spec.inputs, layouts, tuple(dict.fromkeys(spec.output)), spec.sizes)
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
-    return fused < _planned_ns(plan, options)
+    return fused + options.loop_call_ns * calls < _planned_ns(plan, options)
 
 
 BROADCAST_FUSE_MAX = 1 << 34  # index combinations past which no loop is run instead (~10 s)
