@@ -10,14 +10,16 @@ from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.backends.numpy.execute import EINSUM_LETTERS
-from einstride.engine.backends.numpy.loopcalls import loop_calls
+from einstride.engine.backends.numpy.loopcalls import LoopCalls, loop_calls
 
 NUMPY_2_3 = tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 3)
 
 
-def _numpy_calls(terms: list[list[int]], output: list[int], arrays: list[np.ndarray]) -> int:
-    """How many inner loops NumPy's iterator hands ``numpy.einsum``: its flags, its axes
-    (the output's labels, then the summed ones by letter), the output allocated."""
+def _numpy_calls(terms: list[list[int]], output: list[int], arrays: list[np.ndarray]) -> LoopCalls:
+    """How many inner loops NumPy's iterator hands ``numpy.einsum`` (its flags, its axes:
+    the output's labels, then the summed ones by letter; the output allocated), and
+    whether that is its plain loop: three axes or fewer left, no operand read through a
+    buffer (every inner array a view of its operand)."""
     first = dict.fromkeys([lab for term in terms for lab in term] + output)
     letter = {lab: EINSUM_LETTERS[k] for k, lab in enumerate(first)}
     summed = sorted((lab for lab in letter if lab not in output), key=lambda lab: letter[lab])
@@ -41,7 +43,11 @@ def _numpy_calls(terms: list[list[int]], output: list[int], arrays: list[np.ndar
     )
     it.operands[-1][...] = 0
     it.reset()
-    return sum(1 for _ in it)
+    count, direct = 0, True
+    for inner in it:
+        count += 1
+        direct = direct and all(np.may_share_memory(x, v) for x, v in zip(inner, views) if x.size)
+    return LoopCalls(count, plain=len(views) <= 2 and it.ndim <= 3 and direct)
 
 
 @st.composite
@@ -88,7 +94,7 @@ def test_a_gate_on_a_state_of_qubits_makes_one_call_per_two_elements() -> None:
     terms = [list(range(17)), [17, 18, 2, 15]]
     output = [0, 1, 17, *range(3, 15), 18, 16]
     calls = loop_calls(terms, [state.strides, gate.strides], output, [2] * 19)
-    assert calls == 2**19 // 2 == _numpy_calls(terms, output, [state, gate])
+    assert calls == (2**19 // 2, False) == _numpy_calls(terms, output, [state, gate])
 
 
 def test_a_loop_of_short_inner_runs_is_not_fused() -> None:

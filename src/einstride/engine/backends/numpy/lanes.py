@@ -9,8 +9,9 @@ by BLAS in another order):
 
 * one operand: a plan is a view (diagonals of repeated labels), at most one reduction whose
   kernel is NumPy's sum-of-products loop, and a transpose.  Unless the reduction would be
-  split across threads, that loop run over the operand itself (NumPy takes the diagonals as
-  views first) is the plan in one call.
+  split across threads or summed in two passes (:func:`.plan.deferred_sums`), that loop
+  run over the operand itself (NumPy takes the diagonals as views first) is the plan in
+  one call.
 * one operand expanded (output labels repeat, nothing summed, the operand's labels
   distinct): a plan is zeros of the result, NumPy's diagonal view of them and one copy of
   the operand into it, which the lane runs as they are, within the memory limit.
@@ -72,9 +73,16 @@ from ...spec.matmul import (
     merged_shapes,
 )
 from .execute import numpy_equation, sum_of_products
-from .fold import blas_ready
+from .fold import Term, blas_ready
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
-from .plan import CACHE_LINE, bytes_moved, reduction_bytes
+from .plan import (
+    CACHE_LINE,
+    DEFER_MIN_COMBOS,
+    bytes_moved,
+    deferred_sums,
+    inner_sums,
+    reduction_bytes,
+)
 
 __all__ = [
     "LANES",
@@ -210,11 +218,12 @@ class _Bounds(NamedTuple):
     #   thread and the plan's BLAS at two giving other bits)
     combos: int  # a product of more index combinations is planned
     lane_max: int  # the option itself (for explain)
+    options: PlannerOptions  # (the planner's test of a reduction in two passes)
 
     @classmethod
     def of(cls, options: PlannerOptions, limit: int) -> _Bounds:
         combos = min(options.lane_max_combos, limit // _ITEM_BYTES)
-        return cls(limit, options.split_min_bytes, combos, options.lane_max_combos)
+        return cls(limit, options.split_min_bytes, combos, options.lane_max_combos, options)
 
 
 _NEVER = 1 << 126
@@ -265,11 +274,18 @@ def _unary_lane(
         return cast(Lane, UnaryLane(letters, (), _NEVER, len(term), same, native, _NO_TRAFFIC))
     # one bound for both limits: combos * LINE_BYTES >= the result's bytes too
     most = min(bounds.moved // LINE_BYTES, (bounds.split - 1) // LINE_BYTES)
+    two_passes = output and len(first) - len(output) >= 2  # (a summed label left for each)
+    if two_passes:
+        most = min(most, DEFER_MIN_COMBOS - 1)
+    groups = tuple(tuple(ax for ax, x in enumerate(term) if x == lab) for lab in first)
     traffic = _Traffic(
-        tuple(tuple(ax for ax, x in enumerate(term) if x == lab) for lab in first),
+        groups,
         tuple(first[lab] for lab in output),
         bounds.split,
         bounds.moved,
+        bounds.options if two_passes else None,
+        frozenset(g for g, lab in enumerate(first) if lab in output),
+        {} if two_passes else None,
     )
     return cast(
         Lane, UnaryLane(letters, tuple(first.values()), most, len(term), same, native, traffic)
@@ -280,25 +296,52 @@ class _Traffic(NamedTuple):
     """The planner's own test of a one-operand reduction, for one past the lane's bound:
     the bytes it moves (:func:`.plan.reduction_bytes` of the diagonal view, one axis per
     label of ``groups``, and of the result, the output labels' first axes ``kept``) below
-    ``split`` (the planner neither splits it nor runs it on BLAS), and its result within
-    ``limit`` bytes (the memory limit)."""
+    ``split`` (the planner neither splits it nor runs it on BLAS), its result within
+    ``limit`` bytes (the memory limit), and, given the planner's ``options``, one pass
+    (:func:`.plan.deferred_sums` names no label to sum in a second)."""
 
     groups: tuple[tuple[int, ...], ...]
     kept: tuple[int, ...]
     split: int
     limit: int
+    options: PlannerOptions | None = None
+    kept_groups: frozenset[int] = frozenset()  # the groups of ``kept`` (labels 0, 1, ...)
+    memo: dict[tuple[Any, ...], bool] | None = None  # the verdicts, with ``options``
 
     def fits(self, a: np.ndarray[Any, Any]) -> bool:
+        """The test (with ``options``, its verdict kept per layout: the two-pass test
+        prices NumPy's loops, tens of microseconds for a dozen axes)."""
+        memo = self.memo
+        if memo is None:
+            return self._fits(a)
+        key = (a.shape, a.strides, a.itemsize)
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            found = memo[key] = self._fits(a)
+        return found
+
+    def _fits(self, a: np.ndarray[Any, Any]) -> bool:
         shape, strides, item = a.shape, a.strides, a.itemsize
         result = item * _combos(shape, self.kept)
         if result > self.limit:
             return False
         sizes = [shape[axes[0]] for axes in self.groups]
         steps = [sum(strides[ax] for ax in axes) for axes in self.groups]
-        return reduction_bytes(sizes, steps, item, result) < self.split
+        if reduction_bytes(sizes, steps, item, result) >= self.split:
+            return False
+        if self.options is None or math.prod(sizes) < DEFER_MIN_COMBOS:
+            return True
+        labels = range(len(sizes))
+        if not inner_sums(labels, sizes, steps, self.kept_groups):
+            return True
+        term = Term.of(labels, sizes, steps, a.dtype)
+        return not deferred_sums(term, self.kept_groups, self.options)
 
 
 _NO_TRAFFIC = _Traffic((), (), 0, 0)  # a view's: it moves nothing (never asked)
+_MEMO_SIZE = 64  # layouts whose verdict a lane keeps (then it forgets them all)
 
 
 class UnaryLane(NamedTuple):

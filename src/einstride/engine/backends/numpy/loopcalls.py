@@ -12,25 +12,38 @@ rule (cost ``1 + buffered operands`` per element of the buffer, at most 8,192 el
 past the first change of a reduction); earlier NumPy differs only where it buffers.
 
 >>> loop_calls([(0, 1), (1, 2)], [(64, 8), (32, 8)], (0, 2), [4, 8, 4])  # 'ij,jk->ik'
-32
+LoopCalls(calls=32, plain=True)
 >>> strides = [(128, 64, 32, 16, 8), (64, 32, 16, 8)]  # 'abcde,fgad->fbcge', all of size 2
 >>> loop_calls([(0, 1, 2, 3, 4), (5, 6, 0, 3)], strides, (5, 1, 2, 6, 4), [2] * 7)
-64
+LoopCalls(calls=64, plain=False)
+>>> loop_calls([(0, 1, 2)], [(64, 32, 8)], (0, 2), [2, 4, 4]).plain  # 'amk->ak'
+True
 
-(A 4 x 8 by 8 x 4 matmul: one call per row and summed index, over the 4 columns; the gate:
-64 calls of 2 elements, 128 index combinations.)
+(A 4 x 8 by 8 x 4 matmul: one call per row and summed index, over the 4 columns, from
+NumPy's three-axis loop; the gate: 64 calls of 2 elements, from its general iterator.)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from .execute import EINSUM_LETTERS
 
-__all__ = ["BUFFER_ELEMENTS", "loop_calls"]
+__all__ = ["BUFFER_ELEMENTS", "LoopCalls", "loop_calls"]
 
 BUFFER_ELEMENTS = 8192  # NumPy's default buffer size (the iterator's largest inner run)
+
+
+class LoopCalls(NamedTuple):
+    """How NumPy's loop runs: ``calls`` of its kernel, ``plain`` where it runs them
+    from its own two- or three-axis loop (one or two operands, no buffer, axes coalesced
+    to three or fewer: a few ns a call, where the general iterator costs ~20)."""
+
+    calls: int
+    plain: bool
+
 
 _Axis = tuple[int, tuple[int, ...]]  # (size, the stride of every operand, output last)
 _Labelled = tuple[int, int, tuple[int, ...]]  # (label, size, the operands' strides)
@@ -40,19 +53,20 @@ def loop_calls(
     terms: Sequence[Sequence[int]],
     strides: Sequence[Sequence[int]],
     output: Sequence[int],
-    sizes: Sequence[int],
-) -> int:
+    sizes: Sequence[int] | Mapping[int, int],
+) -> LoopCalls:
     """The inner-kernel calls of ``numpy.einsum`` over operands whose axes carry the labels
     ``terms`` (repeats: a diagonal) with these strides (bytes or elements, per operand),
     into a new array of the distinct labels ``output``; ``sizes[label]``."""
     labels = _numpy_label_order(terms, output)
     axes = _ordered([_axis(lab, terms, strides, sizes) for lab in reversed(labels)])
-    laid = _with_output(axes, frozenset(output))
-    merged = _coalesced(laid)
+    merged = _coalesced(_with_output(axes, frozenset(output)))
     total = math.prod(size for size, _ in merged)
     if total == 0:
-        return 0
-    return _buffered_calls(merged, total, reduces=len(labels) > len(output))
+        return LoopCalls(0, plain=True)
+    core = _buffered_core(merged, reduces=len(labels) > len(output))
+    plain = len(terms) <= 2 and len(merged) <= 3 and _unbuffered(merged, core)
+    return LoopCalls(_calls(core, total), plain=plain)
 
 
 def _numpy_label_order(terms: Sequence[Sequence[int]], output: Sequence[int]) -> list[int]:
@@ -68,7 +82,7 @@ def _axis(
     label: int,
     terms: Sequence[Sequence[int]],
     strides: Sequence[Sequence[int]],
-    sizes: Sequence[int],
+    sizes: Sequence[int] | Mapping[int, int],
 ) -> _Labelled:
     """(label, size, per-operand stride): a diagonal's strides add up; an axis of size 1
     has none.  (NumPy flips no axis walked backwards when it allocates the output.)"""
@@ -134,15 +148,26 @@ def _coalesced(axes: list[_Axis]) -> list[_Axis]:
     return merged
 
 
-def _buffered_calls(axes: list[_Axis], total: int, *, reduces: bool) -> int:
+class _Core(NamedTuple):
+    """NumPy's buffered core: ``size`` elements a buffer (the core and its outer axis,
+    ``dim``), ``core`` elements a call when it reduces over that axis (``flip``)."""
+
+    core: int
+    size: int
+    dim: int
+    flip: int
+    single: tuple[int, ...]  # per operand: the axes it walks with one stride
+
+
+def _buffered_core(axes: list[_Axis], *, reduces: bool) -> _Core:
     """NumPy's choice of the buffered core (``npyiter_find_buffering_setup``): grow it over
     the outer axes while ``1 + buffered operands`` per element of buffer falls, up to
     ``BUFFER_ELEMENTS``, stopping at the first axis where the summed output's stride turns
-    to or from 0; then one call per core (a reduction) or per buffer."""
+    to or from 0."""
     n_ops = len(axes[0][1])
     single, cost, flip = [1] * n_ops, 1, 0
     size = axes[0][0]
-    best_cost, best_core, best_size, best_dim = 1, 1, size, 0
+    best_cost, best = 1, (1, size, 0)
     for dim in range(1, len(axes)):
         if flip or size >= BUFFER_ELEMENTS:
             break
@@ -156,11 +181,29 @@ def _buffered_calls(axes: list[_Axis], total: int, *, reduces: bool) -> int:
             if op == n_ops - 1 and reduces and (walk[op] == 0 or prev[op] == 0):
                 flip = dim
         core, size = size, size * axes[dim][0]
-        if cost * best_size <= best_cost * min(size, BUFFER_ELEMENTS):
-            best_cost, best_core, best_size, best_dim = cost, core, size, dim
-    if flip and best_dim == flip:
-        return total // best_core
-    chunk = (
-        best_size if best_size <= BUFFER_ELEMENTS else best_core * (BUFFER_ELEMENTS // best_core)
-    )
-    return (total // best_size) * -(-best_size // chunk)
+        if cost * best[1] <= best_cost * min(size, BUFFER_ELEMENTS):
+            best_cost, best = cost, (core, size, dim)
+    return _Core(*best, flip=flip, single=tuple(single))
+
+
+def _calls(core: _Core, total: int) -> int:
+    """One call per core where the buffer reduces over its outer axis, else per buffer."""
+    if core.flip and core.dim == core.flip:
+        return total // core.core
+    chunk = min(core.size, core.core * (BUFFER_ELEMENTS // core.core))
+    return (total // core.size) * -(-core.size // chunk)
+
+
+def _unbuffered(axes: list[_Axis], core: _Core) -> bool:
+    """No operand needs NumPy's buffers: each walks the core with one stride, or (a
+    reduction over the core's outer axis) up to it with a stride of 0 there."""
+    reducing = core.flip != 0 and core.dim == core.flip
+    outer = axes[core.flip][1] if reducing else ()
+    last = len(core.single) - 1
+    for op, single in enumerate(core.single):
+        as_reduce = reducing and (
+            op == last or single == core.dim or (outer[op] == 0 and single <= core.dim)
+        )
+        if single + as_reduce <= core.dim:
+            return False
+    return True

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -52,7 +52,7 @@ from ...spec.paths import (
 from ...spec.walk import plan_path, walk_path
 from .delivery import Alloc, Delivery, DeliveryPlan, OutputCreation
 from .fold import BLAS_TYPES, Term, blas_ready, contiguous_strides, fold_group, fold_stride
-from .loopcalls import loop_calls
+from .loopcalls import LoopCalls, loop_calls
 from .options import PlannerOptions, default_options
 from .pairs import (
     Choice,
@@ -571,9 +571,14 @@ def _worth_fusing(
         labels = len(spec.sizes)
         if combos * 3**labels > BROADCAST_FUSE_MAX * 2**labels:
             return False
-    calls = loop_calls(spec.inputs, layouts, tuple(dict.fromkeys(spec.output)), spec.sizes)
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
-    return fused + options.loop_call_ns * calls < _planned_ns(plan, options)
+    walk = loop_calls(spec.inputs, layouts, tuple(dict.fromkeys(spec.output)), spec.sizes)
+    return fused + _calls_ns(walk, options) < _planned_ns(plan, options)
+
+
+def _calls_ns(walk: LoopCalls, options: PlannerOptions) -> float:
+    """The estimated ns of the inner calls of NumPy's loop (:mod:`.loopcalls`)."""
+    return walk.calls * (options.plain_call_ns if walk.plain else options.loop_call_ns)
 
 
 BROADCAST_FUSE_MAX = 1 << 34  # index combinations past which no loop is run instead (~10 s)
@@ -911,7 +916,12 @@ class _Planner:
     ) -> tuple[int, Term]:
         """Sum the labels of ``term`` not in ``keep``: into a new buffer whose axes follow the
         source's memory order (so the summing loop reads and writes in step), or -- the last
-        step -- the way the result is delivered."""
+        step -- the way the result is delivered.  Labels :func:`deferred_sums` names are kept
+        through a first pass and summed by a second, over its smaller result."""
+        later = self.recorder.decide("defer", lambda: self._deferred(term, keep))
+        if later:
+            reg, term = self._reduce(reg, term, keep | later)
+            return self._reduce(reg, term, keep, final)
         axes = tuple(ax for ax, lab in enumerate(term.labels) if lab not in keep)
         kept = tuple(lab for lab in term.labels if lab in keep)
         labels = kept if final else _memory_order(term, kept)
@@ -965,6 +975,14 @@ class _Planner:
             if found is not None:
                 return found[0], None, found[1]
         return _reduce_kernel(term), self._reduce_split(term, kept), ()
+
+    def _deferred(self, term: Term, keep: frozenset[int]) -> frozenset[int]:
+        """:func:`deferred_sums`, unless the reduction is one BLAS call (``_reduce_way``)."""
+        kept = tuple(lab for lab in term.labels if lab in keep)
+        large = self._reduce_bytes(term, kept) >= self.options.split_min_bytes
+        if large and _blas_reduction(term, kept, self.ct, self.options) is not None:
+            return frozenset()
+        return deferred_sums(term, keep, self.options)
 
     def _ones(self, summed: tuple[int, ...]) -> tuple[Alloc, ...]:
         shape = tuple(self.sizes[lab] for lab in summed)
@@ -1338,6 +1356,97 @@ def _blas_reduction(
 
 
 _BLAS_SUM_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64"))
+
+
+DEFER_MIN_COMBOS = 1 << 14  # a reduction of fewer elements is one pass (two cost more)
+DEFER_GAIN = 0.5  # ... and of more, two passes where estimated at most this share of one
+DEFER_MIN_RUN = 128  # innermost runs this long: one call per run costs < DEFER_GAIN's margin
+DEFER_MAX_BYTES = 32 << 10  # a first pass's result past this leaves the core's caches: its
+#   every element is read and written once per summed index (measured: a 256 KiB one made
+#   two passes 1.4x one, where the count of calls alone said 0.5x)
+
+
+def deferred_sums(term: Term, keep: frozenset[int], options: PlannerOptions) -> frozenset[int]:
+    """The summed labels a reduction of ``term`` keeps through a first pass and sums in a
+    second, over that pass's result (empty: one pass).  NumPy's loop calls its kernel once
+    per innermost run of one kind, kept or summed, so small summed axes inside a kept one
+    (memory order) cost a call per few elements: the marginal of qubits 0 and 16 of 18,
+    ``abcdefghijklmnopqr->aq``, is 131,072 calls of 2 elements, 2.6 ms, where keeping ``r``
+    first leaves runs of 4 in NumPy's plain three-axis loop (0.2 ms, and a 64-byte second
+    pass).  The candidates keep every summed label inside the first, second or third kept
+    run from the inside, where the first pass's result stays within :data:`DEFER_MAX_BYTES`;
+    each is priced as NumPy runs it (:func:`.loopcalls.loop_calls`), and the cheapest is
+    taken where it costs at most :data:`DEFER_GAIN` of one pass (the estimate is good to
+    2-3x either way).
+
+    >>> qubits = Term.row_major(range(18), (2,) * 18, np.dtype(float))
+    >>> sorted(deferred_sums(qubits, frozenset({0, 16}), default_options()))
+    [17]
+    >>> sorted(deferred_sums(qubits, frozenset({0, 17}), default_options()))  # runs of 2^16
+    []
+    """
+    if math.isinf(options.loop_ns) or term.size < DEFER_MIN_COMBOS or len(term.labels) > 52:
+        return frozenset()
+    candidates = inner_sums(term.labels, term.shape, term.strides, keep)
+    if not candidates:
+        return frozenset()
+    kept = _memory_order(term, tuple(lab for lab in term.labels if lab in keep))
+    best, chosen = DEFER_GAIN * _pass_ns(term, kept, options), frozenset[int]()
+    for later in candidates:
+        mid = _memory_order(term, tuple(lab for lab in term.labels if lab in keep | later))
+        second = Term.row_major(mid, tuple(term.size_of(lab) for lab in mid), term.dtype)
+        if second.size * term.dtype.itemsize > DEFER_MAX_BYTES:
+            continue
+        ns = _pass_ns(term, mid, options) + _pass_ns(second, kept, options) + options.step_ns
+        if ns < best:
+            best, chosen = ns, later
+    return chosen
+
+
+def inner_sums(
+    labels: Sequence[int], shape: Sequence[int], strides: Sequence[int], keep: Collection[int]
+) -> list[frozenset[int]]:
+    """Per kept run from the inside (up to three): the summed labels inside it, where a
+    summed label outside remains for the first pass.  None where the innermost axes of
+    one kind hold :data:`DEFER_MIN_RUN` elements or more: NumPy's calls, one per run at
+    most, then cost too little for a second pass to pay.  (The lane asks this first.)
+
+    >>> inner_sums(range(4), (2, 2, 2, 2), (64, 32, 16, 8), {0, 2})  # summed: 1 and 3
+    [frozenset({3})]
+    """
+    inner_first = [
+        lab
+        for _, lab in sorted((abs(st), lab) for lab, n, st in zip(labels, shape, strides) if n > 1)
+    ]
+    size = dict(zip(labels, shape))
+    run, kind = 1, inner_first[0] in keep if inner_first else False
+    for lab in inner_first:
+        if (lab in keep) != kind:
+            break
+        run *= size[lab]
+    if run >= DEFER_MIN_RUN:
+        return []
+    found: list[frozenset[int]] = []
+    summed: list[int] = []
+    for k, lab in enumerate(inner_first):
+        if lab not in keep:
+            summed.append(lab)
+        elif (
+            summed
+            and (not found or found[-1] != frozenset(summed))
+            and any(x not in keep for x in inner_first[k + 1 :])
+        ):
+            found.append(frozenset(summed))
+    return found[:3]
+
+
+def _pass_ns(term: Term, kept: tuple[int, ...], options: PlannerOptions) -> float:
+    """One pass of NumPy's loop summing ``term`` to ``kept`` (in that order): its elements,
+    its inner calls and the bytes of its result."""
+    sizes = dict(zip(term.labels, term.shape))
+    walk = loop_calls((term.labels,), (term.strides,), kept, sizes)
+    result = math.prod(sizes[lab] for lab in kept) * term.dtype.itemsize
+    return options.loop_ns * term.size + _calls_ns(walk, options) + options.byte_ns * result
 
 
 def _memory_order(term: Term, kept: tuple[int, ...]) -> tuple[int, ...]:
