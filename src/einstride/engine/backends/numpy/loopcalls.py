@@ -1,5 +1,5 @@
 """How many times NumPy's sum-of-products loop calls its inner kernel over operands as they
-are: the price of a fused step that element counts miss.
+are: the price of a fused step, or of a reduction's pass, that element counts miss.
 
 ``numpy.einsum`` walks one iterator over every label and calls its kernel once per inner
 run; each call costs about 20 ns beyond its elements.  Where the operands' strides leave a
@@ -16,7 +16,7 @@ LoopCalls(calls=32, plain=True)
 >>> strides = [(128, 64, 32, 16, 8), (64, 32, 16, 8)]  # 'abcde,fgad->fbcge', all of size 2
 >>> loop_calls([(0, 1, 2, 3, 4), (5, 6, 0, 3)], strides, (5, 1, 2, 6, 4), [2] * 7)
 LoopCalls(calls=64, plain=False)
->>> loop_calls([(0, 1, 2)], [(64, 32, 8)], (0, 2), [2, 4, 4]).plain  # 'amk->ak'
+>>> loop_calls([(0, 1, 2)], [(128, 32, 8)], (0, 2), [2, 4, 4]).plain  # 'amk->ak'
 True
 
 (A 4 x 8 by 8 x 4 matmul: one call per row and summed index, over the 4 columns, from
