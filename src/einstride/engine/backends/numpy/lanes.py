@@ -275,8 +275,6 @@ def _unary_lane(
     # one bound for both limits: combos * LINE_BYTES >= the result's bytes too
     most = min(bounds.moved // LINE_BYTES, (bounds.split - 1) // LINE_BYTES)
     two_passes = output and len(first) - len(output) >= 2  # (a summed label left for each)
-    if two_passes:
-        most = min(most, DEFER_MIN_COMBOS - 1)
     groups = tuple(tuple(ax for ax, x in enumerate(term) if x == lab) for lab in first)
     traffic = _Traffic(
         groups,
@@ -286,7 +284,10 @@ def _unary_lane(
         bounds.options if two_passes else None,
         frozenset(g for g, lab in enumerate(first) if lab in output),
         {} if two_passes else None,
+        most,
     )
+    if two_passes:
+        most = min(most, DEFER_MIN_COMBOS - 1)
     return cast(
         Lane, UnaryLane(letters, tuple(first.values()), most, len(term), same, native, traffic)
     )
@@ -307,6 +308,7 @@ class _Traffic(NamedTuple):
     options: PlannerOptions | None = None
     kept_groups: frozenset[int] = frozenset()  # the groups of ``kept`` (labels 0, 1, ...)
     memo: dict[tuple[Any, ...], bool] | None = None  # the verdicts, with ``options``
+    moves_from: int = 0  # combinations up to which both limits hold (the lane's own bound)
 
     def fits(self, a: np.ndarray[Any, Any]) -> bool:
         """The test (with ``options``, its verdict kept per layout: the two-pass test
@@ -324,14 +326,14 @@ class _Traffic(NamedTuple):
 
     def _fits(self, a: np.ndarray[Any, Any]) -> bool:
         shape, strides, item = a.shape, a.strides, a.itemsize
-        result = item * _combos(shape, self.kept)
-        if result > self.limit:
-            return False
         sizes = [shape[axes[0]] for axes in self.groups]
         steps = [sum(strides[ax] for ax in axes) for axes in self.groups]
-        if reduction_bytes(sizes, steps, item, result) >= self.split:
-            return False
-        if self.options is None or math.prod(sizes) < DEFER_MIN_COMBOS:
+        combos = math.prod(sizes)
+        if combos > self.moves_from:
+            result = item * _combos(shape, self.kept)
+            if result > self.limit or reduction_bytes(sizes, steps, item, result) >= self.split:
+                return False
+        if self.options is None or combos < DEFER_MIN_COMBOS:
             return True
         labels = range(len(sizes))
         if not inner_sums(labels, sizes, steps, self.kept_groups):

@@ -12,15 +12,20 @@ rule (cost ``1 + buffered operands`` per element of the buffer, at most 8,192 el
 past the first change of a reduction); earlier NumPy differs only where it buffers.
 
 >>> loop_calls([(0, 1), (1, 2)], [(64, 8), (32, 8)], (0, 2), [4, 8, 4])  # 'ij,jk->ik'
-LoopCalls(calls=32, plain=True)
+LoopCalls(calls=32, steps=0, plain=True)
 >>> strides = [(128, 64, 32, 16, 8), (64, 32, 16, 8)]  # 'abcde,fgad->fbcge', all of size 2
 >>> loop_calls([(0, 1, 2, 3, 4), (5, 6, 0, 3)], strides, (5, 1, 2, 6, 4), [2] * 7)
-LoopCalls(calls=64, plain=False)
+LoopCalls(calls=64, steps=64, plain=False)
 >>> loop_calls([(0, 1, 2)], [(128, 32, 8)], (0, 2), [2, 4, 4]).plain  # 'amk->ak'
 True
 
+>>> loop_calls([range(6)], [(256, 128, 64, 32, 16, 8)], (0, 3), [2] * 6)  # 'abcdef->ad'
+LoopCalls(calls=16, steps=8, plain=False)
+
 (A 4 x 8 by 8 x 4 matmul: one call per row and summed index, over the 4 columns, from
-NumPy's three-axis loop; the gate: 64 calls of 2 elements, from its general iterator.)
+NumPy's three-axis loop; the gate: 64 calls of 2 elements, each a step of its general
+iterator; the marginal: calls over ``ef`` (4 elements), each pair summed into one buffer
+over ``d``'s two values, then a step.)
 """
 
 from __future__ import annotations
@@ -37,11 +42,14 @@ BUFFER_ELEMENTS = 8192  # NumPy's default buffer size (the iterator's largest in
 
 
 class LoopCalls(NamedTuple):
-    """How NumPy's loop runs: ``calls`` of its kernel, ``plain`` where it runs them
-    from its own two- or three-axis loop (one or two operands, no buffer, axes coalesced
-    to three or fewer: a few ns a call, where the general iterator costs ~20)."""
+    """How NumPy's loop runs: ``calls`` of its kernel (a few ns each), and ``steps`` of its
+    general iterator between them (~20 ns each: one per buffer, a reduction's calls over
+    the buffer's outer axis coming in between); none where NumPy runs the calls from its
+    own two- or three-axis loop (``plain``: one or two operands, no buffer, axes coalesced
+    to three or fewer)."""
 
     calls: int
+    steps: int
     plain: bool
 
 
@@ -63,10 +71,10 @@ def loop_calls(
     merged = _coalesced(_with_output(axes, frozenset(output)))
     total = math.prod(size for size, _ in merged)
     if total == 0:
-        return LoopCalls(0, plain=True)
+        return LoopCalls(0, 0, plain=True)
     core = _buffered_core(merged, reduces=len(labels) > len(output))
     plain = len(terms) <= 2 and len(merged) <= 3 and _unbuffered(merged, core)
-    return LoopCalls(_calls(core, total), plain=plain)
+    return LoopCalls(_calls(core, total), 0 if plain else _buffers(core, total), plain=plain)
 
 
 def _numpy_label_order(terms: Sequence[Sequence[int]], output: Sequence[int]) -> list[int]:
@@ -186,12 +194,18 @@ def _buffered_core(axes: list[_Axis], *, reduces: bool) -> _Core:
     return _Core(*best, flip=flip, single=tuple(single))
 
 
+def _buffers(core: _Core, total: int) -> int:
+    """The buffers NumPy's iterator walks: ``size`` elements each, cut to at most
+    ``BUFFER_ELEMENTS`` (a whole number of cores)."""
+    chunk = min(core.size, core.core * (BUFFER_ELEMENTS // core.core))
+    return (total // core.size) * -(-core.size // chunk)
+
+
 def _calls(core: _Core, total: int) -> int:
     """One call per core where the buffer reduces over its outer axis, else per buffer."""
     if core.flip and core.dim == core.flip:
         return total // core.core
-    chunk = min(core.size, core.core * (BUFFER_ELEMENTS // core.core))
-    return (total // core.size) * -(-core.size // chunk)
+    return _buffers(core, total)
 
 
 def _unbuffered(axes: list[_Axis], core: _Core) -> bool:

@@ -130,11 +130,12 @@ class PlannerOptions(metaclass=_Interned):
     loop_ns: float = 0.5
     """One index combination per operand in that loop (fusing; ``inf`` never fuses)."""
     loop_call_ns: float = 20.0
-    """One call of that loop's inner kernel, made once per innermost run the operands'
-    strides allow (fusing; :mod:`.loopcalls`; fitted on 150 random loops of up to 2**20
-    index combinations, which it priced 0.5-29x low without this term)..."""
+    """One step of that loop's general iterator (fusing and two-pass reductions:
+    :mod:`.loopcalls`; fitted on 150 random loops of up to 2**20 index combinations, which
+    the combinations alone priced 0.5-29x low) ..."""
     plain_call_ns: float = 3.0
-    """... and where NumPy runs the calls from its own loop of two or three axes."""
+    """... and one call of its inner kernel, made once per innermost run the operands'
+    strides allow."""
     lane_max_combos: int = 1 << 18
     """A two-operand call of the matmul form on NumPy arrays runs in its equation's lane
     (one ``numpy.matmul`` over views, no plan-cache look: :mod:`.lanes`) up to this many

@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
@@ -577,8 +578,9 @@ def _worth_fusing(
 
 
 def _calls_ns(walk: LoopCalls, options: PlannerOptions) -> float:
-    """The estimated ns of the inner calls of NumPy's loop (:mod:`.loopcalls`)."""
-    return walk.calls * (options.plain_call_ns if walk.plain else options.loop_call_ns)
+    """The estimated ns of the inner calls of NumPy's loop and its iterator's steps
+    (:mod:`.loopcalls`)."""
+    return walk.calls * options.plain_call_ns + walk.steps * options.loop_call_ns
 
 
 BROADCAST_FUSE_MAX = 1 << 34  # index combinations past which no loop is run instead (~10 s)
@@ -1358,9 +1360,12 @@ def _blas_reduction(
 _BLAS_SUM_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64"))
 
 
-DEFER_MIN_COMBOS = 1 << 14  # a reduction of fewer elements is one pass (two cost more)
+DEFER_MIN_COMBOS = 1 << 16  # a reduction of fewer elements is one pass (two cost more, and the
+#   one-operand lane's test of each new layout, ~4 us, would weigh on calls of ~10 us)
 DEFER_GAIN = 0.5  # ... and of more, two passes where estimated at most this share of one
 DEFER_MIN_RUN = 128  # innermost runs this long: one call per run costs < DEFER_GAIN's margin
+DEFER_PLAIN_RUN = 8  # ... or, at three runs of one kind or fewer (NumPy's plain loop, 3 ns a
+#   call against the general iterator's 20), this long
 DEFER_MAX_BYTES = 32 << 10  # a first pass's result past this leaves the core's caches: its
 #   every element is read and written once per summed index (measured: a 256 KiB one made
 #   two passes 1.4x one, where the count of calls alone said 0.5x)
@@ -1408,23 +1413,27 @@ def inner_sums(
 ) -> list[frozenset[int]]:
     """Per kept run from the inside (up to three): the summed labels inside it, where a
     summed label outside remains for the first pass.  None where the innermost axes of
-    one kind hold :data:`DEFER_MIN_RUN` elements or more: NumPy's calls, one per run at
-    most, then cost too little for a second pass to pay.  (The lane asks this first.)
+    one kind hold :data:`DEFER_MIN_RUN` elements or more (:data:`DEFER_PLAIN_RUN` where the
+    axes form three runs of one kind or fewer, which NumPy's plain loop takes): NumPy's
+    calls, one per run at most, then cost too little for a second pass to pay.  (The lane
+    asks this first: it costs a sort, the pricing tens of microseconds.)
 
     >>> inner_sums(range(4), (2, 2, 2, 2), (64, 32, 16, 8), {0, 2})  # summed: 1 and 3
     [frozenset({3})]
     """
-    inner_first = [
-        lab
-        for _, lab in sorted((abs(st), lab) for lab, n, st in zip(labels, shape, strides) if n > 1)
-    ]
-    size = dict(zip(labels, shape))
-    run, kind = 1, inner_first[0] in keep if inner_first else False
-    for lab in inner_first:
-        if (lab in keep) != kind:
+    axes = [(abs(st), lab, n) for lab, n, st in zip(labels, shape, strides) if n > 1]
+    if not axes or min(axes)[2] >= DEFER_MIN_RUN:
+        return []
+    axes.sort()
+    inner_first = [lab for _, lab, _ in axes]
+    kinds = [lab in keep for lab in inner_first]
+    runs = 1 + sum(a != b for a, b in itertools.pairwise(kinds))
+    run = 1
+    for (_, _, n), kind in zip(axes, kinds):
+        if kind != kinds[0]:
             break
-        run *= size[lab]
-    if run >= DEFER_MIN_RUN:
+        run *= n
+    if run >= (DEFER_MIN_RUN if runs > 3 else DEFER_PLAIN_RUN + 1):
         return []
     found: list[frozenset[int]] = []
     summed: list[int] = []
