@@ -1364,7 +1364,7 @@ DEFER_MIN_COMBOS = 1 << 16  # a reduction of fewer elements is one pass (two cos
 #   one-operand lane's test of each new layout, ~4 us, would weigh on calls of ~10 us)
 DEFER_GAIN = 0.5  # ... and of more, two passes where estimated at most this share of one
 DEFER_MIN_RUN = 128  # innermost runs this long: one call per run costs < DEFER_GAIN's margin
-DEFER_PLAIN_RUN = 8  # ... or, at three runs of one kind or fewer (NumPy's plain loop, 3 ns a
+DEFER_PLAIN_RUN = 9  # ... or, at three runs of one kind or fewer (NumPy's plain loop, 3 ns a
 #   call against the general iterator's 20), this long
 DEFER_MAX_BYTES = 32 << 10  # a first pass's result past this leaves the core's caches: its
 #   every element is read and written once per summed index (measured: a 256 KiB one made
@@ -1433,7 +1433,7 @@ def inner_sums(
         if kind != kinds[0]:
             break
         run *= n
-    if run >= (DEFER_MIN_RUN if runs > 3 else DEFER_PLAIN_RUN + 1):
+    if run >= (DEFER_MIN_RUN if runs > 3 else DEFER_PLAIN_RUN):
         return []
     found: list[frozenset[int]] = []
     summed: list[int] = []
