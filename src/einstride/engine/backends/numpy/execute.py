@@ -61,6 +61,7 @@ __all__ = [
     "destination",
     "diagonal_view",
     "fused_call",
+    "fused_letters",
     "loop_kernel",
     "matmul_only",
     "numpy_equation",
@@ -439,14 +440,16 @@ def operands_reader(reads: tuple[int, ...]) -> Callable[[list[Any]], Any]:
 # -- kernels --------------------------------------------------------------------------------
 
 
+def fused_letters(terms: Sequence[Sequence[int]], output: Sequence[int]) -> dict[int, str]:
+    """The letter a fused step's equation gives each label, in order of first appearance
+    (at most 52 labels: the planner checked; :mod:`.loopcalls` orders NumPy's axes by them)."""
+    first = dict.fromkeys([lab for term in terms for lab in term] + list(output))
+    return {lab: EINSUM_LETTERS[k] for k, lab in enumerate(first)}
+
+
 def _fused_equation(step: FusedStep) -> str:
-    """NumPy's own equation string for the step (at most 52 labels: the planner checked)."""
-    ids = {
-        lab: EINSUM_LETTERS[k]
-        for k, lab in enumerate(
-            dict.fromkeys([lab for term in step.labels for lab in term] + list(step.out_labels))
-        )
-    }
+    """NumPy's own equation string for the step."""
+    ids = fused_letters(step.labels, step.out_labels)
     equation = ",".join("".join(ids[lab] for lab in term) for term in step.labels)
     return equation + "->" + "".join(ids[lab] for lab in step.out_labels)
 

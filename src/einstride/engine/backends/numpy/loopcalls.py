@@ -34,7 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from .execute import EINSUM_LETTERS
+from .execute import fused_letters
 
 __all__ = ["BUFFER_ELEMENTS", "LoopCalls", "loop_calls"]
 
@@ -64,8 +64,9 @@ def loop_calls(
     sizes: Sequence[int] | Mapping[int, int],
 ) -> LoopCalls:
     """The inner-kernel calls of ``numpy.einsum`` over operands whose axes carry the labels
-    ``terms`` (repeats: a diagonal) with these strides (bytes or elements, per operand),
-    into a new array of the distinct labels ``output``; ``sizes[label]``."""
+    ``terms`` (repeats: a diagonal; at most 52 labels, as a fused step has) with these
+    strides (bytes or elements, per operand), into a new array of the distinct labels
+    ``output``; ``sizes[label]``."""
     labels = _numpy_label_order(terms, output)
     axes = _ordered([_axis(lab, terms, strides, sizes) for lab in reversed(labels)])
     merged = _coalesced(_with_output(axes, frozenset(output)))
@@ -80,9 +81,8 @@ def loop_calls(
 def _numpy_label_order(terms: Sequence[Sequence[int]], output: Sequence[int]) -> list[int]:
     """The iterator's axes in C order: the output's labels, then the summed ones in the
     order of their letters in the fused step's equation (NumPy sorts them by code)."""
-    first = dict.fromkeys([lab for term in terms for lab in term] + list(output))
-    letter = {lab: EINSUM_LETTERS[k % len(EINSUM_LETTERS)] for k, lab in enumerate(first)}
-    summed = sorted((lab for lab in first if lab not in output), key=lambda lab: letter[lab])
+    letter = fused_letters(terms, output)
+    summed = sorted((lab for lab in letter if lab not in output), key=letter.__getitem__)
     return [*output, *summed]
 
 
@@ -137,7 +137,8 @@ def _with_output(axes: list[_Labelled], output: frozenset[int]) -> list[_Axis]:
     for label, size, walk in axes:
         step = stride if label in output and size > 1 else 0
         laid.append((size, (*walk, step)))
-        stride *= max(size, 1) if step else 1
+        if step:
+            stride *= size
     return laid
 
 
