@@ -481,6 +481,12 @@ def _plan(
     """Plan (recording the decisions) or replay ``recorder``'s decisions."""
     rt = result_dtype(dts, dtype, None if out is None else out[1])
     form = finder_form(optimize)
+    if recorder.decide("tiny", lambda: _fused_unplanned(spec, dts, rt, layouts, opts)):
+        path = recorder.decide("path", lambda: plan_path(spec, optimize))
+        plan = _Planner(spec, dts, rt, out, opts, recorder, form).fused(layouts, path)
+        check_ranks(plan)
+        recorder.finished()
+        return plan
     plan = _Planner(spec, dts, rt, out, opts, recorder, form).run(layouts, optimize)
     check_ranks(plan)
     if recorder.decide("fuse", lambda: _worth_fusing(plan, opts, layouts)):
@@ -575,6 +581,61 @@ def _worth_fusing(
     fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
     walk = loop_calls(spec.inputs, layouts, tuple(dict.fromkeys(spec.output)), spec.sizes)
     return fused + _calls_ns(walk, options) < _planned_ns(plan, options)
+
+
+def _fused_unplanned(
+    spec: EinsumSpec,
+    dts: tuple[np.dtype[Any], ...],
+    rt: np.dtype[Any],
+    layouts: tuple[tuple[int, ...], ...],
+    options: PlannerOptions,
+) -> bool:
+    """Whether :func:`_worth_fusing` is sure to choose the one loop whatever steps the
+    planner would make, so that they need not be planned (a new shape class of a small
+    problem: 0.4-1.2 ms of planning for a loop NumPy runs in microseconds).  It is where the
+    loop is estimated under two steps' fixed cost and the steps are certainly two or more:
+    three operands or more, or two that contract a label (of size 2 or more) with another
+    summed in one operand alone (a reduce step comes before the product, which takes
+    none); with no broadcast operand (whose copy the reason would name) and the loop's
+    limits.
+
+    >>> from einstride.engine.spec.equation import parse_equation
+    >>> f8, options = np.dtype("f8"), default_options()
+    >>> spec = parse_equation("ab,bc->a", (3, 4), (4, 5))
+    >>> _fused_unplanned(spec, (f8, f8), f8, ((32, 8), (40, 8)), options)
+    True
+    >>> spec = parse_equation("ab,bc->ac", (3, 4), (4, 5))  # maybe one step
+    >>> _fused_unplanned(spec, (f8, f8), f8, ((32, 8), (40, 8)), options)
+    False
+    """
+    inputs, sizes = spec.inputs, spec.sizes
+    if len(inputs) < 2 or len(sizes) > 52 or len(inputs) > 32:
+        return False
+    if any(d.kind not in "biufc" for d in (*dts, compute_dtype(rt))):
+        return False
+    combos = math.prod(sizes)
+    if combos > options.fuse_max_combos:  # (sizes past a float's range too)
+        return False
+    fused = options.loop_base_ns + options.loop_ns * combos * len(inputs)
+    if not fused < 2 * options.step_ns:
+        return False
+    for shape, strides in zip(spec.shapes(), layouts):
+        if any(n > 1 and st == 0 for n, st in zip(shape, strides)):
+            return False
+    if len(inputs) == 2 and not _reduces_then_contracts(spec):
+        return False
+    walk = loop_calls(inputs, layouts, tuple(dict.fromkeys(spec.output)), sizes)
+    return fused + _calls_ns(walk, options) < 2 * options.step_ns
+
+
+def _reduces_then_contracts(spec: EinsumSpec) -> bool:
+    """Two operands that contract a label of size 2 or more, one of which also sums a
+    label of size 2 or more that the other lacks."""
+    (a, b), sizes, out = spec.inputs, spec.sizes, set(spec.output)
+    wide = {x for x in (*a, *b) if sizes[x] > 1 and x not in out}
+    shared = wide & set(a) & set(b)
+    alone = (wide & set(a)) ^ (wide & set(b))
+    return bool(shared) and bool(alone)
 
 
 def _calls_ns(walk: LoopCalls, options: PlannerOptions) -> float:
