@@ -565,9 +565,7 @@ def _worth_fusing(
     times a vector, a review) where the loop, which reads the views as they are, is
     estimated cheaper too."""
     spec = plan.spec
-    if len(plan.steps) < 2 or len(spec.sizes) > 52 or len(spec.inputs) > 32:
-        return False
-    if any(d.kind not in "biufc" for d in (*plan.dtypes, plan.compute_dtype)):
+    if len(plan.steps) < 2 or not _loop_takes(spec, plan.dtypes, plan.compute_dtype):
         return False
     combos = math.prod(spec.sizes)
     if combos > options.fuse_max_combos:
@@ -578,9 +576,8 @@ def _worth_fusing(
         labels = len(spec.sizes)
         if combos * 3**labels > BROADCAST_FUSE_MAX * 2**labels:
             return False
-    fused = options.loop_base_ns + options.loop_ns * combos * len(spec.inputs)
-    walk = loop_calls(spec.inputs, layouts, tuple(dict.fromkeys(spec.output)), spec.sizes)
-    return fused + _calls_ns(walk, options) < _planned_ns(plan, options)
+    loop = _elements_ns(spec, options) + _calls_ns(spec, layouts, options)
+    return loop < _planned_ns(plan, options)
 
 
 def _fused_unplanned(
@@ -608,24 +605,19 @@ def _fused_unplanned(
     >>> _fused_unplanned(spec, (f8, f8), f8, ((32, 8), (40, 8)), options)
     False
     """
-    inputs, sizes = spec.inputs, spec.sizes
-    if len(inputs) < 2 or len(sizes) > 52 or len(inputs) > 32:
+    if len(spec.inputs) < 2 or not _loop_takes(spec, dts, compute_dtype(rt)):
         return False
-    if any(d.kind not in "biufc" for d in (*dts, compute_dtype(rt))):
+    if math.prod(spec.sizes) > options.fuse_max_combos:  # (sizes past a float's range too)
         return False
-    combos = math.prod(sizes)
-    if combos > options.fuse_max_combos:  # (sizes past a float's range too)
-        return False
-    fused = options.loop_base_ns + options.loop_ns * combos * len(inputs)
-    if not fused < 2 * options.step_ns:
+    two_steps, fused = 2 * options.step_ns, _elements_ns(spec, options)
+    if not fused < two_steps:
         return False
     for shape, strides in zip(spec.shapes(), layouts):
         if any(n > 1 and st == 0 for n, st in zip(shape, strides)):
             return False
-    if len(inputs) == 2 and not _reduces_then_contracts(spec):
+    if len(spec.inputs) == 2 and not _reduces_then_contracts(spec):
         return False
-    walk = loop_calls(inputs, layouts, tuple(dict.fromkeys(spec.output)), sizes)
-    return fused + _calls_ns(walk, options) < 2 * options.step_ns
+    return fused + _calls_ns(spec, layouts, options) < two_steps
 
 
 def _reduces_then_contracts(spec: EinsumSpec) -> bool:
@@ -638,9 +630,29 @@ def _reduces_then_contracts(spec: EinsumSpec) -> bool:
     return bool(shared) and bool(alone)
 
 
-def _calls_ns(walk: LoopCalls, options: PlannerOptions) -> float:
-    """The estimated ns of the inner calls of NumPy's loop and its iterator's steps
+def _loop_takes(spec: EinsumSpec, dtypes: tuple[np.dtype[Any], ...], ct: np.dtype[Any]) -> bool:
+    """Whether NumPy's one loop can run ``spec`` (its letters, operands and dtypes)."""
+    if len(spec.sizes) > 52 or len(spec.inputs) > 32:
+        return False
+    return all(d.kind in "biufc" for d in (*dtypes, ct))
+
+
+def _elements_ns(spec: EinsumSpec, options: PlannerOptions) -> float:
+    """The estimated ns of the one loop's elements (every operand's, each combination)."""
+    return options.loop_base_ns + options.loop_ns * math.prod(spec.sizes) * len(spec.inputs)
+
+
+def _calls_ns(
+    spec: EinsumSpec, layouts: tuple[tuple[int, ...], ...], options: PlannerOptions
+) -> float:
+    """The estimated ns of the inner calls of the one loop and its iterator's steps
     (:mod:`.loopcalls`)."""
+    walk = loop_calls(spec.inputs, layouts, tuple(dict.fromkeys(spec.output)), spec.sizes)
+    return _walk_ns(walk, options)
+
+
+def _walk_ns(walk: LoopCalls, options: PlannerOptions) -> float:
+    """The estimated ns of a loop's inner calls and iterator steps (``walk``)."""
     return walk.calls * options.plain_call_ns + walk.steps * options.loop_call_ns
 
 
@@ -1516,7 +1528,7 @@ def _pass_ns(term: Term, kept: tuple[int, ...], options: PlannerOptions) -> floa
     sizes = dict(zip(term.labels, term.shape))
     walk = loop_calls((term.labels,), (term.strides,), kept, sizes)
     result = math.prod(sizes[lab] for lab in kept) * term.dtype.itemsize
-    return options.loop_ns * term.size + _calls_ns(walk, options) + options.byte_ns * result
+    return options.loop_ns * term.size + _walk_ns(walk, options) + options.byte_ns * result
 
 
 def _memory_order(term: Term, kept: tuple[int, ...]) -> tuple[int, ...]:
