@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from test_shape_generic import DTYPES, _layout, _operand
 
 from einstride.engine.backends.numpy import plan as planner
-from einstride.engine.backends.numpy.cache import clear_plan_cache, facts_of, make_entry
+from einstride.engine.backends.numpy.cache import facts_of, make_entry
 from einstride.engine.backends.numpy.options import DEFAULT
 from einstride.engine.backends.numpy.skeleton import Recorder
 from einstride.engine.spec.equation import parse_equation
@@ -35,7 +35,8 @@ def small_problems(draw: Any) -> tuple[str, list[np.ndarray]]:
     return ",".join(terms) + "->" + output, ops
 
 
-def _plan(equation: str, ops: list[np.ndarray]) -> Any:
+def _plan(equation: str, ops: list[np.ndarray], recorder: Recorder | None = None) -> Any:
+    """The plan of ``ops`` from scratch (its decisions recorded in ``recorder``)."""
     spec = parse_equation(equation, *[op.shape for op in ops])
     return planner._plan(
         spec,
@@ -45,7 +46,7 @@ def _plan(equation: str, ops: list[np.ndarray]) -> Any:
         None,
         "auto",
         DEFAULT.options,
-        Recorder(),
+        Recorder() if recorder is None else recorder,
     )
 
 
@@ -74,26 +75,14 @@ def test_a_problem_fused_unplanned_is_the_plan_its_steps_planning_gives(
 
 def test_a_new_class_of_a_small_problem_plans_no_step() -> None:
     ops = [np.ones((3, 4, 5)), np.ones((4, 5))]
-    spec = parse_equation("abc,bc->c", *[op.shape for op in ops])
     recorder = Recorder()
-    plan = planner._plan(
-        spec,
-        (ops[0].dtype, ops[1].dtype),
-        (ops[0].strides, ops[1].strides),
-        None,
-        None,
-        "auto",
-        DEFAULT.options,
-        recorder,
-    )
+    plan = _plan("abc,bc->c", ops, recorder)
     assert [step.kind for step in plan.steps] == ["fused"]
     assert [site for site, _ in recorder.made] == ["tiny", "path"]
     with mock.patch.object(planner, "_fused_unplanned", return_value=False):
         recorder = Recorder()
-        planner._plan(spec, plan.dtypes, plan.strides, None, None, "auto", DEFAULT.options,
-                      recorder)  # fmt: skip
+        _plan("abc,bc->c", ops, recorder)
     assert [site for site, _ in recorder.made][-1] == "fuse" and len(recorder.made) > 3
-    clear_plan_cache()
 
 
 def test_two_operands_that_may_be_one_step_are_planned() -> None:
