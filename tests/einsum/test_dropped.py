@@ -180,8 +180,9 @@ def test_a_plan_through_the_inner_calls_cache_is_the_plan_made_for_its_shapes(
     spec = parse_equation(equation, *[op.shape for op in ops])
     fresh = build_plan(spec, [op.dtype for op in ops], [op.strides for op in ops], spread=True)
     assert entry.plan == fresh
+    for _ in range(2):  # (a class's first call may run its path directly, under its bounds)
+        np.testing.assert_allclose(entry.run(ops, None), np.einsum(equation, *ops), atol=1e-12)
     assert (entry.largest, entry.peak) == (fresh.largest_bytes, plan_peak(fresh))
-    np.testing.assert_allclose(entry.run(ops, None), np.einsum(equation, *ops), atol=1e-12)
 
 
 def test_a_new_shape_of_a_known_class_is_not_planned() -> None:

@@ -218,24 +218,27 @@ def explain(
         plan = plan_from_shapes(key, shaped, None, optimize)
         facts = shape_facts(shaped)
         within = _memory.LIMIT if limit is None else limit
-        report = explain_within(plan, key, facts, None, None, optimize, within)
+        planned = explain_within(plan, key, facts, None, None, optimize, within)
+        report = planned
         can_be = all(_array_can_be(s, dt) for s, dt in shaped)
         if memory_limit is None and can_be and not interleaved:  # (lanes take strings)
             stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
             report = _with_lane(report, key, stand_ins, optimize)
-        return with_direct_note(report, key, facts, None, optimize, within)
+        laned = report is not planned
+        return with_direct_note(report, key, facts, None, optimize, within, not laned)
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(
         subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit
     )
-    report = backend_for(call.operands).explain(call)
+    planned = report = backend_for(call.operands).explain(call)
     if dtype is memory_limit is None and isinstance(subscripts, str):
         report = _with_lane(report, subscripts, operands, optimize)
     plain = array_facts(call.operands)
     if plain is not None:
         limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
-        report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit)
+        laned = report is not planned
+        report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit, not laned)
     return report
 
 

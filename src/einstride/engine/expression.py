@@ -209,7 +209,8 @@ class Expression:
         (the sliced plan when the plan's peak is over it)."""
         facts, limit = self._facts(), self._limit(None)
         report = explain_within(self.plan(), self.key, facts, None, self.dtype, self.path, limit)
-        return with_direct_note(report, self.key, facts, self.dtype, self.path, limit)
+        # (an expression plans its first call: it is made to be called again)
+        return with_direct_note(report, self.key, facts, self.dtype, self.path, limit, False)
 
     def __str__(self) -> str:
         return self.explain()

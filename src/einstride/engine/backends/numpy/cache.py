@@ -26,10 +26,10 @@ from ....errors import EinsumError
 from ...call import dtype_of, equation_of
 from ...forksafe import rlock
 from ...spec.dtypes import check_numeric
-from ...spec.equation import bind, parse_subscripts, quoted
+from ...spec.equation import Equation, bind, parse_subscripts, quoted
 from ...spec.paths import optimize_key, optimize_of_key
 from ...spec.search import forget_longer
-from .direct import direct_entry
+from .direct import direct_entry, first_call_entry
 from .execute import compile_plan, spread_program
 from .fold import contiguous_strides
 from .generic import Entry, clear_generic, generic_entry
@@ -105,7 +105,8 @@ def make_entry(
 ) -> Entry:
     """Parse, bind, plan (with ``options``, default: the default options) and compile (no
     cache); ``counted``: a miss of the general cache, whose answer by a shape class's
-    program or a direct run :func:`plan_cache_info` counts (a report's plans are none)."""
+    program or a direct run :func:`plan_cache_info` counts (a report's plans are none:
+    only a call's miss may run directly as a class's first call)."""
     chosen = DEFAULT.options if options is None else options
     decided_now = False
     spread = False
@@ -119,20 +120,9 @@ def make_entry(
             return _read_once_entry(call, facts[2::3], out_facts, dtype, optimize, chosen)
         spread = call is not None  # (one operand: planned per shape, its result maybe a view)
     if out_facts is None and not spread:
-        direct = None
-        if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
-            direct = direct_entry(eq_key, facts, dtype, optimize, chosen)
-        if direct is not None:
-            if counted:
-                with _COUNT_LOCK:
-                    _DIRECT_ANSWERS[0] += 1
-            return direct
-        generic, decided_now = generic_entry(eq_key, facts, dtype, optimize, chosen)
-        if generic is not None:
-            if counted and not decided_now:  # (a class's first call planned the class)
-                with _COUNT_LOCK:
-                    _GENERIC_ANSWERS[0] += 1
-            return generic
+        unplanned, decided_now = _unplanned(eq_key, facts, dtype, optimize, chosen, counted)
+        if unplanned is not None:
+            return unplanned
     shapes, strides, dtypes = facts[0::3], facts[1::3], facts[2::3]
     spec = bind(equation_of(eq_key), shapes)
     out = None
@@ -151,6 +141,39 @@ def make_entry(
     if decided_now:
         plan = replace(plan, reused=False)  # made for this call, by the generic level's look
     return Entry(plan, compile_plan(plan), plan.largest_bytes, plan_peak(plan))
+
+
+def _unplanned(
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions,
+    counted: bool,
+) -> tuple[Entry | None, bool]:
+    """A miss answered without planning these shapes (a network's or a shape class's first
+    call run directly, :mod:`.direct`; a known class's size-free program, :mod:`.generic`)
+    or None, and whether this look planned the class."""
+    if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
+        direct = direct_entry(eq_key, facts, dtype, optimize, options)
+        if direct is not None:
+            _count(_DIRECT_ANSWERS, counted)
+            return direct, False
+    first_call = None
+    # a call's miss (reports plan), not an inner call (plan.inner_call: the entry that
+    # broadcasts its result reads its bounds once, and a direct run's are not the plan's)
+    if counted and len(facts) >= 6 and not isinstance(eq_key, Equation):
+        first_call = functools.partial(first_call_entry, eq_key, facts, dtype, optimize, options)
+    generic, level = generic_entry(eq_key, facts, dtype, optimize, options, first_call)
+    if generic is not None and level != "decided":  # (not the look that planned the class)
+        _count(_DIRECT_ANSWERS if level == "direct" else _GENERIC_ANSWERS, counted)
+    return generic, level == "decided"
+
+
+def _count(answers: list[int], counted: bool) -> None:
+    if counted:
+        with _COUNT_LOCK:
+            answers[0] += 1
 
 
 def _read_once_entry(
@@ -329,7 +352,8 @@ class CacheInfo(NamedTuple):
     generic: int = 0
     """Misses answered by a shape class's size-free program (no plan built)."""
     direct: int = 0
-    """Misses of networks answered by running their path directly (:mod:`.direct`)."""
+    """Misses answered by running the path directly (:mod:`.direct`): a network's, or a
+    shape class's first call."""
     lanes: int = 0
     """Calls answered by their equation's lane (one operand, or a small matmul-form pair),
     without a cache look (:mod:`.lanes`): neither hits nor misses."""
@@ -339,8 +363,9 @@ def plan_cache_info() -> CacheInfo:
     """Statistics of the plan caches (the hot path's and the general one's, added up); each
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
     as a hit; ``generic`` counts the misses that a shape class's size-free program answered
-    (:mod:`.generic`: no plan was built), ``direct`` those of networks whose path ran
-    directly (:mod:`.direct`), ``lanes`` the calls that no cache saw (:mod:`.lanes`).
+    (:mod:`.generic`: no plan was built), ``direct`` those whose path ran directly (a
+    network's, a shape class's first call: :mod:`.direct`), ``lanes`` the calls that no
+    cache saw (:mod:`.lanes`).
     ``explain`` and ``einsum_path`` of operands look their plan up as einsum does (a hit or
     a miss); the plans of reports of shapes are made aside and counted nowhere.  A call that
     reads broadcast axes once looks up its steps' call too (``plan.inner_call``): a first

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -43,7 +43,7 @@ from ...call import equation_of
 from ...forksafe import lock
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
-from ...spec.paths import FoundPath, finder_form, given_path
+from ...spec.paths import FoundPath, finder_form, given_path, unoptimized
 from ...spec.search import (
     MAX_BUDGET_S,
     adopt_longer,
@@ -55,12 +55,14 @@ from ...spec.walk import path_choice_of, plan_path, search_problem
 from .execute import EINSUM_LETTERS, Program, sum_of_products
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
-from .options import PlannerOptions
+from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: a doctest's)
 from .skeleton import NETWORK_OPERANDS
 from .steps import Plan
 
 __all__ = [
     "DIRECT_NOTE",
+    "FIRST_CALL_NOTE",
+    "FIRST_CALL_WORK",
     "LOOP_ELEMENTS",
     "LOOP_MIN_RUN",
     "PLANNING_S_PER_STEP",
@@ -71,6 +73,8 @@ __all__ = [
     "Product",
     "direct_entry",
     "direct_program",
+    "first_call_entry",
+    "first_call_program",
     "products",
     "with_direct_note",
 ]
@@ -142,11 +146,64 @@ def direct_program(
     return None if built is None else (*built, FoundPath(path, finder_form(optimize)))
 
 
-def _network(eq_key: Any, facts: tuple[Any, ...], dtype: Any) -> tuple[EinsumSpec, int] | None:
-    """The bound equation and the item size of a network the direct way runs exactly."""
+FIRST_CALL_WORK = 2**20
+"""A shape class's first call runs directly (:func:`first_call_entry`) where its products
+loop over at most this many index combinations in all (well under a millisecond): past
+that, what a plan adds (threads, a fused loop, cheaper copies) may save more than its
+planning costs (0.3-1.8 ms)."""
+
+
+def first_call_entry(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, options: PlannerOptions
+) -> Entry | None:
+    """The entry of the first call of a shape class of fewer operands than a network: its
+    path run directly once (a class's first call would plan the class: 0.3-1.8 ms, where
+    the direct way takes 0.05-0.5 ms); the plan from the next call on
+    (:meth:`.generic.Entry.direct_first`).  None where the direct way does not run the
+    call exactly, NumPy's one loop is asked for (``optimize=False``), or its work is over
+    :data:`FIRST_CALL_WORK`.
+
+    >>> ops = [np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))]
+    >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
+    >>> entry = first_call_entry("ab,bc,cd->ad", facts, None, "auto", DEFAULT.options)
+    >>> entry.run(ops, None)[0], entry.planned   # the first call: the path, no plan
+    (array([20., 20.]), False)
+    >>> entry.run(ops, None)[0], entry.planned   # the next: the plan
+    (array([20., 20.]), True)
+    """
+    if "raise" in np.geterr().values():
+        return None  # NumPy's loop (a small product's) raises no floating-point error
+    found = first_call_program(eq_key, facts, dtype, optimize)
+    if found is None:
+        return None
+    make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, None)
+    return Entry.direct_first(*found, make)
+
+
+def first_call_program(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any
+) -> tuple[Program, int, int] | None:
+    """``(run, largest, peak)`` of the direct way of a first call of two operands or more
+    (:func:`first_call_entry`), or None."""
+    if unoptimized(optimize):
+        return None
+    network = _network(eq_key, facts, dtype, least=2)
+    if network is None:
+        return None
+    spec, itemsize = network
+    path = given_path(optimize, len(spec.inputs)) or plan_path(spec, optimize)
+    built = _built_with_work(spec, path, itemsize)
+    return None if built is None or built[3] > FIRST_CALL_WORK else built[:3]
+
+
+def _network(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, least: int = NETWORK_OPERANDS
+) -> tuple[EinsumSpec, int] | None:
+    """The bound equation and the item size of a call of ``least`` operands or more (a
+    network, by default) that the direct way runs exactly."""
     n = len(facts) // 3
     dtypes = set(facts[2::3])
-    if n < NETWORK_OPERANDS or len(dtypes) != 1 or (dtype is not None and dtype not in dtypes):
+    if n < least or len(dtypes) != 1 or (dtype is not None and dtype not in dtypes):
         return None
     (item,) = dtypes
     if item not in BLAS_TYPES:
@@ -162,12 +219,20 @@ def _built(
 ) -> tuple[Program, int, int] | None:
     """``(run, largest, peak)`` of ``path``'s direct program, None for a path the direct
     way does not run (a step of more than two operands, or of more axes than NumPy's)."""
+    found = _built_with_work(spec, path, itemsize)
+    return None if found is None else found[:3]
+
+
+def _built_with_work(
+    spec: EinsumSpec, path: Sequence[Sequence[int]], itemsize: int
+) -> tuple[Program, int, int, int] | None:
+    """:func:`_built` and the index combinations its products loop over in all."""
     if any(len(step) > 2 for step in path):
         return None
-    steps, output, largest, peak = products(spec, path, itemsize)
+    steps, output, largest, peak, work = products(spec, path, itemsize)
     if max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK:
         return None  # the planner names the step NumPy cannot hold
-    return _runner(steps, output), largest, peak
+    return _runner(steps, output), largest, peak, work
 
 
 DIRECT_NOTE = (
@@ -177,12 +242,27 @@ DIRECT_NOTE = (
 )
 
 
+FIRST_CALL_NOTE = (
+    "first call: the first call of a shape class (with a finder asked at the real sizes, "
+    "of every new shape) runs its path directly, each product as tensordot does it (no "
+    "plan); the plan below runs from the next call on (its sums may round otherwise)"
+)
+
+
 def with_direct_note(
-    report: str, eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, limit: int
+    report: str,
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: Any,
+    optimize: Any,
+    limit: int,
+    first_calls: bool = True,
 ) -> str:
-    """``report`` (a plan report) with :data:`DIRECT_NOTE` under its first line when the
-    first call of operands of these ``facts`` runs directly (:func:`direct_program`, its
-    peak within ``limit`` bytes).
+    """``report`` (a plan report) with :data:`DIRECT_NOTE` (a network) or
+    :data:`FIRST_CALL_NOTE` (fewer operands, where ``first_calls``: einsum's own call,
+    not a lane's or an expression's) under its first line when the first call of operands
+    of these ``facts`` runs directly (:func:`direct_program`, :func:`first_call_program`;
+    the direct way's peak within ``limit`` bytes).
 
     >>> ops = [np.ones((2, 2))] * 8
     >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
@@ -192,10 +272,15 @@ def with_direct_note(
       network: the first call of these shapes runs its path dire
     >>> with_direct_note("head\\nrest", eq, facts, None, "auto", 0)  # over the limit
     'head\\nrest'
-    >>> with_direct_note("head\\nrest", "ab,bc,cd->ad", facts[:9], None, "auto", 2**30)
-    'head\\nrest'
+    >>> three = with_direct_note("head\\nrest", "ab,bc,cd->ad", facts[:9], None, "auto", 2**30)
+    >>> print(three[:50])
+    head
+      first call: the first call of a shape class
     """
-    found = direct_program(eq_key, facts, dtype, optimize)
+    note = DIRECT_NOTE
+    found: tuple[Any, ...] | None = direct_program(eq_key, facts, dtype, optimize)
+    if found is None and first_calls and 6 <= len(facts) < 3 * NETWORK_OPERANDS:
+        note, found = FIRST_CALL_NOTE, first_call_program(eq_key, facts, dtype, optimize)
     if found is None or found[2] > limit:
         return report
     head, _, rest = report.partition("\n")
@@ -205,7 +290,7 @@ def with_direct_note(
         f"    the direct way: largest allocation {found[1]:,} B, peak {found[2]:,} B (the "
         "figures below are the plan's)"
     )
-    return f"{head}\n  {DIRECT_NOTE}:\n{peak}\n{rest}"
+    return f"{head}\n  {note}:\n{peak}\n{rest}"
 
 
 def direct_entry(
@@ -356,9 +441,10 @@ def _distinct(spec: EinsumSpec) -> bool:
 
 def products(
     spec: EinsumSpec, path: Sequence[Sequence[int]], itemsize: int
-) -> tuple[list[Step], tuple[int, ...], int, int]:
-    """The steps, the final transpose to the output's order, and the largest allocation
-    and the peak bytes (intermediates alive, plus every copy a step may make)."""
+) -> tuple[list[Step], tuple[int, ...], int, int, int]:
+    """The steps, the final transpose to the output's order, the largest allocation, the
+    peak bytes (intermediates alive, plus every copy a step may make) and the work: the
+    index combinations of every step's loop (its labels' sizes multiplied), added up."""
     terms: list[Labels] = list(spec.inputs)
     regs: list[int] = list(range(len(terms)))  # the register of each live operand
     count: dict[int, int] = {}
@@ -367,7 +453,7 @@ def products(
             count[x] = count.get(x, 0) + 1
     sizes = spec.sizes
     nbytes = [0] * len(terms)  # intermediates only: the operands are the caller's
-    alive = largest = peak = 0
+    alive = largest = peak = work = 0
     steps: list[Step] = []
     out_at = {x: i for i, x in enumerate(spec.output)}
     for contraction in path:
@@ -376,6 +462,7 @@ def products(
             for x in term:
                 count[x] -= 1
         step, labels, temps = _product(taken, count, sizes, out_at)
+        work += _elements(set(taken[0][0]).union(*[term for term, _ in taken[1:]]), sizes)
         size = itemsize * _elements(labels, sizes)
         largest = max(largest, size, itemsize * max(temps))
         peak = max(peak, alive + size + itemsize * sum(temps))
@@ -392,7 +479,7 @@ def products(
     output = tuple([last.index(x) for x in spec.output])
     if output != tuple(range(len(output))):  # the result is copied into the output's order
         peak = max(peak, alive + nbytes[regs[0]])
-    return steps, output, largest, peak
+    return steps, output, largest, peak, work
 
 
 def _product(
@@ -729,7 +816,7 @@ def _split(
     return tuple(kept), tuple(free), tuple(summed), elements
 
 
-def _elements(labels: Labels, sizes: Sequence[int]) -> int:
+def _elements(labels: Iterable[int], sizes: Sequence[int]) -> int:
     n = 1
     for x in labels:
         n *= sizes[x]

@@ -9,7 +9,7 @@ planner makes) is built only when asked for (``explain``, the memory-limited pat
 >>> import numpy as np
 >>> a, b = np.ones((37, 8)), np.ones((8, 8))
 >>> facts = (a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype)
->>> entry, decided_now = generic_entry("ij,jk->ik", facts, None, "auto", DEFAULT.options)
+>>> entry, level = generic_entry("ij,jk->ik", facts, None, "auto", DEFAULT.options)
 >>> entry.peak, entry.plan.decided_for, float(entry.run((a, b), None)[0, 0])
 (2368, ((32, 8), (8, 8)), 8.0)
 """
@@ -20,7 +20,7 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -39,6 +39,7 @@ __all__ = [
     "PROMOTE_AT",
     "Entry",
     "LazyPlan",
+    "Level",
     "Renewal",
     "class_program",
     "clear_generic",
@@ -129,6 +130,41 @@ class Entry(LazyPlan):
             if calls >= PROMOTE_AT - 1:
                 entry.run = entry._compiled
             return program(operands, out)
+
+        entry.run = first
+        return entry
+
+    @classmethod
+    def direct_first(
+        cls, program: Program, largest: int, peak: int, make: Callable[[], Plan]
+    ) -> Entry:
+        """The entry of a shape class's first call (:func:`.direct.first_call_entry`): it
+        runs ``program`` (the path run directly) while its plan is not built; the next call
+        builds it (planning the class) and runs it from then on.  That call still runs
+        ``program`` if the plan's bytes are over the bounds it was checked against.
+
+        >>> calls = []
+        >>> entry = Entry.direct_first(lambda ops, out: calls.append(1), 0, 0, list)
+        >>> _ = entry.run((), None)
+        >>> len(calls), entry.planned, entry.run.__name__
+        (1, False, 'second')
+        """
+        entry = cls(None, program, largest, peak, make)
+
+        def first(operands: Sequence[Any], out: Any) -> Any:
+            if entry.planned:  # (explain built it)
+                return second(operands, out)
+            entry.run = second
+            return program(operands, out)
+
+        def second(operands: Sequence[Any], out: Any) -> Any:
+            checked = entry.largest, entry.peak
+            bounds = entry._bounds()
+            entry.run = compile_plan(entry.plan)
+            entry.largest, entry.peak = bounds
+            if bounds[0] > checked[0] or bounds[1] > checked[1]:
+                return program(operands, out)  # the next call checks the plan's bounds
+            return entry.run(operands, out)
 
         entry.run = first
         return entry
@@ -302,6 +338,14 @@ operands) or :func:`.skeleton.dense_class` (also each operand's pattern), withou
 the equation or building the :class:`.skeleton.ShapeClass` (measured on strided views:
 46 -> 22 µs)."""
 _CLASS_PROGRAMS_SIZE = 1024
+_LOOKED: dict[Any, None] = {}
+"""The keys of :data:`_CLASS_PROGRAMS` that a call has looked up (in order, as a set): a
+class's first call may run without planning it (:func:`generic_entry`'s ``first_call``)."""
+
+Level = Literal["known", "decided", "direct"]
+"""What answered a plan-cache miss (:func:`generic_entry`): a known class ("known"; or
+nothing that decided the class), this look's planning of the class ("decided") or the
+class's first call's entry ("direct")."""
 
 
 def generic_entry(
@@ -310,15 +354,22 @@ def generic_entry(
     dtype: np.dtype[Any] | None,
     optimize: Any,
     options: PlannerOptions,
-) -> tuple[Entry | None, bool]:
+    first_call: Callable[[], Entry | None] | None = None,
+) -> tuple[Entry | None, Level]:
     """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
-    class's size-free program (None without one), and whether the class's decisions were
-    made by this look.  (A first call on a new shape: kept to a few dictionary looks.)"""
-    if unoptimized(optimize) or not path_fits_any_size(optimize, len(facts) // 3):
-        return None, False
+    class's size-free program (None without one), and what answered.  (A first call on a
+    new shape: kept to a few dictionary looks.)  Where no call has looked the class up
+    before (or its path is searched at each shape's real sizes: every new shape is a first
+    call), ``first_call`` gives the entry if it can (the path run directly: the class's
+    next look plans it); it is not asked for NumPy's one loop (``optimize=False``)."""
+    if unoptimized(optimize):
+        return None, "known"
+    if not path_fits_any_size(optimize, len(facts) // 3):
+        direct = None if first_call is None else first_call()
+        return direct, "known" if direct is None else "direct"
     opt_key = optimize if type(optimize) is str else optimize_key(optimize)
     if opt_key is None:
-        return None, False
+        return None, "known"
     reps = c_order_class(facts)
     if reps is None:
         reps = dense_class(facts)
@@ -326,11 +377,18 @@ def generic_entry(
     found = None if key is None else _CLASS_PROGRAMS.get(key)
     reused = found is not None
     if found is None:
+        if first_call is not None and key is not None and key not in _LOOKED:
+            if len(_LOOKED) >= _CLASS_PROGRAMS_SIZE:
+                _LOOKED.clear()
+            _LOOKED[key] = None
+            direct = first_call()
+            if direct is not None:
+                return direct, "direct"
         misses = class_decisions.cache_info().misses
         found = _class_found(eq_key, facts, dtype, opt_key, options)
         reused = class_decisions.cache_info().misses == misses
         if found is None:
-            return None, not reused
+            return None, "known" if reused else "decided"
         if key is not None:
             if len(_CLASS_PROGRAMS) >= _CLASS_PROGRAMS_SIZE:
                 _CLASS_PROGRAMS.clear()
@@ -338,7 +396,7 @@ def generic_entry(
     program, plan, where, allocs, several, same = found
     for op, ax, op2, ax2 in same:
         if facts[3 * op][ax] != facts[3 * op2][ax2]:
-            return None, False  # the planned way binds the shapes and says what is wrong
+            return None, "known"  # the planned way binds the shapes and says what is wrong
     largest = peak = 0
     if allocs:
         sizes = [facts[3 * op][ax] for op, ax in where]
@@ -349,7 +407,7 @@ def generic_entry(
             largest = max(largest, n)
         peak = plan_peak(plan, sizes) if several else largest
     make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, reused)
-    return Entry.shape_generic(program, largest, peak, make), not reused
+    return Entry.shape_generic(program, largest, peak, make), "known" if reused else "decided"
 
 
 def plan_of(
@@ -414,3 +472,4 @@ def clear_generic() -> None:
     """Forget the shape-generic programs."""
     class_program.cache_clear()
     _CLASS_PROGRAMS.clear()
+    _LOOKED.clear()

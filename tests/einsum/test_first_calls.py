@@ -1,0 +1,162 @@
+"""The first call of a shape class runs its path directly, without planning the class
+(direct.first_call_entry, generic.Entry.direct_first): NumPy's result, the class planned
+at its next look, the plan from the shape's second call on, under the bounds the memory
+guard checked; and the calls it leaves to the planner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from test_shape_generic import _layout, _operand
+
+import einstride as es
+from einstride.engine.backends.numpy import direct
+from einstride.engine.backends.numpy.cache import clear_plan_cache, facts_of, hot_entry
+from einstride.engine.backends.numpy.generic import Entry
+from einstride.engine.backends.numpy.peak import plan_peak
+from einstride.engine.backends.numpy.plan import build_plan
+from einstride.engine.spec.equation import parse_equation
+
+
+@st.composite
+def first_calls(draw: Any) -> tuple[str, list[np.ndarray]]:
+    """Two to seven operands of distinct labels (sizes 0-6) in one float dtype, in the
+    layouts the shape-class test draws (permuted, stepped; broadcast now and then)."""
+    n = draw(st.integers(2, 7))
+    terms = ["".join(draw(st.lists(st.sampled_from("abcdefg"), min_size=0, max_size=4,
+                                   unique=True))) for _ in range(n)]  # fmt: skip
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
+    sizes = {x: draw(st.integers(0, 6)) for x in used}
+    dtype = draw(st.sampled_from(["float64", "float32", "complex128"]))
+    layouts = [draw(_layout(len(term))) for term in terms]
+    ops = [_operand(t, sizes, dtype, how) for t, how in zip(terms, layouts)]
+    return ",".join(terms) + "->" + output, ops
+
+
+def _counts() -> tuple[int, int]:
+    info = es.plan_cache_info()
+    return info.direct, info.generic
+
+
+@settings(max_examples=200, deadline=None)
+@given(first_calls())
+def test_a_first_call_gives_numpys_result_and_then_the_plan_made_from_scratch(
+    case: tuple[str, list[np.ndarray]],
+) -> None:
+    equation, ops = case
+    clear_plan_cache()
+    expected = np.einsum(equation, *ops)
+    tolerance = 1e-4 if ops[0].dtype == np.float32 else 1e-12
+    before = _counts()
+    first = es.einsum(equation, *ops)
+    ran_directly = _counts()[0] == before[0] + 1
+    event(f"ran directly: {ran_directly}")
+    if ran_directly:  # (else a lane, a broadcast operand, or too much work: planned)
+        assert direct.first_call_program(equation, facts_of(ops), None, "auto") is not None
+    np.testing.assert_allclose(first, expected, rtol=tolerance, atol=tolerance)
+    second = es.einsum(equation, *ops)  # the plan's, as the plan from scratch makes it
+    np.testing.assert_allclose(second, expected, rtol=tolerance, atol=tolerance)
+    if not ran_directly:
+        return
+    entry = hot_entry(equation, facts_of(ops), "auto")
+    assert entry.planned  # by the second call
+    spec = parse_equation(equation, *[op.shape for op in ops])
+    fresh = build_plan(spec, [op.dtype for op in ops], [op.strides for op in ops])
+    assert entry.plan == fresh
+    assert (entry.largest, entry.peak) == (fresh.largest_bytes, plan_peak(fresh))
+    assert np.array_equal(second, es.einsum(equation, *ops, memory_limit=10**12))
+
+
+def test_a_class_runs_directly_once_then_is_planned_then_reused() -> None:
+    """The class's first call runs directly; its next look (another shape) plans it; later
+    shapes run its size-free program; a shape's second call runs its plan."""
+    clear_plan_cache()
+    chain = [np.ones((37, 20)), np.ones((20, 30)), np.ones((30, 5))]
+    counts = []
+    for rows in (37, 38, 39):  # one half-octave class
+        chain[0] = np.full((rows, 20), 0.5)
+        start = _counts()
+        np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *chain), 0.5 * 20 * 30)
+        counts.append(tuple(b - a for a, b in zip(start, _counts())))
+    assert counts == [(1, 0), (0, 0), (0, 1)]
+    chain[0] = np.full((37, 20), 0.5)
+    assert not hot_entry("ij,jk,kl->il", facts_of(chain), "auto").planned
+    np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *chain), 0.5 * 20 * 30)
+    assert hot_entry("ij,jk,kl->il", facts_of(chain), "auto").planned  # its second call
+
+
+def test_more_work_than_the_bound_is_planned_at_once() -> None:
+    """Past FIRST_CALL_WORK index combinations a plan may save more than planning costs."""
+    clear_plan_cache()
+    n = 128  # 3 x 128**3 combinations: over 2**20
+    ops = [np.ones((n, n))] * 3
+    facts = facts_of(ops)
+    assert direct.first_call_program("ij,jk,kl->il", facts, None, "auto") is None
+    start = _counts()
+    np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *ops), n * n)
+    assert _counts()[0] == start[0]
+    small = [np.ones((32, 32))] * 3
+    assert direct.first_call_program("ij,jk,kl->il", facts_of(small), None, "auto") is not None
+
+
+def test_a_finder_asked_at_the_real_sizes_runs_each_new_shape_directly() -> None:
+    """optimize="greedy" (or True) plans every shape (its path is the real sizes'): each
+    new shape's first call runs directly; optimize=False (NumPy's one loop) never does."""
+    clear_plan_cache()
+    for rows in (37, 38):
+        chain = [np.full((rows, 20), 0.5), np.ones((20, 30)), np.ones((30, 5))]
+        start = _counts()
+        np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *chain, optimize="greedy"), 300)
+        assert _counts()[0] == start[0] + 1
+        start = _counts()
+        np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *chain, optimize=False), 300)
+        assert _counts()[0] == start[0]
+        assert direct.first_call_program("ij,jk,kl->il", facts_of(chain), None, False) is None
+
+
+def test_the_call_that_plans_runs_directly_if_the_plans_bytes_are_over_the_checked() -> None:
+    """The memory guard checked the entry's bounds before the call: where the plan's are
+    larger, the call that builds the plan still runs the direct program (the next call
+    checks the plan's)."""
+    ran: list[str] = []
+    entry = Entry.direct_first(lambda ops, out: ran.append("direct"), 8, 8, list)  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Entry, "_bounds", lambda self: (64, 64))
+        patch.setattr("einstride.engine.backends.numpy.generic.compile_plan",
+                      lambda plan: lambda ops, out: ran.append("plan"))  # fmt: skip
+        for _ in range(3):
+            entry.run((), None)
+    assert ran == ["direct", "direct", "plan"]
+    assert (entry.largest, entry.peak) == (64, 64)
+
+
+def test_under_a_memory_limit_below_the_direct_peak_the_call_is_limited() -> None:
+    clear_plan_cache()
+    ops = [np.ones((40, 30)), np.ones((30, 50)), np.ones((50, 6))]
+    found = direct.first_call_program("ab,bc,cd->ad", facts_of(ops), None, "auto")
+    assert found is not None
+    limit = found[2] - 8  # under the direct way's peak
+    got = es.einsum("ab,bc,cd->ad", *ops, memory_limit=limit)
+    np.testing.assert_allclose(got, np.einsum("ab,bc,cd->ad", *ops))
+
+
+def test_explain_says_a_class_s_first_call_runs_directly() -> None:
+    ops = [np.ones((40, 30)), np.ones((30, 50)), np.ones((50, 6))]
+    note = f"  {direct.FIRST_CALL_NOTE}:"
+    for report in (es.explain("ab,bc,cd->ad", *ops),
+                   es.explain("ab,bc,cd->ad", *[a.shape for a in ops])):  # fmt: skip
+        assert report.splitlines()[1] == note
+        assert report.splitlines()[2].startswith("    the direct way: largest allocation")
+    ints = [a.astype(np.int64) for a in ops]
+    for report in (
+        es.explain("ab,bc,cd->ad", *ops, optimize=False),
+        es.explain("ab,bc,cd->ad", *ints),
+        es.explain("ab,bc,cd->ad", *ops, memory_limit=1000),  # over the direct way's peak
+        es.explain("ab,bc,cd->ad", *[np.ones((128, 128))] * 3),  # too much work
+    ):
+        assert direct.FIRST_CALL_NOTE not in report
