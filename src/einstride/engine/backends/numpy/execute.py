@@ -29,6 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...._compat import assert_never
 from .delivery import Delivery, DeliveryPlan, OutputCreation
+from .fold import ordered_empty
 from .pairs import Fold
 from .steps import (
     BLAS_REDUCTIONS,
@@ -318,9 +319,11 @@ def destination(output: OutputPlan, shape_of: ShapeOf | None = None) -> MakeDest
         case OutputCreation.ZEROS:
             return lambda out, ops: write_view(np.zeros(shape, dtype))
         case OutputCreation.EMPTY if shape_of is not None:
-            return lambda out, ops: write_view(_empty(shape_of(ops), dtype))
+            empty = ordered_empty(output.order)
+            return lambda out, ops: write_view(empty(shape_of(ops), dtype))
         case OutputCreation.EMPTY:
-            return lambda out, ops: write_view(_empty(shape, dtype))
+            empty = ordered_empty(output.order)
+            return lambda out, ops: write_view(empty(shape, dtype))
         case _:
             assert_never(output.create)
 

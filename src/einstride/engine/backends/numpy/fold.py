@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,16 @@ import numpy as np
 from ....strides import ByteView
 from ....strides import row_major_strides as contiguous_strides  # the one row-major rule
 
-__all__ = ["BLAS_TYPES", "Term", "blas_ready", "contiguous_strides", "fold_group", "fold_stride"]
+__all__ = [
+    "BLAS_TYPES",
+    "Term",
+    "blas_ready",
+    "contiguous_strides",
+    "fold_group",
+    "fold_stride",
+    "ordered_empty",
+    "write_order",
+]
 
 BLAS_TYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", "complex128"))
 """The dtypes ``numpy.matmul`` hands to BLAS; other dtypes use NumPy's own loops."""
@@ -137,3 +146,54 @@ def blas_ready(rows: int, cols: int, row_stride: int, col_stride: int, itemsize:
     c_order = col_stride == itemsize and row_stride >= cols * itemsize
     f_order = row_stride == itemsize and col_stride >= rows * itemsize
     return whole and (c_order or f_order)
+
+
+def write_order(
+    output: Sequence[int],
+    labels: Sequence[int],
+    shape: Sequence[int],
+    strides: Sequence[int],
+) -> tuple[int, ...]:
+    """The axes of a new result over the distinct labels ``output``, outermost first, in
+    the order one pass of NumPy's loop best writes it from an operand over ``labels`` (of
+    ``shape`` and byte ``strides``): the places of the output labels it holds (at a size
+    other than 1) taken by them in its memory order (the largest stride first; ties by
+    position), the others kept, so that the loop reads it in runs, as NumPy's
+    ``order="K"`` lays out its result.  The identity where that is the output's order.
+
+    >>> a, b, c, d = range(4)
+    >>> write_order((d, a, b, c), (c, d, a, b), (20,) * 4, (64000, 3200, 160, 8))
+    (3, 0, 1, 2)
+    >>> write_order((a, b), (a, b), (3, 4), (8, 24))   # a Fortran-ordered operand
+    (1, 0)
+    >>> write_order((c, b, a), (a, b), (3, 1), (8, 8))  # c lacked, b of size 1: in place
+    (0, 1, 2)
+    """
+    at = {label: k for k, label in enumerate(output)}
+    wide = [ax for ax, n in enumerate(shape) if n != 1 and labels[ax] in at]
+    places = sorted(at[labels[ax]] for ax in wide)
+    wide.sort(key=lambda ax: -abs(strides[ax]))  # (stable: ties keep their positions)
+    order = list(range(len(output)))
+    for place, ax in zip(places, wide):
+        order[place] = at[labels[ax]]
+    return tuple(order)
+
+
+def ordered_empty(order: Sequence[int]) -> Callable[[Sequence[int], Any], np.ndarray[Any, Any]]:
+    """``empty(shape, dtype)``: a new array laid out with its axes ``order`` outermost
+    first (a transposed view of a C-ordered one; ``()``: ``numpy.empty`` itself).
+
+    >>> ordered_empty((1, 0))((2, 3), np.float64).strides
+    (8, 16)
+    """
+    if not order:
+        return np.empty
+    order = tuple(order)
+    inverse = [0] * len(order)
+    for k, ax in enumerate(order):
+        inverse[ax] = k
+
+    def empty(shape: Sequence[int], dtype: Any) -> np.ndarray[Any, Any]:
+        return np.empty([shape[ax] for ax in order], dtype).transpose(inverse)
+
+    return empty

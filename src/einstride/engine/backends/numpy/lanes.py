@@ -73,7 +73,7 @@ from ...spec.matmul import (
     merged_shapes,
 )
 from .execute import numpy_equation, sum_of_products
-from .fold import Term, blas_ready
+from .fold import Term, blas_ready, contiguous_strides, ordered_empty, write_order
 from .options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 from .plan import (
     CACHE_LINE,
@@ -682,6 +682,7 @@ def _broadcast_lane(
     else:
         run = _outer(letters)
         how = "one call of NumPy's sum-of-products loop (an outer product) into a new array"
+    laid_out = _laid_out(left, right, output)
 
     def broadcast(operands: tuple[Any, ...], dry: bool = False) -> Any:
         # _matmul_lane's operand checks, written out again rather than shared: in a cold
@@ -710,9 +711,35 @@ def _broadcast_lane(
         if dry:
             return f"{how}, on one thread ({combos:,} elements)"
         next(_answered)
-        return run(a, b)
+        return run(a, b, laid_out(a, b))
 
     return broadcast
+
+
+def _laid_out(
+    left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...]
+) -> Callable[[Any, Any], Callable[..., Any]]:
+    """``empty(a, b)``: how the plan's batch step lays out its new result
+    (``plan._batch_order``: after the operand of more axes, the first of two as many),
+    the order worked out once for a C-contiguous operand without axes of size 1."""
+    first = len(left) >= len(right)
+    labels = left if first else right
+    plain = write_order(
+        output, labels, (2,) * len(labels), contiguous_strides((2,) * len(labels), 1)
+    )
+    if len(set(output)) != len(output):
+        return lambda a, b: _empty  # (a repeated output label: a zeroed output, not a lane's)
+    identity = tuple(range(len(output)))
+    plain_empty = ordered_empty(() if plain == identity else plain)
+
+    def laid_out(a: Any, b: Any) -> Callable[..., Any]:
+        lead = a if first else b
+        if 1 not in lead.shape and lead.flags.c_contiguous:
+            return plain_empty
+        order = write_order(output, labels, lead.shape, lead.strides)
+        return ordered_empty(() if order == identity else order)
+
+    return laid_out
 
 
 def _splits(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], combos: int, split: int) -> bool:
@@ -722,26 +749,45 @@ def _splits(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any], combos: int, split
     return bool(moved + combos * size >= split)
 
 
-def _outer(letters: str) -> Callable[[Any, Any], Any]:
-    def outer(a: Any, b: Any) -> Any:
-        return sum_of_products(letters, a, b, order="C")
+def _outer(letters: str) -> Callable[[Any, Any, Callable[..., Any]], Any]:
+    shape_of = _outer_shape(letters)
+
+    def outer(a: Any, b: Any, empty: Callable[..., Any]) -> Any:
+        if empty is _empty:
+            return sum_of_products(letters, a, b, order="C")
+        return sum_of_products(letters, a, b, out=empty(shape_of(a, b), a.dtype))
 
     return outer
 
 
-def _hadamard(left_perm: tuple[int, ...], right_perm: tuple[int, ...]) -> Callable[[Any, Any], Any]:
+def _outer_shape(letters: str) -> Callable[[Any, Any], tuple[int, ...]]:
+    """The result's shape from the operands of ``letters`` (``ab,bc->abc``)."""
+    ins, out = letters.split("->")
+    left, right = ins.split(",")
+    at = [(0, left.index(x)) if x in left else (1, right.index(x)) for x in out]
+
+    def shape_of(a: Any, b: Any) -> tuple[int, ...]:
+        shapes = (a.shape, b.shape)
+        return tuple([shapes[k][ax] for k, ax in at])
+
+    return shape_of
+
+
+def _hadamard(
+    left_perm: tuple[int, ...], right_perm: tuple[int, ...]
+) -> Callable[[Any, Any, Callable[..., Any]], Any]:
     left_moved = None if left_perm == tuple(range(len(left_perm))) else left_perm
     right_moved = None if right_perm == tuple(range(len(right_perm))) else right_perm
     scalar = () if not left_perm else None  # rank 0: NumPy's scalar, as the plan returns
 
-    def hadamard(a: Any, b: Any) -> Any:
+    def hadamard(a: Any, b: Any, empty: Callable[..., Any]) -> Any:
         if left_moved is not None:
             a = a.transpose(left_moved)
         if right_moved is not None:
             b = b.transpose(right_moved)
         # into a new array as the plan's kernel does: numpy.multiply's own allocation
         # (order="C") takes another complex loop, which rounds differently
-        out = _empty(a.shape, a.dtype)
+        out = empty(a.shape, a.dtype)
         _multiply(a, b, out=out)
         return out if scalar is None else out[scalar]
 

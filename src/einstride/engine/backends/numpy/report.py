@@ -97,6 +97,9 @@ def format_plan(plan: Plan) -> str:
             if plan.output.create is OutputCreation.ZEROS
             else "empty"
         )
+        if plan.output.order:  # (fold.write_order)
+            axes = "".join(names.labels((plan.output.labels[ax],)) for ax in plan.output.order)
+            fill += f", laid out as {axes} in memory: the last step reads its operand in runs"
         lines.append(
             f"  output: {_shape(a.shape)} {a.dtype} allocated first ({fill}); {_bytes(a.nbytes)}"
         )

@@ -282,7 +282,9 @@ class OutputPlan:
     ``create``: how the output array comes to be (:class:`~.delivery.OutputCreation`);
     with ``NONE``, register ``result`` is the result, viewed through ``final_perm``.
     ``expand`` lists, per distinct output label, the output axes that carry it; when a
-    label repeats, the steps write through the strided diagonal view.
+    label repeats, the steps write through the strided diagonal view.  ``order``: the axes
+    of an output created ``EMPTY``, outermost first in memory (``()``: C order), as the
+    last step writes it best (:func:`~.fold.write_order`).
     """
 
     labels: tuple[int, ...]
@@ -293,6 +295,7 @@ class OutputPlan:
     result: int
     final_perm: tuple[int, ...]
     allocs: tuple[Alloc, ...] = ()
+    order: tuple[int, ...] = ()
 
     @property
     def expands(self) -> bool:
