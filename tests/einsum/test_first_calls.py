@@ -160,3 +160,24 @@ def test_explain_says_a_class_s_first_call_runs_directly() -> None:
         es.explain("ab,bc,cd->ad", *[np.ones((128, 128))] * 3),  # too much work
     ):
         assert direct.FIRST_CALL_NOTE not in report
+
+
+def test_a_tiny_problem_s_first_call_is_one_loop_without_a_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At most LOOP_ELEMENTS index combinations in all: one numpy.einsum loop over every
+    operand, no path searched (a rank-0 result a NumPy scalar, as the plan's)."""
+    searched: list[int] = []
+    real = direct.plan_path
+    monkeypatch.setattr(direct, "plan_path", lambda *a: searched.append(1) or real(*a))
+    rng = np.random.default_rng(1)
+    ops = [rng.standard_normal(s) for s in [(4, 5), (5, 6), (6, 4)]]  # 480 combinations
+    found = direct.first_call_program("ab,bc,ca->", facts_of(ops), None, "auto")
+    assert found is not None and not searched
+    value = found[0](ops, None)
+    assert type(value) is np.float64
+    np.testing.assert_allclose(value, np.einsum("ab,bc,ca->", *ops))
+    assert found[1] == found[2] == 8  # the result's bytes
+    big = [rng.standard_normal(s) for s in [(16, 16), (16, 16), (16, 17)]]  # 69,632
+    assert direct.first_call_program("ab,bc,cd->ad", facts_of(big), None, "auto") is not None
+    assert searched

@@ -31,6 +31,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -43,7 +44,7 @@ from ...call import equation_of
 from ...forksafe import lock
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
-from ...spec.paths import FoundPath, finder_form, given_path, unoptimized
+from ...spec.paths import FoundPath, check_optimize, finder_form, given_path, unoptimized
 from ...spec.search import (
     MAX_BUDGET_S,
     adopt_longer,
@@ -52,7 +53,7 @@ from ...spec.search import (
     search_path,
 )
 from ...spec.walk import path_choice_of, plan_path, search_problem
-from .execute import EINSUM_LETTERS, Program, sum_of_products
+from .execute import EINSUM_LETTERS, Program, numpy_equation, sum_of_products
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
 from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: a doctest's)
@@ -157,8 +158,9 @@ def first_call_entry(
     eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, options: PlannerOptions
 ) -> Entry | None:
     """The entry of the first call of a shape class of fewer operands than a network: its
-    path run directly once (a class's first call would plan the class: 0.3-1.8 ms, where
-    the direct way takes 0.05-0.5 ms); the plan from the next call on
+    path run directly once, or one loop over every operand for a tiny problem (a class's
+    first call would plan the class: 0.3-1.8 ms, where the direct way takes 0.03-0.5 ms);
+    the plan from the next call on
     (:meth:`.generic.Entry.direct_first`).  None where the direct way does not run the
     call exactly, NumPy's one loop is asked for (``optimize=False``), or its work is over
     :data:`FIRST_CALL_WORK`.
@@ -191,9 +193,35 @@ def first_call_program(
     if network is None:
         return None
     spec, itemsize = network
-    path = given_path(optimize, len(spec.inputs)) or plan_path(spec, optimize)
+    given = given_path(optimize, len(spec.inputs))
+    if given is None:
+        whole = _whole_loop(spec, itemsize)
+        if whole is not None:
+            check_optimize(optimize)  # (no path searched: a bad value is still an error)
+            return whole
+    path = given or plan_path(spec, optimize)
     built = _built_with_work(spec, path, itemsize)
     return None if built is None or built[3] > FIRST_CALL_WORK else built[:3]
+
+
+def _whole_loop(spec: EinsumSpec, itemsize: int) -> tuple[Program, int, int] | None:
+    """One ``numpy.einsum`` loop over all the operands where it has at most
+    :data:`LOOP_ELEMENTS` index combinations (no path searched, no product built: as fast
+    as any product's own loop there, and what a plan of so small a problem fuses to),
+    else None."""
+    combos = 1
+    for n in spec.sizes:
+        combos *= n
+    letters = numpy_equation(spec.inputs, spec.output)
+    if combos > LOOP_ELEMENTS or letters is None:
+        return None
+
+    def run(operands: Sequence[Any], out: Any) -> Any:
+        result = sum_of_products(letters, *operands, order="C")
+        return result[()] if result.ndim == 0 else result
+
+    nbytes = itemsize * math.prod(spec.output_shape)
+    return run, nbytes, nbytes
 
 
 def _network(
@@ -244,8 +272,9 @@ DIRECT_NOTE = (
 
 FIRST_CALL_NOTE = (
     "first call: the first call of a shape class (with a finder asked at the real sizes, "
-    "of every new shape) runs its path directly, each product as tensordot does it (no "
-    "plan); the plan below runs from the next call on (its sums may round otherwise)"
+    "of every new shape) runs its path directly, each product as tensordot does it (a "
+    "tiny problem: one numpy.einsum loop; no plan); the plan below runs from the next "
+    "call on (its sums may round otherwise)"
 )
 
 
