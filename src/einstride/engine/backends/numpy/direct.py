@@ -160,9 +160,9 @@ def first_call_entry(
     """The entry of the first call of a shape class of fewer operands than a network: its
     path run directly once, or one loop over every operand for a tiny problem (a class's
     first call would plan the class: 0.3-1.8 ms, where the direct way takes 0.03-0.5 ms);
-    the plan from the next call on
-    (:meth:`.generic.Entry.direct_first`).  None where the direct way does not run the
-    call exactly, NumPy's one loop is asked for (``optimize=False``), or its work is over
+    the plan from the next call on (:meth:`.generic.Entry.direct_first`).  None where the
+    direct way does not run the call exactly, NumPy's one loop is asked for
+    (``optimize=False``), floating-point errors raise, or the work is over
     :data:`FIRST_CALL_WORK`.
 
     >>> ops = [np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))]
@@ -209,11 +209,10 @@ def _whole_loop(spec: EinsumSpec, itemsize: int) -> tuple[Program, int, int] | N
     :data:`LOOP_ELEMENTS` index combinations (no path searched, no product built: as fast
     as any product's own loop there, and what a plan of so small a problem fuses to),
     else None."""
-    combos = 1
-    for n in spec.sizes:
-        combos *= n
+    if math.prod(spec.sizes) > LOOP_ELEMENTS:
+        return None
     letters = numpy_equation(spec.inputs, spec.output)
-    if combos > LOOP_ELEMENTS or letters is None:
+    if letters is None:
         return None
 
     def run(operands: Sequence[Any], out: Any) -> Any:
