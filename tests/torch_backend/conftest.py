@@ -39,11 +39,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def planned() -> Iterator[None]:
     """Small matmul-form products planned too (the equation's lane off,
-    ``lane_max_combos=0``): for tests that watch the plan's own kernels and buffers."""
+    ``lane_max_combos=0``, and a shape class's first call planned, not run directly:
+    ``FIRST_CALL_WORK`` -1): for tests that watch the plan's own kernels and buffers."""
+    from einstride.engine.backends.numpy import direct
     from einstride.engine.backends.numpy.options import default_options, set_default_options
 
     before = set_default_options(dataclasses.replace(default_options(), lane_max_combos=0))
+    work, direct.FIRST_CALL_WORK = direct.FIRST_CALL_WORK, -1
     try:
         yield
     finally:
         set_default_options(before)
+        direct.FIRST_CALL_WORK = work

@@ -72,10 +72,12 @@ __all__ = [
     "LongerSearch",
     "LoopProduct",
     "Product",
+    "Step",
     "direct_entry",
     "direct_program",
     "first_call_entry",
     "first_call_program",
+    "first_call_steps",
     "products",
     "with_direct_note",
 ]
@@ -187,21 +189,46 @@ def first_call_program(
 ) -> tuple[Program, int, int] | None:
     """``(run, largest, peak)`` of the direct way of a first call of two operands or more
     (:func:`first_call_entry`), or None."""
-    if unoptimized(optimize):
-        return None
-    network = _network(eq_key, facts, dtype, least=2)
+    network = _first_call_network(eq_key, facts, dtype, optimize)
     if network is None:
         return None
     spec, itemsize = network
-    given = given_path(optimize, len(spec.inputs))
-    if given is None:
+    if given_path(optimize, len(spec.inputs)) is None:
         whole = _whole_loop(spec, itemsize)
         if whole is not None:
             check_optimize(optimize)  # (no path searched: a bad value is still an error)
             return whole
-    path = given or plan_path(spec, optimize)
-    built = _built_with_work(spec, path, itemsize)
-    return None if built is None or built[3] > FIRST_CALL_WORK else built[:3]
+    found = _first_call_steps(spec, itemsize, optimize)
+    return None if found is None else (_runner(found[0], found[1]), found[2], found[3])
+
+
+def first_call_steps(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any
+) -> tuple[list[Step], tuple[int, ...], int, int] | None:
+    """The steps of :func:`first_call_program`'s path (never one loop over every operand),
+    the final transpose, the largest allocation and the peak; None as there (another
+    backend runs them with its own operations: the torch backend's first calls)."""
+    network = _first_call_network(eq_key, facts, dtype, optimize)
+    return None if network is None else _first_call_steps(*network, optimize)
+
+
+def _first_call_network(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any
+) -> tuple[EinsumSpec, int] | None:
+    return None if unoptimized(optimize) else _network(eq_key, facts, dtype, least=2)
+
+
+def _first_call_steps(
+    spec: EinsumSpec, itemsize: int, optimize: Any
+) -> tuple[list[Step], tuple[int, ...], int, int] | None:
+    """The path's steps within :data:`FIRST_CALL_WORK` and NumPy's axes, else None."""
+    path = given_path(optimize, len(spec.inputs)) or plan_path(spec, optimize)
+    if any(len(step) > 2 for step in path):
+        return None
+    steps, output, largest, peak, work = products(spec, path, itemsize)
+    if work > FIRST_CALL_WORK or _too_many_axes(steps):
+        return None
+    return steps, output, largest, peak
 
 
 def _whole_loop(spec: EinsumSpec, itemsize: int) -> tuple[Program, int, int] | None:
@@ -246,20 +273,17 @@ def _built(
 ) -> tuple[Program, int, int] | None:
     """``(run, largest, peak)`` of ``path``'s direct program, None for a path the direct
     way does not run (a step of more than two operands, or of more axes than NumPy's)."""
-    found = _built_with_work(spec, path, itemsize)
-    return None if found is None else found[:3]
-
-
-def _built_with_work(
-    spec: EinsumSpec, path: Sequence[Sequence[int]], itemsize: int
-) -> tuple[Program, int, int, int] | None:
-    """:func:`_built` and the index combinations its products loop over in all."""
     if any(len(step) > 2 for step in path):
         return None
-    steps, output, largest, peak, work = products(spec, path, itemsize)
-    if max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK:
-        return None  # the planner names the step NumPy cannot hold
-    return _runner(steps, output), largest, peak, work
+    steps, output, largest, peak, _ = products(spec, path, itemsize)
+    if _too_many_axes(steps):
+        return None
+    return _runner(steps, output), largest, peak
+
+
+def _too_many_axes(steps: Sequence[Step]) -> bool:
+    """Whether a product has more axes than NumPy holds (the planner names that step)."""
+    return max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK
 
 
 DIRECT_NOTE = (

@@ -35,9 +35,10 @@ from ...spec.equation import quoted
 from ...spec.paths import derived_optimize
 from .autograd import Backward, EinsumFunction
 from .dtypes import numpy_dtype, torch_dtype
+from .first import first_call
 from .guard import limit_for
 from .lanes import lane_for, lane_report
-from .operands import as_tensors, check_out, facts_of, rounded_tensors
+from .operands import Facts, as_tensors, check_out, facts_of, rounded_tensors
 from .plan import Entry, entry_for
 from .records import check_memory
 from .report import format_torch_plan
@@ -162,7 +163,8 @@ def _graph(
         optimize = derived_optimize(optimize)
 
         def step(step_key: Any, operands: tuple[torch.Tensor, ...]) -> torch.Tensor:
-            result = _plain_run(step_key, operands, optimize, memory_limit)
+            # (each step the plan's own product: never a first call's direct way)
+            result = _plain_run(step_key, operands, optimize, memory_limit, first=False)
             if result is None:  # not plain, or over the limit: the full path says why
                 call = EinsumCall(
                     key=step_key, operands=operands, optimize=optimize, memory_limit=memory_limit
@@ -245,14 +247,24 @@ _PLAIN_TYPES = (torch.Tensor, torch.nn.Parameter)
 
 
 def _plain_run(
-    key: Any, operands: tuple[Any, ...], optimize: Any, memory_limit: int | None
+    key: Any,
+    operands: tuple[Any, ...],
+    optimize: Any,
+    memory_limit: int | None,
+    *,
+    first: bool = True,
 ) -> torch.Tensor | None:
     """:func:`hot` for any equation key and memory limit (the backward's and the path
-    steps' calls take it too)."""
-    found = _plain_entry(key, operands, optimize)
-    if found is None:
+    steps' calls take it too: ``first`` False, a shape class's first call planned)."""
+    plain = _plain_facts(operands)
+    if plain is None:
         return None
-    entry, graph, device = found
+    facts, graph, device = plain
+    if first and not graph:  # (a shape class's first call: its path run directly, .first)
+        result = first_call(key, operands, facts, optimize, memory_limit, device)
+        if result is not None:
+            return result
+    entry = entry_for(key, facts, None, None, optimize)
     if not within_limit(entry, device, memory_limit):
         return None
     if graph:
@@ -266,6 +278,16 @@ def _plain_entry(
     """The cached entry of plain tensors on one device, whether its result needs a graph,
     and the device; None for anything else (the full path runs it).  The memory limit is
     the caller's to check: it may change from call to call on the same entry."""
+    plain = _plain_facts(operands)
+    if plain is None:
+        return None
+    facts, graph, device = plain
+    return entry_for(key, facts, None, dtype, optimize), graph, device
+
+
+def _plain_facts(operands: tuple[Any, ...]) -> tuple[Facts, bool, torch.device] | None:
+    """The facts of plain tensors on one device (:func:`.operands.facts_of`), whether their
+    result needs a graph, and the device; None for anything else."""
     if type(operands[0]) not in _PLAIN_TYPES:
         return None  # a list, a scalar, an einstride Tensor: converted on the full path
     facts: list[Any] = []
@@ -283,8 +305,7 @@ def _plain_entry(
             return None
         graph = graph or t.requires_grad
         facts += (t.shape, t.stride(), t.dtype)
-    graph = graph and torch.is_grad_enabled()
-    return entry_for(key, tuple(facts), None, dtype, optimize), graph, device
+    return tuple(facts), graph and torch.is_grad_enabled(), device
 
 
 def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -> bool:

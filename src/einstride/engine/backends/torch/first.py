@@ -1,0 +1,156 @@
+"""The first call of a shape class on torch tensors: its path run directly with torch
+operations, without planning the class.
+
+As on NumPy (:func:`..numpy.direct.first_call_entry`), planning a class costs 0.3-1.8 ms
+where its first call's arithmetic often takes microseconds; a user whose sizes change from
+call to call meets a new class nearly every call.  So a plain call (no graph, no keyword
+but ``optimize=`` and ``memory_limit=``) whose class no call has looked up runs the steps
+of :func:`..numpy.direct.first_call_steps` (each product as ``tensordot`` does it: sums,
+a permute, a reshape and one ``torch.matmul``, or one ``torch.einsum`` of the pair for a
+small or elementwise product) and caches nothing; the class's next call plans it as
+before.  With a finder asked at the real sizes every new shape is a first call.  A call
+that needs a graph (an operand requires grad) is planned: its backward is einstride's; so
+is an equation that has a lane (:mod:`.lanes`: past its bound the lane runs its class's
+plan, and the call runs what the lane runs).  The direct way sums in its own order: a
+class's first call may round otherwise than the plan (and than the same call with a graph).
+
+>>> import torch
+>>> ops = [torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64),
+...        torch.ones(5, 2, dtype=torch.float64)]
+>>> facts = tuple(x for t in ops for x in (t.shape, t.stride(), t.dtype))
+>>> clear_first_calls()
+>>> first_call("ab,bc,cd->ad", ops, facts, "auto", None, ops[0].device).tolist()
+[[20.0, 20.0], [20.0, 20.0], [20.0, 20.0]]
+>>> first_call("ab,bc,cd->ad", ops, facts, "auto", None, ops[0].device) is None  # seen
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from ...spec.paths import optimize_key, path_fits_any_size
+from ..numpy.cache import CLEAR_HOOKS
+from ..numpy.direct import LoopProduct, Step, first_call_steps
+from ..numpy.skeleton import c_order_class, dense_class
+from .guard import limit_for
+from .lanes import lane_for
+from .operands import Facts, byte_strides
+
+__all__ = ["clear_first_calls", "first_call"]
+
+_NUMPY_DTYPES = {
+    torch.float32: np.dtype(np.float32),
+    torch.float64: np.dtype(np.float64),
+    torch.complex64: np.dtype(np.complex64),
+    torch.complex128: np.dtype(np.complex128),
+}
+"""The dtypes the direct way runs (one that BLAS multiplies, as on NumPy)."""
+
+_SEEN: dict[Any, None] = {}
+"""The calls (equation, operand facts, ``optimize=``) seen before: only a call not seen
+asks for its class (a repeated call pays one dictionary look)."""
+_LOOKED: dict[Any, None] = {}
+"""The shape classes a call has looked up."""
+_SIZE = 4096
+
+
+def first_call(
+    key: Any,
+    operands: Sequence[torch.Tensor],
+    facts: Facts,
+    optimize: Any,
+    memory_limit: int | None,
+    device: torch.device,
+) -> torch.Tensor | None:
+    """The result of ``operands`` (plain tensors on ``device`` that need no graph, their
+    :func:`.operands.facts_of` ``facts``) when this is the first call of their shape class
+    and the direct way runs it within the memory limit; else None (the planned way)."""
+    try:
+        seen = (key, facts, optimize)
+        if seen in _SEEN:
+            return None
+    except TypeError:  # (an optimize= list: a path given, planned)
+        return None
+    _remember(_SEEN, seen)
+    if type(key) is str and lane_for(key) is not None:
+        return None  # (its lane, past its bound, runs its class's plan: so does its call)
+    numpy_facts = _numpy_facts(facts)
+    if numpy_facts is None:
+        return None
+    if path_fits_any_size(optimize, len(operands)):  # else every new shape is a first call
+        reps = c_order_class(numpy_facts) or dense_class(numpy_facts)
+        looked = None if reps is None else (key, reps, optimize_key(optimize))
+        if looked is None or looked in _LOOKED:
+            return None
+        _remember(_LOOKED, looked)
+    found = first_call_steps(key, numpy_facts, None, optimize)
+    if found is None:
+        return None
+    steps, output, _, peak = found
+    if peak > limit_for(device, memory_limit):
+        return None
+    return _run(steps, output, operands)
+
+
+def _remember(seen: dict[Any, None], key: Any) -> None:
+    if len(seen) >= _SIZE:
+        seen.clear()
+    seen[key] = None
+
+
+def _numpy_facts(facts: Facts) -> tuple[Any, ...] | None:
+    """``facts`` as the NumPy backend names them (byte strides, NumPy dtypes), or None for
+    a dtype the direct way does not run."""
+    found: list[Any] = []
+    for k in range(0, len(facts), 3):
+        shape, strides, dtype = facts[k : k + 3]
+        numpy_dtype = _NUMPY_DTYPES.get(dtype)
+        if numpy_dtype is None:
+            return None
+        found += (tuple(shape), byte_strides(strides, dtype), numpy_dtype)
+    return tuple(found)
+
+
+def _run(
+    steps: Sequence[Step], output: tuple[int, ...], operands: Sequence[torch.Tensor]
+) -> torch.Tensor:
+    """The steps with torch operations (the NumPy direct way's runner, in torch)."""
+    regs: list[Any] = list(operands)
+    for step in steps:
+        a = regs[step.a]
+        regs[step.a] = None
+        b = None if step.b < 0 else regs[step.b]
+        if step.b >= 0:
+            regs[step.b] = None
+        if isinstance(step, LoopProduct):
+            regs.append(torch.einsum(step.subscripts, a) if b is None else
+                        torch.einsum(step.subscripts, a, b))  # fmt: skip
+            continue
+        if step.sum_a:
+            a = a.sum(dim=step.sum_a)
+        if b is None:
+            regs.append(a.permute(step.perm_a).reshape(step.shape))
+            continue
+        if step.sum_b:
+            b = b.sum(dim=step.sum_b)
+        a = a.permute(step.perm_a).reshape(step.shape_a)
+        b = b.permute(step.perm_b).reshape(step.shape_b)
+        product = torch.matmul(a.transpose(-1, -2) if step.swap_a else a,
+                               b.transpose(-1, -2) if step.swap_b else b)  # fmt: skip
+        regs.append(product.reshape(step.shape))
+    result: torch.Tensor = regs[-1].permute(output)
+    return result
+
+
+def clear_first_calls() -> None:
+    """Forget the calls and classes seen (``einstride.clear_plan_cache()`` calls this)."""
+    _SEEN.clear()
+    _LOOKED.clear()
+
+
+CLEAR_HOOKS.append(clear_first_calls)

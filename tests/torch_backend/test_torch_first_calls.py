@@ -1,0 +1,117 @@
+"""The first call of a shape class on torch tensors runs its path directly with torch
+operations (engine/backends/torch/first.py): torch.einsum's values, nothing cached, the
+class planned at its next call; calls that need a graph, equations with a lane and calls
+over the memory limit are planned."""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+import einstride as es
+from einstride.engine.backends.numpy import direct
+from einstride.engine.backends.torch import first
+from einstride.engine.backends.torch import plan as torch_plan
+from einstride.engine.backends.torch.lanes import lane_for
+
+DTYPES = [torch.float64, torch.float32, torch.complex128]
+
+
+@st.composite
+def first_calls(draw: Any) -> tuple[str, list[torch.Tensor]]:
+    """Two to six operands of distinct labels (sizes 1-6) in one dtype, some permuted."""
+    n = draw(st.integers(2, 6))
+    terms = ["".join(draw(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=4,
+                                   unique=True))) for _ in range(n)]  # fmt: skip
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
+    sizes = {x: draw(st.integers(1, 6)) for x in used}
+    dtype = draw(st.sampled_from(DTYPES))
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
+    ops = []
+    for term in terms:
+        shape = [sizes[x] for x in term]
+        x = torch.randn(shape[::-1], generator=gen, dtype=dtype)
+        ops.append(x.permute(*reversed(range(len(shape)))) if draw(st.booleans()) else
+                   x.reshape(shape))  # fmt: skip
+    return ",".join(terms) + "->" + output, ops
+
+
+def _planned() -> int:
+    return torch_plan._cached.cache_info().currsize
+
+
+@settings(max_examples=150, deadline=None)
+@given(first_calls())
+def test_a_first_call_gives_torch_s_values_and_caches_nothing(
+    case: tuple[str, list[torch.Tensor]],
+) -> None:
+    equation, ops = case
+    es.clear_plan_cache()
+    want = torch.einsum(equation, *[x.to(torch.complex128) for x in ops])
+    tolerance = 1e-4 if ops[0].dtype == torch.float32 else 1e-10
+    with mock.patch.object(first, "_run", wraps=first._run) as run:
+        got = es.einsum(equation, *ops)
+    ran_directly = run.call_count == 1
+    event(f"ran directly: {ran_directly}")
+    if ran_directly:
+        assert _planned() == 0
+    assert got.dtype == ops[0].dtype and got.shape == want.shape
+    torch.testing.assert_close(got.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
+    again = es.einsum(equation, *ops)  # the class's next call: planned
+    torch.testing.assert_close(again.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
+    if ran_directly:
+        assert lane_for(equation) is None and _planned() == 1
+
+
+def test_a_class_runs_directly_once_and_a_graph_is_planned() -> None:
+    es.clear_plan_cache()
+    chain = [torch.ones(37, 20, dtype=torch.float64), torch.ones(20, 30, dtype=torch.float64),
+             torch.ones(30, 5, dtype=torch.float64)]  # fmt: skip
+    counts = []
+    for rows in (37, 38, 39):  # one shape class
+        chain[0] = torch.full((rows, 20), 0.5, dtype=torch.float64)
+        np.testing.assert_allclose(es.einsum("ij,jk,kl->il", *chain).numpy(), 300.0)
+        counts.append(_planned())
+    assert counts == [0, 1, 2]
+    es.clear_plan_cache()  # forgets the classes looked up too
+    leaf = chain[0].clone().requires_grad_()
+    result = es.einsum("ij,jk,kl->il", leaf, *chain[1:])
+    assert result.grad_fn is not None and _planned() >= 1  # its backward is einstride's
+    with torch.no_grad():
+        es.clear_plan_cache()
+        es.einsum("ij,jk,kl->il", leaf, *chain[1:])  # no graph: run directly
+        assert _planned() == 0
+
+
+def test_an_equation_with_a_lane_and_a_call_over_the_limit_are_planned() -> None:
+    es.clear_plan_cache()
+    a, b = torch.ones(40, 30, dtype=torch.float64).T, torch.ones(30, 20, dtype=torch.float64)
+    es.einsum("ji,jk->ik", a, b, optimize="greedy")  # matmul form: the lane's plan
+    assert _planned() == 1
+    es.clear_plan_cache()
+    chain = [torch.ones(40, 30, dtype=torch.float64), torch.ones(30, 50, dtype=torch.float64),
+             torch.ones(50, 6, dtype=torch.float64)]  # fmt: skip
+    facts = tuple(x for t in chain for x in (tuple(t.shape), tuple(8 * s for s in t.stride()),
+                                             np.dtype(np.float64)))  # fmt: skip
+    found = direct.first_call_steps("ab,bc,cd->ad", facts, None, "auto")
+    assert found is not None
+    limit = found[3] - 8  # under the direct way's peak, over the plan's
+    got = es.einsum("ab,bc,cd->ad", *chain, memory_limit=limit)
+    np.testing.assert_allclose(got.numpy(), 1500.0)
+    assert _planned() == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float16])
+def test_other_dtypes_are_planned(dtype: torch.dtype) -> None:
+    es.clear_plan_cache()
+    chain = [torch.ones(3, 4, dtype=dtype), torch.ones(4, 5, dtype=dtype),
+             torch.ones(5, 2, dtype=dtype)]  # fmt: skip
+    assert es.einsum("ab,bc,cd->ad", *chain).tolist() == [[20, 20]] * 3
+    assert _planned() == 1
