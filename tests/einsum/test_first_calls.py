@@ -135,14 +135,34 @@ def test_the_call_that_plans_runs_directly_if_the_plans_bytes_are_over_the_check
     assert (entry.largest, entry.peak) == (64, 64)
 
 
-def test_under_a_memory_limit_below_the_direct_peak_the_call_is_limited() -> None:
+def test_under_a_memory_limit_below_the_direct_peak_the_plan_runs() -> None:
+    """The direct way's bytes are over the limit, the plan's within it: the entry settles
+    on its plan at once (a review: every call went the limited way)."""
     clear_plan_cache()
     ops = [np.ones((40, 30)), np.ones((30, 50)), np.ones((50, 6))]
     found = direct.first_call_program("ab,bc,cd->ad", facts_of(ops), None, "auto")
     assert found is not None
     limit = found[2] - 8  # under the direct way's peak
-    got = es.einsum("ab,bc,cd->ad", *ops, memory_limit=limit)
-    np.testing.assert_allclose(got, np.einsum("ab,bc,cd->ad", *ops))
+    for _ in range(2):
+        start = _counts()
+        got = es.einsum("ab,bc,cd->ad", *ops, memory_limit=limit)
+        np.testing.assert_allclose(got, np.einsum("ab,bc,cd->ad", *ops))
+        assert _counts()[0] == start[0]  # the direct way did not run
+    entry = hot_entry("ab,bc,cd->ad", facts_of(ops), "auto")
+    assert entry.planned and entry.peak <= limit
+
+
+def test_the_direct_count_counts_runs_not_entries() -> None:
+    """order= lays the result out through the plan: no direct run to count (a review)."""
+    clear_plan_cache()
+    ops = [np.ones((40, 30)), np.ones((30, 50)), np.ones((50, 6))]
+    start = _counts()
+    es.einsum("ab,bc,cd->ad", *ops, order="F")
+    es.einsum("ab,bc,cd->ad", *[np.ones((41, 30)), *ops[1:]])  # (its class looked up)
+    assert _counts()[0] == start[0]
+    clear_plan_cache()
+    es.einsum("ab,bc,cd->ad", *ops)
+    assert _counts()[0] == start[0] + 1
 
 
 def test_explain_says_a_class_s_first_call_runs_directly() -> None:

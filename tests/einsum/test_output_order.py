@@ -30,7 +30,8 @@ def _dense(x: np.ndarray) -> bool:
 
 @pytest.mark.parametrize("rank", [1, 2, 3, 4])
 def test_the_order_follows_any_operand_layout_over_the_whole_domain(rank: int) -> None:
-    """Every permuted layout of an operand holding the output's labels (sizes 2-5, some 1)
+    """Every permuted layout of an operand holding the output's labels (sizes 1-3, at most
+    one 1, stepped)
     against every output order: the result is dense, and its axes of more than one
     element run in the operand's memory order."""
     for sizes in itertools.product([1, 2, 3], repeat=rank):

@@ -37,7 +37,7 @@ from .lanes import clear_lanes, lane_answers
 from .options import DEFAULT, PlannerOptions
 from .peak import plan_peak
 from .plan import InnerCall, build_plan, class_decisions, inner_call, spread_plan
-from .skeleton import NETWORK_OPERANDS
+from .skeleton import NETWORK_OPERANDS, broadcasts
 from .steps import Plan
 
 __all__ = [
@@ -110,7 +110,7 @@ def make_entry(
     chosen = DEFAULT.options if options is None else options
     decided_now = False
     spread = False
-    if _broadcasts(facts):  # broadcast axes read once (plan.inner_call)
+    if broadcasts(facts):  # broadcast axes read once (plan.inner_call)
         spec = bind(equation_of(eq_key), facts[0::3])
         out = None
         if out_facts is not None:
@@ -163,10 +163,13 @@ def _unplanned(
     # a call's miss (reports plan), not an inner call (plan.inner_call: the entry that
     # broadcasts its result reads its bounds once, and a direct run's are not the plan's)
     if counted and len(facts) >= 6 and not isinstance(eq_key, Equation):
-        first_call = functools.partial(first_call_entry, eq_key, facts, dtype, optimize, options)
+        ran = functools.partial(_count, _DIRECT_ANSWERS, True)  # (when it runs directly)
+        first_call = functools.partial(
+            first_call_entry, eq_key, facts, dtype, optimize, options, ran
+        )
     generic, level = generic_entry(eq_key, facts, dtype, optimize, options, first_call)
-    if generic is not None and level != "decided":  # (not the look that planned the class)
-        _count(_DIRECT_ANSWERS if level == "direct" else _GENERIC_ANSWERS, counted)
+    if generic is not None and level == "known":  # (not the look that planned the class)
+        _count(_GENERIC_ANSWERS, counted)
     return generic, level == "decided"
 
 
@@ -207,15 +210,6 @@ def _read_once_entry(
         inner.peak + extra,
         lambda: spread_plan(inner.plan, spread),
     )
-
-
-def _broadcasts(facts: tuple[Any, ...]) -> bool:
-    """Whether an operand has a broadcast axis: a zero stride over more than one element."""
-    for k in range(1, len(facts), 3):
-        strides = facts[k]
-        if 0 in strides and any(s == 0 and n > 1 for n, s in zip(facts[k - 1], strides)):
-            return True
-    return False
 
 
 def _check_out_facts(

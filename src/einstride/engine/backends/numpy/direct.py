@@ -16,8 +16,12 @@ seconds also pay for longer searches of it (:class:`LongerSearch`).
 
 Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
-``out=``, pairwise steps.  The peak bytes (for the memory guard) count every intermediate
-alive at once and every copy a step may make, so they bound the direct run's.
+``out=``, pairwise steps.  So is the first call of a shape class of fewer operands
+(:func:`first_call_entry`: its products within :data:`FIRST_CALL_WORK`, a tiny problem as
+one ``numpy.einsum`` loop), whose class the next call plans; the torch backend runs the
+same steps with torch operations (:func:`first_call_steps`).  The peak bytes (for the
+memory guard) count every intermediate alive at once and every copy a step may make, so
+they bound the direct run's.
 
 >>> import numpy as np
 >>> ops = [np.full((2, 3), 0.5), np.ones((3, 2))] * 4
@@ -44,7 +48,14 @@ from ...call import equation_of
 from ...forksafe import lock
 from ...spec.costmodel import Problem
 from ...spec.equation import EinsumSpec, bind
-from ...spec.paths import FoundPath, check_optimize, finder_form, given_path, unoptimized
+from ...spec.paths import (
+    FoundPath,
+    check_optimize,
+    finder_form,
+    given_path,
+    path_fits_any_size,
+    unoptimized,
+)
 from ...spec.search import (
     MAX_BUDGET_S,
     adopt_longer,
@@ -56,8 +67,8 @@ from ...spec.walk import path_choice_of, plan_path, search_problem
 from .execute import EINSUM_LETTERS, Program, numpy_equation, sum_of_products
 from .fold import BLAS_TYPES
 from .generic import Entry, plan_of
-from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: a doctest's)
-from .skeleton import NETWORK_OPERANDS
+from .options import PlannerOptions
+from .skeleton import NETWORK_OPERANDS, broadcasts, c_order_class, dense_class
 from .steps import Plan
 
 __all__ = [
@@ -157,17 +168,24 @@ planning costs (0.3-1.8 ms)."""
 
 
 def first_call_entry(
-    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, options: PlannerOptions
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: Any,
+    optimize: Any,
+    options: PlannerOptions,
+    ran: Callable[[], None] | None = None,
 ) -> Entry | None:
     """The entry of the first call of a shape class of fewer operands than a network: its
     path run directly once, or one loop over every operand for a tiny problem (a class's
     first call would plan the class: 0.3-1.8 ms, where the direct way takes 0.03-0.5 ms);
-    the plan from the next call on (:meth:`.generic.Entry.direct_first`).  None where the
+    the plan from the next call on (:meth:`.generic.Entry.direct_first`; ``ran`` is
+    called when the direct way has run).  None where the
     direct way does not run the call exactly, NumPy's one loop is asked for
     (``optimize=False``), floating-point errors raise, or the work is over
     :data:`FIRST_CALL_WORK`.
 
     >>> ops = [np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))]
+    >>> from einstride.engine.backends.numpy.options import DEFAULT
     >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
     >>> entry = first_call_entry("ab,bc,cd->ad", facts, None, "auto", DEFAULT.options)
     >>> entry.run(ops, None)[0], entry.planned   # the first call: the path, no plan
@@ -175,13 +193,31 @@ def first_call_entry(
     >>> entry.run(ops, None)[0], entry.planned   # the next: the plan
     (array([20., 20.]), True)
     """
-    if "raise" in np.geterr().values():
-        return None  # NumPy's loop (a small product's) raises no floating-point error
+    if _errors_raise():
+        return None
     found = first_call_program(eq_key, facts, dtype, optimize)
     if found is None:
         return None
     make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, None)
-    return Entry.direct_first(*found, make)
+    return Entry.direct_first(*found, make, ran)
+
+
+def _errors_raise() -> bool:
+    """Whether a floating-point error raises now: NumPy's loop (a small product's) raises
+    none, where the plan's ufuncs and matmul do."""
+    return "raise" in np.geterr().values()
+
+
+def _may_be_first_call(facts: tuple[Any, ...], optimize: Any) -> bool:
+    """Whether a call of these operands may be a class's first call, as the cache asks it
+    (:func:`.cache.make_entry`, :func:`.generic.generic_entry`): no broadcast operand (read
+    once, through its steps' call), no floating-point error raising, and a shape class to
+    look up where the path is decided for the class."""
+    if broadcasts(facts) or _errors_raise():
+        return False
+    if not path_fits_any_size(optimize, len(facts) // 3):
+        return True  # (every new shape is a first call)
+    return c_order_class(facts) is not None or dense_class(facts) is not None
 
 
 def first_call_program(
@@ -294,10 +330,11 @@ DIRECT_NOTE = (
 
 
 FIRST_CALL_NOTE = (
-    "first call: the first call of a shape class (with a finder asked at the real sizes, "
-    "of every new shape) runs its path directly, each product as tensordot does it (a "
-    "tiny problem: one numpy.einsum loop; no plan); the plan below runs from the next "
-    "call on (its sums may round otherwise)"
+    "first call: the first call of a shape class that no call has looked up (explain's "
+    "own look counts; with a finder asked at the real sizes, of every new shape) runs its "
+    "path directly, each product as tensordot does it (a tiny problem: one numpy.einsum "
+    "loop; no plan; its result C-ordered, its sums maybe rounded otherwise); the plan "
+    "below runs from the next call on"
 )
 
 
@@ -331,7 +368,8 @@ def with_direct_note(
     """
     note = DIRECT_NOTE
     found: tuple[Any, ...] | None = direct_program(eq_key, facts, dtype, optimize)
-    if found is None and first_calls and 6 <= len(facts) < 3 * NETWORK_OPERANDS:
+    fewer = first_calls and 6 <= len(facts) < 3 * NETWORK_OPERANDS
+    if found is None and fewer and _may_be_first_call(facts, optimize):
         note, found = FIRST_CALL_NOTE, first_call_program(eq_key, facts, dtype, optimize)
     if found is None or found[2] > limit:
         return report

@@ -97,7 +97,7 @@ class Entry(LazyPlan):
     """A cached plan (built when first read, for shape-generic entries), its compiled
     program, its largest single allocation and its peak."""
 
-    __slots__ = ("_contracted", "_renewal", "largest", "peak", "run")
+    __slots__ = ("_contracted", "_renewal", "_settle", "largest", "peak", "run")
 
     def __init__(
         self,
@@ -111,6 +111,13 @@ class Entry(LazyPlan):
         self.run, self.largest, self.peak = run, largest, peak
         self._renewal: Renewal | None = None
         self._contracted = 0.0
+        self._settle: Callable[[], None] | None = None
+
+    def settle(self) -> None:
+        """Run the plan from now on where this entry runs a class's first call directly
+        (:meth:`direct_first`: its bounds may fit a memory limit the direct way's do not)."""
+        if self._settle is not None:
+            self._settle()
 
     @classmethod
     def shape_generic(
@@ -136,12 +143,18 @@ class Entry(LazyPlan):
 
     @classmethod
     def direct_first(
-        cls, program: Program, largest: int, peak: int, make: Callable[[], Plan]
+        cls,
+        program: Program,
+        largest: int,
+        peak: int,
+        make: Callable[[], Plan],
+        ran: Callable[[], None] | None = None,
     ) -> Entry:
         """The entry of a shape class's first call (:func:`.direct.first_call_entry`): it
-        runs ``program`` (the path run directly) while its plan is not built; the next call
-        builds it (planning the class) and runs it from then on.  That call still runs
-        ``program`` if the plan's bytes are over the bounds it was checked against.
+        runs ``program`` (the path run directly, then calls ``ran``) while its plan is not
+        built; the next call builds it (planning the class) and runs it from then on.
+        That call still runs ``program`` if the plan's bytes are over the bounds it was
+        checked against (``largest``, ``peak``).
 
         >>> calls = []
         >>> entry = Entry.direct_first(lambda ops, out: calls.append(1), 0, 0, list)
@@ -155,18 +168,26 @@ class Entry(LazyPlan):
             if entry.planned:  # (explain built it)
                 return second(operands, out)
             entry.run = second
-            return program(operands, out)
+            result = program(operands, out)
+            if ran is not None:
+                ran()
+            return result
+
+        def settle() -> None:
+            bounds = entry._bounds()  # (builds the plan)
+            compiled = compile_plan(entry.plan)
+            # the bounds first: a call that reads them before the program sees the plan's
+            entry.largest, entry.peak = bounds
+            entry.run = compiled
+            entry._settle = None
 
         def second(operands: Sequence[Any], out: Any) -> Any:
-            checked = entry.largest, entry.peak
-            bounds = entry._bounds()
-            entry.run = compile_plan(entry.plan)
-            entry.largest, entry.peak = bounds
-            if bounds[0] > checked[0] or bounds[1] > checked[1]:
+            settle()
+            if entry.largest > largest or entry.peak > peak:
                 return program(operands, out)  # the next call checks the plan's bounds
             return entry.run(operands, out)
 
-        entry.run = first
+        entry.run, entry._settle = first, settle
         return entry
 
     @classmethod
@@ -342,10 +363,10 @@ _LOOKED: dict[Any, None] = {}
 """The keys of :data:`_CLASS_PROGRAMS` that a call has looked up (in order, as a set): a
 class's first call may run without planning it (:func:`generic_entry`'s ``first_call``)."""
 
-Level = Literal["known", "decided", "direct"]
-"""What answered a plan-cache miss (:func:`generic_entry`): a known class ("known"; or
-nothing that decided the class), this look's planning of the class ("decided") or the
-class's first call's entry ("direct")."""
+Level = Literal["known", "decided", "direct", "none"]
+"""What answered a plan-cache miss (:func:`generic_entry`): a known class's program
+("known"), this look's planning of the class ("decided"), the class's first call's entry
+("direct"), or nothing ("none")."""
 
 
 def generic_entry(
@@ -363,40 +384,61 @@ def generic_entry(
     call), ``first_call`` gives the entry if it can (the path run directly: the class's
     next look plans it); it is not asked for NumPy's one loop (``optimize=False``)."""
     if unoptimized(optimize):
-        return None, "known"
+        return None, "none"
     if not path_fits_any_size(optimize, len(facts) // 3):
         direct = None if first_call is None else first_call()
-        return direct, "known" if direct is None else "direct"
+        return direct, "none" if direct is None else "direct"
     opt_key = optimize if type(optimize) is str else optimize_key(optimize)
     if opt_key is None:
-        return None, "known"
+        return None, "none"
     reps = c_order_class(facts)
     if reps is None:
         reps = dense_class(facts)
     key = None if reps is None else (eq_key, reps, dtype, opt_key, options)
     found = None if key is None else _CLASS_PROGRAMS.get(key)
-    reused = found is not None
+    if found is not None:
+        return _generic(found, eq_key, facts, dtype, optimize, options, True)
+    if first_call is not None and key is not None and _first_look(key):
+        direct = first_call()
+        if direct is not None:
+            return direct, "direct"
+    misses = class_decisions.cache_info().misses
+    found = _class_found(eq_key, facts, dtype, opt_key, options)
+    reused = class_decisions.cache_info().misses == misses
     if found is None:
-        if first_call is not None and key is not None and key not in _LOOKED:
-            if len(_LOOKED) >= _CLASS_PROGRAMS_SIZE:
-                _LOOKED.clear()
-            _LOOKED[key] = None
-            direct = first_call()
-            if direct is not None:
-                return direct, "direct"
-        misses = class_decisions.cache_info().misses
-        found = _class_found(eq_key, facts, dtype, opt_key, options)
-        reused = class_decisions.cache_info().misses == misses
-        if found is None:
-            return None, "known" if reused else "decided"
-        if key is not None:
-            if len(_CLASS_PROGRAMS) >= _CLASS_PROGRAMS_SIZE:
-                _CLASS_PROGRAMS.clear()
-            _CLASS_PROGRAMS[key] = found
+        return None, "none" if reused else "decided"
+    if key is not None:
+        if len(_CLASS_PROGRAMS) >= _CLASS_PROGRAMS_SIZE:
+            _CLASS_PROGRAMS.clear()
+        _CLASS_PROGRAMS[key] = found
+    return _generic(found, eq_key, facts, dtype, optimize, options, reused)
+
+
+def _first_look(key: Any) -> bool:
+    """Whether no call has looked the class of ``key`` up before (it is marked now)."""
+    if key in _LOOKED:
+        return False
+    if len(_LOOKED) >= _CLASS_PROGRAMS_SIZE:
+        _LOOKED.clear()
+    _LOOKED[key] = None
+    return True
+
+
+def _generic(
+    found: Found,
+    eq_key: Any,
+    facts: tuple[Any, ...],
+    dtype: np.dtype[Any] | None,
+    optimize: Any,
+    options: PlannerOptions,
+    reused: bool,
+) -> tuple[Entry | None, Level]:
+    """The shape-generic entry of these operands from their class's ``found`` program
+    (None where their sizes do not fit the equation), its bounds at their sizes."""
     program, plan, where, allocs, several, same = found
     for op, ax, op2, ax2 in same:
         if facts[3 * op][ax] != facts[3 * op2][ax2]:
-            return None, "known"  # the planned way binds the shapes and says what is wrong
+            return None, "none"  # the planned way binds the shapes and says what is wrong
     largest = peak = 0
     if allocs:
         sizes = [facts[3 * op][ax] for op, ax in where]

@@ -653,7 +653,8 @@ def _broadcast_lane(
     left: tuple[int, ...], right: tuple[int, ...], output: tuple[int, ...], bounds: _Bounds
 ) -> Lane:
     """A product that contracts nothing (every label is an output label): what the planner's
-    batch step runs, one pass writing a new C-ordered array in the output's order -- NumPy's
+    batch step runs, one pass writing a new array laid out as the plan lays it out (the
+    memory order of the operand of more axes, :func:`_laid_out`) -- NumPy's
     sum-of-products loop when a label is free (an outer product), else one broadcast
     ``numpy.multiply`` (a Hadamard product) -- for steps too small to be split across
     threads and within the memory limit.  The split is the planner's own test

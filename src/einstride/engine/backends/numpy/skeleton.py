@@ -50,6 +50,7 @@ __all__ = [
     "Decisions",
     "ReplayMismatch",
     "ShapeClass",
+    "broadcasts",
     "c_order_class",
     "dense_class",
     "rep_size",
@@ -164,6 +165,20 @@ def shape_class(
         rep_shapes.append(rep)
         rep_strides.append(_rep_strides(pattern, rep, dt.itemsize))
     return ShapeClass(tuple(patterns), tuple(rep_shapes), tuple(rep_strides))
+
+
+def broadcasts(facts: Sequence[Any]) -> bool:
+    """Whether an operand has a broadcast axis: a zero stride over more than one element
+    (``facts`` as :func:`.cache.facts_of`).
+
+    >>> broadcasts(((2, 3), (0, 8), "f8")), broadcasts(((1, 3), (0, 8), "f8"))
+    (True, False)
+    """
+    for k in range(1, len(facts), 3):
+        strides = facts[k]
+        if 0 in strides and any(s == 0 and n > 1 for n, s in zip(facts[k - 1], strides)):
+            return True
+    return False
 
 
 def c_order_class(facts: Sequence[Any]) -> tuple[Any, ...] | None:

@@ -56,7 +56,7 @@ _SEEN: dict[Any, None] = {}
 asks for its class (a repeated call pays one dictionary look)."""
 _LOOKED: dict[Any, None] = {}
 """The shape classes a call has looked up."""
-_SIZE = 4096
+_SEEN_MAX = 4096  # calls and classes remembered (then forgotten at once)
 
 
 def first_call(
@@ -98,7 +98,7 @@ def first_call(
 
 
 def _remember(seen: dict[Any, None], key: Any) -> None:
-    if len(seen) >= _SIZE:
+    if len(seen) >= _SEEN_MAX:
         seen.clear()
     seen[key] = None
 
