@@ -259,12 +259,10 @@ def _first_call_steps(
 ) -> tuple[list[Step], tuple[int, ...], int, int] | None:
     """The path's steps within :data:`FIRST_CALL_WORK` and NumPy's axes, else None."""
     path = given_path(optimize, len(spec.inputs)) or plan_path(spec, optimize)
-    if any(len(step) > 2 for step in path):
+    found = _pairwise_steps(spec, path, itemsize)
+    if found is None or found[4] > FIRST_CALL_WORK:
         return None
-    steps, output, largest, peak, work = products(spec, path, itemsize)
-    if work > FIRST_CALL_WORK or _too_many_axes(steps):
-        return None
-    return steps, output, largest, peak
+    return found[:4]
 
 
 def _whole_loop(spec: EinsumSpec, itemsize: int) -> tuple[Program, int, int] | None:
@@ -309,17 +307,25 @@ def _built(
 ) -> tuple[Program, int, int] | None:
     """``(run, largest, peak)`` of ``path``'s direct program, None for a path the direct
     way does not run (a step of more than two operands, or of more axes than NumPy's)."""
-    if any(len(step) > 2 for step in path):
+    found = _pairwise_steps(spec, path, itemsize)
+    if found is None:
         return None
-    steps, output, largest, peak, _ = products(spec, path, itemsize)
-    if _too_many_axes(steps):
-        return None
+    steps, output, largest, peak, _ = found
     return _runner(steps, output), largest, peak
 
 
-def _too_many_axes(steps: Sequence[Step]) -> bool:
-    """Whether a product has more axes than NumPy holds (the planner names that step)."""
-    return max((len(s.shape) for s in steps if isinstance(s, Product)), default=0) > MAX_RANK
+def _pairwise_steps(
+    spec: EinsumSpec, path: Sequence[Sequence[int]], itemsize: int
+) -> tuple[list[Step], tuple[int, ...], int, int, int] | None:
+    """:func:`products` of ``path``, or None where the direct way does not run it: a step
+    of more than two operands, or a product of more axes than NumPy holds (the planner
+    names that step)."""
+    if any(len(step) > 2 for step in path):
+        return None
+    found = products(spec, path, itemsize)
+    if max((len(s.shape) for s in found[0] if isinstance(s, Product)), default=0) > MAX_RANK:
+        return None
+    return found
 
 
 DIRECT_NOTE = (
