@@ -18,7 +18,7 @@ from einstride.engine.backends.numpy import direct
 from einstride.engine.backends.numpy.cache import clear_plan_cache, facts_of, hot_entry
 from einstride.engine.backends.numpy.generic import Entry
 from einstride.engine.backends.numpy.peak import plan_peak
-from einstride.engine.backends.numpy.plan import build_plan
+from einstride.engine.backends.numpy.plan import build_plan, class_decisions
 from einstride.engine.spec.equation import parse_equation
 
 
@@ -201,3 +201,53 @@ def test_a_tiny_problem_s_first_call_is_one_loop_without_a_path(
     big = [rng.standard_normal(s) for s in [(16, 16), (16, 16), (16, 17)]]  # 69,632
     assert direct.first_call_program("ab,bc,cd->ad", facts_of(big), None, "auto") is not None
     assert searched
+
+
+def test_a_tiny_problem_s_class_is_not_planned_by_its_new_shapes() -> None:
+    """At most LOOP_ELEMENTS combinations: each new shape of a class not planned yet runs
+    as one loop (planning the class costs 0.4-1 ms, the loop a few µs); a repeated shape
+    still builds its plan (the warm path)."""
+    clear_plan_cache()
+    rng = np.random.default_rng(2)
+    equation = "fab,baf->b"
+    shapes = [(12, 4, 5), (13, 4, 5), (14, 5, 4), (15, 5, 5)]  # one class: 960-1,500 combos
+    misses = class_decisions.cache_info().misses
+    for f, a, b in shapes:
+        ops = [rng.standard_normal((f, a, b)), rng.standard_normal((b, a, f))]
+        start = _counts()
+        np.testing.assert_allclose(es.einsum(equation, *ops), np.einsum(equation, *ops))
+        assert tuple(y - x for x, y in zip(start, _counts())) == (1, 0)
+    assert class_decisions.cache_info().misses == misses  # the class never planned
+    np.testing.assert_allclose(es.einsum(equation, *ops), np.einsum(equation, *ops))
+    assert hot_entry(equation, facts_of(ops), "auto").planned  # its second call
+
+
+@pytest.mark.parametrize(
+    ("dtype", "rows", "one_loop"),
+    [("float64", 40, True), ("float64", 43, False), ("float32", 85, True),
+     ("complex128", 20, True), ("complex128", 22, False)],
+)  # fmt: skip
+def test_a_small_first_call_is_one_loop_by_its_bytes(
+    dtype: str, rows: int, one_loop: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A class's first call loops once where combinations x operands x item size <=
+    FIRST_LOOP_BYTES (three float64 operands: 43,690 combinations; here rows x 1,024); its
+    next look plans the class, its work being over LOOP_ELEMENTS."""
+    searched: list[int] = []
+    real = direct.plan_path
+    monkeypatch.setattr(direct, "plan_path", lambda *a: searched.append(1) or real(*a))
+    clear_plan_cache()
+    rng = np.random.default_rng(3)
+    ops = [rng.standard_normal(s).astype(dtype) for s in [(rows, 8), (8, 16), (16, 8)]]
+    assert (rows * 1024 * 3 * ops[0].itemsize <= direct.FIRST_LOOP_BYTES) == one_loop
+    start = _counts()
+    tolerance = 1e-4 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(es.einsum("ab,bc,cd->ad", *ops),
+                               np.einsum("ab,bc,cd->ad", *ops), rtol=tolerance)  # fmt: skip
+    assert _counts()[0] == start[0] + 1
+    assert bool(searched) != one_loop
+    other = [rng.standard_normal((rows + 1, 8)).astype(dtype), *ops[1:]]  # the same class
+    start, misses = _counts(), class_decisions.cache_info().misses
+    es.einsum("ab,bc,cd->ad", *other)
+    assert _counts() == start  # the look that planned the class (neither count)
+    assert class_decisions.cache_info().misses == misses + 1

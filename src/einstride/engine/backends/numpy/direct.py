@@ -17,8 +17,9 @@ seconds also pay for longer searches of it (:class:`LongerSearch`).
 Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
 ``out=``, pairwise steps.  So is the first call of a shape class of fewer operands
-(:func:`first_call_entry`: its products within :data:`FIRST_CALL_WORK`, a tiny problem as
-one ``numpy.einsum`` loop), whose class the next call plans; the torch backend runs the
+(:func:`first_call_entry`: its products within :data:`FIRST_CALL_WORK`, a small problem as
+one ``numpy.einsum`` loop), whose class the next call plans (unless that call is tiny: one
+loop again, :data:`LOOP_ELEMENTS`); the torch backend runs the
 same steps with torch operations (:func:`first_call_steps`).  The peak bytes (for the
 memory guard) count every intermediate alive at once and every copy a step may make, so
 they bound the direct run's.
@@ -75,6 +76,7 @@ __all__ = [
     "DIRECT_NOTE",
     "FIRST_CALL_NOTE",
     "FIRST_CALL_WORK",
+    "FIRST_LOOP_BYTES",
     "LOOP_ELEMENTS",
     "LOOP_MIN_RUN",
     "PLANNING_S_PER_STEP",
@@ -143,6 +145,15 @@ LOOP_ELEMENTS = 4096
 # elements or more (measured, 2**20 elements, float64: runs of 2 and 3 1.3-1.4x a matmul's
 # time, of 4 1.0x, of 8 and more 0.35-0.75x)
 LOOP_MIN_RUN = 4
+FIRST_LOOP_BYTES = 2**20
+"""A class's first call runs as one ``numpy.einsum`` loop over every operand where its index
+combinations times its operands times the item size are at most this (65,536 combinations
+of two float64 operands, 26,214 of five): the loop then costs less than the path's steps
+(their search and layouts, 25-60 µs of Python a step, and their calls).  Measured, first
+calls on random equations, loop against steps: two to four float64 operands 0.38-0.98x up
+to 65,536 combinations (two operands past that 0.78-1.16x), five 0.35-0.71x up to 16,384
+(a ring of five matrices, 1.3-1.5x at 65,536: its steps are small products); two float32
+operands 0.71-1.04x up to 131,072; two complex128 0.93-1.04x up to 65,536."""
 MAX_RANK = MAX_NDARRAY_RANK  # NumPy's most dimensions (32 before NumPy 2)
 
 
@@ -174,6 +185,7 @@ def first_call_entry(
     optimize: Any,
     options: PlannerOptions,
     ran: Callable[[], None] | None = None,
+    loop_only: bool = False,
 ) -> Entry | None:
     """The entry of the first call of a shape class of fewer operands than a network: its
     path run directly once, or one loop over every operand for a tiny problem (a class's
@@ -182,7 +194,9 @@ def first_call_entry(
     called when the direct way has run).  None where the
     direct way does not run the call exactly, NumPy's one loop is asked for
     (``optimize=False``), floating-point errors raise, or the work is over
-    :data:`FIRST_CALL_WORK`.
+    :data:`FIRST_CALL_WORK`; with ``loop_only`` (a later look of a class not planned
+    yet), None unless the problem is tiny: its one loop costs less than planning the
+    class would, at every new shape.
 
     >>> ops = [np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))]
     >>> from einstride.engine.backends.numpy.options import DEFAULT
@@ -195,7 +209,7 @@ def first_call_entry(
     """
     if _errors_raise():
         return None
-    found = first_call_program(eq_key, facts, dtype, optimize)
+    found = first_call_program(eq_key, facts, dtype, optimize, loop_only)
     if found is None:
         return None
     make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, None)
@@ -221,19 +235,21 @@ def _may_be_first_call(facts: tuple[Any, ...], optimize: Any) -> bool:
 
 
 def first_call_program(
-    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, loop_only: bool = False
 ) -> tuple[Program, int, int] | None:
     """``(run, largest, peak)`` of the direct way of a first call of two operands or more
-    (:func:`first_call_entry`), or None."""
+    (:func:`first_call_entry`; ``loop_only``: only one loop over every operand), or None."""
     network = _first_call_network(eq_key, facts, dtype, optimize)
     if network is None:
         return None
     spec, itemsize = network
     if given_path(optimize, len(spec.inputs)) is None:
-        whole = _whole_loop(spec, itemsize)
+        whole = _whole_loop(spec, itemsize, LOOP_ELEMENTS if loop_only else None)
         if whole is not None:
             check_optimize(optimize)  # (no path searched: a bad value is still an error)
             return whole
+    if loop_only:
+        return None
     found = _first_call_steps(spec, itemsize, optimize)
     return None if found is None else (_runner(found[0], found[1]), found[2], found[3])
 
@@ -265,12 +281,17 @@ def _first_call_steps(
     return found[:4]
 
 
-def _whole_loop(spec: EinsumSpec, itemsize: int) -> tuple[Program, int, int] | None:
-    """One ``numpy.einsum`` loop over all the operands where it has at most
-    :data:`LOOP_ELEMENTS` index combinations (no path searched, no product built: as fast
-    as any product's own loop there, and what a plan of so small a problem fuses to),
-    else None."""
-    if math.prod(spec.sizes) > LOOP_ELEMENTS:
+def _whole_loop(
+    spec: EinsumSpec, itemsize: int, most: int | None = None
+) -> tuple[Program, int, int] | None:
+    """One ``numpy.einsum`` loop over all the operands where it has at most ``most`` index
+    combinations (by default those of :data:`FIRST_LOOP_BYTES`: no path searched, no
+    product built; :data:`LOOP_ELEMENTS` where the loop stands in for a plan: as fast as
+    a product's own loop there, and what a plan of so small a problem fuses to), else
+    None."""
+    if most is None:
+        most = FIRST_LOOP_BYTES // (itemsize * len(spec.inputs))
+    if math.prod(spec.sizes) > most:
         return None
     letters = numpy_equation(spec.inputs, spec.output)
     if letters is None:
@@ -338,9 +359,10 @@ DIRECT_NOTE = (
 FIRST_CALL_NOTE = (
     "first call: the first call of a shape class that no call has looked up (explain's "
     "own look counts; with a finder asked at the real sizes, of every new shape) runs its "
-    "path directly, each product as tensordot does it (a tiny problem: one numpy.einsum "
-    "loop; no plan; its result C-ordered, its sums maybe rounded otherwise); the plan "
-    "below runs from the next call on"
+    "path directly, each product as tensordot does it (a small problem: one numpy.einsum "
+    "loop, as is each new shape of a tiny problem's class not planned yet; no plan; its "
+    "result C-ordered, its sums maybe rounded otherwise); the plan below runs from the "
+    "next call on"
 )
 
 

@@ -375,18 +375,21 @@ def generic_entry(
     dtype: np.dtype[Any] | None,
     optimize: Any,
     options: PlannerOptions,
-    first_call: Callable[[], Entry | None] | None = None,
+    first_call: Callable[[bool], Entry | None] | None = None,
 ) -> tuple[Entry | None, Level]:
     """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
     class's size-free program (None without one), and what answered.  (A first call on a
     new shape: kept to a few dictionary looks.)  Where no call has looked the class up
     before (or its path is searched at each shape's real sizes: every new shape is a first
-    call), ``first_call`` gives the entry if it can (the path run directly: the class's
-    next look plans it); it is not asked for NumPy's one loop (``optimize=False``)."""
+    call), ``first_call(False)`` gives the entry if it can (the path run directly: the
+    class's next look plans it); at a later look of a class not planned yet,
+    ``first_call(True)`` gives it only for a tiny problem (one loop over every operand,
+    cheaper than planning the class: a class of tiny problems is planned only by a
+    repeated shape's plan).  It is not asked for NumPy's one loop (``optimize=False``)."""
     if unoptimized(optimize):
         return None, "none"
     if not path_fits_any_size(optimize, len(facts) // 3):
-        direct = None if first_call is None else first_call()
+        direct = None if first_call is None else first_call(False)
         return direct, "none" if direct is None else "direct"
     opt_key = optimize if type(optimize) is str else optimize_key(optimize)
     if opt_key is None:
@@ -398,8 +401,8 @@ def generic_entry(
     found = None if key is None else _CLASS_PROGRAMS.get(key)
     if found is not None:
         return _generic(found, eq_key, facts, dtype, optimize, options, True)
-    if first_call is not None and key is not None and _first_look(key):
-        direct = first_call()
+    if first_call is not None and key is not None:
+        direct = first_call(not _first_look(key))
         if direct is not None:
             return direct, "direct"
     misses = class_decisions.cache_info().misses
