@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.backends.numpy import direct
+from einstride.engine.backends.torch import backend as torch_backend
 from einstride.engine.backends.torch import first
 from einstride.engine.backends.torch import plan as torch_plan
 from einstride.engine.backends.torch.lanes import lane_for
+from einstride.engine.backends.torch.operands import facts_of
 
 DTYPES = [torch.float64, torch.float32, torch.complex128]
 
@@ -56,18 +58,21 @@ def test_a_first_call_gives_torch_s_values_and_caches_nothing(
     es.clear_plan_cache()
     want = torch.einsum(equation, *[x.to(torch.complex128) for x in ops])
     tolerance = 1e-4 if ops[0].dtype == torch.float32 else 1e-10
-    with mock.patch.object(first, "_run", wraps=first._run) as run:
+    answers: list[object] = []
+    with mock.patch.object(torch_backend, "first_call",
+                           lambda *a: answers.append(first.first_call(*a)) or answers[-1]):  # fmt: skip
         got = es.einsum(equation, *ops)
-    ran_directly = run.call_count == 1
-    event(f"ran directly: {ran_directly}")
+    ran_directly = any(answer is not None for answer in answers)
+    tiny = direct.tiny_equation(equation, first._numpy_facts(facts_of(ops))) is not None
+    event(f"ran directly: {ran_directly}" + (" (tiny: one torch.einsum)" if tiny else ""))
     if ran_directly:
         assert _planned() == 0
     assert got.dtype == ops[0].dtype and got.shape == want.shape
     torch.testing.assert_close(got.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
-    again = es.einsum(equation, *ops)  # the class's next call: planned
+    again = es.einsum(equation, *ops)  # the same call again: planned
     torch.testing.assert_close(again.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
     if ran_directly:
-        assert lane_for(equation) is None and _planned() == 1
+        assert (lane_for(equation) is None or tiny) and _planned() == 1
 
 
 def test_a_class_runs_directly_once_and_a_graph_is_planned() -> None:
@@ -115,3 +120,26 @@ def test_other_dtypes_are_planned(dtype: torch.dtype) -> None:
              torch.ones(5, 2, dtype=dtype)]  # fmt: skip
     assert es.einsum("ab,bc,cd->ad", *chain).tolist() == [[20, 20]] * 3
     assert _planned() == 1
+
+
+def test_a_tiny_problem_runs_as_one_torch_einsum_at_each_new_shape() -> None:
+    """At most LOOP_ELEMENTS combinations: each new shape of a class not planned yet runs
+    as one torch.einsum (planning the class costs more), an equation with a lane too
+    where the lane declines the call (``fab,baf->b``: its labels merge only copied); the
+    same call again is planned."""
+    es.clear_plan_cache()
+    gen = torch.Generator().manual_seed(4)
+    for equation in ("ab,bc,cd->ad", "fab,baf->b"):
+        terms = equation.split("->")[0].split(",")
+        for step in range(4):  # one shape class (a of 8-11): at most 11 * 5**3 combinations
+            sizes = dict(zip("abcdf", (8 + step, 5, 4, 5, 4)))
+            ops = [torch.randn([sizes[x] for x in t], generator=gen, dtype=torch.float64)
+                   for t in terms]  # fmt: skip
+            with mock.patch.object(first, "_run") as run:
+                got = es.einsum(equation, *ops)
+            assert run.call_count == 0 and _planned() == 0
+            torch.testing.assert_close(got, torch.einsum(equation, *ops))
+        es.einsum(equation, *ops)
+        assert _planned() == 1
+        es.clear_plan_cache()
+    assert lane_for("fab,baf->b") is not None

@@ -92,6 +92,7 @@ __all__ = [
     "first_call_program",
     "first_call_steps",
     "products",
+    "tiny_equation",
     "with_direct_note",
 ]
 
@@ -262,6 +263,27 @@ def first_call_steps(
     backend runs them with its own operations: the torch backend's first calls)."""
     network = _first_call_network(eq_key, facts, dtype, optimize)
     return None if network is None else _first_call_steps(*network, optimize)
+
+
+def tiny_equation(eq_key: Any, facts: tuple[Any, ...], most: int = LOOP_ELEMENTS) -> str | None:
+    """The letters of one loop over every operand (``numpy.einsum``'s, ``torch.einsum``'s)
+    for a call of two operands or more that the direct way runs exactly and that loops over
+    at most ``most`` index combinations in all (and :data:`FIRST_CALL_WORK`: none where
+    first calls are planned), else None: where its class is
+    not planned yet, planning it (0.4-1 ms) costs more than running each new shape so (the
+    torch backend's first calls ask it; :func:`first_call_entry`'s ``loop_only`` is
+    NumPy's).
+
+    >>> f8 = np.dtype(np.float64)
+    >>> tiny_equation("xy,yz->xz", ((4, 5), (40, 8), f8, (5, 6), (48, 8), f8))
+    'ab,bc->ac'
+    >>> tiny_equation("xy,yz->xz", ((40, 50), (400, 8), f8, (50, 6), (48, 8), f8)) is None
+    True
+    """
+    network = _network(eq_key, facts, None, least=2)
+    if network is None or math.prod(network[0].sizes) > min(most, FIRST_CALL_WORK):
+        return None
+    return numpy_equation(network[0].inputs, network[0].output)
 
 
 def _first_call_network(

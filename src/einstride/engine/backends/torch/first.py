@@ -8,11 +8,15 @@ but ``optimize=`` and ``memory_limit=``) whose class no call has looked up runs 
 of :func:`..numpy.direct.first_call_steps` (each product as ``tensordot`` does it: sums,
 a permute, a reshape and one ``torch.matmul``, or one ``torch.einsum`` of the pair for a
 small or elementwise product) and caches nothing; the class's next call plans it as
-before.  With a finder asked at the real sizes every new shape is a first call.  A call
-that needs a graph (an operand requires grad) is planned: its backward is einstride's; so
-is an equation that has a lane (:mod:`.lanes`: past its bound the lane runs its class's
-plan, and the call runs what the lane runs).  The direct way sums in its own order: a
-class's first call may round otherwise than the plan (and than the same call with a graph).
+before.  A tiny problem (:func:`..numpy.direct.tiny_equation`) runs as one
+``torch.einsum`` at each new shape of a class not planned yet (planning costs more).  With
+a finder asked at the real sizes every new shape is a first call.  A call that needs a
+graph (an operand requires grad) is planned: its backward is einstride's; so is an
+equation that has a lane (:mod:`.lanes`: past its bound the lane runs its class's plan,
+and the call runs what the lane runs), unless the call is tiny and within the lane's bound
+(the lane declined it without a plan).  The direct way sums in its own order: a class's
+first call may round otherwise than the plan (and than the same call with a graph), and
+its result may be a permuted view (as torch.einsum's).
 
 >>> import torch
 >>> ops = [torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64),
@@ -27,18 +31,19 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from ...spec.paths import optimize_key, path_fits_any_size
+from ...spec.paths import check_optimize, optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
-from ..numpy.direct import LoopProduct, Step, first_call_steps
+from ..numpy.direct import LOOP_ELEMENTS, LoopProduct, Step, first_call_steps, tiny_equation
 from ..numpy.skeleton import c_order_class, dense_class
 from .guard import limit_for
-from .lanes import lane_for
+from .lanes import lane_bound, lane_for
 from .operands import Facts, byte_strides
 
 __all__ = ["clear_first_calls", "first_call"]
@@ -77,17 +82,30 @@ def first_call(
     except TypeError:  # (an optimize= list: a path given, planned)
         return None
     _remember(_SEEN, seen)
-    if type(key) is str and lane_for(key) is not None:
-        return None  # (its lane, past its bound, runs its class's plan: so does its call)
     numpy_facts = _numpy_facts(facts)
     if numpy_facts is None:
+        return None
+    # an equation's lane, past its bound, runs its class's plan: so does its call (within
+    # the bound the lane declined it, planning nothing: a tiny call runs directly)
+    laned = type(key) is str and lane_for(key) is not None
+    tiny = tiny_equation(key, numpy_facts, min(LOOP_ELEMENTS, lane_bound()) if laned else
+                         LOOP_ELEMENTS)  # fmt: skip
+    if tiny is None and laned:
         return None
     if path_fits_any_size(optimize, len(operands)):  # else every new shape is a first call
         reps = c_order_class(numpy_facts) or dense_class(numpy_facts)
         looked = None if reps is None else (key, reps, optimize_key(optimize))
-        if looked is None or looked in _LOOKED:
+        if looked is None:
             return None
-        _remember(_LOOKED, looked)
+        if looked not in _LOOKED:
+            _remember(_LOOKED, looked)
+        elif tiny is None:
+            return None  # (a tiny problem's new shapes run directly: planning costs more)
+    if tiny is not None:
+        check_optimize(optimize)  # (no path searched: a bad value is still an error)
+        if _nbytes(numpy_facts, tiny) > limit_for(device, memory_limit):
+            return None
+        return torch.einsum(tiny, *operands)
     found = first_call_steps(key, numpy_facts, None, optimize)
     if found is None:
         return None
@@ -95,6 +113,16 @@ def first_call(
     if peak > limit_for(device, memory_limit):
         return None
     return _run(steps, output, operands)
+
+
+def _nbytes(facts: tuple[Any, ...], letters: str) -> int:
+    """The bytes of the result of ``letters`` over operands of these (NumPy) facts."""
+    terms, output = letters.split("->")
+    size: dict[str, int] = {}
+    for term, shape in zip(terms.split(","), facts[0::3]):
+        size.update(zip(term, shape))
+    itemsize: int = facts[2].itemsize
+    return math.prod(size[x] for x in output) * itemsize
 
 
 def _remember(seen: dict[Any, None], key: Any) -> None:

@@ -62,12 +62,12 @@ from ...spec.matmul import (
     merged_shapes,
 )
 from ..numpy.cache import CLEAR_HOOKS
-from ..numpy.options import DEFAULT, OPTIONS_HOOKS
+from ..numpy.options import DEFAULT, OPTIONS_HOOKS, PlannerOptions
 from .execute import matmul
 from .guard import CPU, limit_for
 from .plan import OneProduct, one_product_plan, pair_class
 
-__all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_for", "lane_report"]
+__all__ = ["TorchLane", "clear_lanes", "lane_answers", "lane_bound", "lane_for", "lane_report"]
 
 TorchLane = Callable[..., Any]
 """``lane(operands, dry=False)``: the product, or None (then the planned way runs);
@@ -102,6 +102,15 @@ def clear_lanes() -> None:
     _answered_before = _count()
 
 
+def lane_bound(options: PlannerOptions | None = None, limit: int | None = None) -> int:
+    """The index combinations within which a lane runs a product without asking a plan:
+    the options' ``lane_max_combos`` (the default options'), and where the result and both
+    operands (torch.matmul may copy them) fit the memory limit (the limit of the moment)."""
+    options = DEFAULT.options if options is None else options
+    limit = _memory.LIMIT if limit is None else limit
+    return min(options.lane_max_combos, limit // (3 * _ITEM_BYTES))
+
+
 def lane_for(subscripts: str) -> TorchLane | None:
     """The equation's lane (cached), None when it has none; compiled with the default
     options' bound and the memory limit of the moment (changing either forgets it).  An
@@ -111,8 +120,7 @@ def lane_for(subscripts: str) -> TorchLane | None:
     except KeyError:
         pass
     options, limit = DEFAULT.options, _memory.LIMIT
-    # within the bound the result and both operands (torch.matmul may copy them) fit
-    lane = _compile(subscripts, min(options.lane_max_combos, limit // (3 * _ITEM_BYTES)))
+    lane = _compile(subscripts, lane_bound(options, limit))
     if len(_LANES) >= _CACHE_SIZE:
         _LANES.clear()
     if DEFAULT.options is options and limit == _memory.LIMIT:  # else: changed meanwhile
