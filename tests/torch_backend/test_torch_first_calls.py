@@ -13,8 +13,10 @@ import pytest
 import torch
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 
 import einstride as es
+from einstride import EinsumError
 from einstride.engine.backends.numpy import direct
 from einstride.engine.backends.torch import backend as torch_backend
 from einstride.engine.backends.torch import first
@@ -123,10 +125,10 @@ def test_other_dtypes_are_planned(dtype: torch.dtype) -> None:
 
 
 def test_a_tiny_problem_runs_as_one_torch_einsum_at_each_new_shape() -> None:
-    """At most LOOP_ELEMENTS combinations: each new shape of a class not planned yet runs
-    as one torch.einsum (planning the class costs more), an equation with a lane too
-    where the lane declines the call (``fab,baf->b``: its labels merge only copied); the
-    same call again is planned."""
+    """At most LOOP_ELEMENTS combinations: each new shape of a class runs directly
+    (planning the class costs more), two operands as one torch.einsum, an equation with a
+    lane too where the lane declines the call (``fab,baf->b``: its labels merge only
+    copied), three as the steps; the same call again is planned."""
     es.clear_plan_cache()
     gen = torch.Generator().manual_seed(4)
     for equation in ("ab,bc,cd->ad", "fab,baf->b"):
@@ -135,11 +137,52 @@ def test_a_tiny_problem_runs_as_one_torch_einsum_at_each_new_shape() -> None:
             sizes = dict(zip("abcdf", (8 + step, 5, 4, 5, 4)))
             ops = [torch.randn([sizes[x] for x in t], generator=gen, dtype=torch.float64)
                    for t in terms]  # fmt: skip
-            with mock.patch.object(first, "_run") as run:
+            with mock.patch.object(first, "_run", wraps=first._run) as run:
                 got = es.einsum(equation, *ops)
-            assert run.call_count == 0 and _planned() == 0
+            assert run.call_count == (len(ops) > 2) and _planned() == 0
             torch.testing.assert_close(got, torch.einsum(equation, *ops))
         es.einsum(equation, *ops)
         assert _planned() == 1
         es.clear_plan_cache()
     assert lane_for("fab,baf->b") is not None
+
+
+def test_a_tiny_call_keeps_the_limit_the_path_and_the_optimizer() -> None:
+    """The one torch.einsum only where what it may allocate fits the limit (else as before:
+    the steps' peak, or the plan's, decides), ``optimize=`` a finder's name (a path given is
+    checked, an optimizer object called), and two operands (a ring of more runs its steps:
+    torch.einsum's own path search costs more); a review found all three."""
+    gen = torch.Generator().manual_seed(0)
+    chain = [
+        torch.randn(s, generator=gen, dtype=torch.float64) for s in [(2, 30), (30, 30), (30, 2)]
+    ]
+    pair = [torch.randn(s, generator=gen, dtype=torch.float64) for s in [(12, 4, 5), (5, 4, 12)]]
+    for equation, ops, limit in (("ab,bc,cd->ad", chain, 200), ("fab,baf->b", pair, 40)):
+        es.clear_plan_cache()
+        for _ in range(2):  # the first call and the planned one alike
+            with pytest.raises(EinsumError, match="limit"):
+                es.einsum(equation, *ops, memory_limit=limit)
+    for path in (("einsum_path", (0, 5)), ((0, 5),), ()):
+        es.clear_plan_cache()
+        with pytest.raises(EinsumError):
+            es.einsum("ab,bc,cd->ad", *chain, optimize=path)
+
+    class Optimizer(oe_paths.PathOptimizer):  # type: ignore[misc]
+        calls = 0
+
+        def __call__(self, inputs: Any, output: Any, sizes: Any, memory_limit: Any = None) -> Any:
+            Optimizer.calls += 1
+            return [(0, 1), (0, 1)]
+
+    es.clear_plan_cache()
+    small = [x[:, :4] if x.shape[0] == 2 else x[:4, :4] for x in chain]  # 2 x 4 x 4 x 2
+    torch.testing.assert_close(es.einsum("ab,bc,cd->ad", *small, optimize=Optimizer()),
+                               torch.einsum("ab,bc,cd->ad", *small))  # fmt: skip
+    assert Optimizer.calls >= 1
+    ring = [torch.randn(2, 3, generator=gen, dtype=torch.float64) for _ in range(4)]
+    ring = [ring[0], ring[1].T, ring[2], ring[3].T]  # ab,bc,cd,da of 2 x 3 x 2 x 3
+    es.clear_plan_cache()
+    with mock.patch.object(first, "_run", wraps=first._run) as run:
+        got = es.einsum("ab,bc,cd,da->", *ring)
+    assert run.call_count == 1 and _planned() == 0
+    torch.testing.assert_close(got, torch.einsum("ab,bc,cd,da->", *ring))

@@ -146,15 +146,18 @@ LOOP_ELEMENTS = 4096
 # elements or more (measured, 2**20 elements, float64: runs of 2 and 3 1.3-1.4x a matmul's
 # time, of 4 1.0x, of 8 and more 0.35-0.75x)
 LOOP_MIN_RUN = 4
-FIRST_LOOP_BYTES = 2**20
+FIRST_LOOP_BYTES = 2**21
 """A class's first call runs as one ``numpy.einsum`` loop over every operand where its index
-combinations times its operands times the item size are at most this (65,536 combinations
-of two float64 operands, 26,214 of five): the loop then costs less than the path's steps
-(their search and layouts, 25-60 µs of Python a step, and their calls).  Measured, first
-calls on random equations, loop against steps: two to four float64 operands 0.38-0.98x up
-to 65,536 combinations (two operands past that 0.78-1.16x), five 0.35-0.71x up to 16,384
-(a ring of five matrices, 1.3-1.5x at 65,536: its steps are small products); two float32
-operands 0.71-1.04x up to 131,072; two complex128 0.93-1.04x up to 65,536."""
+combinations times the square of its operand count times its item size are at most this
+(65,536 combinations of two float64 operands, 29,127 of three, 16,384 of four, 10,485 of
+five; never fewer than :data:`LOOP_ELEMENTS`): the loop then costs less than the path's
+steps (their search and layouts, 25-60 µs of Python a step, and their calls), and the
+loop's cost per combination grows with its operands.  Measured, first calls, loop against
+steps: random equations of two float64 operands 0.5-0.93x at 16k-65k combinations (past
+it 0.78-1.16x), of three 0.43-0.98x at 16k-65k, of four 0.64-1.02x; chains and rings
+of matrices, at 16k-32k combinations: three 0.51x, four 0.71x and 0.86x, five (a ring)
+1.19x (0.76x at 8k-16k); two float32 operands 0.71-1.04x at 65k-131k, two complex128
+0.93-1.04x at 16k-65k."""
 MAX_RANK = MAX_NDARRAY_RANK  # NumPy's most dimensions (32 before NumPy 2)
 
 
@@ -312,7 +315,7 @@ def _whole_loop(
     a product's own loop there, and what a plan of so small a problem fuses to), else
     None."""
     if most is None:
-        most = FIRST_LOOP_BYTES // (itemsize * len(spec.inputs))
+        most = max(LOOP_ELEMENTS, FIRST_LOOP_BYTES // (itemsize * len(spec.inputs) ** 2))
     if math.prod(spec.sizes) > most:
         return None
     letters = numpy_equation(spec.inputs, spec.output)

@@ -8,15 +8,17 @@ but ``optimize=`` and ``memory_limit=``) whose class no call has looked up runs 
 of :func:`..numpy.direct.first_call_steps` (each product as ``tensordot`` does it: sums,
 a permute, a reshape and one ``torch.matmul``, or one ``torch.einsum`` of the pair for a
 small or elementwise product) and caches nothing; the class's next call plans it as
-before.  A tiny problem (:func:`..numpy.direct.tiny_equation`) runs as one
-``torch.einsum`` at each new shape of a class not planned yet (planning costs more).  With
-a finder asked at the real sizes every new shape is a first call.  A call that needs a
-graph (an operand requires grad) is planned: its backward is einstride's; so is an
-equation that has a lane (:mod:`.lanes`: past its bound the lane runs its class's plan,
-and the call runs what the lane runs), unless the call is tiny and within the lane's bound
-(the lane declined it without a plan).  The direct way sums in its own order: a class's
-first call may round otherwise than the plan (and than the same call with a graph), and
-its result may be a permuted view (as torch.einsum's).
+before.  A tiny problem (:func:`..numpy.direct.tiny_equation`) runs so at every shape
+not seen before, its class planned or not (planning costs more than it saves there): two
+operands as one ``torch.einsum`` (:func:`_one_einsum`), more as the steps.  With a finder
+asked at the real sizes every new shape is a first call.  A call that needs a graph (an
+operand requires grad) is planned: its backward is einstride's; so is an equation that has
+a lane (:mod:`.lanes`: past its bound the lane runs its class's plan, and the call runs
+what the lane runs), unless the call is tiny and within the lane's bound (under
+``optimize="auto"`` the lane declined it without a plan; under another ``optimize=`` no
+lane runs, and the result's layout may differ from the lane's).  The direct way sums in
+its own order: a class's first call may round otherwise than the plan (and than the same
+call with a graph), and its result may be a permuted view (as torch.einsum's).
 
 >>> import torch
 >>> ops = [torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64),
@@ -38,7 +40,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ...spec.paths import check_optimize, optimize_key, path_fits_any_size
+from ...spec.paths import check_optimize, given_path, optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.direct import LOOP_ELEMENTS, LoopProduct, Step, first_call_steps, tiny_equation
 from ..numpy.skeleton import c_order_class, dense_class
@@ -74,7 +76,8 @@ def first_call(
 ) -> torch.Tensor | None:
     """The result of ``operands`` (plain tensors on ``device`` that need no graph, their
     :func:`.operands.facts_of` ``facts``) when this is the first call of their shape class
-    and the direct way runs it within the memory limit; else None (the planned way)."""
+    (or a tiny problem's shape not seen before) and the direct way runs it within the
+    memory limit; else None (the planned way)."""
     try:
         seen = (key, facts, optimize)
         if seen in _SEEN:
@@ -101,11 +104,10 @@ def first_call(
             _remember(_LOOKED, looked)
         elif tiny is None:
             return None  # (a tiny problem's new shapes run directly: planning costs more)
-    if tiny is not None:
-        check_optimize(optimize)  # (no path searched: a bad value is still an error)
-        if _nbytes(numpy_facts, tiny) > limit_for(device, memory_limit):
-            return None
+    if tiny is not None and _one_einsum(tiny, numpy_facts, optimize, device, memory_limit):
         return torch.einsum(tiny, *operands)
+    if laned:
+        return None  # (planned, as its lane's calls past the bound are)
     found = first_call_steps(key, numpy_facts, None, optimize)
     if found is None:
         return None
@@ -115,14 +117,26 @@ def first_call(
     return _run(steps, output, operands)
 
 
-def _nbytes(facts: tuple[Any, ...], letters: str) -> int:
-    """The bytes of the result of ``letters`` over operands of these (NumPy) facts."""
+def _one_einsum(
+    letters: str, facts: tuple[Any, ...], optimize: Any, device: torch.device, limit: int | None
+) -> bool:
+    """Whether a tiny call (``letters``, its NumPy ``facts``) runs as one ``torch.einsum``:
+    two operands (past two torch.einsum searches an opt_einsum path, 2-5x the steps' time
+    on a ring of tiny matrices), ``optimize=`` a finder's name (an explicit path or an
+    optimizer object is followed by the steps: :func:`first_call_steps`), and what
+    torch.einsum may allocate within the memory limit: the result and two copies of each
+    operand (a sum, a permuted copy for its bmm)."""
+    if len(facts) != 6 or optimize_key(optimize) is None or given_path(optimize, 2) is not None:
+        return False
+    check_optimize(optimize)  # (no path searched: a bad value is still an error)
     terms, output = letters.split("->")
     size: dict[str, int] = {}
     for term, shape in zip(terms.split(","), facts[0::3]):
         size.update(zip(term, shape))
+    copies = 2 * sum(math.prod(shape) for shape in facts[0::3])
     itemsize: int = facts[2].itemsize
-    return math.prod(size[x] for x in output) * itemsize
+    nbytes = (math.prod(size[x] for x in output) + copies) * itemsize
+    return bool(nbytes <= limit_for(device, limit))
 
 
 def _remember(seen: dict[Any, None], key: Any) -> None:
