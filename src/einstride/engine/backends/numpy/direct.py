@@ -382,8 +382,8 @@ DIRECT_NOTE = (
 
 
 FIRST_CALL_NOTE = (
-    "first call: the first call of a shape class that no call has looked up (explain's "
-    "own look counts; with a finder asked at the real sizes, of every new shape) runs its "
+    "first call: the first two calls of a shape class (explain's own look counts; with "
+    "a finder asked at the real sizes, every new shape's first call) run their "
     "path directly, each product as tensordot does it (a small problem: one numpy.einsum "
     "loop, as is each new shape of a tiny problem's class not planned yet; no plan; its "
     "result C-ordered, its sums maybe rounded otherwise); the plan below runs from the "
@@ -417,7 +417,7 @@ def with_direct_note(
     >>> three = with_direct_note("head\\nrest", "ab,bc,cd->ad", facts[:9], None, "auto", 2**30)
     >>> print(three[:50])
     head
-      first call: the first call of a shape class
+      first call: the first two calls of a shape
     """
     note = DIRECT_NOTE
     found: tuple[Any, ...] | None = direct_program(eq_key, facts, dtype, optimize)

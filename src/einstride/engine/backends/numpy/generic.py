@@ -36,6 +36,7 @@ from .skeleton import ShapeClass, c_order_class, dense_class, shape_class
 from .steps import Plan
 
 __all__ = [
+    "DIRECT_LOOKS",
     "PROMOTE_AT",
     "Entry",
     "LazyPlan",
@@ -359,9 +360,18 @@ operands) or :func:`.skeleton.dense_class` (also each operand's pattern), withou
 the equation or building the :class:`.skeleton.ShapeClass` (measured on strided views:
 46 -> 22 µs)."""
 _CLASS_PROGRAMS_SIZE = 1024
-_LOOKED: dict[Any, None] = {}
-"""The keys of :data:`_CLASS_PROGRAMS` that a call has looked up (in order, as a set): a
-class's first call may run without planning it (:func:`generic_entry`'s ``first_call``)."""
+_LOOKED: dict[Any, int] = {}
+"""The keys of :data:`_CLASS_PROGRAMS` that calls have looked up, and how many times: a
+class's first :data:`DIRECT_LOOKS` calls may run without planning it
+(:func:`generic_entry`'s ``first_call``)."""
+DIRECT_LOOKS = 2
+"""The looks of a class that run directly (where the direct way runs them) before the next
+plans the class: a user whose every size varies meets most classes once or twice (measured,
+1,200 distinct random shapes, every label 2-24, mean a call: `ab,bc,cd->ad` 180-186 ->
+120-124 us with two looks (101 with three); the ring `ab,bc,cd,de,ea->` 276-289 ->
+205-216 (185)), while the cold benchmark's growing label meets each class 3-16 times, whose
+median stays the class program's with two (the tiny chain's 18.3 -> 19.8 us, einstride
+alone; 26.7 with three)."""
 
 Level = Literal["known", "decided", "direct", "none"]
 """What answered a plan-cache miss (:func:`generic_entry`): a known class's program
@@ -380,12 +390,13 @@ def generic_entry(
     """The entry of these operands (``facts`` as :func:`.cache.facts_of`) from their
     class's size-free program (None without one), and what answered.  (A first call on a
     new shape: kept to a few dictionary looks.)  Where no call has looked the class up
-    before (or its path is searched at each shape's real sizes: every new shape is a first
-    call), ``first_call(False)`` gives the entry if it can (the path run directly: the
-    class's next look plans it); at a later look of a class not planned yet,
-    ``first_call(True)`` gives it only for a tiny problem (one loop over every operand,
-    cheaper than planning the class: a class of tiny problems is planned only by a
-    repeated shape's plan).  It is not asked for NumPy's one loop (``optimize=False``)."""
+    before, or fewer than :data:`DIRECT_LOOKS` times (or its path is searched at each
+    shape's real sizes: every new shape is a first call), ``first_call(False)`` gives the
+    entry if it can (the path run directly: the look after plans the class); at a later
+    look of a class not planned yet, ``first_call(True)`` gives it only for a tiny problem
+    (one loop over every operand, cheaper than planning the class: a class of tiny problems
+    is planned by a larger shape of it, or by a repeated shape's own plan).  It is not asked
+    for NumPy's one loop (``optimize=False``)."""
     if unoptimized(optimize):
         return None, "none"
     if not path_fits_any_size(optimize, len(facts) // 3):
@@ -402,7 +413,7 @@ def generic_entry(
     if found is not None:
         return _generic(found, eq_key, facts, dtype, optimize, options, True)
     if first_call is not None and key is not None:
-        direct = first_call(not _first_look(key))
+        direct = first_call(not _direct_look(key))
         if direct is not None:
             return direct, "direct"
     misses = class_decisions.cache_info().misses
@@ -417,13 +428,15 @@ def generic_entry(
     return _generic(found, eq_key, facts, dtype, optimize, options, reused)
 
 
-def _first_look(key: Any) -> bool:
-    """Whether no call has looked the class of ``key`` up before (it is marked now)."""
-    if key in _LOOKED:
+def _direct_look(key: Any) -> bool:
+    """Whether calls have looked the class of ``key`` up fewer than :data:`DIRECT_LOOKS`
+    times before (this look is counted now)."""
+    looks = _LOOKED.get(key, 0)
+    if looks >= DIRECT_LOOKS:
         return False
     if len(_LOOKED) >= _CLASS_PROGRAMS_SIZE:
         _LOOKED.clear()
-    _LOOKED[key] = None
+    _LOOKED[key] = looks + 1  # (threads may lose a count: one more direct look)
     return True
 
 

@@ -7,11 +7,12 @@ call to call meets a new class nearly every call.  So a plain call (no graph, no
 but ``optimize=`` and ``memory_limit=``) whose class no call has looked up runs the steps
 of :func:`..numpy.direct.first_call_steps` (each product as ``tensordot`` does it: sums,
 a permute, a reshape and one ``torch.matmul``, or one ``torch.einsum`` of the pair for a
-small or elementwise product) and caches nothing; the class's next call plans it as
-before.  A tiny problem (:func:`..numpy.direct.tiny_equation`) runs so at every shape
-not seen before, its class planned or not (planning costs more than it saves there): two
-operands as one ``torch.einsum`` (:func:`_one_einsum`), more as the steps.  With a finder
-asked at the real sizes every new shape is a first call.  A call that needs a graph (an
+small or elementwise product) and caches nothing; so does the class's second look (another
+shape: :data:`~..numpy.generic.DIRECT_LOOKS`), and the third plans it as before.  A tiny
+problem (:func:`..numpy.direct.tiny_equation`) runs so at every shape not seen before, its
+class planned or not (planning costs more than it saves there): two operands as one
+``torch.einsum`` (:func:`_one_einsum`), more as the steps.  With a finder asked at the
+real sizes every new shape is a first call.  A call that needs a graph (an
 operand requires grad) is planned: its backward is einstride's; so is an equation that has
 a lane (:mod:`.lanes`: past its bound the lane runs its class's plan, and the call runs
 what the lane runs), unless the call is tiny and within the lane's bound (under
@@ -43,6 +44,7 @@ import torch
 from ...spec.paths import check_optimize, given_path, optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.direct import LOOP_ELEMENTS, LoopProduct, Step, first_call_steps, tiny_equation
+from ..numpy.generic import DIRECT_LOOKS
 from ..numpy.skeleton import c_order_class, dense_class
 from .guard import limit_for
 from .lanes import lane_bound, lane_for
@@ -61,8 +63,9 @@ _NUMPY_DTYPES = {
 _SEEN: dict[Any, None] = {}
 """The calls (equation, operand facts, ``optimize=``) seen before: only a call not seen
 asks for its class (a repeated call pays one dictionary look)."""
-_LOOKED: dict[Any, None] = {}
-"""The shape classes a call has looked up."""
+_LOOKED: dict[Any, int] = {}
+"""The shape classes calls have looked up, and how many times (the first
+:data:`~..numpy.generic.DIRECT_LOOKS` run directly)."""
 _SEEN_MAX = 4096  # calls and classes remembered (then forgotten at once)
 
 
@@ -100,8 +103,9 @@ def first_call(
         looked = None if reps is None else (key, reps, optimize_key(optimize))
         if looked is None:
             return None
-        if looked not in _LOOKED:
-            _remember(_LOOKED, looked)
+        looks = _LOOKED.get(looked, 0)
+        if looks < DIRECT_LOOKS:
+            _remember(_LOOKED, looked, looks + 1)
         elif tiny is None:
             return None  # (a tiny problem's new shapes run directly: planning costs more)
     if tiny is not None and _one_einsum(tiny, numpy_facts, optimize, device, memory_limit):
@@ -139,10 +143,10 @@ def _one_einsum(
     return bool(nbytes <= limit_for(device, limit))
 
 
-def _remember(seen: dict[Any, None], key: Any) -> None:
+def _remember(seen: dict[Any, Any], key: Any, value: Any = None) -> None:
     if len(seen) >= _SEEN_MAX:
         seen.clear()
-    seen[key] = None
+    seen[key] = value
 
 
 def _numpy_facts(facts: Facts) -> tuple[Any, ...] | None:
