@@ -157,10 +157,14 @@ def test_the_direct_count_counts_runs_not_entries() -> None:
     """order= lays the result out through the plan: no direct run to count (a review)."""
     clear_plan_cache()
     ops = [np.ones((40, 30)), np.ones((30, 50)), np.ones((50, 6))]
-    start = _counts()
-    es.einsum("ab,bc,cd->ad", *ops, order="F")  # (its class looked up: the entry made)
-    assert _counts()[0] == start[0]
+    counts = []
+    for rows, order in ((40, "F"), (41, "K"), (42, "K")):  # one class's three looks
+        start = _counts()
+        es.einsum("ab,bc,cd->ad", *[np.ones((rows, 30)), *ops[1:]], order=order)
+        counts.append(_counts()[0] - start[0])
+    assert counts == [0, 1, 0]  # order= makes the entry and plans it: a look, no direct run
     clear_plan_cache()
+    start = _counts()
     es.einsum("ab,bc,cd->ad", *ops)
     assert _counts()[0] == start[0] + 1
 
@@ -253,3 +257,13 @@ def test_a_small_first_call_is_one_loop_by_its_bytes(
     es.einsum("ab,bc,cd->ad", *other)
     assert _counts() == start  # the look that planned the class (neither count)
     assert class_decisions.cache_info().misses == misses + 1
+
+
+def test_the_first_call_loop_bound_is_never_under_loop_elements() -> None:
+    """Six complex128 operands: 2**21 / (16 x 36) = 3,640 combinations, under the 4,096 a
+    tiny problem always loops at (LOOP_ELEMENTS)."""
+    shapes = [(4, 4)] * 6
+    spec = parse_equation("ab,bc,cd,de,ef,fa->", *shapes)  # 4,096 combinations
+    assert direct.FIRST_LOOP_BYTES // (16 * 6**2) < 4096 == direct.LOOP_ELEMENTS
+    assert direct._whole_loop(spec, 16) is not None
+    assert direct._whole_loop(parse_equation("ab,bc,cd,de,ef,fa->", *[(5, 5)] * 6), 16) is None

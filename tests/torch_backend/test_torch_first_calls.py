@@ -157,7 +157,10 @@ def test_a_tiny_call_keeps_the_limit_the_path_and_the_optimizer() -> None:
         torch.randn(s, generator=gen, dtype=torch.float64) for s in [(2, 30), (30, 30), (30, 2)]
     ]
     pair = [torch.randn(s, generator=gen, dtype=torch.float64) for s in [(12, 4, 5), (5, 4, 12)]]
-    for equation, ops, limit in (("ab,bc,cd->ad", chain, 200), ("fab,baf->b", pair, 40)):
+    lone = [torch.randn(s, generator=gen, dtype=torch.float64) for s in [(4, 4), (4, 5, 2)]]
+    assert lane_for("ce,cda->") is None  # (a second review: its steps' torch.einsum copies)
+    for equation, ops, limit in (("ab,bc,cd->ad", chain, 200), ("fab,baf->b", pair, 40),
+                                 ("ce,cda->", lone, 8)):  # fmt: skip
         es.clear_plan_cache()
         for _ in range(2):  # the first call and the planned one alike
             with pytest.raises(EinsumError, match="limit"):

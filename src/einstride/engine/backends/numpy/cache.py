@@ -347,7 +347,7 @@ class CacheInfo(NamedTuple):
     """Misses answered by a shape class's size-free program (no plan built)."""
     direct: int = 0
     """Misses answered by running the path directly (:mod:`.direct`): a network's, a shape
-    class's first call, or a tiny problem's new shape of a class not planned yet."""
+    class's first two calls, or a tiny problem's new shape of a class not planned yet."""
     lanes: int = 0
     """Calls answered by their equation's lane (one operand, or a small matmul-form pair),
     without a cache look (:mod:`.lanes`): neither hits nor misses."""
@@ -358,7 +358,7 @@ def plan_cache_info() -> CacheInfo:
     holds at most ``maxsize`` plans.  A hot-path miss that the general cache answers counts
     as a hit; ``generic`` counts the misses that a shape class's size-free program answered
     (:mod:`.generic`: no plan was built), ``direct`` those whose path ran directly (a
-    network's, a shape class's first call, a tiny problem's new shape of a class not
+    network's, a shape class's first two calls, a tiny problem's new shape of a class not
     planned yet: :mod:`.direct`), ``lanes`` the calls that no
     cache saw (:mod:`.lanes`).
     ``explain`` and ``einsum_path`` of operands look their plan up as einsum does (a hit or

@@ -18,8 +18,8 @@ Only what the direct way does exactly as the plan would is run so: one dtype tha
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
 ``out=``, pairwise steps.  So is the first call of a shape class of fewer operands
 (:func:`first_call_entry`: its products within :data:`FIRST_CALL_WORK`, a small problem as
-one ``numpy.einsum`` loop), whose class the next call plans (unless that call is tiny: one
-loop again, :data:`LOOP_ELEMENTS`); the torch backend runs the
+one ``numpy.einsum`` loop), and its second, whose class the third look plans (unless that
+call is tiny: one loop again, :data:`LOOP_ELEMENTS`); the torch backend runs the
 same steps with torch operations (:func:`first_call_steps`).  The peak bytes (for the
 memory guard) count every intermediate alive at once and every copy a step may make, so
 they bound the direct run's.

@@ -78,9 +78,9 @@ def first_call(
     device: torch.device,
 ) -> torch.Tensor | None:
     """The result of ``operands`` (plain tensors on ``device`` that need no graph, their
-    :func:`.operands.facts_of` ``facts``) when this is the first call of their shape class
-    (or a tiny problem's shape not seen before) and the direct way runs it within the
-    memory limit; else None (the planned way)."""
+    :func:`.operands.facts_of` ``facts``) when this is one of the first two calls of their
+    shape class (or a tiny problem's shape not seen before) and the direct way runs it
+    within the memory limit; else None (the planned way)."""
     try:
         seen = (key, facts, optimize)
         if seen in _SEEN:
@@ -116,6 +116,9 @@ def first_call(
     if found is None:
         return None
     steps, output, _, peak = found
+    if tiny is not None:  # (its steps are small torch.einsum calls, which may copy their
+        # operands, NumPy's loop does not: each at most the whole problem's combinations)
+        peak += 4 * LOOP_ELEMENTS * numpy_facts[2].itemsize
     if peak > limit_for(device, memory_limit):
         return None
     return _run(steps, output, operands)
@@ -127,7 +130,8 @@ def _one_einsum(
     """Whether a tiny call (``letters``, its NumPy ``facts``) runs as one ``torch.einsum``:
     two operands (past two torch.einsum searches an opt_einsum path, 2-5x the steps' time
     on a ring of tiny matrices), ``optimize=`` a finder's name (an explicit path or an
-    optimizer object is followed by the steps: :func:`first_call_steps`), and what
+    optimizer object is followed by the steps, :func:`first_call_steps`, or for an
+    equation with a lane by the plan), and what
     torch.einsum may allocate within the memory limit: the result and two copies of each
     operand (a sum, a permuted copy for its bmm)."""
     if len(facts) != 6 or optimize_key(optimize) is None or given_path(optimize, 2) is not None:
