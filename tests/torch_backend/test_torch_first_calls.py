@@ -18,6 +18,7 @@ from opt_einsum import paths as oe_paths  # type: ignore[import-untyped]
 import einstride as es
 from einstride import EinsumError
 from einstride.engine.backends.numpy import direct
+from einstride.engine.backends.numpy.generic import PROMOTE_AT
 from einstride.engine.backends.torch import backend as torch_backend
 from einstride.engine.backends.torch import first
 from einstride.engine.backends.torch import plan as torch_plan
@@ -71,8 +72,9 @@ def test_a_first_call_gives_torch_s_values_and_caches_nothing(
         assert _planned() == 0
     assert got.dtype == ops[0].dtype and got.shape == want.shape
     torch.testing.assert_close(got.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
-    again = es.einsum(equation, *ops)  # the same call again: planned
-    torch.testing.assert_close(again.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
+    for _ in range(PROMOTE_AT - 1 if tiny else 1):  # the same call again: planned (a tiny
+        again = es.einsum(equation, *ops)  # one at its PROMOTE_AT-th: it runs its plan's loop)
+        torch.testing.assert_close(again.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
     if ran_directly:
         assert (lane_for(equation) is None or tiny) and _planned() == 1
 
@@ -128,7 +130,7 @@ def test_a_tiny_problem_runs_as_one_torch_einsum_at_each_new_shape() -> None:
     """At most LOOP_ELEMENTS combinations: each new shape of a class runs directly
     (planning the class costs more), two operands as one torch.einsum, an equation with a
     lane too where the lane declines the call (``fab,baf->b``: its labels merge only
-    copied), three as the steps; the same call again is planned."""
+    copied), three as the steps; the same call is planned at its PROMOTE_AT-th."""
     es.clear_plan_cache()
     gen = torch.Generator().manual_seed(4)
     for equation in ("ab,bc,cd->ad", "fab,baf->b"):
@@ -141,6 +143,9 @@ def test_a_tiny_problem_runs_as_one_torch_einsum_at_each_new_shape() -> None:
                 got = es.einsum(equation, *ops)
             assert run.call_count == (len(ops) > 2) and _planned() == 0
             torch.testing.assert_close(got, torch.einsum(equation, *ops))
+        for _ in range(PROMOTE_AT - 2):
+            es.einsum(equation, *ops)
+        assert _planned() == 0  # (run directly until the call's PROMOTE_AT-th)
         es.einsum(equation, *ops)
         assert _planned() == 1
         es.clear_plan_cache()

@@ -67,7 +67,7 @@ from ...spec.search import (
 from ...spec.walk import path_choice_of, plan_path, search_problem
 from .execute import EINSUM_LETTERS, Program, numpy_equation, sum_of_products
 from .fold import BLAS_TYPES
-from .generic import Entry, plan_of
+from .generic import PROMOTE_AT, Entry, plan_of
 from .options import PlannerOptions
 from .skeleton import NETWORK_OPERANDS, broadcasts, c_order_class, dense_class
 from .steps import Plan
@@ -194,30 +194,35 @@ def first_call_entry(
     """The entry of the first call of a shape class of fewer operands than a network: its
     path run directly once, or one loop over every operand for a tiny problem (a class's
     first call would plan the class: 0.3-1.8 ms, where the direct way takes 0.03-0.5 ms);
-    the plan from the next call on (:meth:`.generic.Entry.direct_first`; ``ran`` is
-    called when the direct way has run).  None where the
+    the plan from the next call on (a tiny problem's loop, what its plan fuses to, until
+    the shape's :data:`~.generic.PROMOTE_AT`-th call; :meth:`.generic.Entry.direct_first`;
+    ``ran`` is called when the direct way has run).  None where the
     direct way does not run the call exactly, NumPy's one loop is asked for
     (``optimize=False``), floating-point errors raise, or the work is over
     :data:`FIRST_CALL_WORK`; with ``loop_only`` (a later look of a class not planned
     yet), None unless the problem is tiny: its one loop costs less than planning the
     class would, at every new shape.
 
-    >>> ops = [np.ones((3, 4)), np.ones((4, 5)), np.ones((5, 2))]
+    >>> ops = [np.ones((30, 40)), np.ones((40, 50)), np.ones((50, 2))]
     >>> from einstride.engine.backends.numpy.options import DEFAULT
     >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
     >>> entry = first_call_entry("ab,bc,cd->ad", facts, None, "auto", DEFAULT.options)
     >>> entry.run(ops, None)[0], entry.planned   # the first call: the path, no plan
-    (array([20., 20.]), False)
+    (array([2000., 2000.]), False)
     >>> entry.run(ops, None)[0], entry.planned   # the next: the plan
-    (array([20., 20.]), True)
+    (array([2000., 2000.]), True)
     """
     if _errors_raise():
         return None
-    found = first_call_program(eq_key, facts, dtype, optimize, loop_only)
+    found = _first_call_found(eq_key, facts, dtype, optimize, loop_only)
     if found is None:
         return None
+    run, largest, peak, tiny = found
     make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, None)
-    return Entry.direct_first(*found, make, ran)
+    # a tiny problem's loop is what its plan fuses to: the shape builds its plan only when
+    # it keeps coming back (PROMOTE_AT, as a known class's new shape does; planning it,
+    # its class too, costs 0.4-1 ms)
+    return Entry.direct_first(run, largest, peak, make, ran, PROMOTE_AT - 1 if tiny else 1)
 
 
 def _errors_raise() -> bool:
@@ -243,6 +248,15 @@ def first_call_program(
 ) -> tuple[Program, int, int] | None:
     """``(run, largest, peak)`` of the direct way of a first call of two operands or more
     (:func:`first_call_entry`; ``loop_only``: only one loop over every operand), or None."""
+    found = _first_call_found(eq_key, facts, dtype, optimize, loop_only)
+    return None if found is None else found[:3]
+
+
+def _first_call_found(
+    eq_key: Any, facts: tuple[Any, ...], dtype: Any, optimize: Any, loop_only: bool
+) -> tuple[Program, int, int, bool] | None:
+    """:func:`first_call_program`'s answer, and whether it is a tiny problem's one loop (at
+    most :data:`LOOP_ELEMENTS` combinations)."""
     network = _first_call_network(eq_key, facts, dtype, optimize)
     if network is None:
         return None
@@ -251,11 +265,13 @@ def first_call_program(
         whole = _whole_loop(spec, itemsize, LOOP_ELEMENTS if loop_only else None)
         if whole is not None:
             check_optimize(optimize)  # (no path searched: a bad value is still an error)
-            return whole
+            return (*whole, math.prod(spec.sizes) <= LOOP_ELEMENTS)
     if loop_only:
         return None
     found = _first_call_steps(spec, itemsize, optimize)
-    return None if found is None else (_runner(found[0], found[1]), found[2], found[3])
+    if found is None:
+        return None
+    return _runner(found[0], found[1]), found[2], found[3], False
 
 
 def first_call_steps(

@@ -150,12 +150,13 @@ class Entry(LazyPlan):
         peak: int,
         make: Callable[[], Plan],
         ran: Callable[[], None] | None = None,
+        runs: int = 1,
     ) -> Entry:
         """The entry of a shape class's first call (:func:`.direct.first_call_entry`): it
-        runs ``program`` (the path run directly, then calls ``ran``) while its plan is not
-        built; the next call builds it (planning the class) and runs it from then on.
-        That call still runs ``program`` if the plan's bytes are over the bounds it was
-        checked against (``largest``, ``peak``).
+        runs ``program`` (the path run directly; ``ran`` is called after its first run)
+        for ``runs`` calls while its plan is not built; the next call builds it (planning
+        the class) and runs it from then on.  That call still runs ``program`` if the
+        plan's bytes are over the bounds it was checked against (``largest``, ``peak``).
 
         >>> calls = []
         >>> entry = Entry.direct_first(lambda ops, out: calls.append(1), 0, 0, list)
@@ -164,13 +165,16 @@ class Entry(LazyPlan):
         (1, False, 'second')
         """
         entry = cls(None, program, largest, peak, make)
+        left = [runs]  # (threads may lose a count: one more direct run)
 
         def first(operands: Sequence[Any], out: Any) -> Any:
             if entry.planned:  # (explain built it)
                 return second(operands, out)
-            entry.run = second
+            left[0] -= 1
+            if left[0] <= 0:
+                entry.run = second
             result = program(operands, out)
-            if ran is not None:
+            if ran is not None and left[0] == runs - 1:
                 ran()
             return result
 

@@ -22,12 +22,12 @@ its own order: a class's first call may round otherwise than the plan (and than 
 call with a graph), and its result may be a permuted view (as torch.einsum's).
 
 >>> import torch
->>> ops = [torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64),
-...        torch.ones(5, 2, dtype=torch.float64)]
+>>> ops = [torch.ones(30, 40, dtype=torch.float64), torch.ones(40, 50, dtype=torch.float64),
+...        torch.ones(50, 2, dtype=torch.float64)]
 >>> facts = tuple(x for t in ops for x in (t.shape, t.stride(), t.dtype))
 >>> clear_first_calls()
->>> first_call("ab,bc,cd->ad", ops, facts, "auto", None, ops[0].device).tolist()
-[[20.0, 20.0], [20.0, 20.0], [20.0, 20.0]]
+>>> first_call("ab,bc,cd->ad", ops, facts, "auto", None, ops[0].device)[0].tolist()
+[2000.0, 2000.0]
 >>> first_call("ab,bc,cd->ad", ops, facts, "auto", None, ops[0].device) is None  # seen
 True
 """
@@ -44,7 +44,7 @@ import torch
 from ...spec.paths import check_optimize, given_path, optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
 from ..numpy.direct import LOOP_ELEMENTS, LoopProduct, Step, first_call_steps, tiny_equation
-from ..numpy.generic import DIRECT_LOOKS
+from ..numpy.generic import DIRECT_LOOKS, PROMOTE_AT
 from ..numpy.skeleton import c_order_class, dense_class
 from .guard import limit_for
 from .lanes import lane_bound, lane_for
@@ -60,8 +60,9 @@ _NUMPY_DTYPES = {
 }
 """The dtypes the direct way runs (one that BLAS multiplies, as on NumPy)."""
 
-_SEEN: dict[Any, None] = {}
-"""The calls (equation, operand facts, ``optimize=``) seen before: only a call not seen
+_SEEN: dict[Any, int] = {}
+"""The calls (equation, operand facts, ``optimize=``) seen before, and how many times (a
+call past a tiny problem's at :data:`~..numpy.generic.PROMOTE_AT`): only a call not seen
 asks for its class (a repeated call pays one dictionary look)."""
 _LOOKED: dict[Any, int] = {}
 """The shape classes calls have looked up, and how many times (the first
@@ -79,15 +80,17 @@ def first_call(
 ) -> torch.Tensor | None:
     """The result of ``operands`` (plain tensors on ``device`` that need no graph, their
     :func:`.operands.facts_of` ``facts``) when this is one of the first two calls of their
-    shape class (or a tiny problem's shape not seen before) and the direct way runs it
-    within the memory limit; else None (the planned way)."""
+    shape class (or a tiny problem's shape seen fewer than :data:`~..numpy.generic.PROMOTE_AT`
+    - 1 times before) and the direct way runs it within the memory limit; else None (the
+    planned way)."""
     try:
         seen = (key, facts, optimize)
-        if seen in _SEEN:
-            return None
+        calls = _SEEN.get(seen, 0)
     except TypeError:  # (an optimize= list: a path given, planned)
         return None
-    _remember(_SEEN, seen)
+    if calls >= PROMOTE_AT - 1:
+        return None
+    _remember(_SEEN, seen, PROMOTE_AT)  # (planned from its next call, unless tiny: below)
     numpy_facts = _numpy_facts(facts)
     if numpy_facts is None:
         return None
@@ -98,7 +101,8 @@ def first_call(
                          LOOP_ELEMENTS)  # fmt: skip
     if tiny is None and laned:
         return None
-    if path_fits_any_size(optimize, len(operands)):  # else every new shape is a first call
+    if not calls and path_fits_any_size(optimize, len(operands)):  # (else every new shape
+        # is a first call; a tiny call seen before counted its look then)
         reps = c_order_class(numpy_facts) or dense_class(numpy_facts)
         looked = None if reps is None else (key, reps, optimize_key(optimize))
         if looked is None:
@@ -108,6 +112,8 @@ def first_call(
             _remember(_LOOKED, looked, looks + 1)
         elif tiny is None:
             return None  # (a tiny problem's new shapes run directly: planning costs more)
+    if tiny is not None:  # (its direct way is what its plan runs: planned late, as NumPy's)
+        _SEEN[seen] = calls + 1
     if tiny is not None and _one_einsum(tiny, numpy_facts, optimize, device, memory_limit):
         return torch.einsum(tiny, *operands)
     if laned:
