@@ -274,3 +274,33 @@ def test_the_first_call_loop_bound_is_never_under_loop_elements() -> None:
     assert direct.FIRST_LOOP_BYTES // (16 * 6**2) < 4096 == direct.LOOP_ELEMENTS
     assert direct._whole_loop(spec, 16) is not None
     assert direct._whole_loop(parse_equation("ab,bc,cd,de,ef,fa->", *[(5, 5)] * 6), 16) is None
+
+
+def test_the_first_direct_run_is_counted_whatever_threads_do() -> None:
+    """A tiny problem's entry runs directly PROMOTE_AT - 1 times; its first run calls
+    ``ran`` (the direct count) though other threads run it meanwhile (a review: a count
+    read after the run missed 51 of 300 entries)."""
+    import threading
+    import time
+
+    missed = 0
+    for _ in range(50):  # (each run sleeps: the threads interleave)
+        counted: list[int] = []
+        entry = Entry.direct_first(
+            lambda ops, out: time.sleep(1e-4), 0, 0, list,  # type: ignore[arg-type]
+            lambda counted=counted: counted.append(1),
+            PROMOTE_AT - 1,
+        )  # fmt: skip
+        barrier = threading.Barrier(PROMOTE_AT - 1)
+
+        def call(entry: Entry = entry, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            entry.run((), None)  # (every call one of the direct runs)
+
+        threads = [threading.Thread(target=call) for _ in range(PROMOTE_AT - 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        missed += not counted
+    assert missed == 0

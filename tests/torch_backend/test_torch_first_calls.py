@@ -194,3 +194,16 @@ def test_a_tiny_call_keeps_the_limit_the_path_and_the_optimizer() -> None:
         got = es.einsum("ab,bc,cd,da->", *ring)
     assert run.call_count == 1 and _planned() == 0
     torch.testing.assert_close(got, torch.einsum("ab,bc,cd,da->", *ring))
+
+
+def test_a_tiny_call_the_direct_way_declines_is_planned_from_its_next_call() -> None:
+    """Over the memory limit a tiny call is planned; its repeats pay one look, not the
+    direct way's attempt again (a review: calls 2-7 searched its path each time)."""
+    ops = [torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64),
+           torch.ones(5, 2, dtype=torch.float64)]  # fmt: skip
+    es.clear_plan_cache()
+    with mock.patch.object(first, "first_call_steps", wraps=first.first_call_steps) as steps:
+        for _ in range(PROMOTE_AT):
+            got = es.einsum("ab,bc,cd->ad", *ops, memory_limit=150)
+            torch.testing.assert_close(got, torch.full((3, 2), 20.0, dtype=torch.float64))
+    assert steps.call_count == 1

@@ -403,7 +403,7 @@ FIRST_CALL_NOTE = (
     "path directly, each product as tensordot does it (a small problem: one numpy.einsum "
     "loop, as is each new shape of a tiny problem's class not planned yet; no plan; its "
     "result C-ordered, its sums maybe rounded otherwise); the plan below runs from the "
-    "next call on"
+    "next call on (a tiny problem's: from the shape's eighth, generic.PROMOTE_AT)"
 )
 
 

@@ -170,11 +170,12 @@ class Entry(LazyPlan):
         def first(operands: Sequence[Any], out: Any) -> Any:
             if entry.planned:  # (explain built it)
                 return second(operands, out)
-            left[0] -= 1
-            if left[0] <= 0:
+            now = left[0] - 1  # (this call's own count: a thread that read the same one
+            left[0] = now  # may count a run twice, none can skip the first)
+            if now <= 0:
                 entry.run = second
             result = program(operands, out)
-            if ran is not None and left[0] == runs - 1:
+            if ran is not None and now == runs - 1:
                 ran()
             return result
 

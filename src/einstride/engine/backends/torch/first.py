@@ -9,9 +9,10 @@ of :func:`..numpy.direct.first_call_steps` (each product as ``tensordot`` does i
 a permute, a reshape and one ``torch.matmul``, or one ``torch.einsum`` of the pair for a
 small or elementwise product) and caches nothing; so does the class's second look (another
 shape: :data:`~..numpy.generic.DIRECT_LOOKS`), and the third plans it as before.  A tiny
-problem (:func:`..numpy.direct.tiny_equation`) runs so at every shape not seen before, its
-class planned or not (planning costs more than it saves there): two operands as one
-``torch.einsum`` (:func:`_one_einsum`), more as the steps.  With a finder asked at the
+problem (:func:`..numpy.direct.tiny_equation`) runs so at every new shape, its class
+planned or not, and at its first ``PROMOTE_AT - 1`` calls (what its plan runs; planning
+costs more than it saves there): two operands as one ``torch.einsum``
+(:func:`_one_einsum`), more as the steps.  With a finder asked at the
 real sizes every new shape is a first call.  A call that needs a graph (an
 operand requires grad) is planned: its backward is einstride's; so is an equation that has
 a lane (:mod:`.lanes`: past its bound the lane runs its class's plan, and the call runs
@@ -61,9 +62,10 @@ _NUMPY_DTYPES = {
 """The dtypes the direct way runs (one that BLAS multiplies, as on NumPy)."""
 
 _SEEN: dict[Any, int] = {}
-"""The calls (equation, operand facts, ``optimize=``) seen before, and how many times (a
-call past a tiny problem's at :data:`~..numpy.generic.PROMOTE_AT`): only a call not seen
-asks for its class (a repeated call pays one dictionary look)."""
+"""The calls (equation, operand facts, ``optimize=``) seen before, and how many times a
+tiny one ran directly (any other: :data:`~..numpy.generic.PROMOTE_AT`): only a call not
+seen, or a tiny one run directly fewer than ``PROMOTE_AT - 1`` times, asks for its class or
+runs again (another repeated call pays one dictionary look)."""
 _LOOKED: dict[Any, int] = {}
 """The shape classes calls have looked up, and how many times (the first
 :data:`~..numpy.generic.DIRECT_LOOKS` run directly)."""
@@ -112,9 +114,8 @@ def first_call(
             _remember(_LOOKED, looked, looks + 1)
         elif tiny is None:
             return None  # (a tiny problem's new shapes run directly: planning costs more)
-    if tiny is not None:  # (its direct way is what its plan runs: planned late, as NumPy's)
-        _SEEN[seen] = calls + 1
     if tiny is not None and _one_einsum(tiny, numpy_facts, optimize, device, memory_limit):
+        _SEEN[seen] = calls + 1  # (a tiny call runs what its plan runs: planned late)
         return torch.einsum(tiny, *operands)
     if laned:
         return None  # (planned, as its lane's calls past the bound are)
@@ -127,6 +128,8 @@ def first_call(
         peak += 4 * LOOP_ELEMENTS * numpy_facts[2].itemsize
     if peak > limit_for(device, memory_limit):
         return None
+    if tiny is not None:
+        _SEEN[seen] = calls + 1  # (as above)
     return _run(steps, output, operands)
 
 
