@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import einstride as es
 from einstride.engine.api import explain
-from einstride.engine.backends.numpy import threads
+from einstride.engine.backends.numpy import execute, threads
 from einstride.engine.backends.numpy.cache import entry_for, hot_entry, plan_cache_info
 from einstride.engine.backends.numpy.options import PlannerOptions
 from einstride.engine.backends.numpy.steps import BatchStep, Kernel, ReduceStep
@@ -117,6 +117,45 @@ def test_split_steps_are_bit_identical_to_one_thread(
     assert np.array_equal(one, two), equation
     if equation in ("ijk->ik", "i,j->ij", "ij,ij->ij", "bii->b") and split:  # [] when fused
         assert 2 in split, (equation, split)
+
+
+@settings(max_examples=30)
+@given(
+    case=st.sampled_from(CASES),
+    threads_n=st.sampled_from([2, 3]),
+    piece_bytes=st.sampled_from([1, 24, 200]),
+    seed=st.integers(0, 2**16),
+)
+def test_split_steps_in_many_pieces_are_bit_identical_to_one_thread(
+    case: tuple[str, list[tuple[int, ...]], tuple[int, ...] | None],
+    threads_n: int,
+    piece_bytes: int,
+    seed: int,
+) -> None:
+    # each thread takes every threads_n-th piece of a result larger than threads_n pieces
+    equation, shapes, perm = case
+    ops = _operands(shapes, perm, "float64", seed)
+    one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops)
+    saved = execute.PIECE_BYTES
+    execute.PIECE_BYTES = piece_bytes
+    try:
+        many, split = _planned(PlannerOptions(threads=threads_n, split_min_bytes=0), equation, ops)
+    finally:
+        execute.PIECE_BYTES = saved
+    assert np.array_equal(one, many), (equation, split)
+
+
+def test_piece_edges_cover_the_axis_in_a_multiple_of_the_threads() -> None:
+    for n in range(1, 40):
+        for threads_n in (1, 2, 3, 4):
+            for nbytes in (0, 8 * n, 5 * execute.PIECE_BYTES, 64 * execute.PIECE_BYTES):
+                edges = execute.piece_edges(n, nbytes, threads_n)
+                pieces = len(edges) - 1
+                assert edges[0] == 0 and edges[-1] == n and edges == sorted(edges)
+                wanted = max(1, nbytes // (execute.PIECE_BYTES * threads_n)) * threads_n
+                assert pieces == (min(wanted, n) if n >= threads_n else threads_n)
+                if pieces == wanted:
+                    assert pieces % threads_n == 0
 
 
 def test_split_into_out_and_at_real_size() -> None:

@@ -1,10 +1,11 @@
 """Threads for large memory-bound steps (reductions, outer and Hadamard products).
 
 NumPy's sum-of-products loop and its ufuncs run on one core but release the GIL, so a
-step that streams megabytes through memory gets faster when its output is cut in two and
-each half runs on its own thread.  The *planner* decides: it records in the step the
-label it splits along (one that is free in every operand, never summed) and the number
-of chunks; the executor only follows.  Each chunk reads slices of the same views and
+step that streams megabytes through memory gets faster when its output is cut in parts
+that run on threads of their own (each thread takes every other piece of 2 MiB of a large
+new result, :func:`.execute.piece_edges`).  The *planner* decides: it records in the step
+the label it splits along (one that is free in every operand, never summed) and the number
+of threads; the executor only follows.  Each piece reads slices of the same views and
 writes its own slice of the output, and every output element is summed by the same loop
 in the same order as without threads, so results are bit-identical.
 
