@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
+from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ import einstride as es
 from einstride.engine.api import explain
 from einstride.engine.backends.numpy import execute, threads
 from einstride.engine.backends.numpy.cache import entry_for, hot_entry, plan_cache_info
+from einstride.engine.backends.numpy.generic import PROMOTE_AT
 from einstride.engine.backends.numpy.options import PlannerOptions
 from einstride.engine.backends.numpy.steps import BatchStep, Kernel, ReduceStep
 
@@ -42,12 +46,21 @@ def _planned(
     """The result of the plan made with ``options``, and its steps' thread counts (0 for a
     row sum run as a BLAS matrix-vector product instead of split)."""
     entry = entry_for(equation, ops, None, dtype, "auto", options=options)
+    result = _run_planned(entry, ops, None)
     splits = [
         0 if isinstance(s, ReduceStep) and s.kernel in (Kernel.MATVEC, Kernel.VECMAT) else s.threads
         for s in entry.plan.steps
         if isinstance(s, (ReduceStep, BatchStep))
     ]
-    return np.asarray(entry.run(ops, None)), splits
+    return result, splits
+
+
+def _run_planned(entry: Any, ops: list[np.ndarray], out: np.ndarray | None) -> np.ndarray:
+    """What the entry's plan gives: a shape's first calls run directly (a tiny problem's
+    one loop until its PROMOTE_AT-th call), not the plan's steps."""
+    for _ in range(PROMOTE_AT):
+        result = np.array(entry.run(ops, out))
+    return result
 
 
 # (equation, shapes, axes transposed in operand 0 or None): reductions, diagonal sums,
@@ -119,43 +132,145 @@ def test_split_steps_are_bit_identical_to_one_thread(
         assert 2 in split, (equation, split)
 
 
-@settings(max_examples=30)
+PRODUCTS = [case for case in CASES if "," in case[0]]  # outer and Hadamard products
+
+
+def _out(kind: str, shape: tuple[int, ...], dtype: str) -> np.ndarray | None:
+    """A result buffer filled with NaN (a part no thread wrote shows), or None."""
+    if kind == "none":
+        return None
+    full = np.full(shape[::-1] if kind == "F" else shape, np.nan, dtype)
+    if kind == "F":
+        return full.T
+    return full[(slice(None, None, -1),) * len(shape)] if kind == "reversed" else full
+
+
+@settings(max_examples=40)
 @given(
-    case=st.sampled_from(CASES),
-    threads_n=st.sampled_from([2, 3]),
+    case=st.sampled_from(PRODUCTS),
+    threads_n=st.sampled_from([2, 3, 4]),
     piece_bytes=st.sampled_from([1, 24, 200]),
+    out_kind=st.sampled_from(["none", "C", "F", "reversed"]),
     seed=st.integers(0, 2**16),
 )
-def test_split_steps_in_many_pieces_are_bit_identical_to_one_thread(
+def test_a_product_split_in_pieces_taken_in_turn_gives_one_thread_s_bits(
     case: tuple[str, list[tuple[int, ...]], tuple[int, ...] | None],
     threads_n: int,
     piece_bytes: int,
+    out_kind: str,
     seed: int,
 ) -> None:
-    # each thread takes every threads_n-th piece of a result larger than threads_n pieces
+    # a product's result in pieces (where the split axis is its outermost in memory),
+    # each thread taking its share in turn: every element written once, as one thread does
     equation, shapes, perm = case
     ops = _operands(shapes, perm, "float64", seed)
     one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops)
+    out = _out(out_kind, one.shape, "float64")
     saved = execute.PIECE_BYTES
     execute.PIECE_BYTES = piece_bytes
     try:
-        many, split = _planned(PlannerOptions(threads=threads_n, split_min_bytes=0), equation, ops)
+        with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
+            entry = entry_for(equation, ops, out, None, "auto",
+                              options=PlannerOptions(threads=threads_n, split_min_bytes=0))  # fmt: skip
+            many = _run_planned(entry, ops, out)
     finally:
         execute.PIECE_BYTES = saved
-    assert np.array_equal(one, many), (equation, split)
+    assert np.array_equal(one, many), (equation, out_kind)  # (NaN: an element not written)
+    if threads_n in _threads_of(entry.plan):  # (a product fused away splits nothing)
+        assert dealt.call_args_list, equation  # the split ran
 
 
-def test_piece_edges_cover_the_axis_in_a_multiple_of_the_threads() -> None:
-    for n in range(1, 40):
-        for threads_n in (1, 2, 3, 4):
-            for nbytes in (0, 8 * n, 5 * execute.PIECE_BYTES, 64 * execute.PIECE_BYTES):
-                edges = execute.piece_edges(n, nbytes, threads_n)
-                pieces = len(edges) - 1
-                assert edges[0] == 0 and edges[-1] == n and edges == sorted(edges)
-                wanted = max(1, nbytes // (execute.PIECE_BYTES * threads_n)) * threads_n
-                assert pieces == (min(wanted, n) if n >= threads_n else threads_n)
-                if pieces == wanted:
-                    assert pieces % threads_n == 0
+@pytest.mark.parametrize("out_kind", ["none", "C", "F"])
+@pytest.mark.parametrize(
+    ("equation", "shapes", "count"),
+    [
+        ("i,j->ij", [(64,), (50,)], 16),
+        ("ij,j->ij", [(64, 50), (50,)], 16),
+        ("ij,ij->ij", [(64, 50), (64, 50)], 2),  # reads twice what it writes: halves
+    ],
+)
+def test_a_large_product_s_outermost_axis_is_cut_in_pieces(
+    out_kind: str, equation: str, shapes: list[tuple[int, ...]], count: int
+) -> None:
+    ops = _operands(shapes, None, "float64", 1)
+    one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops)
+    out = _out(out_kind, (64, 50), "float64")
+    saved = execute.PIECE_BYTES
+    execute.PIECE_BYTES = 8 * 50 * 4  # four rows a piece: 16 pieces of 64 rows
+    try:
+        with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
+            entry = entry_for(equation, ops, out, None, "auto",
+                              options=PlannerOptions(threads=2, split_min_bytes=0))  # fmt: skip
+            two = _run_planned(entry, ops, out)
+    finally:
+        execute.PIECE_BYTES = saved
+    assert np.array_equal(one, two)
+    edges = dealt.call_args_list[-1].args[0]  # (the plan's run: the first ones are direct)
+    # along the result's outermost axis in memory (the planner splits along it): 64 rows,
+    # or 50 columns of an F-ordered out=
+    assert edges[-1] == (50 if out_kind == "F" else 64) and len(edges) - 1 == count
+
+
+# reductions whose kept axes lie outermost in memory, split over 2-3 threads: the chunks
+# sum in the whole's order (a review: one thread's result laid out by NumPy, the split's in
+# C order, and chunks of one row, each summed otherwise)
+REDUCTIONS = [
+    ("ijkl->il", (3, 1, 0, 2)),
+    ("ijkl->il", (3, 2, 0, 1)),
+    ("ijkl->lk", (3, 0, 2, 1)),
+    ("ijkl->lk", (3, 1, 2, 0)),
+]
+
+
+@pytest.mark.parametrize(("equation", "perm"), REDUCTIONS)
+@pytest.mark.parametrize("out_kind", ["none", "C", "F", "reversed"])
+@pytest.mark.parametrize("threads_n", [2, 3])
+def test_a_split_reduction_gives_one_thread_s_bits_into_any_result(
+    equation: str, perm: tuple[int, ...], out_kind: str, threads_n: int
+) -> None:
+    sizes = dict(zip("ijkl", (9, 6, 301, 4)))
+    x = np.random.default_rng(7).standard_normal([sizes[x] for x in "ijkl"])
+    ops = [np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))]  # perm: in memory
+    shape = tuple(sizes[x] for x in equation[-2:])
+    one_out = _out(out_kind, shape, "float64")  # (one thread into the same kind of out=)
+    alone = entry_for(equation, ops, one_out, None, "auto",
+                      options=PlannerOptions(threads=1, split_min_bytes=0))  # fmt: skip
+    one = _run_planned(alone, ops, one_out)
+    out = _out(out_kind, shape, "float64")
+    with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
+        entry = entry_for(equation, ops, out, None, "auto",
+                          options=PlannerOptions(threads=threads_n, split_min_bytes=0))  # fmt: skip
+        assert np.array_equal(one, _run_planned(entry, ops, out))
+    # the plan's run split the reduction along l (of 4): in halves, on three threads too
+    assert dealt.call_args_list[-1].args == ([0, 2, 4], threads_n)
+
+
+def test_threads_take_pieces_so_that_they_differ_by_a_piece_at_most() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n, threads_n = int(rng.integers(1, 80)), int(rng.integers(1, 5))
+        count = int(rng.integers(1, 40))
+        edges = [n * k // count for k in range(count + 1)]
+        groups = execute.thread_pieces(edges, threads_n)
+        assert len(groups) == threads_n
+        assert sorted(k for group in groups for k in group) == list(range(count))
+        assert all(group == sorted(group) for group in groups)
+        rows = [sum(edges[k + 1] - edges[k] for k in group) for group in groups]
+        widest = max(b - a for a, b in itertools.pairwise(edges))
+        assert max(rows) - min(rows) <= widest, (n, threads_n, count, rows)
+        if count <= threads_n:
+            assert groups[:count] == [[k] for k in range(count)]
+
+
+def test_only_a_result_s_outermost_axis_is_cut_in_pieces() -> None:
+    big = execute.PIECE_BYTES * 16 // 8  # elements of a result of 16 pieces
+    c = np.empty((64, big // 64))
+    assert execute.piece_count(c, 0, 2) == 16 and execute.piece_count(c, 0, 3) == 15
+    assert execute.piece_count(c, 1, 2) == 2  # an inner axis: threads would share lines
+    assert execute.piece_count(c.T, 1, 2) == 16 and execute.piece_count(c[::-1], 0, 2) == 16
+    assert execute.piece_count(np.empty((3, big // 3)), 0, 2) == 3  # at most a piece a row
+    assert execute.piece_count(np.empty((2, big // 2)), 0, 2) == 2
+    assert execute.piece_count(np.empty((64, 8)), 0, 2) == 2  # small: one piece a thread
 
 
 def test_split_into_out_and_at_real_size() -> None:

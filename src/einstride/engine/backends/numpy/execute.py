@@ -29,7 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ...._compat import assert_never
 from .delivery import Delivery, DeliveryPlan, OutputCreation
-from .fold import ordered_empty
+from .fold import ordered_empty, write_order
 from .pairs import Fold
 from .steps import (
     BLAS_REDUCTIONS,
@@ -508,7 +508,8 @@ def _reduce_labels(step: ReduceStep) -> tuple[list[int], list[int]]:
     return in_labels, out_labels
 
 
-PIECE_BYTES = 2 << 20  # of a split step's result, a piece (a huge page of memory)
+PIECE_BYTES = 2 << 20  # a split product's result in pieces of this to twice this (a huge page)
+PIECE_READ = 1.5  # ... where it reads at most this many times what it writes (not a Hadamard's)
 
 
 def _part(x: Array, axis: int, lo: int, hi: int) -> Array:
@@ -519,17 +520,31 @@ def _part(x: Array, axis: int, lo: int, hi: int) -> Array:
 
 
 def chunked(
-    kernel: Callable[..., Any], in_axes: Sequence[int], out_axis: int, threads: int
+    kernel: Callable[..., Any],
+    in_axes: Sequence[int],
+    out_axis: int,
+    threads: int,
+    *,
+    pieces: bool = False,
 ) -> Callable[..., None]:
-    """``kernel(*inputs, out)`` run on ``threads`` threads in pieces along the output axis
-    ``out_axis`` (input ``k``'s axis ``in_axes[k]``; -1: not sliced), each piece writing
-    its own slice of ``out`` (:func:`piece_edges`: thread ``t`` takes pieces ``t``,
-    ``t + threads``, ...).  Only the planner asks for this (large memory-bound steps)."""
+    """``kernel(*inputs, out)`` run on ``threads`` threads along the output axis
+    ``out_axis`` (input ``k``'s axis ``in_axes[k]``; -1: not sliced), each thread writing
+    its own part of ``out``: one chunk each, of two rows at least (fewer threads where the
+    axis is shorter), or with ``pieces`` (a product's step, which sums nothing) as many
+    pieces as :func:`piece_count` says, taken in turn (:func:`thread_pieces`).  Only the
+    planner asks for this (large memory-bound steps)."""
 
     def split_run(*arrays: Array) -> None:
         *inputs, out = arrays
-        edges = piece_edges(out.shape[out_axis], out.nbytes, threads)
-        pieces = [
+        n = out.shape[out_axis]
+        # (a chunk of one row is summed in another order than the whole: a review)
+        count = (
+            piece_count(out, out_axis, threads, sum(x.nbytes for x in inputs))
+            if pieces
+            else min(threads, max(1, n // 2))
+        )
+        edges = [n * k // count for k in range(count + 1)]
+        parts = [
             functools.partial(
                 kernel,
                 *[_part(x, ax, lo, hi) for x, ax in zip(inputs, in_axes)],
@@ -537,25 +552,63 @@ def chunked(
             )
             for lo, hi in itertools.pairwise(edges)
         ]
-        run_chunks([_in_turn(pieces[t::threads]) for t in range(threads)])
+        groups = thread_pieces(edges, threads)
+        run_chunks([_in_turn([parts[k] for k in group]) for group in groups if group])
 
     return split_run
 
 
-def piece_edges(n: int, nbytes: int, threads: int) -> list[int]:
-    """The edges of the pieces along an output axis of length ``n`` whose result is
-    ``nbytes``: ``threads`` pieces, or as many as :data:`PIECE_BYTES` fit (a multiple of
-    ``threads``, at most ``n``).  Threads that take their pieces in turn write a new result
-    faster than threads that write its halves (measured, a 32 MiB outer product on two
-    threads: 2.2-3.3 ms in pieces of 2 MiB, 3.0-3.9 in halves, pytblis 2.1-3.1, by the
-    machine's state; a Hadamard product's time is the same either way).
+def piece_count(out: Array, axis: int, threads: int, read: int = 0) -> int:
+    """How many pieces a product's step writing ``out`` and reading ``read`` bytes runs as
+    along ``axis``: ``threads``, or where ``axis`` is the result's outermost in memory (each
+    piece a block of it) and the step reads at most :data:`PIECE_READ` times what it writes,
+    as many as :data:`PIECE_BYTES` fit, a multiple of ``threads`` (at most the axis's
+    length).  Threads that take such pieces in turn write a new result faster than threads
+    that write its halves (measured on two threads, alternated in one process: a 32 MiB
+    outer product 2.2-3.3 ms in pieces, 3.0-3.9 in halves, pytblis 2.1-3.1, as the
+    machine's state went; a matrix times a row of it 5.1-6.0 against 5.8-6.2; a Hadamard
+    product, which reads twice what it writes, 0-8% slower in pieces).  A reduction keeps
+    its chunks: NumPy's loop may sum a piece of one row in another order than the whole
+    (a review), and its split axis may be inner in its result (threads would share lines).
 
-    >>> piece_edges(2048, 2048 * 2048 * 8, 2)[:3], piece_edges(10, 80, 2)
-    ([0, 128, 256], [0, 5, 10])
+    >>> piece_count(np.empty((2048, 2048)), 0, 2), piece_count(np.empty((2048, 2048)), 1, 2)
+    (16, 2)
+    >>> piece_count(np.empty((2048, 2048)).T, 1, 2), piece_count(np.empty((10, 8)), 0, 2)
+    (16, 2)
+    >>> piece_count(np.empty((2048, 2048)), 0, 2, read=2 * 2048 * 2048 * 8)  # a Hadamard's
+    2
     """
-    pieces = max(1, nbytes // (PIECE_BYTES * threads)) * threads
-    pieces = min(pieces, n) if n >= threads else threads
-    return [n * k // pieces for k in range(pieces + 1)]
+    n: int = out.shape[axis]
+    stride = abs(out.strides[axis])
+    if n <= threads or read > PIECE_READ * out.nbytes:
+        return threads
+    if any(abs(s) > stride for s, m in zip(out.strides, out.shape) if m > 1):
+        return threads
+    wanted = max(1, int(out.nbytes) // (PIECE_BYTES * threads)) * threads
+    return min(wanted, n)
+
+
+def thread_pieces(edges: Sequence[int], threads: int) -> list[list[int]]:
+    """The pieces (between ``edges``) each of ``threads`` threads runs, in order: piece
+    ``k`` to thread ``k`` where there are as many, else each piece to the thread with the
+    fewest rows so far (the first of equals), so that threads differ by a piece at most
+    (a review: pieces of 1 and 2 rows dealt in turn gave one thread twice the other's).
+
+    >>> thread_pieces([0, 1, 3, 4, 6, 7, 9], 2)
+    [[0, 2, 3], [1, 4, 5]]
+    >>> thread_pieces([0, 0, 1], 2)
+    [[0], [1]]
+    """
+    count = len(edges) - 1
+    if count <= threads:
+        return [[k] for k in range(count)] + [[] for _ in range(threads - count)]
+    rows: list[int] = [0] * threads
+    groups: list[list[int]] = [[] for _ in range(threads)]
+    for k, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        t = rows.index(min(rows))
+        groups[t].append(k)
+        rows[t] += hi - lo
+    return groups
 
 
 def _in_turn(pieces: Sequence[Callable[[], object]]) -> Callable[[], None]:
@@ -578,8 +631,10 @@ def _direct_reduce(step: ReduceStep) -> Callable[..., Array]:
     dtype = step.dtype
 
     def split_reduce(x: Array, out: Array | None = None) -> Array:
-        if out is None:
-            out = np.empty([x.shape[ax] for ax in kept_axes], dtype)
+        if out is None:  # laid out as NumPy's loop lays out its own (a review: C order
+            # summed otherwise than the unsplit step's own result, whose bits they must be)
+            order = write_order(kept_axes, range(n), x.shape, x.strides)
+            out = ordered_empty(order)([x.shape[ax] for ax in kept_axes], dtype)
         split_run(x, out)
         return out
 
@@ -860,7 +915,9 @@ def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
             labels.index(label) if label in labels else -1
             for labels in (step.left.labels, step.right.labels)
         ]
-        chunks = chunked(lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads)
+        chunks = chunked(
+            lambda a, b, out: kernel((a, b), out), in_axes, out_axis, threads, pieces=True
+        )
         views: tuple[Callable[[Array], Array], ...] = (_same, _same)
     else:
         # the viewed operands line up with the output's axes (size 1 where they broadcast)
@@ -869,6 +926,7 @@ def _split_batch(step: BatchStep, kernel: KernelFn) -> KernelFn:
             [out_axis, out_axis],
             out_axis,
             threads,
+            pieces=True,
         )
         views = (
             _operand_view(step.left.shape, step.geometry.left) or _same,

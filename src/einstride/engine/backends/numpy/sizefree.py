@@ -217,7 +217,8 @@ def _generic_batch(step: BatchStep) -> KernelFn:
         in_axes = [labels.index(split.label) if split.label in labels else -1
                    for labels in (step.left.labels, step.right.labels)]  # fmt: skip
         loop_chunks = chunked(lambda a, b, out: kernel((a, b), out), in_axes,
-                              step.labels.index(split.label), split.threads)  # fmt: skip
+                              step.labels.index(split.label), split.threads,
+                              pieces=True)  # fmt: skip
 
         def loop_split(pair: Sequence[Array], out: Array | None = None) -> Array:
             assert out is not None
@@ -236,7 +237,7 @@ def _generic_batch(step: BatchStep) -> KernelFn:
     run = product
     if split is not None:
         axis = step.labels.index(split.label)
-        run = chunked(product, [axis, axis], axis, split.threads)
+        run = chunked(product, [axis, axis], axis, split.threads, pieces=True)
 
     def multiply(pair: Sequence[Array], out: Array | None = None) -> Array:
         assert out is not None

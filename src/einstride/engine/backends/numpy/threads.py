@@ -1,13 +1,13 @@
 """Threads for large memory-bound steps (reductions, outer and Hadamard products).
 
 NumPy's sum-of-products loop and its ufuncs run on one core but release the GIL, so a
-step that streams megabytes through memory gets faster when its output is cut in parts
-that run on threads of their own (each thread takes every other piece of 2 MiB of a large
-new result, :func:`.execute.piece_edges`).  The *planner* decides: it records in the step
-the label it splits along (one that is free in every operand, never summed) and the number
-of threads; the executor only follows.  Each piece reads slices of the same views and
-writes its own slice of the output, and every output element is summed by the same loop
-in the same order as without threads, so results are bit-identical.
+step that streams megabytes through memory gets faster when its output is cut in two and
+each half runs on its own thread (a product's large result in pieces of about 2 MiB that
+the threads take in turn: :func:`.execute.piece_count`).  The *planner* decides: it
+records in the step the label it splits along (one that is free in every operand, never
+summed) and the number of threads; the executor only follows.  Each part reads slices of
+the same views and writes its own slice of the output, and every output element is summed
+by the same loop in the same order as without threads, so results are bit-identical.
 
 The thread count is a planner option (:class:`.options.PlannerOptions`): by default
 ``min(2, os.cpu_count())`` unless the environment variable ``EINSTRIDE_NUM_THREADS`` or
