@@ -242,7 +242,25 @@ def test_a_split_reduction_gives_one_thread_s_bits_into_any_result(
                           options=PlannerOptions(threads=threads_n, split_min_bytes=0))  # fmt: skip
         assert np.array_equal(one, _run_planned(entry, ops, out))
     # the plan's run split the reduction along l (of 4): in halves, on three threads too
-    assert dealt.call_args_list[-1].args == ([0, 2, 4], threads_n)
+    assert dealt.call_args_list[-1].args == ([0, 2, 4], 2)  # (on 3 threads: two of two)
+
+
+@pytest.mark.parametrize("threads_n", [2, 3, 4])
+@pytest.mark.parametrize("rows", [2, 3, 4, 5, 9])
+def test_a_reduction_runs_on_the_threads_its_plan_and_explain_say(
+    rows: int, threads_n: int
+) -> None:
+    # (a review: the executor cut no chunk of one row, the plan still said every thread)
+    x = np.random.default_rng(rows).standard_normal((rows, 6, 7))
+    options = PlannerOptions(threads=threads_n, split_min_bytes=0)
+    with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
+        entry = entry_for("ijk->ik", [x], None, None, "auto", options=options)
+        result = _run_planned(entry, [x], None)
+    np.testing.assert_allclose(result, x.sum(axis=1))
+    planned = max(_threads_of(entry.plan), default=1)
+    edges = dealt.call_args_list[-1].args[0] if dealt.call_args_list else [0, rows]
+    assert planned == max(1, min(threads_n, rows // 2)) == len(edges) - 1, (planned, edges)
+    assert all(b - a >= 2 for a, b in itertools.pairwise(edges))  # two rows a chunk at least
 
 
 def test_threads_take_pieces_so_that_they_differ_by_a_piece_at_most() -> None:

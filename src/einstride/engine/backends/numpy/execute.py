@@ -562,12 +562,13 @@ def piece_count(out: Array, axis: int, threads: int, read: int = 0) -> int:
     """How many pieces a product's step writing ``out`` and reading ``read`` bytes runs as
     along ``axis``: ``threads``, or where ``axis`` is the result's outermost in memory (each
     piece a block of it) and the step reads at most :data:`PIECE_READ` times what it writes,
-    as many as :data:`PIECE_BYTES` fit, a multiple of ``threads`` (at most the axis's
-    length).  Threads that take such pieces in turn write a new result faster than threads
-    that write its halves (measured on two threads, alternated in one process: a 32 MiB
-    outer product 2.2-3.3 ms in pieces, 3.0-3.9 in halves, pytblis 2.1-3.1, as the
-    machine's state went; a matrix times a row of it 5.1-6.0 against 5.8-6.2; a Hadamard
-    product, which reads twice what it writes, 0-8% slower in pieces).  A reduction keeps
+    as many as :data:`PIECE_BYTES` fit, a multiple of ``threads`` (or the axis's length
+    where that is less).  Threads that take such pieces in turn write a new result faster
+    than threads that write its halves (measured on two threads, alternated in one
+    process: a 32 MiB outer product 2.2-3.3 ms in pieces, 3.0-3.9 in halves, pytblis
+    2.1-3.1, as the machine's state went; a matrix times a row of it 5.1-6.0 against
+    5.8-6.2; a Hadamard product, which reads twice what it writes, 0-8% slower in
+    pieces).  A reduction keeps
     its chunks: NumPy's loop may sum a piece of one row in another order than the whole
     (a review), and its split axis may be inner in its result (threads would share lines).
 
@@ -581,7 +582,7 @@ def piece_count(out: Array, axis: int, threads: int, read: int = 0) -> int:
     n: int = out.shape[axis]
     stride = abs(out.strides[axis])
     if n <= threads or read > PIECE_READ * out.nbytes:
-        return threads
+        return max(1, min(threads, n))  # (a part of no row would be the whole: _part)
     if any(abs(s) > stride for s, m in zip(out.strides, out.shape) if m > 1):
         return threads
     wanted = max(1, int(out.nbytes) // (PIECE_BYTES * threads)) * threads

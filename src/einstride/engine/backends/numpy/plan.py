@@ -1094,7 +1094,10 @@ class _Planner:
         label = _outermost(term)
         if label not in kept:  # a chunk along an inner axis runs NumPy's loop far slower
             return None
-        threads = self.options.split_threads(self._reduce_bytes(term, kept), self.sizes[label])
+        # chunks of two rows at least: NumPy's loop may sum a chunk of one row in another
+        # order than the whole (a review), and the executor cuts none (execute.chunked)
+        rows = self.sizes[label] // 2
+        threads = self.options.split_threads(self._reduce_bytes(term, kept), rows)
         return Split(label=label, threads=threads) if threads > 1 else None
 
     def _copy(self, reg: int, term: Term, order: Sequence[int], reason: str) -> tuple[int, Term]:
