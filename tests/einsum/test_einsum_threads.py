@@ -289,6 +289,10 @@ def test_only_a_result_s_outermost_axis_is_cut_in_pieces() -> None:
     assert execute.piece_count(np.empty((3, big // 3)), 0, 2) == 3  # at most a piece a row
     assert execute.piece_count(np.empty((2, big // 2)), 0, 2) == 2
     assert execute.piece_count(np.empty((64, 8)), 0, 2) == 2  # small: one piece a thread
+    # what a product reads: a Hadamard product's two operands (halves), a broadcast row once
+    row = np.broadcast_to(np.ones(c.shape[1]), c.shape)
+    assert execute.piece_count(c, 0, 2, execute._read(c) + execute._read(c.copy())) == 2
+    assert execute.piece_count(c, 0, 2, execute._read(c) + execute._read(row)) == 16
 
 
 def test_split_into_out_and_at_real_size() -> None:

@@ -539,7 +539,7 @@ def chunked(
         n = out.shape[out_axis]
         # (a chunk of one row is summed in another order than the whole: a review)
         count = (
-            piece_count(out, out_axis, threads, sum(x.nbytes for x in inputs))
+            piece_count(out, out_axis, threads, sum(_read(x) for x in inputs))
             if pieces
             else min(threads, max(1, n // 2))
         )
@@ -587,6 +587,15 @@ def piece_count(out: Array, axis: int, threads: int, read: int = 0) -> int:
         return threads
     wanted = max(1, int(out.nbytes) // (PIECE_BYTES * threads)) * threads
     return min(wanted, n)
+
+
+def _read(x: Array) -> int:
+    """The bytes a view reads, a broadcast axis's once (a review: a broadcast row counted
+    at its full size made a row times a matrix a Hadamard product's reading twice)."""
+    read = int(x.itemsize)
+    for n, step in zip(x.shape, x.strides):
+        read *= n if step else 1
+    return read
 
 
 def thread_pieces(edges: Sequence[int], threads: int) -> list[list[int]]:
