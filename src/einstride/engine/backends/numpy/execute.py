@@ -568,9 +568,9 @@ def piece_count(out: Array, axis: int, threads: int, read: int = 0) -> int:
     process: a 32 MiB outer product 2.2-3.3 ms in pieces, 3.0-3.9 in halves, pytblis
     2.1-3.1, as the machine's state went; a matrix times a row of it 5.1-6.0 against
     5.8-6.2; a Hadamard product, which reads twice what it writes, 0-8% slower in
-    pieces).  A reduction keeps
-    its chunks: NumPy's loop may sum a piece of one row in another order than the whole
-    (a review), and its split axis may be inner in its result (threads would share lines).
+    pieces).  A reduction keeps its chunks: NumPy's loop may sum a piece of one row in
+    another order than the whole (a review), and its split axis may be inner in its result
+    (threads would share cache lines).
 
     >>> piece_count(np.empty((2048, 2048)), 0, 2), piece_count(np.empty((2048, 2048)), 1, 2)
     (16, 2)
