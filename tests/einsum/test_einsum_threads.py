@@ -63,6 +63,28 @@ def _run_planned(entry: Any, ops: list[np.ndarray], out: np.ndarray | None) -> n
     return result.copy() if out is not None else result  # (its own layout: a new result's)
 
 
+def _split_run(
+    equation: str,
+    ops: list[np.ndarray],
+    out: np.ndarray | None,
+    threads_n: int,
+    piece_bytes: int | None = None,
+) -> tuple[np.ndarray, Any, list[tuple[Any, ...]]]:
+    """What the plan for ``threads_n`` threads gives (split however small; in pieces of
+    ``piece_bytes`` where given), its entry, and what each of its runs dealt to the threads
+    (``execute.thread_pieces``' arguments: the edges and the thread count)."""
+    saved = execute.PIECE_BYTES
+    execute.PIECE_BYTES = saved if piece_bytes is None else piece_bytes
+    try:
+        with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
+            options = PlannerOptions(threads=threads_n, split_min_bytes=0)
+            entry = entry_for(equation, ops, out, None, "auto", options=options)
+            result = _run_planned(entry, ops, out)
+    finally:
+        execute.PIECE_BYTES = saved
+    return result, entry, [call.args for call in dealt.call_args_list]
+
+
 # (equation, shapes, axes transposed in operand 0 or None): reductions, diagonal sums,
 # outer and Hadamard products, in C order and through transposed views
 CASES = [
@@ -172,18 +194,10 @@ def test_a_product_split_in_pieces_taken_in_turn_gives_one_thread_s_bits(
     ops = _operands(shapes, perm, dtype, seed)
     one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops)
     out = _out(out_kind, one.shape, dtype)
-    saved = execute.PIECE_BYTES
-    execute.PIECE_BYTES = piece_bytes
-    try:
-        with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
-            entry = entry_for(equation, ops, out, None, "auto",
-                              options=PlannerOptions(threads=threads_n, split_min_bytes=0))  # fmt: skip
-            many = _run_planned(entry, ops, out)
-    finally:
-        execute.PIECE_BYTES = saved
+    many, entry, dealt = _split_run(equation, ops, out, threads_n, piece_bytes)
     assert np.array_equal(one, many), (equation, out_kind)  # (NaN: an element not written)
     if threads_n in _threads_of(entry.plan):  # (a product fused away splits nothing)
-        assert dealt.call_args_list, equation  # the split ran
+        assert dealt, equation  # the split ran
 
 
 @pytest.mark.parametrize("out_kind", ["none", "C", "F"])
@@ -201,17 +215,10 @@ def test_a_large_product_s_outermost_axis_is_cut_in_pieces(
     ops = _operands(shapes, None, "float64", 1)
     one, _ = _planned(PlannerOptions(threads=1, split_min_bytes=0), equation, ops)
     out = _out(out_kind, (64, 50), "float64")
-    saved = execute.PIECE_BYTES
-    execute.PIECE_BYTES = 8 * 50 * 4  # four rows a piece: 16 pieces of 64 rows
-    try:
-        with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
-            entry = entry_for(equation, ops, out, None, "auto",
-                              options=PlannerOptions(threads=2, split_min_bytes=0))  # fmt: skip
-            two = _run_planned(entry, ops, out)
-    finally:
-        execute.PIECE_BYTES = saved
+    # four rows a piece: 16 pieces of 64 rows
+    two, _, dealt = _split_run(equation, ops, out, 2, piece_bytes=8 * 50 * 4)
     assert np.array_equal(one, two)
-    edges = dealt.call_args_list[-1].args[0]  # (the plan's run: the first ones are direct)
+    edges = dealt[-1][0]  # (the plan's run: the first ones are direct)
     # along the result's outermost axis in memory (the planner splits along it): 64 rows,
     # or 50 columns of an F-ordered out=
     assert edges[-1] == (50 if out_kind == "F" else 64) and len(edges) - 1 == count
@@ -243,14 +250,11 @@ def test_a_split_reduction_gives_one_thread_s_bits_into_any_result(
                       options=PlannerOptions(threads=1, split_min_bytes=0))  # fmt: skip
     one = _run_planned(alone, ops, one_out)
     out = _out(out_kind, shape, "float64")
-    with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
-        entry = entry_for(equation, ops, out, None, "auto",
-                          options=PlannerOptions(threads=threads_n, split_min_bytes=0))  # fmt: skip
-        many = _run_planned(entry, ops, out)
+    many, _, dealt = _split_run(equation, ops, out, threads_n)
     assert np.array_equal(one, many)
     assert many.strides == one.strides  # a new result laid out as one thread's (NumPy's)
     # the plan's run split the reduction along l (of 4): in halves, on three threads too
-    assert dealt.call_args_list[-1].args == ([0, 2, 4], 2)  # (on 3 threads: two of two)
+    assert dealt[-1] == ([0, 2, 4], 2)  # (on 3 threads: two of two)
 
 
 @pytest.mark.parametrize("threads_n", [2, 3, 4])
@@ -260,13 +264,10 @@ def test_a_reduction_runs_on_the_threads_its_plan_and_explain_say(
 ) -> None:
     # (a review: the executor cut no chunk of one row, the plan still said every thread)
     x = np.random.default_rng(rows).standard_normal((rows, 6, 7))
-    options = PlannerOptions(threads=threads_n, split_min_bytes=0)
-    with mock.patch.object(execute, "thread_pieces", wraps=execute.thread_pieces) as dealt:
-        entry = entry_for("ijk->ik", [x], None, None, "auto", options=options)
-        result = _run_planned(entry, [x], None)
+    result, entry, dealt = _split_run("ijk->ik", [x], None, threads_n)
     np.testing.assert_allclose(result, x.sum(axis=1))
     planned = max(_threads_of(entry.plan), default=1)
-    edges = dealt.call_args_list[-1].args[0] if dealt.call_args_list else [0, rows]
+    edges = dealt[-1][0] if dealt else [0, rows]
     assert planned == max(1, min(threads_n, rows // 2)) == len(edges) - 1, (planned, edges)
     assert all(b - a >= 2 for a, b in itertools.pairwise(edges))  # two rows a chunk at least
 
