@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 from unittest import mock
@@ -483,6 +484,36 @@ def test_a_signal_while_waiting_for_the_pool_still_waits_for_its_chunk() -> None
     finally:
         signal.signal(signal.SIGUSR1, previous)
         ended.wait(5)
+
+
+def test_an_interrupted_caller_stops_the_pool_s_pieces_after_its_current_one() -> None:
+    """A product in pieces: when the caller's own pieces raise (an interrupt), the pool's
+    thread ends after the piece it is writing, not after its whole list (a review: it ran
+    them all while the caller waited)."""
+    import threading
+
+    caller, started = threading.get_ident(), threading.Event()
+    pool_rows: list[int] = []
+
+    class Interrupted(Exception):
+        pass
+
+    def kernel(a: np.ndarray, out: np.ndarray) -> None:
+        if threading.get_ident() == caller:
+            assert started.wait(5)  # the pool is in its first piece
+            raise Interrupted
+        started.set()
+        pool_rows.append(out.shape[0])
+        time.sleep(0.2)  # the caller raises meanwhile
+        out[...] = a
+
+    a, out = np.ones((64, 65536)), np.zeros((64, 65536))  # 32 MiB: 16 pieces, 8 a thread
+    assert execute.piece_count(out, 0, 2) == 16
+    run = execute.chunked(kernel, [0], 0, 2, pieces=True)
+    with pytest.raises(Interrupted):
+        run(a, out)
+    assert pool_rows == [4]  # one piece of 4 rows of its 8 pieces
+    assert np.count_nonzero(out) == 4 * 65536
 
 
 def test_reports_count_no_answers_of_the_size_free_or_direct_levels() -> None:

@@ -21,6 +21,7 @@ import importlib
 import itertools
 import math
 import operator
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -552,8 +553,9 @@ def chunked(
             )
             for lo, hi in itertools.pairwise(edges)
         ]
-        groups = thread_pieces(edges, threads)
-        run_chunks([_in_turn([parts[k] for k in group]) for group in groups if group])
+        groups, stop = thread_pieces(edges, threads), threading.Event()
+        chunks = [_in_turn([parts[k] for k in group], stop) for group in groups if group]
+        run_chunks(chunks, stop)
 
     return split_run
 
@@ -621,9 +623,14 @@ def thread_pieces(edges: Sequence[int], threads: int) -> list[list[int]]:
     return groups
 
 
-def _in_turn(pieces: Sequence[Callable[[], object]]) -> Callable[[], None]:
+def _in_turn(pieces: Sequence[Callable[[], object]], stop: threading.Event) -> Callable[[], None]:
+    """The pieces one after another, until ``stop`` is set (the caller was interrupted: a
+    pool thread then ends after its current piece, not after its whole list)."""
+
     def run() -> None:
         for piece in pieces:
+            if stop.is_set():
+                return
             piece()
 
     return run

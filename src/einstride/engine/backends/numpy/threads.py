@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
@@ -81,8 +82,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_pool)
 
 
-def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
+def run_chunks(chunks: Sequence[Callable[[], object]], stop: threading.Event | None = None) -> None:
     """Run ``chunks[1:]`` on the pool and ``chunks[0]`` here; wait for all (errors raise).
+    When this thread's chunk raises (an interrupt), ``stop`` is set before the wait: chunks
+    that check it between their pieces end at the next one instead of running all.
     A chunk the pool has not started by then (its thread not scheduled: a busy machine)
     is taken back and run here, so splitting never waits on an idle core that is not there.
     Each pool chunk runs under the caller's ``np.errstate`` (a review: an overflow in the
@@ -103,6 +106,8 @@ def run_chunks(chunks: Sequence[Callable[[], object]]) -> None:
             if future.cancel():
                 chunk()
     except BaseException:
+        if stop is not None:
+            stop.set()
         _settle(futures, raising=False)  # this error raises, not the chunks' own
         raise
     _settle(futures, raising=True)
