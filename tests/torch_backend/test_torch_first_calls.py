@@ -29,14 +29,15 @@ DTYPES = [torch.float64, torch.float32, torch.complex128]
 
 
 @st.composite
-def first_calls(draw: Any) -> tuple[str, list[torch.Tensor]]:
-    """Two to six operands of distinct labels (sizes 1-6) in one dtype, some permuted."""
+def first_calls(draw: Any, largest: int = 6) -> tuple[str, list[torch.Tensor]]:
+    """Two to six operands of distinct labels (sizes 1 to ``largest``) in one dtype, some
+    permuted."""
     n = draw(st.integers(2, 6))
     terms = ["".join(draw(st.lists(st.sampled_from("abcdefg"), min_size=1, max_size=4,
                                    unique=True))) for _ in range(n)]  # fmt: skip
     used = sorted(set("".join(terms)))
     output = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
-    sizes = {x: draw(st.integers(1, 6)) for x in used}
+    sizes = {x: draw(st.integers(1, largest)) for x in used}
     dtype = draw(st.sampled_from(DTYPES))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31)))
     ops = []
@@ -77,6 +78,30 @@ def test_a_first_call_gives_torch_s_values_and_caches_nothing(
         torch.testing.assert_close(again.to(torch.complex128), want, rtol=tolerance, atol=tolerance)
     if ran_directly:
         assert (lane_for(equation) is None or tiny) and _planned() == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(first_calls(largest=24))  # (past 4,096 combinations a step is a product)
+def test_numpy_and_torch_walk_the_same_steps_to_the_same_values(
+    case: tuple[str, list[torch.Tensor]],
+) -> None:
+    """The direct way's one walk (``direct.walk_steps``) with NumPy's operations and with
+    torch's: the same steps (sums alone, loops, products with swapped matrices) give
+    numpy.einsum's values."""
+    equation, ops = case
+    facts = first._numpy_facts(facts_of(ops))
+    assert facts is not None
+    found = direct.first_call_steps(equation, facts, None, "auto")
+    event(f"steps: {'none' if found is None else sorted({type(s).__name__ for s in found[0]})}")
+    if found is None:
+        return
+    steps, output = found[0], found[1]
+    on_torch = first._run(steps, output, ops)
+    on_numpy = direct._runner(steps, output)([x.numpy() for x in ops], None)
+    want = np.einsum(equation, *[x.numpy().astype(np.complex128) for x in ops])
+    tolerance = 1e-4 if ops[0].dtype == torch.float32 else 1e-10
+    for got in (np.asarray(on_numpy), on_torch.numpy()):
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
 
 
 def test_a_class_runs_directly_twice_and_a_graph_is_planned() -> None:

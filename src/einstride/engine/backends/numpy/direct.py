@@ -93,6 +93,7 @@ __all__ = [
     "first_call_steps",
     "products",
     "tiny_equation",
+    "walk_steps",
     "with_direct_note",
 ]
 
@@ -995,35 +996,59 @@ def _views(labels: Labels, free: Labels, count: dict[int, int]) -> bool:
     return at[-1] - at[0] + 1 == len(at) and (at[0] == len(batch) or at[-1] == len(labels) - 1)
 
 
-def _runner(steps: list[Step], output: tuple[int, ...]) -> Program:
-    def run(operands: Sequence[Any], out: Any) -> Any:
-        regs: list[Any] = list(operands)
-        for step in steps:
-            a = regs[step.a]
-            regs[step.a] = None
-            if isinstance(step, LoopProduct):  # NumPy's loop without einsum's Python wrapper
-                if step.b < 0:
-                    regs.append(sum_of_products(step.subscripts, a, order="C"))
-                    continue
-                regs.append(sum_of_products(step.subscripts, a, regs[step.b], order="C"))
-                regs[step.b] = None
-                continue
-            if step.sum_a:
-                a = a.sum(axis=step.sum_a)
-            if step.b < 0:
-                regs.append(a.transpose(step.perm_a).reshape(step.shape))
-                continue
-            b = regs[step.b]
+def walk_steps(
+    steps: Sequence[Step],
+    operands: Sequence[Any],
+    loop: Callable[..., Any],
+    permute: Callable[[Any, tuple[int, ...]], Any],
+) -> Any:
+    """The direct way's walk over its registers (the operands, then each step's result),
+    the last register returned: NumPy's (:func:`_runner`) and torch's, whose arrays differ
+    only in ``loop(subscripts, *operands)`` (a :class:`LoopProduct`) and ``permute(x,
+    perm)``; sums, reshapes, axis swaps and ``@`` are the same methods on both.  A step
+    takes its operands out of the registers and drops its copies before the next, so each
+    dies when its last step is done, as the peak counts it.
+
+    >>> steps = [Product(0, 1, (), (), (0, 1), (0, 1), (2, 3), (3, 2), False, False, (2, 2))]
+    >>> walk_steps(steps, [np.ones((2, 3)), np.ones((3, 2))], sum_of_products, np.transpose)
+    array([[3., 3.],
+           [3., 3.]])
+    """
+    regs: list[Any] = list(operands)
+    for step in steps:
+        a, b = regs[step.a], None if step.b < 0 else regs[step.b]
+        regs[step.a] = None
+        if b is not None:
             regs[step.b] = None
-            if step.sum_b:
-                b = b.sum(axis=step.sum_b)
-            a = a.transpose(step.perm_a).reshape(step.shape_a)
-            b = b.transpose(step.perm_b).reshape(step.shape_b)
-            product = np.matmul(a.swapaxes(-1, -2) if step.swap_a else a,
-                                b.swapaxes(-1, -2) if step.swap_b else b)  # fmt: skip
-            regs.append(product.reshape(step.shape))
-            a = b = product = None  # the operands' copies die here, as the peak counts
-        result = regs[-1].transpose(output)
+        if isinstance(step, LoopProduct):
+            regs.append(loop(step.subscripts, a) if b is None else loop(step.subscripts, a, b))
+            continue
+        if step.sum_a:
+            a = a.sum(step.sum_a)
+        if b is None:
+            regs.append(permute(a, step.perm_a).reshape(step.shape))
+            continue
+        if step.sum_b:
+            b = b.sum(step.sum_b)
+        a = permute(a, step.perm_a).reshape(step.shape_a)
+        b = permute(b, step.perm_b).reshape(step.shape_b)
+        product = (a.swapaxes(-1, -2) if step.swap_a else a) @ (
+            b.swapaxes(-1, -2) if step.swap_b else b
+        )
+        regs.append(product.reshape(step.shape))
+        a = b = product = None  # the operands' copies die here, as the peak counts
+    return regs[-1]
+
+
+def _transposed(x: Any, perm: tuple[int, ...]) -> Any:
+    return x.transpose(perm)  # (a method: a sum over every axis leaves a NumPy scalar)
+
+
+def _runner(steps: list[Step], output: tuple[int, ...]) -> Program:
+    loop = functools.partial(sum_of_products, order="C")  # (without einsum's Python wrapper)
+
+    def run(operands: Sequence[Any], out: Any) -> Any:
+        result = walk_steps(steps, operands, loop, _transposed).transpose(output)
         if result.ndim == 0:
             return result[()]
         return result if result.flags.c_contiguous else result.copy()

@@ -44,7 +44,13 @@ import torch
 
 from ...spec.paths import check_optimize, given_path, optimize_key, path_fits_any_size
 from ..numpy.cache import CLEAR_HOOKS
-from ..numpy.direct import LOOP_ELEMENTS, LoopProduct, Step, first_call_steps, tiny_equation
+from ..numpy.direct import (
+    LOOP_ELEMENTS,
+    Step,
+    first_call_steps,
+    tiny_equation,
+    walk_steps,
+)
 from ..numpy.generic import DIRECT_LOOKS, PROMOTE_AT
 from ..numpy.skeleton import c_order_class, dense_class
 from .guard import limit_for
@@ -178,32 +184,9 @@ def _numpy_facts(facts: Facts) -> tuple[Any, ...] | None:
 def _run(
     steps: Sequence[Step], output: tuple[int, ...], operands: Sequence[torch.Tensor]
 ) -> torch.Tensor:
-    """The steps with torch operations (the NumPy direct way's runner, in torch)."""
-    regs: list[Any] = list(operands)
-    for step in steps:
-        a = regs[step.a]
-        regs[step.a] = None
-        b = None if step.b < 0 else regs[step.b]
-        if step.b >= 0:
-            regs[step.b] = None
-        if isinstance(step, LoopProduct):
-            regs.append(torch.einsum(step.subscripts, a) if b is None else
-                        torch.einsum(step.subscripts, a, b))  # fmt: skip
-            continue
-        if step.sum_a:
-            a = a.sum(dim=step.sum_a)
-        if b is None:
-            regs.append(a.permute(step.perm_a).reshape(step.shape))
-            continue
-        if step.sum_b:
-            b = b.sum(dim=step.sum_b)
-        a = a.permute(step.perm_a).reshape(step.shape_a)
-        b = b.permute(step.perm_b).reshape(step.shape_b)
-        product = torch.matmul(a.transpose(-1, -2) if step.swap_a else a,
-                               b.transpose(-1, -2) if step.swap_b else b)  # fmt: skip
-        regs.append(product.reshape(step.shape))
-    result: torch.Tensor = regs[-1].permute(output)
-    return result
+    """The steps with torch operations (the NumPy direct way's walk, :func:`walk_steps`)."""
+    result: torch.Tensor = walk_steps(steps, operands, torch.einsum, torch.Tensor.permute)
+    return result.permute(output)
 
 
 def clear_first_calls() -> None:
