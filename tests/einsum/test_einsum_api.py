@@ -441,6 +441,27 @@ def test_an_expression_pickles_and_copies_as_opt_einsums_do() -> None:
         assert again.plan().steps == expr.plan().steps
 
 
+def test_an_expression_is_freed_when_its_last_reference_goes() -> None:
+    """No reference cycle through its plan caches (a cache of its bound method made every
+    expression one, freed only by the garbage collector)."""
+    import gc
+    import weakref
+
+    a, b = np.ones((3, 4)), np.ones((4, 5))
+    expr = es.contract_expression("ij,jk->ik", a.shape, b.shape)
+    expr(a, b)
+    expr(a.T.copy().T, b, out=np.empty((3, 5)))  # (both caches hold an entry)
+    gone = weakref.ref(expr)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del expr
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def test_an_expression_takes_opt_einsums_backend_keyword() -> None:
     """opt_einsum's ``expr(*arrays, backend=...)``: the operands' own library (or "auto")
     runs; another library is refused by name (einstride converts nothing)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,9 +89,12 @@ class Expression:
         self._caches()
 
     def _caches(self) -> None:
-        # per-layout plans: a thread-safe bounded LRU (functools' C implementation)
-        self._entry = functools.lru_cache(maxsize=64)(self._build)
-        self._plain = functools.lru_cache(maxsize=64)(self._build_plain)  # the hot path's
+        # per-layout plans: a thread-safe bounded LRU (functools' C implementation) of a
+        # builder holding the expression's values, not the expression (a cache of its bound
+        # method made every expression a reference cycle, freed only by the collector)
+        build = _Builder(self.key, self.subscripts, self.shapes, self.dtype, self.path)
+        self._entry = functools.lru_cache(maxsize=64)(build)
+        self._plain = functools.lru_cache(maxsize=64)(build.plain)  # the hot path's
 
     def __getstate__(self) -> dict[str, Any]:
         """The expression without its plan caches, which are rebuilt when it is unpickled:
@@ -143,26 +147,6 @@ class Expression:
         limit = checked_memory_limit(memory_limit)
         return self.memory_limit if limit is None else limit
 
-    def _build(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions) -> Entry:
-        self._check_operands(facts[0::3], len(facts) // 3)
-        return make_entry(self.key, facts, out_facts, self.dtype, self.path, options)
-
-    def _check_operands(self, shapes: Sequence[tuple[int, ...]], count: int) -> None:
-        if count != len(self.shapes):
-            raise EinsumError(
-                f"einsum {quoted(self.subscripts)}: the expression takes "
-                f"{len(self.shapes)} operand(s), got {count}"
-            )
-        for i, (shape, declared) in enumerate(zip(shapes, self.shapes)):
-            if shape != declared:
-                raise EinsumError(
-                    f"einsum {quoted(self.subscripts)}: operand {i} has shape "
-                    f"{shape}, but the expression was made for {declared}"
-                )
-
-    def _build_plain(self, facts: tuple[Any, ...], options: PlannerOptions) -> Entry:
-        return self._build(facts, None, options)
-
     def __call__(
         self, *operands: Any, out: Any = None, memory_limit: Any = None, backend: Any = "auto"
     ) -> Any:
@@ -178,7 +162,8 @@ class Expression:
                 if entry.peak > limit:
                     return run_limited(self.key, operands, None, self.dtype, self.path, limit)
                 return entry.run(operands, None)
-        self._check_operands([_shape(x, i) for i, x in enumerate(operands)], len(operands))
+        _check_operands(self.subscripts, self.shapes, [_shape(x, i) for i, x in
+                                                       enumerate(operands)])  # fmt: skip
         call = EinsumCall(
             key=self.key,
             operands=operands,
@@ -248,6 +233,41 @@ def _check_backend(backend: Any, operands: Sequence[Any], subscripts: str) -> No
             f"{library}, its operands' library: einstride converts nothing (convert them to "
             "run it elsewhere)"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Builder:
+    """An expression's entry for a layout (its operands' facts, its ``out=``'s, the
+    planner options), from the expression's values."""
+
+    key: EquationKey
+    subscripts: str
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: np.dtype[Any] | None
+    path: Any
+
+    def __call__(self, facts: tuple[Any, ...], out_facts: Any, options: PlannerOptions) -> Entry:
+        _check_operands(self.subscripts, self.shapes, facts[0::3])
+        return make_entry(self.key, facts, out_facts, self.dtype, self.path, options)
+
+    def plain(self, facts: tuple[Any, ...], options: PlannerOptions) -> Entry:
+        return self(facts, None, options)
+
+
+def _check_operands(
+    subscripts: str, declared: Sequence[tuple[int, ...]], shapes: Sequence[tuple[int, ...]]
+) -> None:
+    if len(shapes) != len(declared):
+        raise EinsumError(
+            f"einsum {quoted(subscripts)}: the expression takes "
+            f"{len(declared)} operand(s), got {len(shapes)}"
+        )
+    for i, (shape, made_for) in enumerate(zip(shapes, declared)):
+        if shape != made_for:
+            raise EinsumError(
+                f"einsum {quoted(subscripts)}: operand {i} has shape "
+                f"{shape}, but the expression was made for {made_for}"
+            )
 
 
 def contract_expression(
