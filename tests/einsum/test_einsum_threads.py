@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import types
 from collections.abc import Iterator
 from typing import Any
 from unittest import mock
@@ -486,34 +487,81 @@ def test_a_signal_while_waiting_for_the_pool_still_waits_for_its_chunk() -> None
         ended.wait(5)
 
 
-def test_an_interrupted_caller_stops_the_pool_s_pieces_after_its_current_one() -> None:
-    """A product in pieces: when the caller's own pieces raise (an interrupt), the pool's
-    thread ends after the piece it is writing, not after its whole list (a review: it ran
-    them all while the caller waited)."""
+def _interrupted_split(interrupt: str) -> tuple[list[int], np.ndarray]:
+    """A product in pieces (32 MiB: 16 pieces, 8 a thread) whose caller is interrupted
+    while the pool writes its first piece: in its own pieces (``"own"``) or, done with
+    them, while it waits (``"waiting"``: a signal).  The pool's first piece ends only once
+    the split's stop event is set (within 3 s, else the test fails), so the outcome does
+    not depend on timing; returns the rows of the pieces the pool wrote, and ``out``."""
+    import signal
     import threading
 
-    caller, started = threading.get_ident(), threading.Event()
+    caller, started, caller_done = threading.get_ident(), threading.Event(), threading.Event()
+    events: list[threading.Event] = []
     pool_rows: list[int] = []
+    caller_rows: list[int] = []
+    stopped: list[bool] = []
 
     class Interrupted(Exception):
         pass
 
     def kernel(a: np.ndarray, out: np.ndarray) -> None:
         if threading.get_ident() == caller:
-            assert started.wait(5)  # the pool is in its first piece
-            raise Interrupted
-        started.set()
+            if interrupt == "own":
+                assert started.wait(10)  # the pool is in its first piece
+                raise Interrupted
+            out[...] = a
+            caller_rows.append(out.shape[0])
+            if sum(caller_rows) == 32:
+                caller_done.set()
+            return
         pool_rows.append(out.shape[0])
-        time.sleep(0.2)  # the caller raises meanwhile
+        if len(pool_rows) == 1:
+            started.set()
+            if interrupt == "waiting":
+                assert caller_done.wait(10)
+                time.sleep(0.05)  # (the caller is in its wait by now)
+                signal.pthread_kill(caller, signal.SIGUSR1)
+            stopped.append(events[0].wait(3))  # set by the caller's interrupt
         out[...] = a
 
-    a, out = np.ones((64, 65536)), np.zeros((64, 65536))  # 32 MiB: 16 pieces, 8 a thread
+    def on_signal(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    def recorded() -> threading.Event:
+        events.append(threading.Event())
+        return events[-1]
+
+    a, out = np.ones((64, 65536)), np.zeros((64, 65536))
     assert execute.piece_count(out, 0, 2) == 16
     run = execute.chunked(kernel, [0], 0, 2, pieces=True)
-    with pytest.raises(Interrupted):
-        run(a, out)
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    try:
+        spy = types.SimpleNamespace(Event=recorded)  # (execute's threading: its Event only)
+        with mock.patch.object(execute, "threading", spy), pytest.raises(Interrupted):
+            run(a, out)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert stopped == [True]
+    return pool_rows, out
+
+
+def test_an_interrupted_caller_stops_the_pool_s_pieces_after_its_current_one() -> None:
+    """A product in pieces: when the caller's own pieces raise (an interrupt), the pool's
+    thread ends after the piece it is writing, not after its whole list (a review: it ran
+    them all while the caller waited)."""
+    pool_rows, out = _interrupted_split("own")
     assert pool_rows == [4]  # one piece of 4 rows of its 8 pieces
     assert np.count_nonzero(out) == 4 * 65536
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "pthread_kill"), reason="POSIX signals")
+def test_an_interrupt_while_waiting_for_the_pool_stops_its_pieces_too() -> None:
+    """The caller done with its pieces and waiting for the pool's: an interrupt then stops
+    them as well (a review: only an exception in the caller's own pieces did)."""
+    pool_rows, out = _interrupted_split("waiting")
+    assert pool_rows == [4]
+    assert np.count_nonzero(out) == (32 + 4) * 65536  # the caller's 32 rows, the pool's 4
 
 
 def test_reports_count_no_answers_of_the_size_free_or_direct_levels() -> None:

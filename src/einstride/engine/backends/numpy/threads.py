@@ -84,8 +84,9 @@ if hasattr(os, "register_at_fork"):
 
 def run_chunks(chunks: Sequence[Callable[[], object]], stop: threading.Event | None = None) -> None:
     """Run ``chunks[1:]`` on the pool and ``chunks[0]`` here; wait for all (errors raise).
-    When this thread's chunk raises (an interrupt), ``stop`` is set before the wait: chunks
-    that check it between their pieces end at the next one instead of running all.
+    When this thread raises (an interrupt, in its own chunk or while it waits for the
+    pool's), ``stop`` is set: chunks that check it between their pieces end at the next
+    one instead of running all.
     A chunk the pool has not started by then (its thread not scheduled: a busy machine)
     is taken back and run here, so splitting never waits on an idle core that is not there.
     Each pool chunk runs under the caller's ``np.errstate`` (a review: an overflow in the
@@ -108,9 +109,9 @@ def run_chunks(chunks: Sequence[Callable[[], object]], stop: threading.Event | N
     except BaseException:
         if stop is not None:
             stop.set()
-        _settle(futures, raising=False)  # this error raises, not the chunks' own
+        _settle(futures, stop, raising=False)  # this error raises, not the chunks' own
         raise
-    _settle(futures, raising=True)
+    _settle(futures, stop, raising=True)
 
 
 def _carried(chunk: Callable[[], object]) -> Callable[[], object]:
@@ -126,10 +127,12 @@ def _carried(chunk: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
-def _settle(futures: Sequence[Future[object]], *, raising: bool) -> None:
+def _settle(
+    futures: Sequence[Future[object]], stop: threading.Event | None, *, raising: bool
+) -> None:
     """Cancel the chunks not started and wait for the others to end, through any exception
-    raised while waiting (a signal handler's); then, when ``raising``, the first such
-    exception or chunk error raises."""
+    raised while waiting (a signal handler's: it sets ``stop``, so that they end sooner);
+    then, when ``raising``, the first such exception or chunk error raises."""
     error: BaseException | None = None
     for future in futures:
         future.cancel()
@@ -138,6 +141,8 @@ def _settle(futures: Sequence[Future[object]], *, raising: bool) -> None:
                 wait([future])
             except BaseException as exc:  # raised while waiting: the chunk still runs
                 error = error or exc
+                if stop is not None:  # (a review: the pool ran all its pieces meanwhile)
+                    stop.set()
     if not raising:
         return
     if error is not None:
