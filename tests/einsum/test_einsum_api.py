@@ -462,6 +462,24 @@ def test_an_expression_is_freed_when_its_last_reference_goes() -> None:
             gc.enable()
 
 
+def test_an_expression_s_path_is_read_only() -> None:
+    """Its plans follow the path it was made with: one set afterwards would reach only the
+    layouts not cached yet (a review), so setting it raises; a pickle made while it was a
+    plain attribute still loads."""
+    import pickle
+
+    a, b, c = np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 5))
+    expr = es.contract_expression("ij,jk,kl->il", a.shape, b.shape, c.shape)
+    with pytest.raises(AttributeError):
+        expr.path = [(0, 1), (0, 1)]  # type: ignore[misc]
+    state = expr.__getstate__()
+    state["path"] = state.pop("_path")  # (the state of an expression pickled before)
+    old = es.Expression.__new__(es.Expression)
+    old.__setstate__(state)
+    assert old.path == expr.path and old.plan().steps == expr.plan().steps
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(old))(a, b, c), expr(a, b, c))
+
+
 def test_an_expression_takes_opt_einsums_backend_keyword() -> None:
     """opt_einsum's ``expr(*arrays, backend=...)``: the operands' own library (or "auto")
     runs; another library is refused by name (einstride converts nothing)."""

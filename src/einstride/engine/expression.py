@@ -81,12 +81,18 @@ class Expression:
         self.spec = bind(equation_of(key), self.shapes)
         self.subscripts = self.spec.text
         # (found paths keep their finder: the plans' reports name it)
-        self.path: list[tuple[int, ...]] = FoundPath(
+        self._path: list[tuple[int, ...]] = FoundPath(
             plan_path(self.spec, optimize), finder_form(optimize)
         )
         if self.memory_limit is not None:
-            self.path = FoundPath(self._limited_path(optimize), finder_form(optimize))
+            self._path = FoundPath(self._limited_path(optimize), finder_form(optimize))
         self._caches()
+
+    @property
+    def path(self) -> list[tuple[int, ...]]:
+        """The contraction path, fixed when the expression is made: every plan follows it
+        (read-only: a path set afterwards would reach the plans not cached yet only)."""
+        return self._path
 
     def _caches(self) -> None:
         # per-layout plans: a thread-safe bounded LRU (functools' C implementation) of a
@@ -110,6 +116,8 @@ class Expression:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "path" in state:  # (pickled before the path was read-only)
+            state["_path"] = state.pop("path")
         self.__dict__.update(state)
         self._caches()
 
