@@ -104,6 +104,26 @@ def test_numpy_and_torch_walk_the_same_steps_to_the_same_values(
         np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance)
 
 
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [("abcx,cd->bad", [(20, 30, 40, 5), (40, 8)]), ("xabc,cd->bad", [(5, 20, 30, 40), (40, 8)])],
+)
+def test_a_step_of_one_operand_walks_alike(equation: str, shapes: list[tuple[int, ...]]) -> None:
+    """A path's step of one operand (its own label summed first: a product of one
+    register), which drawn first calls never make (a review), on both backends' walks."""
+    gen = torch.Generator().manual_seed(2)
+    ops = [torch.randn(shape, generator=gen, dtype=torch.float64) for shape in shapes]
+    facts = first._numpy_facts(facts_of(ops))
+    assert facts is not None
+    found = direct.first_call_steps(equation, facts, None, [(0,), (0, 1)])
+    assert found is not None and [step.b for step in found[0]] == [-1, 1]
+    steps, output = found[0], found[1]
+    want = np.einsum(equation, *[x.numpy() for x in ops])
+    np.testing.assert_allclose(first._run(steps, output, ops).numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(direct._runner(steps, output)([x.numpy() for x in ops], None),
+                               want, rtol=1e-12)  # fmt: skip
+
+
 def test_a_class_runs_directly_twice_and_a_graph_is_planned() -> None:
     es.clear_plan_cache()
     chain = [torch.ones(37, 20, dtype=torch.float64), torch.ones(20, 30, dtype=torch.float64),
