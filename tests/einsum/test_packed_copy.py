@@ -1,6 +1,8 @@
 """A copy step whose trailing axes form a short contiguous block copies that block as one
-item (:func:`~einstride.engine.backends.numpy.execute.packed_copy`): the same values, in
-C order, on every layout and item size."""
+item (:func:`~einstride.engine.backends.numpy.execute.packed_copy`; into ``out=``,
+:func:`~einstride.engine.backends.numpy.execute.packed_copyto`, where ``out``'s trailing
+axes form the same block): the same values, in C order or ``out``'s, on every layout and
+item size."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
-from einstride.engine.backends.numpy.execute import PACK_MAX_BYTES, packed_copy
+from einstride.engine.backends.numpy.execute import PACK_MAX_BYTES, packed_copy, packed_copyto
 
 DTYPES = ["float64", "float32", "complex128", "int8", "bool", ml_dtypes.bfloat16]
 
@@ -66,3 +68,44 @@ def test_a_gate_on_qubits_is_the_plans_copy_and_numpys_result() -> None:
     got = es.einsum(equation, state, gate)
     np.testing.assert_allclose(got, np.einsum(equation, state, gate))
     assert math.prod(got.shape) == 2**17
+
+
+@settings(max_examples=300, deadline=None)
+@given(_arrays(), _arrays())
+def test_a_packed_copy_into_out_writes_every_element_and_no_other(
+    x: np.ndarray, layout: np.ndarray
+) -> None:
+    """Into an ``out`` laid out as another drawn array (its layout, ``x``'s shape and dtype,
+    inside a sentinel-filled buffer): packed where both trailing blocks agree."""
+    rank = min(x.ndim, layout.ndim)
+    x = x[(0,) * (x.ndim - rank)]
+    order = sorted(range(rank), key=lambda a: -abs(layout.strides[layout.ndim - rank + a]))
+    stored = [x.shape[a] for a in order]
+    base = np.full([2 * stored[0], *stored[1:]], 7, x.dtype)  # every other outer row: 7s
+    out, before = base[::2].transpose(np.argsort(order)), base[1::2].copy()
+    done = packed_copyto(out, x)
+    event("packed" if done else "not packed")
+    if not done:
+        return
+    np.testing.assert_array_equal(out.view(np.uint8), np.asarray(x).view(np.uint8))
+    assert base[1::2].tobytes() == before.tobytes()  # nothing written between
+
+
+def test_a_permutation_into_out_is_packed_and_numpys_result() -> None:
+    """A pure permutation into a C-ordered ``out=`` whose last axis stays: its runs of two
+    elements are copied as one item each."""
+    from unittest import mock
+
+    from einstride.engine.backends.numpy import execute
+
+    state = np.random.default_rng(3).random((2,) * 18)
+    letters = "abcdefghijklmnopqr"
+    equation = letters + "->pq" + letters[:15] + "r"  # two qubits to the front
+    out = np.full(state.shape, np.nan)
+    with mock.patch.object(execute, "packed_copyto", wraps=execute.packed_copyto) as spy:
+        for _ in range(10):  # (a shape's first calls may run directly)
+            out[...] = np.nan
+            es.einsum(equation, state, out=out)
+    assert any(call.args[0] is out or np.shares_memory(call.args[0], out)
+               for call in spy.call_args_list)  # fmt: skip
+    np.testing.assert_array_equal(out, np.einsum(equation, state))

@@ -766,7 +766,8 @@ def copy_kernel(step: CopyStep) -> KernelFn:
                 if packed is not None:
                     return packed
             return x.astype(dtype, order="C")
-        _copyto(out, x, casting="unsafe")
+        if x.size < PACK_MIN_ELEMENTS or x.dtype != out.dtype or not packed_copyto(out, x):
+            _copyto(out, x, casting="unsafe")
         return out
 
     return copy
@@ -788,15 +789,46 @@ def packed_copy(x: Array) -> Array | None:
     >>> np.array_equal(packed_copy(x), np.ascontiguousarray(x))
     True
     """
-    shape, strides, item = x.shape, x.strides, x.itemsize
+    found = _packed_block(x, x.strides)
+    if found is None:
+        return None
+    outer, item = found
+    items = x.reshape(outer + (-1,)).view(item)
+    return items.copy(order="C").view(x.dtype).reshape(x.shape)
+
+
+def packed_copyto(out: Array, x: Array) -> bool:
+    """:func:`packed_copy` into ``out`` (of ``x``'s shape and dtype), where the trailing
+    axes of both form the same short contiguous block; False where that does not apply
+    (nothing copied).
+
+    >>> x = np.arange(16.0).reshape(2, 2, 2, 2).transpose(1, 0, 2, 3)
+    >>> out = np.empty((2, 2, 2, 2))
+    >>> packed_copyto(out, x), np.array_equal(out, x)
+    (True, True)
+    """
+    found = _packed_block(x, x.strides, out.strides)
+    if found is None:
+        return False
+    outer, item = found
+    _copyto(reshape_view(out, outer + (-1,)).view(item), x.reshape(outer + (-1,)).view(item))
+    return True
+
+
+def _packed_block(
+    x: Array, *strides: tuple[int, ...]
+) -> tuple[tuple[int, ...], np.dtype[Any]] | None:
+    """The axes outside ``x``'s trailing block that is contiguous in every layout of
+    ``strides`` (at most :data:`PACK_MAX_BYTES`, two elements at least, not the whole
+    array), and the block as one item's dtype; None where there is none."""
+    shape, size = x.shape, x.itemsize
     k, block = x.ndim, 1
-    while k and (shape[k - 1] == 1 or strides[k - 1] == item * block):
+    while k and (shape[k - 1] == 1 or all(s[k - 1] == size * block for s in strides)):
         block *= shape[k - 1]
         k -= 1
-    if block < 2 or block * item > PACK_MAX_BYTES or k == 0 or x.dtype.hasobject:
+    if block < 2 or block * size > PACK_MAX_BYTES or k == 0 or x.dtype.hasobject:
         return None
-    items = x.reshape(shape[:k] + (block,)).view(np.dtype((np.void, block * item)))
-    return items.copy(order="C").view(x.dtype).reshape(shape)
+    return shape[:k], np.dtype((np.void, block * size))
 
 
 def _operand_view(in_shape: tuple[int, ...], fold: Fold) -> Callable[[Array], Array] | None:
