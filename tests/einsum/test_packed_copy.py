@@ -109,3 +109,23 @@ def test_a_permutation_into_out_is_packed_and_numpys_result() -> None:
     assert any(call.args[0] is out or np.shares_memory(call.args[0], out)
                for call in spy.call_args_list)  # fmt: skip
     np.testing.assert_array_equal(out, np.einsum(equation, state))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.permutations(range(13)), st.integers(0, 12), st.sampled_from(["float64", "complex128"]),
+       st.booleans())  # fmt: skip
+def test_the_direct_way_s_fold_is_transpose_and_reshape(
+    perm: list[int], merged: int, dtype: str, last_stays: bool
+) -> None:
+    """The direct way's step operand (``direct._folded``): transposed, then reshaped with
+    its trailing axes merged, a copy packed where it can be; NumPy's values and shape."""
+    from einstride.engine.backends.numpy import direct
+
+    if last_stays:  # (a trailing block: packed)
+        perm = [a for a in perm if a != 12] + [12]
+    x = np.arange(2**13).astype(dtype).reshape((2,) * 13)
+    view = x.transpose(perm)
+    shape = view.shape[:merged] + (math.prod(view.shape[merged:]),)
+    got = direct._folded(x, tuple(perm), shape)
+    event("packed" if packed_copy(view) is not None else "not packed")
+    np.testing.assert_array_equal(got, view.reshape(shape))

@@ -185,8 +185,12 @@ def _run(
     steps: Sequence[Step], output: tuple[int, ...], operands: Sequence[torch.Tensor]
 ) -> torch.Tensor:
     """The steps with torch operations (the NumPy direct way's walk, :func:`walk_steps`)."""
-    result: torch.Tensor = walk_steps(steps, operands, torch.einsum, torch.Tensor.permute)
+    result: torch.Tensor = walk_steps(steps, operands, torch.einsum, _folded)
     return result.permute(output)
+
+
+def _folded(x: torch.Tensor, perm: tuple[int, ...], shape: tuple[int, ...]) -> torch.Tensor:
+    return x.permute(perm).reshape(shape)
 
 
 def clear_first_calls() -> None:
