@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from unittest import mock
 
 import ml_dtypes
 import numpy as np
@@ -94,21 +95,30 @@ def test_a_packed_copy_into_out_writes_every_element_and_no_other(
 def test_a_permutation_into_out_is_packed_and_numpys_result() -> None:
     """A pure permutation into a C-ordered ``out=`` whose last axis stays: its runs of two
     elements are copied as one item each."""
-    from unittest import mock
-
     from einstride.engine.backends.numpy import execute
 
     state = np.random.default_rng(3).random((2,) * 18)
     letters = "abcdefghijklmnopqr"
     equation = letters + "->pq" + letters[:15] + "r"  # two qubits to the front
     out = np.full(state.shape, np.nan)
-    with mock.patch.object(execute, "packed_copyto", wraps=execute.packed_copyto) as spy:
+    packed: list[bool] = []
+    original = execute.packed_copyto
+
+    def spy(target: np.ndarray, x: np.ndarray) -> bool:
+        packed.append(original(target, x))
+        return packed[-1]
+
+    with mock.patch.object(execute, "packed_copyto", spy):
         for _ in range(10):  # (a shape's first calls may run directly)
             out[...] = np.nan
             es.einsum(equation, state, out=out)
-    assert any(call.args[0] is out or np.shares_memory(call.args[0], out)
-               for call in spy.call_args_list)  # fmt: skip
+    assert True in packed  # (a review: the test held with packing switched off)
     np.testing.assert_array_equal(out, np.einsum(equation, state))
+    ints = np.arange(2**13).reshape(64, 64, 2)  # into an out= of another dtype: a cast
+    cast = np.empty((64, 64, 2))
+    es.einsum("ijk->jik", ints, out=cast)
+    np.testing.assert_array_equal(cast, np.einsum("ijk->jik", ints))
+    assert not execute.packed_copyto(cast, ints.transpose(1, 0, 2))
 
 
 @settings(max_examples=100, deadline=None)
@@ -127,5 +137,14 @@ def test_the_direct_way_s_fold_is_transpose_and_reshape(
     view = x.transpose(perm)
     shape = view.shape[:merged] + (math.prod(view.shape[merged:]),)
     got = direct._folded(x, tuple(perm), shape)
-    event("packed" if packed_copy(view) is not None else "not packed")
-    np.testing.assert_array_equal(got, view.reshape(shape))
+    want = view.reshape(shape)
+    np.testing.assert_array_equal(got, want)
+    if np.shares_memory(want, x):
+        event("a view")
+        assert np.shares_memory(got, x)  # no copy where a view does
+    else:
+        packs = packed_copy(view) is not None
+        event("packed" if packs else "copied")
+        with mock.patch.object(direct, "packed_copy", wraps=packed_copy) as spy:
+            direct._folded(x, tuple(perm), shape)
+        assert spy.call_count == 1  # (a review: the test held with packing switched off)

@@ -766,7 +766,7 @@ def copy_kernel(step: CopyStep) -> KernelFn:
                 if packed is not None:
                     return packed
             return x.astype(dtype, order="C")
-        if x.size < PACK_MIN_ELEMENTS or x.dtype != out.dtype or not packed_copyto(out, x):
+        if x.size < PACK_MIN_ELEMENTS or not packed_copyto(out, x):
             _copyto(out, x, casting="unsafe")
         return out
 
@@ -798,15 +798,17 @@ def packed_copy(x: Array) -> Array | None:
 
 
 def packed_copyto(out: Array, x: Array) -> bool:
-    """:func:`packed_copy` into ``out`` (of ``x``'s shape and dtype), where the trailing
-    axes of both form the same short contiguous block; False where that does not apply
-    (nothing copied).
+    """:func:`packed_copy` into ``out``, where it has ``x``'s shape and dtype and the
+    trailing axes of both form the same short contiguous block; False where that does not
+    apply (nothing copied).
 
     >>> x = np.arange(16.0).reshape(2, 2, 2, 2).transpose(1, 0, 2, 3)
     >>> out = np.empty((2, 2, 2, 2))
     >>> packed_copyto(out, x), np.array_equal(out, x)
     (True, True)
     """
+    if out.dtype != x.dtype or out.shape != x.shape:
+        return False  # (a cast, or a broadcast: NumPy's copy; a review)
     found = _packed_block(x, x.strides, out.strides)
     if found is None:
         return False
