@@ -67,7 +67,6 @@ from ...spec.search import (
 from ...spec.walk import path_choice_of, plan_path, search_problem
 from .execute import (
     EINSUM_LETTERS,
-    PACK_MIN_ELEMENTS,
     Program,
     numpy_equation,
     packed_copy,
@@ -1049,13 +1048,16 @@ def walk_steps(
 
 
 def _folded(x: Any, perm: tuple[int, ...], shape: tuple[int, ...]) -> Any:
-    """``x.transpose(perm).reshape(shape)``, a copy it needs made by
-    :func:`.execute.packed_copy` where its trailing axes form a short contiguous block
-    (measured on the benchmark's networks' first calls, each such copy alone: 0.43-0.90x
-    NumPy's copy's time, 10.6 -> 8.3 ms in all; the largest, 21 MB of random-100's, 7.25
-    -> 6.05 ms).  (A method: a sum over every axis leaves a NumPy scalar.)"""
-    view = x.transpose(perm)
-    if view.size >= PACK_MIN_ELEMENTS:
+    """``x.transpose(perm).reshape(shape)``, a copy it needs of :data:`COPY_CHOICE`
+    elements or more made by :func:`.execute.packed_copy` where its trailing axes form a
+    short contiguous block (measured on the benchmark's networks' first calls, each such
+    copy alone: 0.43-0.90x NumPy's copy's time, 10.6 -> 8.3 ms in all; the largest, 21 MB
+    of random-100's, 7.25 -> 6.05 ms; from 4,096 elements the test and the smaller copies
+    made the first calls of the closed 6 x 6 grid and an MPS expectation value 1.08-1.12x
+    slower).  (A method: a sum over every axis leaves a NumPy scalar.)"""
+    view, item = x.transpose(perm), x.itemsize
+    # (a short contiguous block may end it: else no view test, which raises for a copy)
+    if view.size >= COPY_CHOICE and view.strides[-1] == item and view.shape[-1] * item <= 64:
         try:
             return np.reshape(view, shape, copy=False)
         except ValueError:  # it needs a copy
