@@ -67,6 +67,7 @@ from ...spec.search import (
 from ...spec.walk import path_choice_of, plan_path, search_problem
 from .execute import (
     EINSUM_LETTERS,
+    PACK_MAX_BYTES,
     Program,
     numpy_equation,
     packed_copy,
@@ -1057,7 +1058,11 @@ def _folded(x: Any, perm: tuple[int, ...], shape: tuple[int, ...]) -> Any:
     slower).  (A method: a sum over every axis leaves a NumPy scalar.)"""
     view, item = x.transpose(perm), x.itemsize
     # (a short contiguous block may end it: else no view test, which raises for a copy)
-    if view.size >= COPY_CHOICE and view.strides[-1] == item and view.shape[-1] * item <= 64:
+    if (
+        view.size >= COPY_CHOICE
+        and view.strides[-1] == item
+        and view.shape[-1] * item <= PACK_MAX_BYTES
+    ):
         try:
             return np.reshape(view, shape, copy=False)
         except ValueError:  # it needs a copy
