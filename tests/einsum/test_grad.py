@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import string
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import einstride as es
+from einstride.engine import grad as grad_module
 
 # -- the oracle ------------------------------------------------------------------------------
 
@@ -335,6 +337,28 @@ def test_a_single_use_path_optimizer_leaves_the_gradients_their_own_search() -> 
     cot = rng.random((2, 5))
     got = es.einsum_vjp("ab,bc,cd->ad", ops, cot, optimize=oe.RandomGreedy())
     want = es.einsum_vjp("ab,bc,cd->ad", ops, cot)
+    for mine, theirs in zip(got, want):
+        np.testing.assert_allclose(mine, theirs)
+
+
+def test_left_to_right_gradients_search_their_own_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``optimize=False`` names the order of the call's operands, which the backward
+    einsums do not keep (the cotangent comes first): each searches its own path, as for an
+    explicit path (a review: torch's backward began with an outer product)."""
+    rng = np.random.default_rng(6)
+    ops = [rng.random((40, 40)) for _ in range(4)]
+    cot = rng.random((40, 40))
+    asked: list[Any] = []
+    einsum = grad_module.einsum
+
+    def spy(*args: Any, optimize: Any = "auto", **keywords: Any) -> Any:
+        asked.append(optimize)
+        return einsum(*args, optimize=optimize, **keywords)
+
+    monkeypatch.setattr(grad_module, "einsum", spy)
+    got = es.einsum_vjp("ab,bc,cd,de->ae", ops, cot, optimize=False)
+    assert asked == ["auto"] * 4
+    want = es.einsum_vjp("ab,bc,cd,de->ae", ops, cot)
     for mine, theirs in zip(got, want):
         np.testing.assert_allclose(mine, theirs)
 

@@ -509,6 +509,20 @@ def test_a_single_use_path_optimizer_leaves_the_backward_its_own_search() -> Non
         torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
 
 
+def test_the_backward_of_a_left_to_right_call_searches_its_own_path() -> None:
+    """``optimize=False`` runs the call's operands left to right; its backward einsums'
+    operands (the cotangent first) came in that order too, so ``ab,bc,cd,de->ae``'s
+    gradient of ``bc`` began with the outer product of the cotangent and ``ab``: 20 MB,
+    over the memory limit the forward met (a review; 400x the time without a limit)."""
+    torch.manual_seed(2)
+    tensors = [torch.randn(40, 40, dtype=torch.float64, requires_grad=True) for _ in range(4)]
+    result = es.einsum("ab,bc,cd,de->ae", *tensors, optimize=False, memory_limit=2**20)
+    mine = torch.autograd.grad(result.sum(), tensors)
+    wanted = torch.autograd.grad(torch.einsum("ab,bc,cd,de->ae", *tensors).sum(), tensors)
+    for got, want in zip(mine, wanted):
+        torch.testing.assert_close(got, want)
+
+
 @pytest.mark.parametrize(
     ("equation", "shape", "kwargs"),
     [

@@ -83,7 +83,8 @@ def einsum_vjp(
     input and output labels), as a string or as sublists (one per operand, then optionally
     the output's); ``cotangent`` has the forward result's shape.  ``optimize`` is passed to
     the backward einsums (an explicit path list is not: their operand counts differ; nor is
-    one of opt_einsum's single-use random optimizers: :func:`.spec.paths.derived_optimize`).
+    ``False``, left to right in the order of operands they do not keep, nor one of
+    opt_einsum's single-use random optimizers: :func:`.spec.paths.derived_optimize`).
 
     >>> einsum_vjp(([0, 1], [1], [0]), (np.ones((2, 3)), np.arange(3.0)), np.ones(2))[1]
     array([2., 2., 2.])

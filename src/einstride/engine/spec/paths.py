@@ -126,15 +126,19 @@ def optimize_of_key(opt_key: Any) -> Any:
 
 def derived_optimize(optimize: Any, n: int | None = None) -> Any:
     """``optimize=`` for an einsum made from a call's (a gradient's, a path step's): an
-    explicit path names the call's operands, and opt_einsum's single-use optimizers (the
-    random ones, BranchBound) refuse a second contraction ("the arguments ... have changed":
-    reviews found gradients of three operands or more failing), so those einsums search
-    their own path (``"auto"``); any other form, NumPy's ``(name, cap)`` included, is passed
-    on.  With the call's operand count ``n``, an explicit path is checked first (a review
+    explicit path names the call's operands, ``False`` (left-to-right pairs) their order,
+    which a derived einsum does not keep (a gradient's operands are the cotangent and the
+    others: a review found torch's backward of ``ab,bc,cd,de->ae`` with ``optimize=False``
+    starting with an outer product, 400x the time of ``"auto"`` and over a memory limit
+    the forward call met), and opt_einsum's single-use optimizers (the random ones,
+    BranchBound) refuse a second contraction ("the arguments ... have changed": reviews
+    found gradients of three operands or more failing), so those einsums search their own
+    path (``"auto"``); any other form, NumPy's ``(name, cap)`` included, is passed on.
+    With the call's operand count ``n``, an explicit path is checked first (a review
     found an incomplete one accepted by ``einsum_vjp``), as is a cap.
 
-    >>> derived_optimize([(0, 1), (0, 1)]), derived_optimize("greedy")
-    ('auto', 'greedy')
+    >>> derived_optimize([(0, 1), (0, 1)]), derived_optimize("greedy"), derived_optimize(False)
+    ('auto', 'greedy', 'auto')
     >>> derived_optimize(opt_einsum.RandomGreedy()), derived_optimize(("greedy", 10), 3)
     ('auto', ('greedy', 10))
     >>> derived_optimize([(0, 1)], 3)
@@ -148,7 +152,7 @@ def derived_optimize(optimize: Any, n: int | None = None) -> Any:
         if n is not None:
             _checked_path(optimize, n)
         return "auto"
-    if isinstance(optimize, (RandomOptimizer, oe_paths.BranchBound)):
+    if optimize is False or isinstance(optimize, (RandomOptimizer, oe_paths.BranchBound)):
         return "auto"
     return optimize
 
