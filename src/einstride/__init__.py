@@ -46,8 +46,10 @@ from .engine import (
     einsum_path,
     einsum_vjp,
     explain,
+    num_threads,
     parse_equation,
     plan_cache_info,
+    set_num_threads,
 )
 from .errors import (
     EinsumError,
@@ -200,6 +202,7 @@ __all__ = [
     "negative",
     "nonzero_indices",
     "not_equal",
+    "num_threads",
     "one_hot",
     "ones",
     "ones_like",
@@ -216,6 +219,7 @@ __all__ = [
     "resize_to",
     "reverse",
     "set_diag",
+    "set_num_threads",
     "sin",
     "split",
     "sqrt",

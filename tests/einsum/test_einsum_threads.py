@@ -353,22 +353,24 @@ def test_small_or_inner_axis_steps_are_never_split(
 
 
 def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The public setter and getter (``einstride.set_num_threads``: a review found them
+    only in the threads module) and the environment variable they go back to."""
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "1")
-    threads.set_num_threads(None)  # the environment is read when the defaults are made
-    assert threads.num_threads() == 1
+    es.set_num_threads(None)  # the environment is read when the defaults are made
+    assert es.num_threads() == 1
     assert "split" not in explain("ijk->ik", (256, 256, 64))  # 1 disables splitting
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "3")
-    threads.set_num_threads(None)
-    assert threads.num_threads() == 3
+    es.set_num_threads(None)
+    assert es.num_threads() == 3
     assert "split over 3 threads along i" in explain("ijk->ik", (256, 256, 64))
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "lots")
-    threads.set_num_threads(None)
-    assert 1 <= threads.num_threads() <= 2
-    threads.set_num_threads(2)
-    assert threads.num_threads() == 2
+    es.set_num_threads(None)
+    assert 1 <= es.num_threads() <= 2
+    es.set_num_threads(2)
+    assert es.num_threads() == 2
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="set_num_threads"):
-            threads.set_num_threads(bad)  # type: ignore[arg-type]
+            es.set_num_threads(bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")

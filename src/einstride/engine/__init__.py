@@ -14,6 +14,7 @@ Data flows one way (see docs/architecture.md):
 from .api import einsum, einsum_path, explain
 from .backends.numpy.cache import clear_plan_cache, plan_cache_info
 from .backends.numpy.steps import Plan
+from .backends.numpy.threads import num_threads, set_num_threads
 from .expression import Expression, contract_expression
 from .grad import einsum_vjp
 from .spec.equation import EinsumSpec, Equation, parse_equation
@@ -29,6 +30,8 @@ __all__ = [
     "einsum_path",
     "einsum_vjp",
     "explain",
+    "num_threads",
     "parse_equation",
     "plan_cache_info",
+    "set_num_threads",
 ]
