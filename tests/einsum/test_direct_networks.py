@@ -227,6 +227,40 @@ def test_once_planned_the_faster_of_the_plan_and_the_direct_program_runs(
         assert (entry.largest, entry.peak) == (10, 20)
 
 
+def test_the_race_bounds_the_plan_it_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A longer search in another thread may replace the entry's plan while its race
+    compiles one: the bounds recorded must be those of the plan compiled (a review: they
+    read the plan apart from the compile, so a swap between the reads mixed two paths)."""
+    networks = [_network(seed, n, 3, "float64") for seed, n in ((3, 9), (5, 12))]
+    plans = [es.contract_expression(eq, *[a.shape for a in ops]).plan() for eq, ops in networks]
+    bounds = [(plan.largest_bytes, plan_peak(plan)) for plan in plans]
+    assert bounds[0] != bounds[1]
+
+    class Swapped(Entry):
+        """Each read of the plan gets the other one (a search replacing it in between)."""
+
+        reads = 0
+
+        @property
+        def plan(self) -> Any:
+            Swapped.reads += 1
+            return plans[Swapped.reads % 2]
+
+    compiled: list[Any] = []
+
+    def compile_plan(plan: Any) -> Any:
+        compiled.append(plan)
+        return lambda operands, out: "plan"
+
+    monkeypatch.setattr(generic, "compile_plan", compile_plan)
+    entry = Swapped.tiered(lambda operands, out: "direct", 0, 0, list, 0.0)
+    entry.run((), None)  # the direct program: its time reaches the (zero) planning time
+    assert entry.run.__name__ == "race"
+    entry.run((), None)  # the race's first call compiles the plan
+    (plan,) = compiled
+    assert (entry.largest, entry.peak) == bounds[plans.index(plan)]
+
+
 def _traced_direct_run(eq: str, ops: list[np.ndarray]) -> tuple[np.ndarray, int, int, int]:
     """The direct program's result, its largest and peak estimates, and the most bytes
     tracemalloc saw during the run."""

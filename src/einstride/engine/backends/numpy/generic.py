@@ -258,8 +258,11 @@ class Entry(LazyPlan):
 
         def race(operands: Sequence[Any], out: Any) -> Any:
             if not compiled:
-                bounds = self._bounds()
-                compiled.append((compile_plan(self.plan), bounds))
+                # the plan read once: a longer search in another thread may replace it, and
+                # the bounds must be those of the program compiled (a review)
+                plan = self.plan
+                bounds = _bounds_of(plan)
+                compiled.append((compile_plan(plan), bounds))
                 self.largest, self.peak = max(largest, bounds[0]), max(peak, bounds[1])
             k = (runs[0] + 1) % 2  # the direct program first: the bounds were checked for it
             runs[0] += 1
@@ -313,13 +316,18 @@ class Entry(LazyPlan):
             self.largest, self.peak = largest, peak
 
     def _bounds(self) -> tuple[int, int]:
-        return self.plan.largest_bytes, plan_peak(self.plan)
+        return _bounds_of(self.plan)
 
     def _compiled(self, operands: Sequence[Any], out: Any) -> Any:
         # the plan's own bytes from now on (a direct program's bound may differ)
         self.largest, self.peak = self._bounds()
         self.run = compile_plan(self.plan)
         return self.run(operands, out)
+
+
+def _bounds_of(plan: Plan) -> tuple[int, int]:
+    """A plan's largest allocation and its peak (bytes)."""
+    return plan.largest_bytes, plan_peak(plan)
 
 
 @functools.lru_cache(maxsize=1024)
