@@ -19,7 +19,7 @@ from einstride.engine.api import explain
 from einstride.engine.backends.numpy import execute, threads
 from einstride.engine.backends.numpy.cache import entry_for, hot_entry, plan_cache_info
 from einstride.engine.backends.numpy.generic import PROMOTE_AT
-from einstride.engine.backends.numpy.options import PlannerOptions
+from einstride.engine.backends.numpy.options import MAX_THREADS, PlannerOptions
 from einstride.engine.backends.numpy.steps import BatchStep, Kernel, ReduceStep
 
 
@@ -366,11 +366,16 @@ def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("EINSTRIDE_NUM_THREADS", "lots")
     es.set_num_threads(None)
     assert 1 <= es.num_threads() <= 2
+    monkeypatch.setenv("EINSTRIDE_NUM_THREADS", str(10**9))  # chunks are made per thread
+    es.set_num_threads(None)
+    assert es.num_threads() == MAX_THREADS
     es.set_num_threads(2)
     assert es.num_threads() == 2
-    for bad in (0, -1, 1.5, True):
+    for bad in (0, -1, 1.5, True, MAX_THREADS + 1):
         with pytest.raises(ValueError, match="set_num_threads"):
             es.set_num_threads(bad)  # type: ignore[arg-type]
+    with pytest.raises(es.EinsumError, match="at most"):
+        PlannerOptions(threads=MAX_THREADS + 1)
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")

@@ -204,6 +204,8 @@ CASES: dict[str, list[str]] = {
     ],
     "parse_equation": ["'i', RANGE", "'ij', (10**12, 10**12)", "'i', (2.5,)"],
     "plan_cache_info": [""],
+    "num_threads": [""],
+    "set_num_threads": ["10**9", "RANGE", "-1", "None"],
     "qr": ["BATCH", "TALL, full_matrices=True", "RANGE", "EMPTY"],
     "random_normal": ["RANGE", "(10**7, 10**7)"],
     "random_uniform": ["RANGE", "(10**7, 10**7)", "3, -1e308, 1e308"],

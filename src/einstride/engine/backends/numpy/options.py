@@ -31,6 +31,7 @@ from ...forksafe import rlock
 
 __all__ = [
     "DEFAULT",
+    "MAX_THREADS",
     "OPTIONS_HOOKS",
     "PlannerOptions",
     "default_options",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 _ENV = "EINSTRIDE_NUM_THREADS"
+MAX_THREADS = 256  # a bound on the thread count: a step's chunks are made per thread
 _T = TypeVar("_T")
 _INTERNED: dict[tuple[Any, ...], Any] = {}
 _INTERN_LOCK = rlock()  # reentrant: a signal handler or finalizer may call einsum
@@ -175,6 +177,11 @@ def _check(name: str, value: object, integral: bool) -> None:
                 f"PlannerOptions: {name} must be a "
                 f"{'positive' if low else 'non-negative'} int, got {value!r}"
             )
+        if name == "threads" and value > MAX_THREADS:
+            raise EinsumError(
+                f"PlannerOptions: threads must be at most {MAX_THREADS}, got {value!r} (a "
+                "memory-bound step gains nothing past the memory's channels)"
+            )
     elif (
         isinstance(value, bool)
         or not isinstance(value, (int, float))
@@ -189,11 +196,12 @@ def _rebuild(fields: dict[str, Any]) -> PlannerOptions:
 
 
 def threads_from_env() -> int:
-    """``EINSTRIDE_NUM_THREADS`` if it is a number (at least 1), else ``min(2, cpus)``."""
+    """``EINSTRIDE_NUM_THREADS`` if it is a number (from 1 to :data:`MAX_THREADS`), else
+    ``min(2, cpus)``."""
     text = os.environ.get(_ENV, "").strip()
     if text:
         try:
-            return max(1, int(text))
+            return min(max(1, int(text)), MAX_THREADS)
         except ValueError:
             pass  # an unreadable setting means the default, not a failing einsum
     return max(1, min(2, os.cpu_count() or 1))

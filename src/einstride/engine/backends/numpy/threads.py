@@ -33,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 
-from .options import default_options, set_default_options, threads_from_env
+from .options import MAX_THREADS, default_options, set_default_options, threads_from_env
 
 __all__ = ["num_threads", "run_chunks", "set_num_threads"]
 
@@ -52,8 +52,12 @@ def set_num_threads(n: int | None) -> None:
     goes back to ``EINSTRIDE_NUM_THREADS`` or the default, reading the environment again).
     The thread count is part of the default planner options, so plans made before stay
     cached for their own count (and expressions made before keep their plans)."""
-    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-        raise ValueError(f"set_num_threads: expected a positive int or None, got {n!r}")
+    if n is not None and (
+        isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS
+    ):
+        raise ValueError(
+            f"set_num_threads: expected an int from 1 to {MAX_THREADS} or None, got {n!r}"
+        )
     count = threads_from_env() if n is None else n
     set_default_options(dataclasses.replace(default_options(), threads=count))
     _reset_pool()  # the next split step starts a pool of its own size
