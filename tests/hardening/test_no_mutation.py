@@ -302,6 +302,8 @@ CALLS: dict[str, Call] = {
     ),
     "clear_plan_cache": lambda inp: es.clear_plan_cache,  # no inputs: must simply not fail
     "plan_cache_info": lambda inp: es.plan_cache_info,
+    "num_threads": lambda inp: es.num_threads,
+    "set_num_threads": lambda inp: partial(es.set_num_threads, es.num_threads()),  # (as it is)
     "explain": lambda inp: partial(es.explain, "ij,jk->ik", inp.keep([M, N]), inp.keep([N, M])),
     "tensordot": lambda inp: each(
         partial(es.tensordot, inp.array((M, N)), inp.array((N, M)), 1),
