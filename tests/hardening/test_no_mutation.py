@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import ml_dtypes  # noqa: F401  (registers bfloat16 with NumPy: the inputs name it)
 import numpy as np
 from fuzzing import BINARY, UNARY, scaled
 from hypothesis import given
