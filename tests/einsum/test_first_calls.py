@@ -157,6 +157,52 @@ def test_under_a_memory_limit_below_the_direct_peak_the_plan_runs() -> None:
     assert entry.planned and entry.peak <= limit
 
 
+@pytest.mark.parametrize("n", [8, 12])  # a tiny problem (its loop, six calls) and not
+def test_under_raising_errors_every_call_raises_whatever_came_before(n: int) -> None:
+    """An entry made by a call under the default errstate ran its direct way (NumPy's
+    loop, which raises no floating-point error) for later calls under
+    ``np.errstate(over="raise")`` too: they returned inf (a review); every one raises."""
+    big = np.full((n, n), 1e200)
+    ops = [big, big.copy(), np.ones((n, n))]
+    clear_plan_cache()
+    with np.errstate(over="ignore", invalid="ignore"):
+        es.einsum("ab,bc,cd->ad", *ops)  # the entry, made where nothing raises
+    for _ in range(PROMOTE_AT + 1):
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+            es.einsum("ab,bc,cd->ad", *ops)
+    out = np.zeros((n, n))
+    clear_plan_cache()
+    with np.errstate(over="ignore", invalid="ignore"):
+        es.einsum("ab,bc,cd->ad", *ops)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        es.einsum("ab,bc,cd->ad", *ops, out=out)
+    assert not out.any()  # untouched
+
+
+@pytest.mark.parametrize("global_limit", [False, True])
+def test_a_call_that_fits_its_memory_limit_directly_fits_at_every_call(
+    global_limit: bool,
+) -> None:
+    """Under a limit of the result's bytes the first calls ran directly (the direct way's
+    peak: the result), then the plan (its accumulators too) was over it and the same call
+    raised EinsumError (a review); the direct way keeps running where it fits."""
+    ops = [np.ones(52, np.float32), np.ones((34, 53), np.float32)]
+    limit = 4 * 52  # the result's bytes
+    want = np.einsum("b,ac->b", *ops)
+    clear_plan_cache()
+    previous = es.memory.memory_limit()
+    if global_limit:
+        es.memory.set_memory_limit(limit)
+    try:
+        for _ in range(PROMOTE_AT + 2):
+            keywords = {} if global_limit else {"memory_limit": limit}
+            np.testing.assert_array_equal(es.einsum("b,ac->b", *ops, **keywords), want)
+    finally:
+        es.memory.set_memory_limit(previous)
+    entry = hot_entry("b,ac->b", facts_of(ops), "auto")
+    assert entry.planned and entry.peak > limit  # (what made the calls fail)
+
+
 def test_the_direct_count_counts_runs_not_entries() -> None:
     """order= lays the result out through the plan: no direct run to count (a review)."""
     clear_plan_cache()

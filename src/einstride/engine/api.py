@@ -32,7 +32,7 @@ from ..tensors import MAX_NDARRAY_RANK
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
-from .backends.numpy.limited import explain_within, run_limited, shape_facts
+from .backends.numpy.limited import explain_within, run_over_limit, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.report import format_plan
 from .call import (
@@ -114,7 +114,8 @@ def _einsum(
         if facts is not None and not (VALUE_BASED and holds_scalar(facts)):
             entry = hot_cache(subscripts, facts, optimize, _DEFAULT_OPTIONS.options)
             if entry.peak > _memory.LIMIT:
-                return run_limited(subscripts, operands, None, None, optimize, _memory.LIMIT)
+                return run_over_limit(entry, subscripts, operands, None, None, optimize,
+                                      _memory.LIMIT)  # fmt: skip
             return entry.run(operands, None)
         hot = HOT_PATHS.get(type(operands[0])) if operands else None
         if hot is not None:

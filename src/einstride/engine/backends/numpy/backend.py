@@ -26,7 +26,8 @@ from ....transfer import check_out, out_type_error
 from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting, rounds_into
 from .cache import Entry, entry_for, facts_of, plan_from_shapes
-from .limited import check_result, explain_within, run_limited
+from .execute import errors_raise
+from .limited import check_result, explain_within, run_limited, run_over_limit
 from .report import format_plan
 
 __all__ = [
@@ -211,13 +212,13 @@ def run_entry(
     limit = _limit_of(call)
     if out_arr is None and _order_copy_over(entry, call.order, limit):
         return _run_in_order(entry, arrays, call, limit, tensor_in)
-    if out_arr is not None and _errors_raise():
+    if entry.unsettled and errors_raise():
+        entry.settle()  # (its direct way raises no floating-point error: the plan's bytes)
+    if out_arr is not None and errors_raise():
         _run_then_copy(call, arrays, out_arr, limit, entry.plan.result_dtype)
         return call.out
     if entry.peak > limit:
-        entry.settle()  # (a class's first call run directly: its plan's bytes may fit)
-    if entry.peak > limit:
-        value = run_limited(call.key, arrays, out_arr, call.dtype, call.optimize, limit)
+        value = run_over_limit(entry, call.key, arrays, out_arr, call.dtype, call.optimize, limit)
     else:
         value = entry.run(arrays, out_arr)
     if call.out is not None:
@@ -229,12 +230,6 @@ def run_entry(
     return value
 
 
-def _errors_raise() -> bool:
-    """Whether a floating-point error raises now (``np.errstate(... = "raise")``): then a
-    product written straight into ``out=`` could raise half-way."""
-    return "raise" in np.geterr().values()
-
-
 def _run_then_copy(
     call: EinsumCall, arrays: Sequence[Array], out: Array, limit: int, dtype: np.dtype[Any]
 ) -> None:
@@ -242,6 +237,7 @@ def _run_then_copy(
     the operands and ``out``), cast to ``out``'s dtype, and only then write ``out``: every
     floating-point error is raised before ``out`` is touched."""
     entry = entry_for(call.key, arrays, None, dtype, call.optimize)
+    entry.settle()  # (a class's first call run directly raises no floating-point error)
     cast = out.nbytes if np.dtype(dtype) != out.dtype else 0  # value.astype below
     if entry.peak + cast > limit:  # both buffers count (a review: the cast was not)
         try:

@@ -69,6 +69,7 @@ from .execute import (
     EINSUM_LETTERS,
     PACK_MAX_BYTES,
     Program,
+    errors_raise,
     numpy_equation,
     packed_copy,
     sum_of_products,
@@ -220,7 +221,7 @@ def first_call_entry(
     >>> entry.run(ops, None)[0], entry.planned   # the next: the plan
     (array([2000., 2000.]), True)
     """
-    if _errors_raise():
+    if errors_raise():
         return None
     found = _first_call_found(eq_key, facts, dtype, optimize, loop_only)
     if found is None:
@@ -233,18 +234,12 @@ def first_call_entry(
     return Entry.direct_first(run, largest, peak, make, ran, PROMOTE_AT - 1 if tiny else 1)
 
 
-def _errors_raise() -> bool:
-    """Whether a floating-point error raises now: NumPy's loop (a small product's) raises
-    none, where the plan's ufuncs and matmul do."""
-    return "raise" in np.geterr().values()
-
-
 def _may_be_first_call(facts: tuple[Any, ...], optimize: Any) -> bool:
     """Whether a call of these operands may be a class's first call, as the cache asks it
     (:func:`.cache.make_entry`, :func:`.generic.generic_entry`): no broadcast operand (read
     once, through its steps' call), no floating-point error raising, and a shape class to
     look up where the path is decided for the class."""
-    if broadcasts(facts) or _errors_raise():
+    if broadcasts(facts) or errors_raise():
         return False
     if not path_fits_any_size(optimize, len(facts) // 3):
         return True  # (every new shape is a first call)

@@ -62,6 +62,7 @@ __all__ = [
     "delivered",
     "destination",
     "diagonal_view",
+    "errors_raise",
     "fused_call",
     "fused_letters",
     "loop_kernel",
@@ -84,6 +85,13 @@ KernelFn = Callable[..., Any]
 """``kernel(inputs, out=None)``: the step's result in its register's axis order, written
 into ``out`` when given (and returned), else into a new array.  ``inputs`` is what the step
 reads: one array, a pair, or the operands of a fused loop."""
+
+
+def errors_raise() -> bool:
+    """Whether a floating-point error raises now (``np.errstate(... = "raise")``): NumPy's
+    sum-of-products loop raises none, where ufuncs and ``matmul`` do; and a product
+    written straight into ``out=`` could raise half-way."""
+    return "raise" in np.geterr().values()
 
 
 def _find_sum_of_products() -> Callable[..., Any]:

@@ -27,7 +27,7 @@ import numpy as np
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, Equation, bind
 from ...spec.paths import optimize_key, path_fits_any_size, unoptimized
-from .execute import Program, compile_plan
+from .execute import Program, compile_plan, errors_raise
 from .options import DEFAULT, PlannerOptions  # noqa: F401  (DEFAULT: the doctest's)
 from .peak import plan_peak
 from .plan import build_plan, class_decisions
@@ -98,7 +98,7 @@ class Entry(LazyPlan):
     """A cached plan (built when first read, for shape-generic entries), its compiled
     program, its largest single allocation and its peak."""
 
-    __slots__ = ("_contracted", "_renewal", "_settle", "largest", "peak", "run")
+    __slots__ = ("_contracted", "_direct_way", "_renewal", "_settle", "largest", "peak", "run")
 
     def __init__(
         self,
@@ -113,12 +113,30 @@ class Entry(LazyPlan):
         self._renewal: Renewal | None = None
         self._contracted = 0.0
         self._settle: Callable[[], None] | None = None
+        self._direct_way: tuple[Program, int] | None = None  # (:meth:`fitting`)
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether this entry may still run a class's first call directly
+        (:meth:`direct_first`, its plan not run yet)."""
+        return self._settle is not None
 
     def settle(self) -> None:
         """Run the plan from now on where this entry runs a class's first call directly
-        (:meth:`direct_first`: its bounds may fit a memory limit the direct way's do not)."""
+        (:meth:`direct_first`: its bounds may fit a memory limit the direct way's do not,
+        and under ``np.errstate(...="raise")`` only the plan raises)."""
         if self._settle is not None:
             self._settle()
+
+    def fitting(self, limit: int) -> Program | None:
+        """The direct way of a class's first call (:meth:`direct_first`) where its peak
+        fits ``limit`` and no floating-point error raises (NumPy's loop raises none), for
+        a call whose plan peaks over it: calls that ran so keep running so, instead of
+        failing once the plan is built (a review: ``b,ac->b`` under ``memory_limit=`` of
+        its result's bytes ran twice, then raised, the plan's accumulators over it)."""
+        if self._direct_way is None or self._direct_way[1] > limit or errors_raise():
+            return None
+        return self._direct_way[0]
 
     @classmethod
     def shape_generic(
@@ -165,10 +183,13 @@ class Entry(LazyPlan):
         (1, False, 'second')
         """
         entry = cls(None, program, largest, peak, make)
+        entry._direct_way = (program, peak)
         left = [runs]  # (threads may lose a count: one more direct run)
 
         def first(operands: Sequence[Any], out: Any) -> Any:
-            if entry.planned:  # (explain built it)
+            # explain built the plan, or errors raise now (the entry may have been made by a
+            # call that raised none: a review found such calls returning inf, not raising)
+            if entry.planned or errors_raise():
                 return second(operands, out)
             now = left[0] - 1  # (this call's own count: a thread that read the same one
             left[0] = now  # may count a run twice, none can skip the first)
@@ -189,8 +210,10 @@ class Entry(LazyPlan):
 
         def second(operands: Sequence[Any], out: Any) -> Any:
             settle()
-            if entry.largest > largest or entry.peak > peak:
+            if (entry.largest > largest or entry.peak > peak) and not errors_raise():
                 return program(operands, out)  # the next call checks the plan's bounds
+            # (callers that know a limit settle a raising call's entry first: run_entry;
+            # the hot path's, the global one, was checked against the direct way's bytes)
             return entry.run(operands, out)
 
         entry.run, entry._settle = first, settle

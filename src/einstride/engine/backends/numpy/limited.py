@@ -45,6 +45,7 @@ from ...spec.walk import search_problem
 from .cache import CLEAR_HOOKS, facts_of
 from .execute import Program, compile_plan, spread_program
 from .fold import contiguous_strides
+from .generic import Entry
 from .options import PlannerOptions, default_options
 from .peak import TEMPORARY, plan_peak
 from .plan import InnerCall, build_plan, inner_call, spread_plan
@@ -58,6 +59,7 @@ __all__ = [
     "explain_within",
     "limited_plan",
     "run_limited",
+    "run_over_limit",
     "shape_facts",
 ]
 
@@ -123,6 +125,28 @@ def run_limited(
     return limited_plan(eq_key, facts_of(arrays), out_facts, dtype, optimize, limit).run(
         arrays, out
     )
+
+
+def run_over_limit(
+    entry: Entry,
+    eq_key: Any,
+    arrays: Sequence[Array],
+    out: Array | None,
+    dtype: Any,
+    optimize: Any,
+    limit: int,
+) -> Any:
+    """Run a call whose cached ``entry`` peaks over ``limit``: its plan where, built, it
+    fits (a class's first call runs directly: :meth:`.generic.Entry.settle`), else the
+    direct way where that fits (:meth:`.generic.Entry.fitting`: the same outcome at every
+    call), else :func:`run_limited`."""
+    entry.settle()
+    if entry.peak <= limit:
+        return entry.run(arrays, out)
+    fitting = entry.fitting(limit)
+    if fitting is not None:
+        return fitting(arrays, out)
+    return run_limited(eq_key, arrays, out, dtype, optimize, limit)
 
 
 def shape_facts(shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]) -> tuple[Any, ...]:
