@@ -371,9 +371,15 @@ def test_thread_count_from_environment_and_setter(monkeypatch: pytest.MonkeyPatc
     assert es.num_threads() == MAX_THREADS
     es.set_num_threads(2)
     assert es.num_threads() == 2
-    for bad in (0, -1, 1.5, True, MAX_THREADS + 1):
+    es.set_num_threads(np.int64(3))  # NumPy's integers are ints here (set_memory_limit's)
+    assert es.num_threads() == 3
+    for bad in (0, -1, MAX_THREADS + 1):
         with pytest.raises(ValueError, match="set_num_threads"):
-            es.set_num_threads(bad)  # type: ignore[arg-type]
+            es.set_num_threads(bad)
+    for wrong in (1.5, True, "4"):  # a type: TypeError, as the spec's errors go
+        with pytest.raises(TypeError, match="set_num_threads"):
+            es.set_num_threads(wrong)  # type: ignore[arg-type]
+    es.set_num_threads(2)
     with pytest.raises(es.EinsumError, match="at most"):
         PlannerOptions(threads=MAX_THREADS + 1)
 

@@ -179,6 +179,29 @@ def test_under_raising_errors_every_call_raises_whatever_came_before(n: int) -> 
     assert not out.any()  # untouched
 
 
+def test_under_raising_errors_the_plan_keeps_the_global_memory_limit() -> None:
+    """Under ``np.errstate(over="raise")`` the call that settles an entry made by an
+    ordinary call runs the plan, not the direct way: the hot path had checked the global
+    limit against the direct way's bytes, and the plan ran past it once, then the calls
+    raised (a review); every call now goes the limited way, as from a fresh cache."""
+    ops = [np.ones((3, 4, 32)), np.ones((32, 48))]
+    previous = es.memory.memory_limit()
+    outcomes = []
+    try:
+        for made_first in (False, True):
+            clear_plan_cache()
+            es.memory.set_memory_limit(96)  # the result's bytes
+            if made_first:
+                es.einsum("abc,cd->ab", *ops)
+            for _ in range(3):
+                with np.errstate(over="raise"), pytest.raises(es.EinsumError) as caught:
+                    es.einsum("abc,cd->ab", *ops)
+                outcomes.append(str(caught.value).split(":")[0])
+    finally:
+        es.memory.set_memory_limit(previous)
+    assert len(set(outcomes)) == 1, outcomes
+
+
 @pytest.mark.parametrize("global_limit", [False, True])
 def test_a_call_that_fits_its_memory_limit_directly_fits_at_every_call(
     global_limit: bool,

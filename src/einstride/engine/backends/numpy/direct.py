@@ -75,7 +75,7 @@ from .execute import (
     sum_of_products,
 )
 from .fold import BLAS_TYPES
-from .generic import PROMOTE_AT, Entry, plan_of
+from .generic import LIMITED_RUNNERS, PROMOTE_AT, Entry, plan_of
 from .options import PlannerOptions
 from .skeleton import NETWORK_OPERANDS, broadcasts, c_order_class, dense_class
 from .steps import Plan
@@ -228,10 +228,15 @@ def first_call_entry(
         return None
     run, largest, peak, tiny = found
     make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, None)
+
+    def limited(operands: Sequence[Any], out: Any, limit: int) -> Any:
+        return LIMITED_RUNNERS[0](eq_key, operands, out, dtype, optimize, limit)
+
     # a tiny problem's loop is what its plan fuses to: the shape builds its plan only when
     # it keeps coming back (PROMOTE_AT, as a known class's new shape does; planning it,
     # its class too, costs 0.4-1 ms)
-    return Entry.direct_first(run, largest, peak, make, ran, PROMOTE_AT - 1 if tiny else 1)
+    runs = PROMOTE_AT - 1 if tiny else 1
+    return Entry.direct_first(run, largest, peak, make, ran, runs, limited)
 
 
 def _may_be_first_call(facts: tuple[Any, ...], optimize: Any) -> bool:

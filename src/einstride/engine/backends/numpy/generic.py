@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from .... import memory as _memory
 from ...call import equation_of
 from ...spec.equation import EinsumSpec, Equation, bind
 from ...spec.paths import optimize_key, path_fits_any_size, unoptimized
@@ -37,6 +38,7 @@ from .steps import Plan
 
 __all__ = [
     "DIRECT_LOOKS",
+    "LIMITED_RUNNERS",
     "PROMOTE_AT",
     "Entry",
     "LazyPlan",
@@ -49,6 +51,9 @@ __all__ = [
 ]
 
 RACE_RUNS = 6  # calls that alternate a network's plan and its direct program (three each)
+LIMITED_RUNNERS: list[Callable[..., Any]] = []
+"""``limited.run_limited``, registered by :mod:`.limited` (which imports this module): what
+a class's first-call entry runs past the global memory limit (:meth:`Entry.direct_first`)."""
 PROMOTE_AT = 8  # the call of a shape of a known class that builds its own plan: building
 #   it costs about a first call (a 3-operand chain of 8 x 8 matrices: ~200 µs), while the
 #   class's program runs a repeated shape nearly as fast (6-8 against 5-6 µs a call; a
@@ -169,12 +174,18 @@ class Entry(LazyPlan):
         make: Callable[[], Plan],
         ran: Callable[[], None] | None = None,
         runs: int = 1,
+        limited: Callable[[Sequence[Any], Any, int], Any] | None = None,
     ) -> Entry:
         """The entry of a shape class's first call (:func:`.direct.first_call_entry`): it
         runs ``program`` (the path run directly; ``ran`` is called after its first run)
         for ``runs`` calls while its plan is not built; the next call builds it (planning
         the class) and runs it from then on.  That call still runs ``program`` if the
-        plan's bytes are over the bounds it was checked against (``largest``, ``peak``).
+        plan's bytes are over the bounds it was checked against (``largest``, ``peak``),
+        unless floating-point errors raise (NumPy's loop raises none): then the plan runs,
+        within the global memory limit (the hot path's, which checked the direct way's
+        bytes; other callers settle such an entry first) or by ``limited(operands, out,
+        limit)`` past it (a review: the plan ran over the limit once, then the calls
+        raised).
 
         >>> calls = []
         >>> entry = Entry.direct_first(lambda ops, out: calls.append(1), 0, 0, list)
@@ -210,10 +221,11 @@ class Entry(LazyPlan):
 
         def second(operands: Sequence[Any], out: Any) -> Any:
             settle()
-            if (entry.largest > largest or entry.peak > peak) and not errors_raise():
-                return program(operands, out)  # the next call checks the plan's bounds
-            # (callers that know a limit settle a raising call's entry first: run_entry;
-            # the hot path's, the global one, was checked against the direct way's bytes)
+            if entry.largest > largest or entry.peak > peak:
+                if not errors_raise():
+                    return program(operands, out)  # the next call checks the plan's bounds
+                if limited is not None and entry.peak > _memory.LIMIT:
+                    return limited(operands, out, _memory.LIMIT)
             return entry.run(operands, out)
 
         entry.run, entry._settle = first, settle

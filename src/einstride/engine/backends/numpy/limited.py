@@ -45,7 +45,7 @@ from ...spec.walk import search_problem
 from .cache import CLEAR_HOOKS, facts_of
 from .execute import Program, compile_plan, spread_program
 from .fold import contiguous_strides
-from .generic import Entry
+from .generic import LIMITED_RUNNERS, Entry
 from .options import PlannerOptions, default_options
 from .peak import TEMPORARY, plan_peak
 from .plan import InnerCall, build_plan, inner_call, spread_plan
@@ -147,6 +147,9 @@ def run_over_limit(
     if fitting is not None:
         return fitting(arrays, out)
     return run_limited(eq_key, arrays, out, dtype, optimize, limit)
+
+
+LIMITED_RUNNERS.append(run_limited)
 
 
 def shape_facts(shapes_dtypes: Sequence[tuple[tuple[int, ...], np.dtype[Any]]]) -> tuple[Any, ...]:

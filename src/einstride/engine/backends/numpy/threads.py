@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import operator
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -52,12 +53,12 @@ def set_num_threads(n: int | None) -> None:
     goes back to ``EINSTRIDE_NUM_THREADS`` or the default, reading the environment again).
     The thread count is part of the default planner options, so plans made before stay
     cached for their own count (and expressions made before keep their plans)."""
-    if n is not None and (
-        isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_THREADS
-    ):
-        raise ValueError(
-            f"set_num_threads: expected an int from 1 to {MAX_THREADS} or None, got {n!r}"
-        )
+    if n is not None:
+        if isinstance(n, (bool, np.bool_)) or not hasattr(n, "__index__"):
+            raise TypeError(f"set_num_threads: expected an int or None, got {n!r}")
+        n = operator.index(n)  # (NumPy's integers too, as set_memory_limit takes them)
+        if not 1 <= n <= MAX_THREADS:
+            raise ValueError(f"set_num_threads: expected an int from 1 to {MAX_THREADS}, got {n}")
     count = threads_from_env() if n is None else n
     set_default_options(dataclasses.replace(default_options(), threads=count))
     _reset_pool()  # the next split step starts a pool of its own size
