@@ -261,6 +261,64 @@ def test_the_race_bounds_the_plan_it_compiled(monkeypatch: pytest.MonkeyPatch) -
     assert (entry.largest, entry.peak) == bounds[plans.index(plan)]
 
 
+@pytest.mark.parametrize("before", [0, 1, RACE_RUNS + 2])
+def test_under_raising_errors_a_network_raises_at_every_call(
+    before: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A network's direct program runs small products as NumPy's loop, which raises no
+    floating-point error where its plan's ufuncs and BLAS do: under
+    ``np.errstate(over="raise")`` a repeated call returned inf until the race began, then
+    raised at the plan's turns only (a review).  Every call raises now, whether the entry
+    was made under ``raise`` (planned at once), by an ordinary call, or has raced."""
+    monkeypatch.setattr(direct, "PLANNING_S_PER_STEP", 0.0)  # the race from the second call
+    eq = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+    ops = [np.full((12, 12), 1e40) for _ in range(8)]
+    es.clear_plan_cache()
+    for _ in range(before):
+        with np.errstate(over="ignore", invalid="ignore"):
+            assert np.isinf(es.einsum(eq, *ops)).all()
+    for _ in range(2 * RACE_RUNS + 2):
+        with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+            es.einsum(eq, *ops)
+    entry = hot_entry(eq, _facts(ops), "auto")
+    assert entry.planned and not entry.unsettled  # the plan from then on
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isinf(es.einsum(eq, *ops)).all()
+    with np.errstate(over="raise"):
+        assert "network:" not in es.explain(eq, *ops)  # such a call is planned
+    assert "network:" in es.explain(eq, *ops)
+
+
+@pytest.mark.parametrize("fits", [False, True])
+def test_under_raising_errors_a_network_s_plan_keeps_the_global_memory_limit(
+    fits: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call under ``raise`` runs the plan where the caller checked the direct program's
+    bounds (the hot path, against the global limit): past them and the limit, the limited
+    way, as a class's first call does (:meth:`Entry.direct_first`); the plan from then on."""
+    eq, ops = _network(3, 9, 3, "float64")
+    plan = es.contract_expression(eq, *[a.shape for a in ops]).plan()
+    monkeypatch.setattr(generic, "compile_plan", lambda p: lambda operands, out: "plan")
+    limits: list[int] = []
+
+    def limited(operands: Any, out: Any, limit: int) -> str:
+        limits.append(limit)
+        return "limited"
+
+    previous = es.memory.memory_limit()
+    try:
+        es.memory.set_memory_limit(plan_peak(plan) - (0 if fits else 1))
+        entry = Entry.tiered(lambda ops, out: "direct", 0, 0, lambda: plan, 1e9, None, limited)
+        assert entry.run((), None) == "direct" and entry.unsettled
+        with np.errstate(over="raise"):
+            assert entry.run((), None) == ("plan" if fits else "limited")
+        assert limits == ([] if fits else [plan_peak(plan) - 1])
+        assert entry.run((), None) == "plan" and not entry.unsettled
+        assert (entry.largest, entry.peak) == (plan.largest_bytes, plan_peak(plan))
+    finally:
+        es.memory.set_memory_limit(previous)
+
+
 def _traced_direct_run(eq: str, ops: list[np.ndarray]) -> tuple[np.ndarray, int, int, int]:
     """The direct program's result, its largest and peak estimates, and the most bytes
     tracemalloc saw during the run."""

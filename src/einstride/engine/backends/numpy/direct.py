@@ -428,7 +428,7 @@ def with_direct_note(
     :data:`FIRST_CALL_NOTE` (fewer operands, where ``first_calls``: einsum's own call,
     not a lane's or an expression's) under its first line when the first call of operands
     of these ``facts`` runs directly (:func:`direct_program`, :func:`first_call_program`;
-    the direct way's peak within ``limit`` bytes).
+    the direct way's peak within ``limit`` bytes; not under ``np.errstate(...="raise")``).
 
     >>> ops = [np.ones((2, 2))] * 8
     >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
@@ -443,6 +443,8 @@ def with_direct_note(
     head
       first call: the first two calls of a shape
     """
+    if errors_raise():  # (such a call is planned: :func:`direct_entry`, :func:`first_call_entry`)
+        return report
     note = DIRECT_NOTE
     found: tuple[Any, ...] | None = direct_program(eq_key, facts, dtype, optimize)
     fewer = first_calls and 6 <= len(facts) < 3 * NETWORK_OPERANDS
@@ -472,7 +474,11 @@ def direct_entry(
     ``explain``, the memory-limited paths and the warm path) is built on the path the
     direct runs take, when first asked for.  Where einstride's own search chose the path
     (``optimize="auto"``), the calls' seconds pay for longer searches
-    (:class:`LongerSearch`)."""
+    (:class:`LongerSearch`).  None under ``np.errstate(...="raise")``: the call is planned
+    (the direct program's small products are NumPy's loop, which raises no floating-point
+    error; the entry runs its plan at every call under ``raise``, :meth:`.Entry.tiered`)."""
+    if errors_raise():
+        return None
     found = direct_program(eq_key, facts, dtype, optimize)
     if found is None:
         return None
@@ -481,7 +487,11 @@ def direct_entry(
     if optimize is None or (isinstance(optimize, str) and optimize == "auto"):
         renewal = LongerSearch(eq_key, facts, dtype, options, path, peak)
     make, planning_s = _planned_later(eq_key, facts, dtype, path, options)
-    return Entry.tiered(run, largest, peak, make, planning_s, renewal)
+
+    def limited(operands: Sequence[Any], out: Any, limit: int) -> Any:
+        return LIMITED_RUNNERS[0](eq_key, operands, out, dtype, optimize, limit)
+
+    return Entry.tiered(run, largest, peak, make, planning_s, renewal, limited)
 
 
 def _planned_later(

@@ -103,7 +103,16 @@ class Entry(LazyPlan):
     """A cached plan (built when first read, for shape-generic entries), its compiled
     program, its largest single allocation and its peak."""
 
-    __slots__ = ("_contracted", "_direct_way", "_renewal", "_settle", "largest", "peak", "run")
+    __slots__ = (
+        "_contracted",
+        "_direct_way",
+        "_limited",
+        "_renewal",
+        "_settle",
+        "largest",
+        "peak",
+        "run",
+    )
 
     def __init__(
         self,
@@ -117,8 +126,9 @@ class Entry(LazyPlan):
         self.run, self.largest, self.peak = run, largest, peak
         self._renewal: Renewal | None = None
         self._contracted = 0.0
-        self._settle: Callable[[], None] | None = None
+        self._settle: Callable[[], object] | None = None
         self._direct_way: tuple[Program, int] | None = None  # (:meth:`fitting`)
+        self._limited: Callable[[Sequence[Any], Any, int], Any] | None = None  # (:meth:`tiered`)
 
     @property
     def unsettled(self) -> bool:
@@ -240,6 +250,7 @@ class Entry(LazyPlan):
         make: Callable[[], Plan],
         planning_s: float,
         renewal: Renewal | None = None,
+        limited: Callable[[Sequence[Any], Any, int], Any] | None = None,
     ) -> Entry:
         """The entry of a network's shapes (:mod:`.direct`): it runs ``program`` until the
         time its runs took adds up to ``planning_s``, the estimated cost of planning, and
@@ -254,20 +265,59 @@ class Entry(LazyPlan):
         when one finds a better path, the entry starts over on that path's direct program
         (and its plan, built and raced as before).
 
+        A call under ``np.errstate(...="raise")`` runs the plan, and so does every call
+        after it (:meth:`settle`; no race, no longer search): the direct program's small
+        products are NumPy's loop, which raises no floating-point error where the plan's
+        ufuncs and BLAS do, so a repeated call raised or returned ``inf`` by how many came
+        before it (a review: the race's turns raised, the direct program's did not).  Past
+        the bounds the caller checked (the direct program's) and the global memory limit,
+        that call runs ``limited(operands, out, limit)``, as :meth:`direct_first` does.
+
         >>> calls = []
         >>> entry = Entry.tiered(lambda ops, out: calls.append(1), 0, 0, list, 0.0)
         >>> _ = entry.run((), None)                  # the program, once (no time spent yet)
-        >>> entry.run.__name__, len(calls)
-        ('race', 1)
+        >>> entry.run.__name__, len(calls), entry.unsettled
+        ('race', 1, True)
         """
         entry = cls(None, program, largest, peak, make)
-        entry._renewal = renewal
+        entry._renewal, entry._limited = renewal, limited
         entry._direct(program, largest, peak, planning_s)
         return entry
 
+    def _on_plan(self) -> Program:
+        """Run the plan from now on (built and compiled now; no race, no longer search):
+        a network entry's :meth:`settle`.  Returns the plan's program."""
+        plan = self.plan  # (read once: a longer search may replace it, :meth:`_race`)
+        bounds = _bounds_of(plan)
+        program = compile_plan(plan)
+        self._renewal = None
+        # the bounds first: a call that reads them before the program sees the plan's
+        self.largest, self.peak = bounds
+        self.run, self._settle = program, None
+        return program
+
+    def _guarded(self, program: Program, largest: int, peak: int) -> Program:
+        """``program`` (a network's direct one, of bounds ``largest`` and ``peak``) but
+        under ``np.errstate(...="raise")``: then the plan, from then on (:meth:`tiered`),
+        or :attr:`_limited` past those bounds and the global memory limit."""
+
+        def guarded(operands: Sequence[Any], out: Any) -> Any:
+            if not errors_raise():
+                return program(operands, out)
+            plan_program = self._on_plan()
+            over = self.largest > largest or self.peak > peak  # (what the caller checked)
+            if over and self._limited is not None and self.peak > _memory.LIMIT:
+                return self._limited(operands, out, _memory.LIMIT)
+            return plan_program(operands, out)
+
+        return guarded
+
     def _direct(self, program: Program, largest: int, peak: int, planning_s: float) -> None:
-        """Run ``program`` from now on, until its runs took ``planning_s`` (then race)."""
+        """Run ``program`` from now on, until its runs took ``planning_s`` (then race);
+        under ``np.errstate(...="raise")``, the plan (:meth:`tiered`)."""
         spent = [0.0]  # racing threads may lose an addition: that only delays the switch
+        program = self._guarded(program, largest, peak)
+        self._settle = self._on_plan  # (unsettled while the direct program may run)
 
         def direct(operands: Sequence[Any], out: Any) -> Any:
             start = time.perf_counter()
@@ -276,7 +326,7 @@ class Entry(LazyPlan):
             finally:
                 seconds = time.perf_counter() - start
                 spent[0] += seconds
-                if spent[0] >= planning_s:
+                if spent[0] >= planning_s and self._settle is not None:
                     self.run = self._race(program, largest, peak)
             self._count(seconds)  # a run that raised (an interrupt) starts no search
             return result
@@ -285,13 +335,16 @@ class Entry(LazyPlan):
 
     def _race(self, direct: Program, largest: int, peak: int) -> Program:
         """The program that alternates the plan's (built and compiled at its first call)
-        and ``direct`` (whose bounds are ``largest`` and ``peak``) for :data:`RACE_RUNS`
-        calls, under the larger bounds of the two, then leaves the faster in place."""
+        and ``direct`` (whose bounds are ``largest`` and ``peak``; it runs the plan under
+        ``np.errstate(...="raise")``) for :data:`RACE_RUNS` calls, under the larger bounds
+        of the two, then leaves the faster in place (unless a call settled the entry)."""
         compiled: list[tuple[Program, tuple[int, int]]] = []  # the plan's program, bounds
         best = [float("inf"), float("inf")]  # each program's fastest run
         runs = [0]
 
         def race(operands: Sequence[Any], out: Any) -> Any:
+            if errors_raise():
+                return direct(operands, out)  # (the plan, settled: _guarded)
             if not compiled:
                 # the plan read once: a longer search in another thread may replace it, and
                 # the bounds must be those of the program compiled (a review)
@@ -307,11 +360,13 @@ class Entry(LazyPlan):
             finally:
                 seconds = time.perf_counter() - start
                 best[k] = min(best[k], seconds)
-                if runs[0] >= RACE_RUNS:
+                if runs[0] >= RACE_RUNS and self._settle is not None:
                     program, (plan_largest, plan_peak_) = compiled[0]
                     plan_won = best[0] <= best[1]
                     winner = program if plan_won else direct
                     self.run = winner if self._renewal is None else self._timed(winner)
+                    if plan_won:
+                        self._settle = None
                     self.largest = plan_largest if plan_won else largest
                     self.peak = plan_peak_ if plan_won else peak
             self._count(seconds)
