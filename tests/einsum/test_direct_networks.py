@@ -319,6 +319,43 @@ def test_under_raising_errors_a_network_s_plan_keeps_the_global_memory_limit(
         es.memory.set_memory_limit(previous)
 
 
+def test_a_call_over_a_memory_limit_leaves_a_network_s_entry_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A network's call over its ``memory_limit=`` runs the limited way and leaves the
+    entry's direct program (its race and longer searches) to later calls: a review found
+    one such call settling the entry on its plan for good (later calls 8.5x slower)."""
+    monkeypatch.setattr(direct, "PLANNING_S_PER_STEP", 1e9)  # the direct program throughout
+    eq, ops = _network(3, 12, 3, "float64")
+    es.clear_plan_cache()
+    expected = es.einsum(eq, *ops)
+    entry = hot_entry(eq, _facts(ops), "auto")
+    assert entry.run.__name__ == "direct" and entry.unsettled
+    limited = es.einsum(eq, *ops, memory_limit=entry.peak - 1)
+    np.testing.assert_allclose(limited, expected, rtol=1e-12)
+    assert hot_entry(eq, _facts(ops), "auto") is entry
+    assert entry.run.__name__ == "direct" and entry.unsettled and not entry.planned
+    with np.errstate(over="raise"):  # under raise it settles (then checks the plan's bytes)
+        es.einsum(eq, *ops, memory_limit=entry.peak - 1)
+    assert not entry.unsettled and entry.planned
+
+
+def test_a_network_with_a_broadcast_operand_is_planned() -> None:
+    """Its broadcast axes are read once: the entry that spreads the result reads the bounds
+    of the call within once, where a network's race or a call under ``raise`` moved them
+    to its plan's (a review: past a global memory limit of 12,000 bytes, 25,000 traced)."""
+    eq, ops = _network(6, 8, 3, "float64")
+    ins, out = eq.split("->")
+    first, *rest = ins.split(",")
+    ops[0] = np.broadcast_to(ops[0][..., None], ops[0].shape + (50,))
+    eq = ",".join([first + "z", *rest]) + "->" + out + "z"
+    es.clear_plan_cache()
+    result = es.einsum(eq, *ops)
+    np.testing.assert_allclose(result, np.einsum(eq, *ops, optimize=True), rtol=1e-12)
+    assert es.plan_cache_info().direct == 0
+    assert "network:" not in es.explain(eq, *ops)
+
+
 def _traced_direct_run(eq: str, ops: list[np.ndarray]) -> tuple[np.ndarray, int, int, int]:
     """The direct program's result, its largest and peak estimates, and the most bytes
     tracemalloc saw during the run."""

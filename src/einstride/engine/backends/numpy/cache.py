@@ -154,7 +154,10 @@ def _unplanned(
     """A miss answered without planning these shapes (a network's or a shape class's first
     call run directly, :mod:`.direct`; a known class's size-free program, :mod:`.generic`)
     or None, and whether this look planned the class."""
-    if len(facts) >= 3 * NETWORK_OPERANDS:  # a network's first call: its path at once
+    # a network's first call: its path at once (not an inner call, plan.inner_call: the entry
+    # that broadcasts its result reads its bounds once, where the race and a call under
+    # np.errstate(raise) move this entry's to its plan's; a review: past a memory limit)
+    if len(facts) >= 3 * NETWORK_OPERANDS and not isinstance(eq_key, Equation):
         direct = direct_entry(eq_key, facts, dtype, optimize, options)
         if direct is not None:
             _count(_DIRECT_ANSWERS, counted)

@@ -16,10 +16,12 @@ seconds also pay for longer searches of it (:class:`LongerSearch`).
 
 Only what the direct way does exactly as the plan would is run so: one dtype that BLAS
 multiplies, no repeated label in a term or the output, no broadcast ``...`` axis, no
-``out=``, pairwise steps.  So is the first call of a shape class of fewer operands
-(:func:`first_call_entry`: its products within :data:`FIRST_CALL_WORK`, a small problem as
-one ``numpy.einsum`` loop), and its second, whose class the third look plans (unless that
-call is tiny: one loop again, :data:`LOOP_ELEMENTS`); the torch backend runs the
+``out=``, pairwise steps, no operand broadcast by a stride of 0 (its axes are read once:
+the call within is planned), not under ``np.errstate(...="raise")``.  So is the first
+call of a shape class of fewer operands (:func:`first_call_entry`: its products within
+:data:`FIRST_CALL_WORK`, a small problem as one ``numpy.einsum`` loop), and its second,
+whose class the third look plans (unless that call is tiny: one loop again,
+:data:`LOOP_ELEMENTS`); the torch backend runs the
 same steps with torch operations (:func:`first_call_steps`).  The peak bytes (for the
 memory guard) count every intermediate alive at once and every copy a step may make, so
 they bound the direct run's.
@@ -428,7 +430,8 @@ def with_direct_note(
     :data:`FIRST_CALL_NOTE` (fewer operands, where ``first_calls``: einsum's own call,
     not a lane's or an expression's) under its first line when the first call of operands
     of these ``facts`` runs directly (:func:`direct_program`, :func:`first_call_program`;
-    the direct way's peak within ``limit`` bytes; not under ``np.errstate(...="raise")``).
+    the direct way's peak within ``limit`` bytes; not under ``np.errstate(...="raise")``
+    nor for a broadcast (stride-0) operand).
 
     >>> ops = [np.ones((2, 2))] * 8
     >>> facts = tuple(x for a in ops for x in (a.shape, a.strides, a.dtype))
@@ -443,7 +446,9 @@ def with_direct_note(
     head
       first call: the first two calls of a shape
     """
-    if errors_raise():  # (such a call is planned: :func:`direct_entry`, :func:`first_call_entry`)
+    # planned: a call under raise (direct_entry, first_call_entry), and one whose broadcast
+    # operand is read once (cache._unplanned: its inner call is planned)
+    if errors_raise() or broadcasts(facts):
         return report
     note = DIRECT_NOTE
     found: tuple[Any, ...] | None = direct_program(eq_key, facts, dtype, optimize)

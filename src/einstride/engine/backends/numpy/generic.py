@@ -143,6 +143,15 @@ class Entry(LazyPlan):
         if self._settle is not None:
             self._settle()
 
+    def settle_over_limit(self) -> None:
+        """:meth:`settle` before a call whose bounds are over a memory limit, for a class's
+        first-call entry (:meth:`direct_first`: its plan may fit where its direct way does
+        not) or under ``np.errstate(...="raise")``; a network's entry (:meth:`tiered`) keeps
+        its race and longer searches for later calls, the limited way running this one (a
+        review: one call over a limit settled it, and later calls took 8.5x as long)."""
+        if self._direct_way is not None or errors_raise():
+            self.settle()
+
     def fitting(self, limit: int) -> Program | None:
         """The direct way of a class's first call (:meth:`direct_first`) where its peak
         fits ``limit`` and no floating-point error raises (NumPy's loop raises none), for

@@ -137,10 +137,11 @@ def run_over_limit(
     limit: int,
 ) -> Any:
     """Run a call whose cached ``entry`` peaks over ``limit``: its plan where, built, it
-    fits (a class's first call runs directly: :meth:`.generic.Entry.settle`), else the
-    direct way where that fits (:meth:`.generic.Entry.fitting`: the same outcome at every
-    call), else :func:`run_limited`."""
-    entry.settle()
+    fits (a class's first call runs directly, :meth:`.generic.Entry.settle_over_limit`; a
+    network's entry keeps its direct program), else the direct way where that fits
+    (:meth:`.generic.Entry.fitting`: the same outcome at every call), else
+    :func:`run_limited`."""
+    entry.settle_over_limit()
     if entry.peak <= limit:
         return entry.run(arrays, out)
     fitting = entry.fitting(limit)
