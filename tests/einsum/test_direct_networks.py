@@ -4,6 +4,7 @@ what the direct run allocates, and the calls it leaves to the planner."""
 
 from __future__ import annotations
 
+import functools
 import tracemalloc
 from typing import Any
 from unittest import mock
@@ -354,6 +355,57 @@ def test_a_network_with_a_broadcast_operand_is_planned() -> None:
     np.testing.assert_allclose(result, np.einsum(eq, *ops, optimize=True), rtol=1e-12)
     assert es.plan_cache_info().direct == 0
     assert "network:" not in es.explain(eq, *ops)
+
+
+@pytest.mark.parametrize("kind", ["direct_first", "tiered", "shape_generic"])
+@pytest.mark.parametrize("below", [True, False])  # the first program's bounds vs the plan's
+def test_an_entry_switching_to_its_plan_has_bounds_covering_what_it_runs(
+    kind: str, below: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call in another thread reads an entry's bounds (the memory guard), then its
+    program: every state an entry passes through while it switches to its plan must have
+    bounds that cover the program in place (a review: the plan's lower bounds were written
+    before its program, so such a call could run the old program past what it checked),
+    and the call that switches runs only what its caller's check covered."""
+    eq, ops = _network(3, 9, 3, "float64")
+    plan = es.contract_expression(eq, *[a.shape for a in ops]).plan()
+    plan_bounds = (plan.largest_bytes, plan_peak(plan))
+    first_bytes = 1 if below else 10 * plan_bounds[1]
+
+    def plan_program(operands: Any, out: Any) -> str:
+        return "plan"
+
+    def first_program(operands: Any, out: Any) -> str:
+        return "first"
+
+    monkeypatch.setattr(generic, "compile_plan", lambda p: plan_program)
+    states: list[tuple[int, int, Any]] = []
+
+    class Recorded(Entry):
+        __slots__ = ()
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+            if name in ("largest", "peak", "run") and hasattr(self, "peak"):
+                states.append((self.largest, self.peak, getattr(self, "run", None)))
+
+    make = {
+        "direct_first": Recorded.direct_first,
+        "tiered": functools.partial(Recorded.tiered, planning_s=1e9),
+        "shape_generic": Recorded.shape_generic,
+    }[kind]
+    entry = make(first_program, first_bytes, first_bytes, lambda: plan)
+    outcomes = []
+    if kind == "shape_generic":
+        outcomes = [entry.run((), None) for _ in range(generic.PROMOTE_AT)]
+        assert outcomes[-1] == ("plan" if below is False else "first")
+    else:
+        entry.settle()
+    assert entry.run is plan_program and (entry.largest, entry.peak) == plan_bounds
+    assert len(states) > 2
+    for largest, peak, run in states:
+        needs = plan_bounds if run is plan_program else (first_bytes, first_bytes)
+        assert largest >= needs[0] and peak >= needs[1], (largest, peak, run)
 
 
 def _traced_direct_run(eq: str, ops: list[np.ndarray]) -> tuple[np.ndarray, int, int, int]:

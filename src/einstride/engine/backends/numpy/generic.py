@@ -170,7 +170,8 @@ class Entry(LazyPlan):
         size-free program; the :data:`PROMOTE_AT`-th (the shape keeps coming back: a warm
         cache) builds the plan and compiles it like any other, so that repeated shapes run
         the specialised program, while a shape that comes back only a few times never pays
-        for building it."""
+        for building it.  That call still runs the class's program if the plan's bytes are
+        over its bounds, which the memory guard checked (the next call checks the plan's)."""
         entry = cls(None, program, largest, peak, make)
         calls = 0
 
@@ -178,8 +179,16 @@ class Entry(LazyPlan):
             nonlocal calls
             calls += 1  # (threads may lose an addition: a later promotion)
             if calls >= PROMOTE_AT - 1:
-                entry.run = entry._compiled
+                entry.run = promoted
             return program(operands, out)
+
+        def promoted(operands: Sequence[Any], out: Any) -> Any:
+            bounds = entry._bounds()  # (builds the plan)
+            plan_program = compile_plan(entry.plan)
+            entry._switch(plan_program, bounds)
+            if bounds[0] > largest or bounds[1] > peak:
+                return program(operands, out)
+            return plan_program(operands, out)
 
         entry.run = first
         return entry
@@ -232,10 +241,7 @@ class Entry(LazyPlan):
 
         def settle() -> None:
             bounds = entry._bounds()  # (builds the plan)
-            compiled = compile_plan(entry.plan)
-            # the bounds first: a call that reads them before the program sees the plan's
-            entry.largest, entry.peak = bounds
-            entry.run = compiled
+            entry._switch(compile_plan(entry.plan), bounds)
             entry._settle = None
 
         def second(operands: Sequence[Any], out: Any) -> Any:
@@ -300,9 +306,8 @@ class Entry(LazyPlan):
         bounds = _bounds_of(plan)
         program = compile_plan(plan)
         self._renewal = None
-        # the bounds first: a call that reads them before the program sees the plan's
-        self.largest, self.peak = bounds
-        self.run, self._settle = program, None
+        self._switch(program, bounds)
+        self._settle = None
         return program
 
     def _guarded(self, program: Program, largest: int, peak: int) -> Program:
@@ -417,11 +422,15 @@ class Entry(LazyPlan):
     def _bounds(self) -> tuple[int, int]:
         return _bounds_of(self.plan)
 
-    def _compiled(self, operands: Sequence[Any], out: Any) -> Any:
-        # the plan's own bytes from now on (a direct program's bound may differ)
-        self.largest, self.peak = self._bounds()
-        self.run = compile_plan(self.plan)
-        return self.run(operands, out)
+    def _switch(self, program: Program, bounds: tuple[int, int]) -> None:
+        """Run ``program``, whose largest allocation and peak are ``bounds``, from now on:
+        first the bounds raised to cover the old program and the new, then the program,
+        then its own bounds, so that a call in another thread that read the bounds (the
+        memory guard) before reading the program checked ones that cover whichever it
+        runs (a review: the plan's lower bounds, then the old direct program's run)."""
+        self.largest, self.peak = max(self.largest, bounds[0]), max(self.peak, bounds[1])
+        self.run = program
+        self.largest, self.peak = bounds
 
 
 def _bounds_of(plan: Plan) -> tuple[int, int]:
