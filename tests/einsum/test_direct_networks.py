@@ -408,6 +408,38 @@ def test_an_entry_switching_to_its_plan_has_bounds_covering_what_it_runs(
         assert largest >= needs[0] and peak >= needs[1], (largest, peak, run)
 
 
+def test_an_expression_s_own_limit_holds_a_network_s_plan_under_raising_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An expression's fast path checked its own ``memory_limit`` against a network entry's
+    direct program; under ``np.errstate(raise)`` the entry then ran its plan, whose peak is
+    over that limit (a review); the entry settles first, and the limited way runs."""
+    from einstride.engine import expression
+
+    eq, shapes, _ = rand_equation(9, 3, n_out=0, d_min=2, d_max=6, seed=0,
+                                  return_size_dict=True)  # fmt: skip
+    ops = [np.random.default_rng(0).random(s) for s in shapes]
+    found = direct_program(eq, _facts(ops), None, "auto")
+    assert found is not None
+    plan = es.contract_expression(eq, *shapes).plan()
+    assert plan_peak(plan) > found[2]  # the plan's peak over the direct program's
+    limited: list[int] = []
+    run_limited = expression.run_limited
+
+    def spy(*args: Any) -> Any:
+        limited.append(args[-1])
+        return run_limited(*args)
+
+    monkeypatch.setattr(expression, "run_limited", spy)
+    es.clear_plan_cache()
+    compiled = es.contract_expression(eq, *shapes, memory_limit=found[2])
+    expected = compiled(*ops)
+    assert limited == []  # the direct program, within the limit
+    with np.errstate(over="raise"):
+        np.testing.assert_allclose(compiled(*ops), expected, rtol=1e-12)
+    assert limited == [found[2]]
+
+
 def _traced_direct_run(eq: str, ops: list[np.ndarray]) -> tuple[np.ndarray, int, int, int]:
     """The direct program's result, its largest and peak estimates, and the most bytes
     tracemalloc saw during the run."""

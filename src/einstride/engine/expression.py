@@ -167,6 +167,7 @@ class Expression:
                 limit = self.memory_limit
                 if limit is None:
                     limit = _memory.LIMIT
+                entry.settle_if_raising()
                 if entry.peak > limit:
                     return run_limited(self.key, operands, None, self.dtype, self.path, limit)
                 return entry.run(operands, None)

@@ -212,8 +212,7 @@ def run_entry(
     limit = _limit_of(call)
     if out_arr is None and _order_copy_over(entry, call.order, limit):
         return _run_in_order(entry, arrays, call, limit, tensor_in)
-    if entry.unsettled and errors_raise():
-        entry.settle()  # (its direct way raises no floating-point error: the plan's bytes)
+    entry.settle_if_raising()
     if out_arr is not None and errors_raise():
         _run_then_copy(call, arrays, out_arr, limit, entry.plan.result_dtype)
         return call.out

@@ -143,6 +143,14 @@ class Entry(LazyPlan):
         if self._settle is not None:
             self._settle()
 
+    def settle_if_raising(self) -> None:
+        """:meth:`settle` under ``np.errstate(...="raise")``, before a memory guard checks
+        this entry's bounds: the direct way raises no floating-point error, so the plan
+        runs, and its bytes are the ones to check (a review: an expression's own limit was
+        checked against the direct program's, and the plan ran past it once)."""
+        if self._settle is not None and errors_raise():
+            self.settle()
+
     def settle_over_limit(self) -> None:
         """:meth:`settle` before a call whose bounds are over a memory limit, for a class's
         first-call entry (:meth:`direct_first`: its plan may fit where its direct way does
