@@ -230,10 +230,7 @@ def first_call_entry(
         return None
     run, largest, peak, tiny = found
     make = functools.partial(plan_of, eq_key, facts, dtype, optimize, options, None)
-
-    def limited(operands: Sequence[Any], out: Any, limit: int) -> Any:
-        return LIMITED_RUNNERS[0](eq_key, operands, out, dtype, optimize, limit)
-
+    limited = _limited_runner(eq_key, dtype, optimize)
     # a tiny problem's loop is what its plan fuses to: the shape builds its plan only when
     # it keeps coming back (PROMOTE_AT, as a known class's new shape does; planning it,
     # its class too, costs 0.4-1 ms)
@@ -492,11 +489,22 @@ def direct_entry(
     if optimize is None or (isinstance(optimize, str) and optimize == "auto"):
         renewal = LongerSearch(eq_key, facts, dtype, options, path, peak)
     make, planning_s = _planned_later(eq_key, facts, dtype, path, options)
+    limited = _limited_runner(eq_key, dtype, optimize)
+    return Entry.tiered(run, largest, peak, make, planning_s, renewal, limited)
+
+
+def _limited_runner(
+    eq_key: Any, dtype: Any, optimize: Any
+) -> Callable[[Sequence[Any], Any, int], Any]:
+    """What runs a call of this equation past a memory limit for an entry that may run
+    its plan over the bounds its caller checked (:meth:`.generic.Entry.direct_first`,
+    :meth:`.generic.Entry.tiered`): ``limited.run_limited``, through
+    :data:`.generic.LIMITED_RUNNERS` (:mod:`.limited` imports this module)."""
 
     def limited(operands: Sequence[Any], out: Any, limit: int) -> Any:
         return LIMITED_RUNNERS[0](eq_key, operands, out, dtype, optimize, limit)
 
-    return Entry.tiered(run, largest, peak, make, planning_s, renewal, limited)
+    return limited
 
 
 def _planned_later(
