@@ -239,12 +239,10 @@ def first_call_entry(
 
 
 def _may_be_first_call(facts: tuple[Any, ...], optimize: Any) -> bool:
-    """Whether a call of these operands may be a class's first call, as the cache asks it
-    (:func:`.cache.make_entry`, :func:`.generic.generic_entry`): no broadcast operand (read
-    once, through its steps' call), no floating-point error raising, and a shape class to
-    look up where the path is decided for the class."""
-    if broadcasts(facts) or errors_raise():
-        return False
+    """Whether a call of these operands, with no broadcast operand and no floating-point
+    error raising (:func:`with_direct_note` returns before), may be a class's first call,
+    as the cache asks it (:func:`.cache.make_entry`, :func:`.generic.generic_entry`): a
+    shape class to look up where the path is decided for the class."""
     if not path_fits_any_size(optimize, len(facts) // 3):
         return True  # (every new shape is a first call)
     return c_order_class(facts) is not None or dense_class(facts) is not None
