@@ -54,8 +54,24 @@ class _Names:
 
 def format_plan(plan: Plan) -> str:
     """The full report of ``plan`` (see the module doc)."""
-    spec = plan.call_spec
     names = _Names(plan)
+    lines = _call_lines(plan)
+    lines.append(f"  path: {list(plan.path)}")
+    lines += _path_finder(plan)
+    lines.append(f"  decisions: {_decided(plan)}")
+    lines += _output_lines(plan, names)
+    lines += spread_lines(plan)
+    for k, step in enumerate(plan.steps):
+        lines += _step_lines(k + 1, step, names)
+        names.regs[step.dst] = f"step {k + 1}"
+    if not plan.steps and plan.spread is None:
+        lines.append(f"  (no steps: the result is a view of operand {plan.viewed_operand()})")
+    return "\n".join(lines)
+
+
+def _call_lines(plan: Plan) -> list[str]:
+    """The report's head: the operands, the result, FLOPs and bytes."""
+    spec = plan.call_spec
     lines = [f"einsum {spec.text!r}  (labels: {spec.describe()})"]
     for i, (shape, dtype, strides) in enumerate(zip(spec.shapes(), plan.dtypes, plan.call_strides)):
         lines.append(f"  operand {i}: {_shape(shape)} {dtype}, byte strides {_shape(strides)}")
@@ -74,50 +90,42 @@ def format_plan(plan: Plan) -> str:
         f"{count_text(plan.flops)}   (speedup {_ratio_text(plan.naive_flops, plan.flops)})"
     )
     inter = plan.largest_intermediate()
-    lines.append(
-        "  largest intermediate: "
-        + (
-            "none"
-            if inter is None
-            else f"{_bytes(inter[1].nbytes)} ({inter[1].what} {_shape(inter[1].shape)} "
-            f"{inter[1].dtype}, {inter[0]})"
+    largest = "none"
+    if inter is not None:
+        where, buffer = inter
+        largest = (
+            f"{_bytes(buffer.nbytes)} ({buffer.what} {_shape(buffer.shape)} {buffer.dtype}, "
+            f"{where})"
         )
-    )
+    lines.append(f"  largest intermediate: {largest}")
     lines.append(
         f"  allocated in total: {_bytes(plan.allocated_bytes)}   "
         f"peak: {_bytes(plan_peak(plan))} (alive at once)"
     )
-    lines.append(f"  path: {list(plan.path)}")
-    lines += _path_finder(plan)
-    lines.append(f"  decisions: {_decided(plan)}")
-    if plan.output.allocs:
-        a = plan.output.allocs[0]
-        fill = (
-            "zeroed: output labels repeat"
-            if plan.output.create is OutputCreation.ZEROS
-            else "empty"
-        )
-        if plan.output.order:  # (fold.write_order)
-            axes = "".join(names.labels((plan.output.labels[ax],)) for ax in plan.output.order)
+    return lines
+
+
+def _output_lines(plan: Plan, names: _Names) -> list[str]:
+    """How the output is made: allocated first (and laid out how), zeroed, expanded."""
+    output, lines = plan.output, []
+    if output.allocs:
+        a = output.allocs[0]
+        fill = "zeroed: output labels repeat" if output.create is OutputCreation.ZEROS else "empty"
+        if output.order:  # (fold.write_order)
+            axes = "".join(names.labels((output.labels[ax],)) for ax in output.order)
             fill += f", laid out as {axes} in memory: the last step reads its operand in runs"
         lines.append(
             f"  output: {_shape(a.shape)} {a.dtype} allocated first ({fill}); {_bytes(a.nbytes)}"
         )
-    elif plan.output.create is OutputCreation.OUT and plan.output.expands:
+    elif output.create is OutputCreation.OUT and output.expands:
         lines.append("  output: out= is zeroed first (output labels repeat)")
-    if plan.output.expands:
+    if output.expands:
         lines.append(
             f"  diagonal-expand: the steps write through the strided diagonal view "
-            f"{names.labels(tuple(dict.fromkeys(plan.output.labels)))} of the "
-            f"{names.labels(plan.output.labels)} output"
+            f"{names.labels(tuple(dict.fromkeys(output.labels)))} of the "
+            f"{names.labels(output.labels)} output"
         )
-    lines += spread_lines(plan)
-    for k, step in enumerate(plan.steps):
-        lines += _step_lines(k + 1, step, names)
-        names.regs[step.dst] = f"step {k + 1}"
-    if not plan.steps and plan.spread is None:
-        lines.append(f"  (no steps: the result is a view of operand {viewed})")
-    return "\n".join(lines)
+    return lines
 
 
 def spread_lines(plan: Plan) -> list[str]:
