@@ -29,6 +29,8 @@ from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError
 from ..strides import row_major_strides
 from ..tensors import MAX_NDARRAY_RANK
+from ..transfer import check_out
+from .backends.numpy.backend import out_array
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
@@ -184,6 +186,7 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
 def explain(
     subscripts: Any,
     *operands: Any,
+    out: Any = None,
     dtype: Any = None,
     optimize: Any = "auto",
     memory_limit: Any = None,
@@ -195,7 +198,9 @@ def explain(
     Dask report).  Nothing is computed (but operands rounded to a small-float ``dtype=``,
     which are cast first, as einsum casts them, where they fit the memory limit).  Over
     ``memory_limit`` (as for ``einsum``) the report shows what einsum would run instead:
-    the sliced plan, or the error it would raise.
+    the sliced plan, or the error it would raise.  With ``out=`` (an array, as for
+    ``einsum``; checked as einsum checks it) the report is that of the call writing it:
+    how each step delivers into it, and where a temporary is needed.
 
     >>> print(explain("ij,jk->ik", (2, 3), (3, 4)).splitlines()[0])
     einsum 'ij,jk->ik'  (labels: ij,jk->ik)
@@ -204,43 +209,64 @@ def explain(
     False
     >>> explain((2, 3), [0, 1], (3, 4), [1, 2], [0, 2]).splitlines()[0]   # interleaved form
     "einsum '[0,1],[1,2]->[0,2]'  (labels: 01,12->02)"
+    >>> print(explain("ij,jk->ik", (2, 3), (3, 4), out=np.empty((2, 4))).splitlines()[3])
+      result:    (2, 4) float64 (written into out=); computed in float64
     """
     key, raw = equation_and_operands(subscripts, operands)
-    interleaved = not isinstance(key, str)
     shapes = [_as_shape(x) for x in raw]
     if all(s is not None for s in shapes):
-        limit = checked_memory_limit(memory_limit)
-        # with shapes, dtype= is the operands' (the result's follows): the report is that
-        # of einsum on such operands, lane included (the CLI's always named a dtype, so it
-        # never showed the lane its example takes: a review)
-        dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
-        check_numeric(dt, "dtype= is")  # (not "operand 0 has dtype": they are shapes)
-        shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
-        plan = plan_from_shapes(key, shaped, None, optimize)
-        facts = shape_facts(shaped)
-        within = _memory.LIMIT if limit is None else limit
-        planned = explain_within(plan, key, facts, None, None, optimize, within)
-        report = planned
-        can_be = all(_array_can_be(s, dt) for s, dt in shaped)
-        if memory_limit is None and can_be and not interleaved:  # (lanes take strings)
-            stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
-            report = _with_lane(report, key, stand_ins, optimize)
-        laned = report is not planned
-        return with_direct_note(report, key, facts, None, optimize, within, not laned)
+        return _explain_shapes(key, shapes, out, dtype, optimize, memory_limit)
     if any(s is not None for s in shapes):
         raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(
-        subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit
+        subscripts, *operands, out=out, dtype=dtype, optimize=optimize, memory_limit=memory_limit
     )
     planned = report = backend_for(call.operands).explain(call)
-    if dtype is memory_limit is None and isinstance(subscripts, str):
+    if out is None and dtype is memory_limit is None and isinstance(subscripts, str):
         report = _with_lane(report, subscripts, operands, optimize)
-    plain = array_facts(call.operands)
+    plain = array_facts(call.operands) if out is None else None  # (out=: always the plan)
     if plain is not None:
         limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
         laned = report is not planned
         report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit, not laned)
     return report
+
+
+def _explain_shapes(
+    key: Any,
+    shapes: Sequence[Any],
+    out: Any,
+    dtype: Any,
+    optimize: Any,
+    memory_limit: Any,
+) -> str:
+    """:func:`explain` of C-contiguous operands of these shapes (of ``dtype``, default
+    float64): the report of einsum on such operands, lane and first-call note included."""
+    limit = checked_memory_limit(memory_limit)
+    # with shapes, dtype= is the operands' (the result's follows): the report is that
+    # of einsum on such operands, lane included (the CLI's always named a dtype, so it
+    # never showed the lane its example takes: a review)
+    dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
+    check_numeric(dt, "dtype= is")  # (not "operand 0 has dtype": they are shapes)
+    shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
+    out_facts = None
+    if out is not None:
+        dst = out_array(out)
+        out_facts = (dst.shape, dst.strides, dst.dtype)
+    plan = plan_from_shapes(key, shaped, None, optimize, out_facts=out_facts)
+    if out is not None:  # (the shapes stand for operands of their own: no overlap)
+        check_out(out, (), plan.result_dtype, "einsum out=")
+    facts = shape_facts(shaped)
+    within = _memory.LIMIT if limit is None else limit
+    planned = report = explain_within(plan, key, facts, out_facts, None, optimize, within)
+    if out is not None:  # a call with out= runs its plan: no lane, no direct first call
+        return report
+    can_be = all(_array_can_be(s, dt) for s, dt in shaped)
+    if memory_limit is None and can_be and isinstance(key, str):  # (lanes take strings)
+        stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
+        report = _with_lane(report, key, stand_ins, optimize)
+    laned = report is not planned
+    return with_direct_note(report, key, facts, None, optimize, within, not laned)
 
 
 def _array_can_be(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:

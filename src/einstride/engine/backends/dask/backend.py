@@ -516,16 +516,22 @@ def einsum(call: EinsumCall) -> Array:
     ``order=`` does not apply (a lazy array has no layout; ``compute()`` assembles the
     blocks as Dask does, docs/scaling.md).
     """
+    _refuse_out(call)
+    return plan_call(call).result
+
+
+def _refuse_out(call: EinsumCall) -> None:
     if call.out is not None:
         raise TypeError(
             "einsum: out= is not supported with Dask operands (the result is a "
             "lazy dask array); write it with dask.array.store(result, target)"
         )
-    return plan_call(call).result
 
 
 def explain_call(call: EinsumCall) -> str:
-    """The report of ``call`` on Dask (the registry's ``explain``)."""
+    """The report of ``call`` on Dask (the registry's ``explain``; ``out=`` refused, as
+    einsum refuses it)."""
+    _refuse_out(call)
     return plan_call(call).explain()
 
 

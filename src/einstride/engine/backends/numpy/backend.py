@@ -202,13 +202,7 @@ def run_entry(
     if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
         check_casting([a.dtype for a in arrays], entry.plan.result_dtype, call.casting)
     if call.out is not None:
-        check_out(
-            call.out,
-            arrays,
-            entry.plan.result_dtype,
-            "einsum out=",
-            casting=call.casting or "same_kind",
-        )
+        _check_out(call, arrays, entry)
     limit = _limit_of(call)
     if out_arr is None and _order_copy_over(entry, call.order, limit):
         return _run_in_order(entry, arrays, call, limit, tensor_in)
@@ -319,10 +313,31 @@ def explain(call: EinsumCall) -> str:
         return f"{format_plan(plan)}\n  {refused}"
     entry, arrays, out_arr, _, call = _entry(call)  # within the rounding (a review)
     limit = _limit_of(call)
-    out_facts = None if out_arr is None else (out_arr.shape, out_arr.strides, out_arr.dtype)
-    return explain_within(
+    out_facts = None
+    if out_arr is not None:
+        _check_out(call, arrays, entry)  # (what einsum raises, before it plans anything)
+        out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
+    report = explain_within(
         entry.plan, call.key, facts_of(arrays), out_facts, call.dtype, call.optimize, limit
     )
+    if out_arr is not None and errors_raise():
+        head, _, rest = report.partition("\n")
+        return f"{head}\n  {_RAISE_INTO_OUT}\n{rest}"
+    return report
+
+
+_RAISE_INTO_OUT = (
+    "out= under np.errstate(...='raise'): einsum runs the plan of this call without out= "
+    "and copies its result into out (every floating-point error is raised before out is "
+    "written); the plan below is the one with out="
+)
+
+
+def _check_out(call: EinsumCall, arrays: Sequence[Array], entry: Entry) -> None:
+    """``out=`` checked as einsum checks it: a Tensor or ndarray that can take the result's
+    dtype by the call's casting, writeable, sharing no memory with an operand."""
+    check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
+              casting=call.casting or "same_kind")  # fmt: skip
 
 
 def cast_like(grad: Any, like: Any) -> Any:

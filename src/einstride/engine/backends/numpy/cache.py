@@ -307,14 +307,16 @@ def plan_from_shapes(
     dtype: Any,
     optimize: Any,
     options: PlannerOptions | None = None,
+    *,
+    out_facts: tuple[Any, ...] | None = None,
 ) -> Plan:
-    """The plan for C-contiguous operands of these shapes and dtypes (for reports)."""
+    """The plan for C-contiguous operands of these shapes and dtypes (for reports), writing
+    an ``out=`` of ``out_facts`` (shape, byte strides, dtype) when given."""
     facts: list[Any] = []
     for shape, dt in shapes_dtypes:
         facts += (shape, contiguous_strides(shape, dt.itemsize), dt)
-    return make_entry(
-        eq_key, tuple(facts), None, None if dtype is None else dtype_of(dtype), optimize, options
-    ).plan
+    dtype_key = None if dtype is None else dtype_of(dtype)
+    return make_entry(eq_key, tuple(facts), out_facts, dtype_key, optimize, options).plan
 
 
 # -- housekeeping ----------------------------------------------------------------------------

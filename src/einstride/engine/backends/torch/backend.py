@@ -196,6 +196,11 @@ def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
     tensors, device = as_tensors(call.operands)
     entry = _entry(call, rounded_tensors(tensors, call.dtype))
+    if call.out is not None:  # checked as einsum checks it (autograd aside: no graph here)
+        check_out(
+            call.out, tensors, device, entry.result, entry.output_shape, entry.text,
+            call.operands, call.casting,
+        )  # fmt: skip
     report = format_torch_plan(entry, device)
     try:
         _guard(entry, device, call.memory_limit)

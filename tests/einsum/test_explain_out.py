@@ -1,0 +1,115 @@
+"""``explain(..., out=...)``: the report of the call that writes ``out=``, with ``out=``
+checked as einsum checks it (NumPy, torch; Dask refuses it as einsum does)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import einstride as es
+
+NETWORK = "ab,bc,cd,de,ef,fg,gh,hi->ai"
+
+
+def _raised(call: Callable[[], Any]) -> tuple[type[BaseException], str] | None:
+    try:
+        call()
+    except Exception as error:  # the kind and words einsum and explain give
+        return type(error), str(error)
+    return None
+
+
+def _lines(report: str, word: str) -> list[str]:
+    return [line for line in report.splitlines() if word in line]
+
+
+@pytest.mark.parametrize("given", ["shapes", "operands"])
+def test_the_report_is_that_of_the_call_writing_out(given: str) -> None:
+    shapes = [(20, 30), (30, 40)]
+    ops: list[Any] = shapes if given == "shapes" else [np.ones(s) for s in shapes]
+    report = es.explain("ij,jk->ik", *ops, out=np.empty((20, 40)))
+    assert _lines(report, "result:") == [
+        "  result:    (20, 40) float64 (written into out=); computed in float64"
+    ]
+    assert _lines(report, "out   as") == [
+        "      out   as (20, 40): written straight into the output"
+    ]
+    narrow = es.explain("ij,jk->ik", *ops, out=np.empty((20, 40), np.float32))
+    assert _lines(narrow, "out   as") == [
+        "      out   as (20, 40): computed in float64, then cast into the output"
+    ]
+    assert "(new array)" in es.explain("ij,jk->ik", *ops)  # without out=: einsum's own result
+
+
+@pytest.mark.parametrize("given", ["shapes", "operands"])
+def test_a_call_with_out_runs_its_plan_no_lane_nor_direct_way(given: str) -> None:
+    # (equation, shapes, the line einsum's own call shows without out=)
+    cases: list[tuple[str, list[tuple[int, ...]], str]] = [
+        ("bij,bjk->bik", [(8, 64, 32), (8, 32, 16)], "lane:"),
+        ("ab,bc,cd->ad", [(3, 3)] * 3, "first call:"),
+        (NETWORK, [(3, 3)] * 8, "network:"),
+    ]
+    for equation, shapes, line in cases:
+        ops: list[Any] = shapes if given == "shapes" else [np.ones(s) for s in shapes]
+        es.clear_plan_cache()
+        assert _lines(es.explain(equation, *ops), line), (equation, line)
+        result_shape = np.einsum(equation, *[np.ones(s) for s in shapes]).shape
+        with_out = es.explain(equation, *ops, out=np.empty(result_shape))
+        assert not _lines(with_out, line), (equation, with_out)
+
+
+def _bad_outs(a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    readonly = np.empty((6, 5))
+    readonly.flags.writeable = False
+    return {
+        "a list": [[0.0] * 5] * 6,
+        "of another shape": np.empty((6, 4)),
+        "of a dtype that cannot hold the result": np.empty((6, 5), np.int32),
+        "read-only": readonly,
+        "with repeated locations": np.lib.stride_tricks.as_strided(np.empty(5), (6, 5), (0, 8)),
+        "overlapping an operand": a[:, :5],
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_outs(np.empty((6, 6)), np.empty((6, 5)))))
+def test_out_is_checked_as_einsum_checks_it(case: str) -> None:
+    a, b = np.ones((6, 6)), np.ones((6, 5))
+    out = _bad_outs(a, b)[case]
+    expected = _raised(lambda: es.einsum("ij,jk->ik", a, b, out=out))
+    assert expected is not None, case
+    assert _raised(lambda: es.explain("ij,jk->ik", a, b, out=out)) == expected
+    if case != "overlapping an operand":  # (shapes stand for operands of their own)
+        shaped = _raised(lambda: es.explain("ij,jk->ik", (6, 6), (6, 5), out=out))
+        assert shaped is not None and shaped[0] is expected[0], (shaped, expected)
+
+
+def test_under_raise_the_report_says_einsum_computes_apart_then_copies() -> None:
+    a, b, out = np.ones((20, 30)), np.ones((30, 40)), np.empty((20, 40))
+    assert not _lines(es.explain("ij,jk->ik", a, b, out=out), "np.errstate")
+    with np.errstate(all="raise"):
+        report = es.explain("ij,jk->ik", a, b, out=out)
+        es.einsum("ij,jk->ik", a, b, out=out)
+    assert _lines(report, "out= under np.errstate(...='raise'): einsum runs the plan")
+    np.testing.assert_array_equal(out, a @ b)
+
+
+def test_torch_out_is_reported_and_checked_as_einsum_checks_it() -> None:
+    torch = pytest.importorskip("torch")
+    a, b = torch.ones(6, 6), torch.ones(6, 5)
+    report = es.explain("ij,jk->ik", a, b, out=torch.empty(6, 5))
+    assert _lines(report, "(written into out=)"), report
+    for out in (torch.empty(6, 4), torch.empty(6, 5, dtype=torch.int32), a[:, :5]):
+        expected = _raised(lambda: es.einsum("ij,jk->ik", a, b, out=out))  # noqa: B023
+        assert expected is not None
+        assert _raised(lambda: es.explain("ij,jk->ik", a, b, out=out)) == expected  # noqa: B023
+
+
+def test_dask_refuses_out_in_explain_as_einsum_does() -> None:
+    da = pytest.importorskip("dask.array")
+    a, b, out = da.ones((6, 6), chunks=3), da.ones((6, 5), chunks=3), np.empty((6, 5))
+    expected = _raised(lambda: es.einsum("ij,jk->ik", a, b, out=out))
+    assert expected is not None and expected[0] is TypeError
+    assert _raised(lambda: es.explain("ij,jk->ik", a, b, out=out)) == expected
