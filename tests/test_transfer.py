@@ -3,6 +3,10 @@ that apply the spec's table and NumPy's assignment-from-a-snapshot semantics."""
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -476,3 +480,83 @@ def test_a_conversion_that_fails_half_way_leaves_the_destination_untouched() -> 
     with pytest.raises(UnicodeEncodeError):  # (a ValueError)
         es.copy_to(np.array(["5", "6", "\u0663"]), raw)
     assert raw.tolist() == [b"7", b"7", b"7"]
+
+
+OVERFLOWING = np.array([1.0, 1e300])  # its second value overflows float32
+
+
+@pytest.mark.parametrize("mode", ["raise", "call", "log", "warn-as-error"])
+def test_a_cast_an_errstate_stops_half_way_leaves_the_destination_untouched(mode: str) -> None:
+    # a review: NumPy raises a floating-point error of a cast after writing what it cast,
+    # so copy_to & co. left [1, inf] in a float32 destination under over="raise"
+    strided = Tensor(np.zeros(4, np.float32), (2,), (2,))
+    calls = {
+        "copy_to": lambda d: es.copy_to(OVERFLOWING, d),
+        "try_copy_to": lambda d: es.try_copy_to(OVERFLOWING, d),
+        "flatten_to": lambda d: es.flatten_to(OVERFLOWING, d),
+        "try_flatten_to": lambda d: es.try_flatten_to(OVERFLOWING, d),
+        "resize_to": lambda d: es.resize_to(OVERFLOWING, d),
+        "reverse": lambda d: es.reverse(OVERFLOWING, 0, out=d),
+    }
+    for name, call in calls.items():
+        for dst in (np.zeros(2, np.float32), strided):
+            storage = dst.storage if isinstance(dst, Tensor) else dst
+            before = storage.copy()
+            with _stopping(mode), pytest.raises((FloatingPointError, RuntimeWarning, _Called)):
+                call(dst)
+            assert storage.tolist() == before.tolist(), name
+
+
+class _Called(Exception):
+    pass
+
+
+def _raise_called(kind: str, flag: int) -> None:
+    raise _Called(kind)
+
+
+class _Log:
+    def write(self, text: str) -> None:
+        raise _Called(text)
+
+
+@contextlib.contextmanager
+def _stopping(mode: str) -> Iterator[None]:
+    """A floating-point error that stops NumPy: np.errstate's raise, call and log, or a
+    warning turned into an error."""
+    if mode == "warn-as-error":
+        with np.errstate(all="warn"), warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            yield
+    elif mode == "call":
+        with np.errstate(all="call", call=_raise_called):
+            yield
+    elif mode == "log":
+        with np.errstate(all="log", call=_Log()):
+            yield
+    else:
+        with np.errstate(all="raise"):
+            yield
+
+
+def test_overlapping_copies_cast_before_they_write() -> None:
+    # a review: two dtype views of one buffer, the dense overlapping branch (a memmove)
+    # cast as it copied and stopped at "x" with the last element already written
+    text = np.array(["1", "2", "x", "4", "5"], dtype="U2")  # 8-byte items, as int64's
+    ints = text.view(np.int64)
+    before = ints.copy()
+    with pytest.raises(ValueError, match="invalid literal"):
+        es.copy_to(text[0:4], ints[1:5])
+    assert ints.tolist() == before.tolist()
+    stamps = np.arange(5).astype("M8[s]") + np.timedelta64(10**9, "s")
+    saved = stamps.copy()
+    for call in (es.copy_to, es.resize_to):
+        with pytest.raises(es.OutOfRangeError, match="too short"):
+            call(stamps[0:4], stamps.view("S8")[1:5])
+        assert stamps.tolist() == saved.tolist(), call
+    # flatten_to into a strided destination over its dense source (copied in chunks)
+    floats = np.array([1.0, 2.0, np.nan, 4.0, 5.0, 6.0])
+    saved = floats.copy()
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        es.flatten_to(floats[0:3], floats.view(np.int64)[1::2])  # NaN into an int64
+    np.testing.assert_array_equal(floats, saved)

@@ -35,7 +35,6 @@ einstride.errors.LayoutError: negative: input 0 (...) overlaps out= (...) withou
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -44,7 +43,7 @@ import numpy as np
 from .errors import OutOfRangeError
 from .memory import check_array, memory_limit
 from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
-from .transfer import check_destination, check_elementwise_out
+from .transfer import check_destination, check_elementwise_out, errors_may_raise
 
 __all__ = [
     "abs",
@@ -125,13 +124,16 @@ def _write(
     raise, call or log, or to warn under a warnings filter that makes RuntimeWarning an
     error; Python objects; an integer ``power`` meeting a negative exponent, ml_dtypes'
     integers included), into a temporary first, so ``out=`` is untouched on any error (a
-    review found the log and error-filter cases, and int4, written)."""
-    modes = np.geterr().values()
+    review found the log and error-filter cases, and int4, written).  ``negative`` into a
+    strided ``out=`` goes through a temporary too: NumPy 2's SIMD loop of it writes wrong
+    values there (4-byte items read at a stride of 4 items: ``negative(arange(8.0,
+    dtype=float32)[::4], out=zeros(4, float32)[::2])`` gives ``[-0, -1]``, found by a
+    review on NumPy 2.4; no other element-wise function did so)."""
     risky = (
-        any(v in ("raise", "call", "log") for v in modes)
-        or ("warn" in modes and _warnings_raise())
+        errors_may_raise()
         or any(a.dtype.hasobject for a in (*arrays, target))
         or (ufunc is np.power and any(_integer(a.dtype) for a in arrays))
+        or (ufunc is np.negative and not target.flags.c_contiguous)
     )
     if not risky:
         ufunc(*operands, out=target)
@@ -140,16 +142,6 @@ def _write(
     scratch = np.empty_like(target)
     ufunc(*operands, out=scratch)
     np.copyto(target, scratch, casting="no")
-
-
-def _warnings_raise() -> bool:
-    """Whether a filter may turn NumPy's RuntimeWarning into an exception (``-W error``):
-    any "error" filter of a category it belongs to (the order of filters is not followed:
-    a temporary too many is the safe side)."""
-    return any(
-        action == "error" and issubclass(RuntimeWarning, category)
-        for action, _, category, _, _ in warnings.filters
-    )
 
 
 def _integer(dtype: np.dtype[Any]) -> bool:

@@ -34,6 +34,7 @@ einstride.errors.LayoutError: copy_to: the source (shape (2, 2), strides (3, 1))
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -211,23 +212,68 @@ def _describe(x: Any) -> str:
     return f"shape {arr.shape}, byte strides {arr.strides}"
 
 
-def _cast_copy(target: Array, source: Array, op: str) -> None:
-    """``np.copyto`` with unsafe casting; a value ``target``'s dtype cannot hold (a Python int
-    beyond int64 in an object source, a datetime too long for a string, a string that is no
-    number: a review found ``["1", "2", "x"]`` leaving ``[1, 2, 0]``) is checked first, on a
-    scratch copy where the cast would fail half-way, so ``target`` is untouched on error."""
-    kind, into = source.dtype.kind, target.dtype.kind
-    if (
-        source.dtype.hasobject
+def errors_may_raise() -> bool:
+    """Whether a floating-point error (overflow, an invalid cast) would stop NumPy half-way:
+    ``np.errstate`` set to raise, call or log, or to warn under a warnings filter that makes
+    RuntimeWarning an error.  NumPy raises after it has written what it computed."""
+    modes = np.geterr().values()
+    return any(v in ("raise", "call", "log") for v in modes) or (
+        "warn" in modes and _warnings_raise()
+    )
+
+
+def _warnings_raise() -> bool:
+    """Whether a filter may turn NumPy's RuntimeWarning into an exception (``-W error``):
+    any "error" filter of a category it belongs to (the order of filters is not followed:
+    a temporary too many is the safe side)."""
+    return any(
+        action == "error" and issubclass(RuntimeWarning, category)
+        for action, _, category, _, _ in warnings.filters
+    )
+
+
+def cast_may_stop(source: np.dtype[Any], target: np.dtype[Any]) -> bool:
+    """Whether casting ``source`` values into ``target`` may raise half-way, after writing
+    part of its destination: a value the dtype cannot hold (a Python int beyond int64 in an
+    object source, a datetime too long for a string, a string that is no number, a
+    character bytes cannot encode or bytes no character decodes: reviews found ``["1",
+    "2", "x"]`` leaving ``[1, 2, 0]``)
+    or a floating-point error that :func:`errors_may_raise` (float64's 1e300 into float32
+    under ``np.errstate(over="raise")``: a review found ``copy_to``, ``stack`` and
+    ``concat`` leaving ``inf`` written).
+
+    >>> cast_may_stop(np.dtype("f8"), np.dtype("f8")), cast_may_stop(np.dtype("U1"), np.dtype("i8"))
+    (False, True)
+    >>> with np.errstate(over="raise"):
+    ...     cast_may_stop(np.dtype("f8"), np.dtype("f4"))
+    True
+    """
+    if source == target:
+        return False
+    kind, into = source.kind, target.kind
+    return (
+        source.hasobject
+        or target.hasobject
         or (kind in "mM" and into in "SU")
-        or (kind in "SU" and into not in "SU")
-        or (kind == "U" and into == "S")  # (a character bytes cannot encode: a review)
-    ):
-        check_array(source.shape, target.dtype, f"{op} (a converted copy)")
-        with value_errors(op):
-            converted = source.astype(target.dtype, casting="unsafe")
-        np.copyto(target, converted, casting="unsafe")
-        return
+        or (kind in "SU" and into != kind)  # (parsed, encoded or decoded)
+        or errors_may_raise()
+    )
+
+
+def converted(source: Array, dtype: np.dtype[Any], op: str) -> Array:
+    """``source``'s values as ``dtype`` in a new array (an unsafe cast, as ``np.copyto``'s),
+    made before a destination is written where :func:`cast_may_stop`; a value the dtype
+    cannot hold is an ``OutOfRangeError`` naming ``op``."""
+    check_array(source.shape, dtype, f"{op} (a converted copy)")
+    with value_errors(op):
+        return source.astype(dtype, casting="unsafe")
+
+
+def _cast_copy(target: Array, source: Array, op: str) -> None:
+    """``np.copyto`` with unsafe casting, from a converted copy where the cast may stop
+    half-way (:func:`cast_may_stop`), so ``target`` is untouched on error."""
+    if cast_may_stop(source.dtype, target.dtype):
+        source = converted(source, target.dtype, op)
     np.copyto(target, source, casting="unsafe")
 
 
@@ -330,8 +376,9 @@ def _copy_checked(source: Array, target: Array, op: str) -> None:
             f"({_describe(target)}); only dense views with equal element counts, or exactly the "
             "same view, may overlap (flatten_to a snapshot first)"
         )
-    # 1-D contiguous views with equal strides: NumPy copies in the safe direction (memmove).
-    np.copyto(_flat(target), _flat(source), casting="unsafe")
+    # 1-D contiguous views with equal strides: NumPy copies in the safe direction (memmove);
+    # a cast that may stop half-way is made first (its copy overlaps nothing)
+    _cast_copy(_flat(target), _flat(source), op)
 
 
 # -- flatten_to -------------------------------------------------------------------------------
@@ -398,6 +445,9 @@ def _ordered_copy(source: Array, head: Array, op: str) -> None:
     NumPy gets an overlapping 1-D copy right only when both strides are equal (a memmove), so
     a strided ``head`` is copied in chunks, each of which overlaps nothing it still has to read.
     """
+    if cast_may_stop(source.dtype, head.dtype):  # the converted copy overlaps nothing
+        np.copyto(head, converted(source, head.dtype, op), casting="unsafe")
+        return
     if Footprint.of(head).is_dense and source.dtype.itemsize == head.dtype.itemsize:
         np.copyto(head, source, casting="unsafe")
         return
@@ -493,7 +543,7 @@ def resize_to(src: Any, dst: Any) -> None:
                 f"({_describe(target)}); only two dense views may overlap"
             )
         flat = _flat(target)
-        np.copyto(flat[:count], _flat(source)[:count], casting="unsafe")  # a memmove
+        _cast_copy(flat[:count], _flat(source)[:count], "resize_to")  # a memmove
         flat[count:] = np.zeros((), target.dtype)
         return
     filled = np.zeros(target.size, target.dtype)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -382,3 +384,22 @@ def test_out_takes_each_input_s_same_kind_cast_as_numpy(op, into):
     np.testing.assert_array_equal(out, expected)
     with pytest.raises(TypeError, match="cannot hold float64"):
         op([np.ones(2, np.int64), np.ones(2)], out=np.zeros_like(expected, np.int64))
+
+
+@pytest.mark.parametrize("op", [es.stack, es.concat])
+def test_out_is_untouched_when_a_cast_stops_half_way(op: Any) -> None:
+    # a review: each input was written into out in turn, so a cast that raised on the
+    # second (a floating-point error under np.errstate, bytes no character decodes) left
+    # the first written
+    out = np.zeros((2, 2), np.float32) if op is es.stack else np.zeros(4, np.float32)
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        op([np.ones(2), np.array([1e300, 1.0])], out=out)
+    assert not out.any()
+    text = np.array([["-"], ["-"]], dtype="U1") if op is es.stack else np.array(["-", "-"], "U1")
+    with pytest.raises(UnicodeDecodeError):  # (a ValueError)
+        op([np.array(["a"]), np.array([b"\xff"])], out=text)
+    assert text.ravel().tolist() == ["-", "-"]
+    fine = np.zeros(4, np.float32)
+    with np.errstate(over="raise"):
+        es.concat([np.ones(2), np.array([2.0, 3.0])], out=fine)
+    assert fine.tolist() == [1.0, 1.0, 2.0, 3.0]

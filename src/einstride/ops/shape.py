@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import LayoutError, value_errors
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
 from ..memory import check_array, check_listing, check_views
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
-from ..transfer import check_out
+from ..transfer import cast_may_stop, check_out
 from ._common import Array, finish, int_tuple, map_view, map_views
 
 __all__ = [
@@ -117,8 +117,8 @@ def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     ax = normalize_axis(axis, len(shape) + 1)
     result_shape = shape[:ax] + (len(arrays),) + shape[ax:]
     dst = _destination(out, result_shape, np.result_type(*arrays), arrays, "stack")
-    for i, a in enumerate(arrays):
-        dst[(slice(None),) * ax + (i,)] = a
+    parts = [((slice(None),) * ax + (i,), a) for i, a in enumerate(arrays)]
+    _write_parts(dst, parts, out is not None, "stack")
     return out if out is not None else finish(dst, any_tensor(*items))
 
 
@@ -144,11 +144,29 @@ def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     total = sum(a.shape[ax] for a in arrays)
     result_shape = first[:ax] + (total,) + first[ax + 1 :]
     dst = _destination(out, result_shape, np.result_type(*arrays), arrays, "concat")
-    start = 0
+    parts, start = [], 0
     for a in arrays:
-        dst[(slice(None),) * ax + (slice(start, start + a.shape[ax]),)] = a
+        parts.append(((slice(None),) * ax + (slice(start, start + a.shape[ax]),), a))
         start += a.shape[ax]
+    _write_parts(dst, parts, out is not None, "concat")
     return out if out is not None else finish(dst, any_tensor(*items))
+
+
+def _write_parts(dst: Array, parts: Sequence[tuple[Any, Array]], given: bool, op: str) -> None:
+    """Each ``(index, array)`` of ``parts`` written into ``dst``; into a temporary first when
+    ``dst`` is the caller's ``out=`` (``given``) and a cast may stop half-way
+    (:func:`.transfer.cast_may_stop`), so ``out`` is untouched on any error (a review found
+    ``concat([ones(2), [1e300]], out=float32)`` under ``np.errstate(over="raise")`` leaving
+    ``[1, 1, inf]``)."""
+    target = dst
+    if given and any(cast_may_stop(a.dtype, dst.dtype) for _, a in parts):
+        check_array(dst.shape, dst.dtype, f"{op} (a temporary for out=)")
+        target = np.empty(dst.shape, dst.dtype)
+    with value_errors(op):
+        for index, a in parts:
+            target[index] = a
+    if target is not dst:
+        np.copyto(dst, target, casting="no")
 
 
 def _collect(tensors: Iterable[Any], op: str) -> list[Any]:
