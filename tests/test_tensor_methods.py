@@ -367,3 +367,18 @@ def test_an_integer_mean_into_a_small_float_out_divides_as_numpy(small: str) -> 
     out = np.zeros((), small)
     x.mean(dtype=np.int32, out=out)
     assert float(out) == 1.5
+
+
+def test_diagonal_refuses_one_axis_which_numpy_reads_as_an_offset() -> None:
+    # a review: t.diagonal(1) (NumPy: the diagonal above the main one) merged axis 1 alone,
+    # the identity, and returned the whole tensor
+    m = es.Tensor(np.arange(9), shape=(3, 3))
+    for axes in (0, 1, -1, (1,), [0]):
+        with pytest.raises(es.LayoutError, match=r"one axis .*diagonal\(offset\)"):
+            m.diagonal(axes)
+    assert m.diagonal().tolist() == [0, 4, 8] == m.diagonal((0, 1)).tolist()
+    assert (
+        m[:-1, 1:].diagonal((1, 0)).tolist() == np.diagonal(np.arange(9).reshape(3, 3), 1).tolist()
+    )
+    cube = es.Tensor(np.arange(8), shape=(2, 2, 2))
+    assert cube.diagonal((0, 1, 2)).tolist() == [0, 7]

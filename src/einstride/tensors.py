@@ -25,7 +25,7 @@ import numpy as np
 
 from . import memory as _memory
 from .errors import LayoutError, OutOfRangeError, value_errors
-from .layout import Layout
+from .layout import Layout, normalize_axes
 from .memory import check_array, check_array_like
 from .narrow import as_dtype, as_strided, is_small_float
 
@@ -331,7 +331,24 @@ class Tensor:
         return Tensor._wrap(self._storage, self._layout.broadcast_to(shape))
 
     def diagonal(self, axes: Any = (0, 1)) -> Tensor:
-        """The equal-length ``axes`` merged into one diagonal axis (a view)."""
+        """The equal-length ``axes`` (two or more) merged into one diagonal axis, placed
+        where the first of them was (a view).  Not NumPy's ``diagonal(offset, axis1,
+        axis2)``: one axis is refused, as NumPy reads ``t.diagonal(1)`` as an offset (a
+        review found it returning the whole tensor); slice first for an offset diagonal.
+
+        >>> m = Tensor(np.arange(9), shape=(3, 3))
+        >>> m.diagonal().tolist(), m[:-1, 1:].diagonal((0, 1)).tolist()   # offset 1
+        ([0, 4, 8], [1, 5])
+        >>> m.diagonal(1)
+        Traceback (most recent call last):
+        einstride.errors.LayoutError: diagonal axes 1 name one axis of a tensor of shape (3, 3); a diagonal merges two or more (NumPy's diagonal(offset) is not this: slice first, t[:-k, k:].diagonal((0, 1)))
+        """  # noqa: E501
+        if len(normalize_axes(axes, self.ndim, "diagonal axes")) < 2:
+            raise LayoutError(
+                f"diagonal axes {axes!r} name one axis of a tensor of shape {self.shape}; a "
+                "diagonal merges two or more (NumPy's diagonal(offset) is not this: slice "
+                "first, t[:-k, k:].diagonal((0, 1)))"
+            )
         return Tensor._wrap(self._storage, self._layout.diagonal(axes, "diagonal axes"))
 
     def copy(self) -> Tensor:
@@ -521,7 +538,6 @@ def _reduced(
     without ``dtype=`` NumPy's own sum runs in ``out``'s dtype, unrounded."""
     from .engine.backends.numpy.backend import rounded_to
     from .engine.spec.dtypes import compute_dtype, rounds_into
-    from .layout import normalize_axes
 
     axes = None if axis is None else normalize_axes(axis, t.ndim)
     arr = t.numpy()
