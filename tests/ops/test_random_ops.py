@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -187,3 +189,23 @@ def test_numbers_given_as_strings_are_type_errors() -> None:
         with pytest.raises(TypeError, match="must be a real number"):
             call()
     assert es.random_uniform(2, np.float32(0.5), np.array(1.0), seed=0).shape == (2,)
+
+
+def test_a_bound_or_sample_the_dtype_cannot_hold_is_out_of_range() -> None:
+    # a review: they came back as inf, with a RuntimeWarning only
+    calls = {
+        "random_uniform": lambda: es.random_uniform(3, 1e5, 1e6, seed=0, dtype=np.float16),
+        "random_uniform ": lambda: es.random_uniform(3, 1e39, 2e39, seed=0),
+        "random_uniform  ": lambda: es.random_uniform(3, 1e39, 1e39, seed=0),
+        "truncated_normal": lambda: es.truncated_normal(3, mean=1e39, seed=0),
+        "truncated_normal ": lambda: es.truncated_normal(3, 0, 1e5, seed=0, dtype=np.float16),
+        "random_normal": lambda: es.random_normal(3, 1e39, seed=0),
+        "random_normal ": lambda: es.random_normal(3, 7e4, seed=0, dtype=np.float16),
+    }
+    for name, call in calls.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(es.OutOfRangeError, match=f"{name.strip()}: .* cannot hold"):
+                call()
+    largest = es.random_uniform(100, 6e4, 65504.0, seed=0, dtype=np.float16).numpy()
+    assert np.isfinite(largest).all() and largest.min() >= 6e4

@@ -82,7 +82,7 @@ def _normal(shape: Any, scale: float, which: str, seed: Any, dtype: Any) -> Tens
     scale = target / TRUNCATED_STD
     draws = standard_truncated(generator(seed), dims) * scale
     bound = TRUNCATION * scale  # (kept within it in ``kind`` too: a review)
-    return as_tensor(dense(rounded_within(draws, -bound, bound, kind)))
+    return as_tensor(dense(rounded_within(draws, -bound, bound, kind, "initializer")))
 
 
 def _fan_count(shape: Any, which: str) -> int:

@@ -77,28 +77,61 @@ def finite_number(value: Any, what: str) -> float:
 
 
 def rounded_within(
-    values: Array, low: float, high: float, kind: np.dtype[Any], *, below_high: bool = False
+    values: Array,
+    low: float,
+    high: float,
+    kind: np.dtype[Any],
+    what: str,
+    *,
+    below_high: bool = False,
 ) -> Array:
     """Float64 ``values`` in ``[low, high]`` (``[low, high)`` with ``below_high``) rounded to
     ``kind``, then kept within the bounds: rounding to the nearest float16 or bfloat16 may
     step past a bound by half a unit (a review: draws of ``[0.7, 1)`` in bfloat16 gave
-    0.69921875).  Where ``kind`` holds no value within the bounds, ``low`` rounded.
+    0.69921875).  Where ``kind`` holds no value within the bounds, ``low`` rounded (the
+    nearest it holds); a bound past ``kind``'s finite range is an ``OutOfRangeError``
+    naming ``what`` (a review: float16 draws in ``[1e5, 1e6)`` were all ``inf``).
 
     >>> import ml_dtypes
     >>> kind = np.dtype(ml_dtypes.bfloat16)
-    >>> rounded_within(np.array([0.6995, 0.9999]), 0.7, 1.0, kind, below_high=True).tolist()
+    >>> rounded_within(np.array([0.6995, 0.9999]), 0.7, 1.0, kind, "u", below_high=True).tolist()
     [0.703125, 0.99609375]
-    """
-    rounded = values.astype(kind)
-    lowest, highest = np.array(low, kind), np.array(high, kind)
+    >>> rounded_within(np.array([2e5]), 1e5, 1e6, np.dtype("f2"), "random_uniform")
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: random_uniform: float16 cannot hold the bound 100000.0 (its values lie within +-65504.0)
+    """  # noqa: E501
+    lowest, highest = cast_finite(np.array([low, high]), kind, what, "the bound")
     if float(lowest) < low:
         lowest = np.nextafter(lowest, np.array(np.inf, kind))
     if float(highest) > high or (below_high and float(highest) >= high):
         highest = np.nextafter(highest, np.array(-np.inf, kind))
     if not lowest <= highest:
         return np.full(values.shape, np.array(low, kind))
-    kept: Array = np.minimum(np.maximum(rounded, lowest), highest)
+    kept: Array = np.minimum(np.maximum(values.astype(kind), lowest), highest)
     return kept
+
+
+def cast_finite(values: Array, kind: np.dtype[Any], what: str, which: str = "a sample") -> Array:
+    """Finite float64 ``values`` cast to ``kind``; one that ``kind`` cannot hold (it would
+    be infinite) is an ``OutOfRangeError`` naming ``what`` (a review: ``truncated_normal``
+    of mean 1e39 in float32 gave ``inf``, with a warning only).
+
+    >>> cast_finite(np.array([1.5, 3e38]), np.dtype("f4"), "random_normal").dtype
+    dtype('float32')
+    >>> cast_finite(np.array([1.5, 4e38]), np.dtype("f4"), "random_normal")
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: random_normal: float32 cannot hold a sample 4e+38 (its values lie within +-3.4028234663852886e+38)
+    """  # noqa: E501
+    with np.errstate(over="ignore"):
+        cast: Array = values.astype(kind)
+    finite = np.isfinite(cast)
+    if not finite.all():
+        bad = float(values[~finite].flat[0])
+        largest = float(np.nextafter(np.array(np.inf, kind), np.array(0, kind)))
+        raise OutOfRangeError(
+            f"{what}: {kind} cannot hold {which} {bad} (its values lie within +-{largest})"
+        )
+    return cast
 
 
 def random_uniform(
@@ -122,8 +155,9 @@ def random_uniform(
     kind, dims = float_dtype(dtype), draw_shape(shape, "random_uniform")
     draws = generator(seed).uniform(lo, hi, dims)
     if hi == lo:
-        return as_tensor(dense(draws.astype(kind)))
-    return as_tensor(dense(rounded_within(draws, lo, hi, kind, below_high=True)))
+        return as_tensor(dense(cast_finite(draws, kind, "random_uniform")))
+    within = rounded_within(draws, lo, hi, kind, "random_uniform", below_high=True)
+    return as_tensor(dense(within))
 
 
 def random_normal(
@@ -139,7 +173,7 @@ def random_normal(
         raise ValueError(f"random_normal: stddev must be >= 0, got {sigma}")
     kind, dims = float_dtype(dtype), draw_shape(shape, "random_normal")
     draws = generator(seed).normal(mu, sigma, dims)
-    return as_tensor(dense(draws.astype(kind)))
+    return as_tensor(dense(cast_finite(draws, kind, "random_normal")))
 
 
 def standard_truncated(rng: np.random.Generator, dims: tuple[int, ...]) -> Array:
@@ -169,7 +203,8 @@ def truncated_normal(
     kind, dims = float_dtype(dtype), draw_shape(shape, "truncated_normal")
     values = mu + sigma * standard_truncated(generator(seed), dims)
     bound = TRUNCATION * sigma
-    return as_tensor(dense(rounded_within(values, mu - bound, mu + bound, kind)))
+    within = rounded_within(values, mu - bound, mu + bound, kind, "truncated_normal")
+    return as_tensor(dense(within))
 
 
 def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
