@@ -66,3 +66,33 @@ def test_creation_errors():
         es.zeros((2**40, 2**40))
     with pytest.raises(TypeError):
         es.zeros((2.5,))
+
+
+def test_arange_and_linspace_values_the_integer_dtype_cannot_hold_are_out_of_range() -> None:
+    # a review: arange raised a bare OverflowError for a bound the dtype cannot hold, and
+    # arange(0, 300, int8) / linspace(0, 1000, 3, int8) wrapped around silently, where
+    # full(1, 300, int8) raises
+    calls = [
+        lambda: es.arange(-1, 5, dtype=np.uint8),
+        lambda: es.arange(0, 1000, 500, dtype=np.int8),
+        lambda: es.arange(2**64, 2**64 + 2, dtype=np.uint64),
+        lambda: es.arange(2**70, -(10**20), 2**70, dtype="M8[s]"),
+        lambda: es.arange(0, 300, dtype=np.int8),
+        lambda: es.arange(0.0, 300.0, dtype=np.int8),
+        lambda: es.arange(5, -3, -1, dtype=np.uint8),
+        lambda: es.linspace(0, 1000, 3, dtype=np.int8),
+        lambda: es.linspace(-128.5, 0, 3, dtype=np.int8),
+    ]
+    for call in calls:
+        with pytest.raises(es.OutOfRangeError, match=r"^(arange|linspace): "):
+            call()
+    fits = [
+        (es.arange(0, 128, dtype=np.int8), np.arange(0, 128, dtype=np.int8)),
+        (es.arange(-128, 0, 64, dtype=np.int8), np.arange(-128, 0, 64, dtype=np.int8)),
+        (es.arange(0.5, 127.9, dtype=np.int8), np.arange(0.5, 127.9, dtype=np.int8)),
+        (es.linspace(0, 128, 2, endpoint=False, dtype=np.int8), np.array([0, 64], np.int8)),
+        (es.linspace(-1.5, 127.9, 4, dtype=np.int8), np.linspace(-1.5, 127.9, 4, dtype=np.int8)),
+    ]
+    for got, expected in fits:
+        np.testing.assert_array_equal(got.numpy(), expected)
+        assert got.dtype == expected.dtype

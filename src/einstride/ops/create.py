@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, value_errors
+from ..errors import LayoutError, OutOfRangeError, value_errors
 from ..layout import Layout
 from ..memory import check_allocation, check_array, check_array_like
 from ..narrow import as_dtype
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
-from ._common import as_count, check_holds, finish
+from ._common import Array, as_count, check_holds, finish
 
 __all__ = [
     "arange",
@@ -140,8 +140,28 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     step = 1 if step is None else step
     first, last, stride = _bound(start, "start"), _bound(stop, "stop"), _bound(step, "step")
     _check_arange_size(first, last, stride, dtype)
-    values = np.arange(first, last, stride, dtype=dtype)
+    with value_errors("arange"):  # (a bound the dtype cannot hold: NumPy's OverflowError)
+        values = np.arange(first, last, stride, dtype=dtype)
+    _check_integers_held(values, first, stride, "arange")
     return as_tensor(values)
+
+
+def _check_integers_held(values: Array, first: Any, step: Any, op: str) -> None:
+    """An integer result whose exact values its dtype cannot hold is an ``OutOfRangeError``
+    (NumPy wraps them around: ``arange(0, 300, dtype=int8)`` ended ``41, 42, 43``, where
+    ``full(1, 300, int8)`` raises; a review); the values step evenly, so the first and the
+    last exact one decide."""
+    if values.dtype.kind not in "iu" or not values.size:
+        return
+    plain = [_plain(v, values.dtype) for v in (first, step)]
+    if not all(isinstance(v, (int, float)) for v in plain):
+        return  # (Decimal, Fraction: into an integer dtype only through NumPy's own rules)
+    low, high = plain[0], plain[0] + (values.size - 1) * plain[1]
+    info = np.iinfo(values.dtype)
+    if not (info.min <= min(low, high) and max(low, high) < info.max + 1):
+        raise OutOfRangeError(
+            f"{op}: the values {low} to {high} do not fit {values.dtype} ([{info.min}, {info.max}])"
+        )
 
 
 def _is_zero(step: Any) -> bool:
@@ -264,4 +284,13 @@ def linspace(
     first: Any = start if isinstance(start, (int, float, complex)) else low  # Python scalars
     last: Any = stop if isinstance(stop, (int, float, complex)) else high  # stay weak
     with value_errors("linspace"):
-        return as_tensor(np.linspace(first, last, count, endpoint=endpoint, dtype=dtype))
+        values = np.linspace(first, last, count, endpoint=endpoint, dtype=dtype)
+    if values.dtype.kind in "iu" and values.size:  # NumPy casts its float values: wrapped
+        exact = np.linspace(first, last, count, endpoint=endpoint)  # (sized as its work above)
+        info = np.iinfo(values.dtype)
+        if not (info.min <= exact.min() and exact.max() < info.max + 1):
+            raise OutOfRangeError(
+                f"linspace: values from {exact.min()} to {exact.max()} do not fit "
+                f"{values.dtype} ([{info.min}, {info.max}])"
+            )
+    return as_tensor(values)
