@@ -406,3 +406,30 @@ def test_overlap_questions_past_numpy_s_limits_answer() -> None:
     assert wide.overlaps(Layout.create((1,), (1,), 5)) and not wide.overlaps(
         Layout.create((1,), (1,), 6)
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (((3,), (-1,), 2), LayoutError, "negative stride"),
+        (((2, 3), (1,)), LayoutError, "do not match the rank"),
+        (((-2,), (1,)), LayoutError, "negative length"),
+        (((2,), (1,), -1), LayoutError, "offset -1 is negative"),
+        (((2**40, 2**40), (0, 0)), LayoutError, "more elements than int64"),
+        (((2.0,), (1,)), TypeError, "Layout shape must be an integer"),
+        (((2,), (True,)), TypeError, "Layout strides must be an integer"),
+        (((2,), (1,), 0.5), TypeError, "Layout offset must be an integer"),
+    ],
+)
+def test_the_plain_constructor_checks_its_arguments(args, error, match) -> None:
+    # a review: Layout((3,), (-1,), 2).overlaps(...) answered False though it reaches
+    # elements 2, 1, 0; Layout((2, 3), (1,)).permute((1, 0)) raised IndexError
+    with pytest.raises(error, match=match):
+        Layout(*args)
+
+
+def test_the_plain_constructor_makes_numpy_ints_and_lists_plain() -> None:
+    layout = Layout([np.int64(2), 3], (np.int32(3), 1), np.int16(1))
+    assert layout == Layout((2, 3), (3, 1), 1) and hash(layout) == hash(Layout((2, 3), (3, 1), 1))
+    assert all(type(v) is int for v in (*layout.shape, *layout.strides, layout.offset))
+    assert Layout((2, 0), (5, 7)).strides == (5, 7)  # (create canonicalizes; it does not)

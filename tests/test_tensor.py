@@ -294,3 +294,12 @@ def test_view_and_permute_name_bad_arguments():
         with pytest.raises(LayoutError, match=r"permutation \(\d,\) does not name all 2"):
             layout.permute(perm)
     assert Layout.create((3,)).permute(0) == Layout.create((3,))
+
+
+def test_an_empty_tensor_numpy_cannot_view_still_prints() -> None:
+    # a review: repr and str raised LayoutError (NumPy refuses the shape); the tensor is
+    # valid (no elements) and its numpy() is the documented LayoutError
+    t = es.Tensor(np.zeros(1), shape=(2**60, 0))
+    assert repr(t) == str(t) == "Tensor([], layout=(1152921504606846976,0):(0,0)+0, dtype=float64)"
+    with pytest.raises(es.LayoutError):
+        t.numpy()

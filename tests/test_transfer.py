@@ -560,3 +560,12 @@ def test_overlapping_copies_cast_before_they_write() -> None:
     with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
         es.flatten_to(floats[0:3], floats.view(np.int64)[1::2])  # NaN into an int64
     np.testing.assert_array_equal(floats, saved)
+
+
+def test_check_destination_refuses_what_is_no_array() -> None:
+    # a review: a list passed (read as a new array, writeable), as the docs say it may not
+    for dst in ([1.0, 2.0], (1.0,), 3.0):
+        with pytest.raises(TypeError, match=r"demo: the destination must be an einstride\.Tensor"):
+            es.check_destination(dst, "demo")
+    es.check_destination(np.zeros(2), "demo")
+    es.check_destination(Tensor(np.zeros(2)), "demo")

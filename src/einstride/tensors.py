@@ -267,7 +267,19 @@ class Tensor:
         return arr
 
     def __repr__(self) -> str:
-        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
+        """The values (NumPy's printing), the layout and the dtype; an empty tensor NumPy
+        cannot view (lengths past its limit beside a zero: valid, a review found its
+        ``repr`` raising) prints ``[]`` for its values.
+
+        >>> Tensor(np.zeros(1), shape=(2**60, 0))
+        Tensor([], layout=(1152921504606846976,0):(0,0)+0, dtype=float64)
+        """
+        try:
+            body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
+        except LayoutError:
+            if self.size:
+                raise
+            body = "[]"
         return f"Tensor({body}, layout={self._layout!r}, dtype={self.dtype})"
 
     # -- views ----------------------------------------------------------------------------

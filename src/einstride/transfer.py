@@ -89,7 +89,15 @@ def check_destination(dst: Any, op: str) -> None:
     >>> check_destination(Tensor(np.zeros(3), (2, 3), (0, 1)), "demo")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     einstride.errors.LayoutError: demo: the destination (layout (2,3):(0,1)+0) has repeated ...
+    >>> check_destination([1.0, 2.0], "demo")   # (a review: a list passed, as a new array)
+    Traceback (most recent call last):
+    TypeError: demo: the destination must be an einstride.Tensor or a numpy.ndarray, not list
     """
+    if not isinstance(dst, (Tensor, np.ndarray)):
+        raise TypeError(
+            f"{op}: the destination must be an einstride.Tensor or a numpy.ndarray, not "
+            f"{type(dst).__name__}"
+        )
     arr = as_array(dst)
     if arr.dtype.itemsize == 0:  # no bytes, yet every element is visited: bound the count
         check_array(arr.shape, arr.dtype, f"{op} (writing the destination)")
