@@ -433,3 +433,22 @@ def test_the_plain_constructor_makes_numpy_ints_and_lists_plain() -> None:
     assert layout == Layout((2, 3), (3, 1), 1) and hash(layout) == hash(Layout((2, 3), (3, 1), 1))
     assert all(type(v) is int for v in (*layout.shape, *layout.strides, layout.offset))
     assert Layout((2, 0), (5, 7)).strides == (5, 7)  # (create canonicalizes; it does not)
+
+
+@EXAMPLES
+@given(st.data())
+def test_equality_and_hash_ignore_the_strides_of_length_one_axes(data) -> None:
+    # the spec: those strides are free, nothing may depend on them (a review found
+    # tensor([[1, 2]]).layout != as_tensor(np.array([[1, 2]])).layout)
+    layout = data.draw(layouts())
+    strides = tuple(
+        data.draw(st.integers(0, 50)) if n == 1 else s for n, s in zip(layout.shape, layout.strides)
+    )
+    other = Layout(layout.shape, strides, layout.offset)
+    assert other == layout and hash(other) == hash(layout)
+    assert other.same_view(layout) or layout.size == 0
+    moved = [k for k, n in enumerate(layout.shape) if n > 1]
+    if moved:
+        changed = list(layout.strides)
+        changed[moved[0]] += 1
+        assert Layout(layout.shape, tuple(changed), layout.offset) != layout

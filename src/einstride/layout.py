@@ -128,7 +128,7 @@ def _checked_size(shape: tuple[int, ...]) -> int:
     return size
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Layout:
     """A strided view: ``shape`` and ``strides`` (elements, ``>= 0``) and an element ``offset``.
 
@@ -165,6 +165,28 @@ class Layout:
         object.__setattr__(self, "shape", shape)  # (NumPy ints, lists: made plain)
         object.__setattr__(self, "strides", strides)
         object.__setattr__(self, "offset", offset)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal shapes and offsets, and equal strides but on axes of length 1, whose
+        strides are free (the spec: nothing may depend on them; a review found
+        ``tensor([[1, 2]]).layout != as_tensor(np.array([[1, 2]])).layout``).
+
+        >>> Layout.create((1, 2), (2, 1)) == Layout.create((1, 2), (0, 1))
+        True
+        """
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return (
+            self.shape == other.shape
+            and self.offset == other.offset
+            and self._kept_strides() == other._kept_strides()
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self._kept_strides(), self.offset))
+
+    def _kept_strides(self) -> tuple[int, ...]:
+        return tuple(0 if n == 1 else s for n, s in zip(self.shape, self.strides))
 
     @classmethod
     def _derived(cls, shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Layout:
@@ -309,7 +331,9 @@ class Layout:
         >>> Layout.create((2, 3), (3, 1), 2).offset_of((1, 2))
         7
         """
-        return self.offset + sum(i * s for i, s in zip(index, self.strides, strict=True))
+        if len(index) != self.ndim:  # (zip's own ValueError named no layout: a review)
+            raise LayoutError(f"index {tuple(index)} has {len(index)} entries, not {self.ndim}")
+        return self.offset + sum(i * s for i, s in zip(index, self.strides))
 
     # -- views ----------------------------------------------------------------------------
 
