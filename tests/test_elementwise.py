@@ -274,3 +274,26 @@ def test_unary_functions_into_strided_outs_equal_their_dense_results(name: str, 
                 strided = es.Tensor(np.zeros(count * out_step, dtype), (count,), (out_step,))
                 fn(es.as_tensor(x), out=strided)
                 np.testing.assert_array_equal(strided.numpy(), out)
+
+
+def test_inputs_that_do_not_broadcast_are_a_layout_error_naming_the_function() -> None:
+    # a review: NumPy's bare "operands could not be broadcast together" without out=, a
+    # LayoutError with it; where likewise
+    calls = {
+        "add": lambda: es.add(np.ones(2), np.ones(3)),
+        "add ": lambda: es.tensor([1, 2]) + es.tensor([1, 2, 3]),
+        "less": lambda: es.less(np.ones((2, 3)), np.ones(2)),
+        "where": lambda: es.where(np.ones(3, bool), np.ones(2), 0),
+    }
+    for name, call in calls.items():
+        with pytest.raises(LayoutError, match=rf"^{name.strip()}: .*\(2,\).* do not broadcast"):
+            call()
+    with pytest.raises(ValueError, match="negative integer powers"):  # NumPy's own, as documented
+        es.power(es.tensor([1, 2]), -1)
+
+
+def test_matmul_of_a_rank_zero_operand_and_a_short_index_are_layout_errors() -> None:
+    with pytest.raises(LayoutError, match="matmul: operand 1 has rank 0"):
+        _ = es.tensor([1.0]) @ es.tensor(2.0)
+    with pytest.raises(LayoutError, match=r"index \(1,\) has 1 entries, not 2"):
+        Layout.create((2, 3)).offset_of((1,))

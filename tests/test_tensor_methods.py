@@ -382,3 +382,15 @@ def test_diagonal_refuses_one_axis_which_numpy_reads_as_an_offset() -> None:
     )
     cube = es.Tensor(np.arange(8), shape=(2, 2, 2))
     assert cube.diagonal((0, 1, 2)).tolist() == [0, 7]
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "any", "all"])
+def test_a_reduction_into_an_out_that_cannot_be_written_is_a_layout_error(name: str) -> None:
+    # a review: NumPy's "output array is read-only", naming no method
+    t = es.Tensor(np.arange(1.0, 7.0), shape=(2, 3))
+    read_only = np.zeros(3, bool if name in ("any", "all") else float)
+    read_only.flags.writeable = False
+    repeated = es.Tensor(np.zeros(1, read_only.dtype), (3,), (0,))
+    for out, words in ((read_only, "read-only"), (repeated, "repeated locations")):
+        with pytest.raises(es.LayoutError, match=rf"Tensor\.{name} out=: .*{words}"):
+            getattr(t, name)(axis=0, out=out)

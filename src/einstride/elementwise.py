@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OutOfRangeError
+from .errors import LayoutError, OutOfRangeError
 from .memory import check_array, memory_limit
 from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
 from .transfer import check_destination, check_elementwise_out, errors_may_raise
@@ -82,7 +82,12 @@ def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
     try:
         if out is None:
             _check_result_size(ufunc, name, operands, arrays)
-            return wrap_like(ufunc(*operands), any_tensor(*inputs))
+            try:
+                result = ufunc(*operands)
+            except ValueError:
+                _check_broadcast(name, arrays)
+                raise
+            return wrap_like(result, any_tensor(*inputs))
         if isinstance(out, (Tensor, np.ndarray)):  # NumPy's type errors first, as NumPy
             if not as_array(out).flags.writeable:  # but a read-only out before them (a review)
                 check_destination(out, name)
@@ -158,6 +163,18 @@ def _integer(dtype: np.dtype[Any]) -> bool:
 _WIDEST_ITEM = 64
 
 
+def _check_broadcast(name: str, arrays: Sequence[Array]) -> None:
+    """A ``LayoutError`` naming the function and the shapes where the inputs do not
+    broadcast (asked after NumPy refused them: no cost on a call that runs; a review found
+    NumPy's bare message, where the same mismatch with ``out=`` is a ``LayoutError``)."""
+    shapes = [a.shape for a in arrays]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        listed = ", ".join(str(s) for s in shapes)
+        raise LayoutError(f"{name}: inputs of shapes {listed} do not broadcast") from None
+
+
 def _check_result_size(
     ufunc: np.ufunc, name: str, operands: Sequence[Any], arrays: Sequence[Array]
 ) -> None:
@@ -192,8 +209,9 @@ def _named(function: ElementWise, name: str, what: str) -> ElementWise:
     function.__name__ = function.__qualname__ = name
     function.__module__ = __name__
     function.__doc__ = (
-        f"Element-wise {what}, broadcast NumPy-style; Tensors in give a Tensor out.  "
-        "``out=`` is written in place and returned (see the module docstring for its rule)."
+        f"Element-wise {what}, broadcast NumPy-style; Tensors in give a Tensor out.  A new "
+        "dense result (never a view), or ``out=`` written in place and returned (see the "
+        "module docstring for its rule)."
     )
     return function
 

@@ -611,6 +611,9 @@ def _reduction_out(out: Any, shape: tuple[int, ...], axes: Any, keepdims: bool, 
     )
     if tuple(out.shape) != kept:
         raise LayoutError(f"Tensor.{name}: out= has shape {tuple(out.shape)}, the result {kept}")
+    from .transfer import check_destination  # (writeable, no repeated locations: a review)
+
+    check_destination(out, f"Tensor.{name} out=")
     return as_array(out)
 
 
@@ -629,7 +632,7 @@ def _matmul(a: Any, b: Any) -> Tensor:
 
     ranks = [x.ndim if isinstance(x, (Tensor, np.ndarray)) else np.ndim(x) for x in (a, b)]
     if 0 in ranks:
-        raise ValueError(
+        raise LayoutError(  # (NumPy: a plain ValueError; ours names the operand, a review)
             f"matmul: operand {ranks.index(0)} has rank 0 (use * to multiply by a scalar)"
         )
     equation = {

@@ -96,3 +96,11 @@ def test_arange_and_linspace_values_the_integer_dtype_cannot_hold_are_out_of_ran
     for got, expected in fits:
         np.testing.assert_array_equal(got.numpy(), expected)
         assert got.dtype == expected.dtype
+
+
+def test_a_fill_value_that_does_not_broadcast_is_a_layout_error_naming_it() -> None:
+    # a review: NumPy's "could not broadcast input array from shape (2,) into shape (2,3)"
+    for shape, value in (((2, 3), [1, 2]), (3, [[1], [2]])):
+        with pytest.raises(es.LayoutError, match=r"^full: fill_value of shape"):
+            es.full(shape, value)
+    assert es.full((2, 3), [[1], [2]]).numpy().tolist() == [[1, 1, 1], [2, 2, 2]]

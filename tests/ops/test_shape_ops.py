@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -403,3 +404,38 @@ def test_out_is_untouched_when_a_cast_stops_half_way(op: Any) -> None:
     with np.errstate(over="raise"):
         es.concat([np.ones(2), np.array([2.0, 3.0])], out=fine)
     assert fine.tolist() == [1.0, 1.0, 2.0, 3.0]
+
+
+def test_an_axis_out_of_range_names_the_function() -> None:
+    # a review: "axis 2 is out of range for rank 2", naming no function
+    calls = {
+        "stack": lambda: es.stack([np.zeros(2)] * 2, axis=2),
+        "concat": lambda: es.concat([np.zeros(2)] * 2, axis=1),
+        "unstack": lambda: es.unstack(np.zeros(2), 1),
+        "split": lambda: es.split(np.zeros(2), 2, axis=3),
+        "gather": lambda: es.gather(np.zeros(2), [0], axis=2),
+        "boolean_mask": lambda: es.boolean_mask(np.zeros(2), np.ones(2, bool), axis=4),
+        "one_hot": lambda: es.one_hot([1], 3, axis=3),
+        "expand_dims": lambda: es.expand_dims(np.zeros(2), 5),
+        "squeeze": lambda: es.squeeze(np.zeros(2), 3),
+    }
+    for name, call in calls.items():
+        with pytest.raises(es.LayoutError, match=rf"^{name} axis -?\d+ is out of range"):
+            call()
+
+
+def test_every_op_docstring_says_whether_its_result_is_a_view() -> None:
+    # the spec: "say in each docstring whether the result is a view" (a review found 40
+    # functions that did not: the random ones, the initializers, the element-wise ones)
+    import einstride.elementwise as elementwise
+    import einstride.ops as ops
+
+    not_tensors = {"fans", "is_reduced_precision"}  # (a tuple of ints, a bool)
+    names = [n for n in (*ops.__all__, *elementwise.__all__) if n not in not_tensors]
+    silent = [
+        n
+        for n in names
+        if not isinstance(getattr(es, n), type)
+        and not re.search(r"\bview|\bnew\b|\bcopy\b", (getattr(es, n).__doc__ or "").lower())
+    ]
+    assert not silent, silent

@@ -80,12 +80,19 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     kind = np.asarray(fill_value).dtype if dtype is None else dtype
     dims = _shape(shape, kind, "full")
     check_holds(fill_value, kind, "full")
+    value_shape = np.shape(fill_value)
+    try:
+        fits = np.broadcast_shapes(value_shape, dims) == dims
+    except ValueError:
+        fits = False
+    if not fits:  # (NumPy's message named no argument: a review)
+        raise LayoutError(f"full: fill_value of shape {value_shape} does not broadcast to {dims}")
     with value_errors("full"):
         return as_tensor(np.full(dims, fill_value, dtype))
 
 
 def zeros_like(t: Any, dtype: Any = None) -> Any:
-    """Zeros with ``t``'s shape and (unless given) dtype; dense, in ``t``'s kind.
+    """Zeros with ``t``'s shape and (unless given) dtype; new and dense, in ``t``'s kind.
 
     >>> zeros_like(np.ones((2, 3)).T).strides
     (16, 8)
@@ -97,7 +104,7 @@ def zeros_like(t: Any, dtype: Any = None) -> Any:
 
 
 def ones_like(t: Any, dtype: Any = None) -> Any:
-    """Ones with ``t``'s shape and (unless given) dtype; dense, in ``t``'s kind.
+    """Ones with ``t``'s shape and (unless given) dtype; new and dense, in ``t``'s kind.
 
     >>> ones_like(np.zeros(2, np.int8)).tolist()
     [1, 1]
@@ -109,7 +116,7 @@ def ones_like(t: Any, dtype: Any = None) -> Any:
 
 
 def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
-    """``fill_value`` with ``t``'s shape and (unless given) dtype; dense, in ``t``'s kind.
+    """``fill_value`` with ``t``'s shape and (unless given) dtype; new, dense, in ``t``'s kind.
 
     >>> full_like(np.zeros(2), 4).tolist()
     [4.0, 4.0]
@@ -126,7 +133,8 @@ def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Tensor:
     """Evenly spaced values in ``[start, stop)`` as ``numpy.arange`` (numbers, ``Decimal``,
     ``Fraction``, datetimes and timedeltas); a zero step is a ``ValueError``, bounds that are
-    not scalars a ``TypeError``.  The length is worked out, and sized, before NumPy runs.
+    not scalars a ``TypeError``.  The length is worked out, and sized, before NumPy runs.  A
+    new Tensor.
 
     >>> arange(3).numpy().tolist()
     [0, 1, 2]
@@ -264,7 +272,8 @@ def linspace(
 ) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` as ``numpy.linspace``; array
     endpoints give ``(num,) + broadcast shape``.  NumPy computes in float64 (complex128 for
-    complex endpoints) before casting to ``dtype``: those temporaries are sized too.
+    complex endpoints) before casting to ``dtype``: those temporaries are sized too.  A new
+    Tensor.
 
     >>> linspace(0, 1, 5).numpy().tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]

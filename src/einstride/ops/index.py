@@ -50,7 +50,7 @@ def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
     arr = as_array(t)
     idx = _integer_indices(indices, "gather")
     require_rank(arr, 1, "gather", "t")
-    ax = normalize_axis(axis, arr.ndim)
+    ax = normalize_axis(axis, arr.ndim, "gather axis")
     b = _batch_dims(batch_dims, idx.ndim, ax)
     if arr.shape[:b] != idx.shape[:b]:
         raise LayoutError(
@@ -125,7 +125,7 @@ def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
         raise ValueError(f"boolean_mask: the mask must be bool, got dtype {m.dtype}")
     require_rank(m, 1, "boolean_mask", "mask")
     require_rank(arr, 1, "boolean_mask", "t")
-    ax = normalize_axis(axis, arr.ndim)
+    ax = normalize_axis(axis, arr.ndim, "boolean_mask axis")
     if arr.shape[ax : ax + m.ndim] != m.shape:
         raise LayoutError(
             f"boolean_mask: mask shape {m.shape} does not match t.shape[{ax}:{ax + m.ndim}] "
@@ -144,7 +144,8 @@ def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
 def nonzero_indices(t: Any) -> Any:
     """The int64 ``[num_nonzero, rank]`` coordinates of the non-zero entries in row-major
     order (NaN counts as non-zero); rank 0 is an error.  The scan over ``t`` is bounded
-    like a copy of it before it starts (``t`` may be a 10^12-element broadcast).
+    like a copy of it before it starts (``t`` may be a 10^12-element broadcast).  A new array
+    (or Tensor, for a Tensor).
 
     >>> nonzero_indices(np.array([[0, 3], [np.nan, 0]])).tolist()
     [[0, 1], [1, 0]]
@@ -160,7 +161,7 @@ def nonzero_indices(t: Any) -> Any:
 
 def where(mask: Any, x: Any, y: Any) -> Any:
     """Element-wise ``x`` where ``mask`` is true, else ``y``, with NumPy broadcasting of all
-    three (incompatible shapes are a ``ValueError``).  A new dense tensor.
+    three (incompatible shapes are a ``LayoutError``).  A new dense tensor.
 
     A Python number stays *weak*, as in NumPy (``float32`` and ``1.5`` give ``float32``).
 
@@ -170,10 +171,14 @@ def where(mask: Any, x: Any, y: Any) -> Any:
     dtype('float32')
     """
     m, a, b = as_array(mask), _weak(x), _weak(y)
+    shapes = (m.shape, np.shape(a), np.shape(b))
     try:
-        shape = np.broadcast_shapes(m.shape, np.shape(a), np.shape(b))
+        shape = np.broadcast_shapes(*shapes)
     except ValueError:
-        shape = ()  # np.where raises NumPy's own message
+        raise LayoutError(
+            f"where: mask, x and y of shapes {shapes[0]}, {shapes[1]} and {shapes[2]} do not "
+            "broadcast"
+        ) from None
     kind = np.result_type(a, b)
     for value in (a, b):
         if isinstance(value, int):  # a weak Python int (NumPy's where wraps 1000 into int8)
@@ -208,7 +213,7 @@ def one_hot(
     """
     idx = _integer_indices(indices, "one_hot")
     n = as_count(depth, "one_hot depth")
-    ax = normalize_axis(axis, idx.ndim + 1)
+    ax = normalize_axis(axis, idx.ndim + 1, "one_hot axis")
     check_array(idx.shape + (n,), dtype, "one_hot")
     on, off = _scalar(on_value, dtype, "on_value"), _scalar(off_value, dtype, "off_value")
     values = np.full(idx.shape + (n,), off)

@@ -91,7 +91,7 @@ def _fan_count(shape: Any, which: str) -> int:
 
 
 def glorot_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
-    """Glorot (Xavier) uniform: limit ``sqrt(6 / (fan_in + fan_out))``.
+    """Glorot (Xavier) uniform: limit ``sqrt(6 / (fan_in + fan_out))``; a new Tensor.
 
     >>> w = glorot_uniform((100, 50), seed=0).numpy()
     >>> bool(abs(w).max() < (6 / 150) ** 0.5)
@@ -101,7 +101,7 @@ def glorot_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> 
 
 
 def glorot_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
-    """Glorot (Xavier) normal: resulting std ``sqrt(2 / (fan_in + fan_out))``.
+    """Glorot (Xavier) normal: resulting std ``sqrt(2 / (fan_in + fan_out))``; a new Tensor.
 
     >>> glorot_normal((4, 4), seed=0).shape
     (4, 4)
@@ -110,7 +110,7 @@ def glorot_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> T
 
 
 def he_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
-    """He uniform: limit ``sqrt(6 / fan_in)``.
+    """He uniform: limit ``sqrt(6 / fan_in)``; a new Tensor.
 
     >>> he_uniform((2, 3, 4), seed=0).shape
     (2, 3, 4)
@@ -119,7 +119,7 @@ def he_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tens
 
 
 def he_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
-    """He normal: resulting std ``sqrt(2 / fan_in)``.
+    """He normal: resulting std ``sqrt(2 / fan_in)``; a new Tensor.
 
     >>> he_normal((3, 2), seed=0, dtype=np.float64).dtype
     dtype('float64')
@@ -128,7 +128,7 @@ def he_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tenso
 
 
 def lecun_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
-    """LeCun uniform: limit ``sqrt(3 / fan_in)``.
+    """LeCun uniform: limit ``sqrt(3 / fan_in)``; a new Tensor.
 
     >>> lecun_uniform((2, 2), seed=0).shape
     (2, 2)
@@ -137,7 +137,7 @@ def lecun_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> T
 
 
 def lecun_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
-    """LeCun normal: resulting std ``sqrt(1 / fan_in)``.
+    """LeCun normal: resulting std ``sqrt(1 / fan_in)``; a new Tensor.
 
     >>> lecun_normal((2, 2), seed=0).shape
     (2, 2)
@@ -148,7 +148,8 @@ def lecun_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Te
 def orthogonal(shape: Any, gain: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """A (semi-)orthogonal matrix times ``gain``, reshaped to ``shape`` (rank ``>= 2``) from
     ``rows = prod(shape[:-1])`` by ``cols = shape[-1]``: the Q of a normal sample's QR,
-    columns sign-corrected by ``sign(diag(R))``; orthonormal rows when ``rows < cols``.
+    columns sign-corrected by ``sign(diag(R))``; orthonormal rows when ``rows < cols``.  A
+    new Tensor.
 
     >>> w = orthogonal((3, 3), seed=0).numpy()
     >>> bool(np.allclose(w @ w.T, np.eye(3), atol=1e-6))

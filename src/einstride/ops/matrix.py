@@ -129,7 +129,7 @@ def eye(rows: int, cols: int | None = None, batch_shape: Any = (), dtype: Any = 
 
 def trace(t: Any) -> Any:
     """Sum of the ``min(M, N)`` main diagonal of the last two axes: shape ``t.shape[:-2]``
-    (a rank-0 array or Tensor for a single matrix).
+    (a rank-0 array or Tensor for a single matrix); a new result, not a view.
 
     >>> trace(np.arange(6).reshape(2, 3))
     array(4)

@@ -139,7 +139,8 @@ def random_uniform(
 ) -> Tensor:
     """Uniform samples in ``[low, high)`` (all ``low`` when they are equal); ``low > high``
     is a ``ValueError``, a width ``high - low`` beyond float64 an ``OutOfRangeError``.  Values
-    that would round up to ``high`` in ``dtype`` are kept below.
+    that would round up to ``high`` in ``dtype`` are kept below; a bound ``dtype`` cannot
+    hold is an ``OutOfRangeError``.  A new Tensor.
 
     >>> u = random_uniform(1000, -1, 1, seed=0).numpy()
     >>> bool(u.min() >= -1 and u.max() < 1)
@@ -163,7 +164,8 @@ def random_uniform(
 def random_normal(
     shape: Any, mean: Any = 0.0, stddev: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
 ) -> Tensor:
-    """Normal samples with the given ``mean`` and ``stddev`` (``>= 0``).
+    """Normal samples with the given ``mean`` and ``stddev`` (``>= 0``); a new Tensor (a sample
+    ``dtype`` cannot hold is an ``OutOfRangeError``).
 
     >>> random_normal((2, 0), seed=1).shape
     (2, 0)
@@ -191,7 +193,8 @@ def truncated_normal(
 ) -> Tensor:
     """Normal samples with ``mean`` and ``stddev`` (of the untruncated distribution, as
     TensorFlow), re-drawn until each lies within 2 standard deviations of the mean.  The
-    resulting std is about ``0.88 * stddev`` (see the initializers for the exact factor).
+    resulting std is about ``0.88 * stddev`` (see the initializers for the exact factor).  A
+    new Tensor.
 
     >>> x = truncated_normal(10000, 5.0, 2.0, seed=3).numpy()
     >>> bool(x.min() >= 1.0 and x.max() <= 9.0)
@@ -211,7 +214,8 @@ def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
     """``num_samples`` class indices per row of ``[batch, classes]`` unnormalized
     log-probabilities: int64 ``[batch, num_samples]``, in the logits' kind (NumPy or
     Tensor).  A ``-inf`` logit is never drawn; NaN, ``+inf`` or a row with no finite logit is
-    a ``ValueError``, a shape other than ``[batch, classes >= 1]`` a ``LayoutError``.
+    a ``ValueError``, a shape other than ``[batch, classes >= 1]`` a ``LayoutError``.  A new
+    result.
 
     >>> categorical(np.array([[-np.inf, 0.0], [0.0, -np.inf]]), 3, seed=0).tolist()
     [[1, 1, 1], [0, 0, 0]]

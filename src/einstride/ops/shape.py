@@ -52,7 +52,7 @@ def unstack(t: Any, axis: int = 0) -> list[Any]:
         raise LayoutError("unstack: the input has rank 0; there is no axis to unstack")
 
     def parts(layout: Layout) -> list[Layout]:
-        ax = normalize_axis(axis, layout.ndim)
+        ax = normalize_axis(axis, layout.ndim, "unstack axis")
         lead = (slice(None),) * ax
         check_views(layout.shape[ax], "unstack")  # a broadcast axis may be huge
         return [layout.index((*lead, i)) for i in range(layout.shape[ax])]
@@ -76,7 +76,7 @@ def split(t: Any, count_or_sizes: Any, axis: int = 0) -> list[Any]:
         raise LayoutError("split: the input has rank 0; there is no axis to split")
 
     def parts(layout: Layout) -> tuple[Layout, ...]:
-        ax = normalize_axis(axis, layout.ndim)
+        ax = normalize_axis(axis, layout.ndim, "split axis")
         sizes = _split_sizes(count_or_sizes, layout.shape[ax], ax)
         return layout.split(ax, sizes)
 
@@ -114,7 +114,7 @@ def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     for i, a in enumerate(arrays):
         if a.shape != shape:
             raise LayoutError(f"stack: input {i} has shape {a.shape}, input 0 has shape {shape}")
-    ax = normalize_axis(axis, len(shape) + 1)
+    ax = normalize_axis(axis, len(shape) + 1, "stack axis")
     result_shape = shape[:ax] + (len(arrays),) + shape[ax:]
     dst = _destination(out, result_shape, np.result_type(*arrays), arrays, "stack")
     parts = [((slice(None),) * ax + (i,), a) for i, a in enumerate(arrays)]
@@ -134,7 +134,7 @@ def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     first = arrays[0].shape
     if any(a.ndim == 0 for a in arrays):
         raise LayoutError("concat: rank-0 inputs cannot be concatenated")
-    ax = normalize_axis(axis, len(first))
+    ax = normalize_axis(axis, len(first), "concat axis")
     for i, a in enumerate(arrays):
         if a.ndim != len(first) or a.shape[:ax] + a.shape[ax + 1 :] != first[:ax] + first[ax + 1 :]:
             raise LayoutError(
@@ -264,7 +264,7 @@ def expand_dims(t: Any, axis: Any) -> Any:
     wanted = int_tuple(axis, "expand_dims axis")
 
     def expanded(layout: Layout) -> Layout:
-        for ax in sorted(normalize_axes(wanted, layout.ndim + len(wanted))):
+        for ax in sorted(normalize_axes(wanted, layout.ndim + len(wanted), "expand_dims axis")):
             layout = layout.expand(ax)
         return layout
 
@@ -282,7 +282,7 @@ def squeeze(t: Any, axis: Any = None) -> Any:
     einstride.errors.LayoutError: cannot squeeze axis 1 of length 2
     """
     axes = None if axis is None else int_tuple(axis, "squeeze axis")
-    return map_view(t, lambda layout: layout.squeeze(axes))
+    return map_view(t, lambda layout: layout.squeeze(axes, "squeeze axis"))
 
 
 def transpose(t: Any, perm: Any = None) -> Any:
