@@ -303,3 +303,17 @@ def test_an_empty_tensor_numpy_cannot_view_still_prints() -> None:
     assert repr(t) == str(t) == "Tensor([], layout=(1152921504606846976,0):(0,0)+0, dtype=float64)"
     with pytest.raises(es.LayoutError):
         t.numpy()
+
+
+def test_slice_stride_and_resize_errors_name_the_axis_and_shape() -> None:
+    # a review: "a negative slice step would need a negative stride" named no axis, a
+    # negative stride no axis, and resize(x, 2**62) spoke of strides and an offset
+    t = es.Tensor(np.arange(6), (2, 3))
+    with pytest.raises(es.LayoutError, match=r"slice step -1 on axis 1 of shape \(2, 3\)"):
+        _ = t[:, ::-1]
+    with pytest.raises(es.LayoutError, match=r"cannot be zero \(axis 0 of shape \(2, 3\)\)"):
+        _ = t[::0]
+    with pytest.raises(es.LayoutError, match=r"negative stride \(axis 1\)"):
+        es.Tensor(np.arange(6), (2, 3), (3, -1))
+    with pytest.raises(es.LayoutError, match=r"^resize: new shape \(4611686018427387904,\)"):
+        es.resize(np.ones(3), 2**62)

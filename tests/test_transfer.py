@@ -569,3 +569,19 @@ def test_check_destination_refuses_what_is_no_array() -> None:
             es.check_destination(dst, "demo")
     es.check_destination(np.zeros(2), "demo")
     es.check_destination(Tensor(np.zeros(2)), "demo")
+
+
+def test_a_string_that_is_no_number_is_out_of_range_naming_the_function() -> None:
+    # a review: NumPy's bare "invalid literal for int()" named no function
+    source = np.array(["1", "x"])
+    calls = {
+        "copy_to": lambda d: es.copy_to(source, d),
+        "try_copy_to": lambda d: es.try_copy_to(source, d),
+        "flatten_to": lambda d: es.flatten_to(source, d),
+        "reverse": lambda d: es.reverse(source, 0, out=d),
+    }
+    for name, call in calls.items():
+        dst = np.zeros(2, np.int64)
+        with pytest.raises(es.OutOfRangeError, match=rf"^{name}: invalid literal"):
+            call(dst)
+        assert dst.tolist() == [0, 0]

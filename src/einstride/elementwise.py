@@ -144,8 +144,8 @@ def _write(
         ufunc(*operands, out=target)
         return
     check_array(target.shape, target.dtype, f"{name} (a temporary for out=)")
-    scratch = np.empty_like(target)
-    ufunc(*operands, out=scratch)
+    scratch = np.empty(target.shape, target.dtype)  # C order: NumPy's negative miscomputes
+    ufunc(*operands, out=scratch)  # into an F-ordered one too (empty_like's, a review)
     np.copyto(target, scratch, casting="no")
 
 

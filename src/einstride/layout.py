@@ -135,9 +135,9 @@ class Layout:
     Build one with :meth:`create`, which validates and canonicalizes (a layout with no
     elements has all strides zero) and checks a storage's bounds.  The plain constructor
     checks what the algebra relies on -- tuples of ints of one rank, no negative length,
-    stride or offset, a countable size -- and canonicalizes nothing (a review: it took
-    ``Layout((3,), (-1,), 2)``, whose overlap answers were wrong, and a rank mismatch that
-    ``permute`` met as an ``IndexError``).
+    stride or offset, a countable size -- and zeroes an empty layout's strides, as the spec
+    asks of every constructor (a review: it took ``Layout((3,), (-1,), 2)``, whose overlap
+    answers were wrong, and a rank mismatch that ``permute`` met as an ``IndexError``).
 
     >>> Layout((2, 3), (1,))
     Traceback (most recent call last):
@@ -159,11 +159,12 @@ class Layout:
             and all(type(s) is int and s >= 0 for s in strides)
             and offset >= 0
         ):
-            _checked_size(shape)
+            if not _checked_size(shape) and any(strides):  # the spec: empty, all strides 0
+                object.__setattr__(self, "strides", (0,) * len(shape))
             return
         shape, strides, offset = _plain_parts(shape, strides, offset)
         object.__setattr__(self, "shape", shape)  # (NumPy ints, lists: made plain)
-        object.__setattr__(self, "strides", strides)
+        object.__setattr__(self, "strides", (0,) * len(shape) if 0 in shape else strides)
         object.__setattr__(self, "offset", offset)
 
     def __eq__(self, other: object) -> bool:
@@ -228,9 +229,10 @@ class Layout:
             if len(std) != len(shp):
                 raise LayoutError(f"strides {std} do not match the rank of shape {shp}")
             if any(s < 0 for s in std):
+                axis = next(k for k, s in enumerate(std) if s < 0)
                 raise LayoutError(
-                    f"strides {std} have a negative stride; reversed views are not "
-                    "representable (use einstride.reverse)"
+                    f"strides {std} have a negative stride (axis {axis}); reversed views are "
+                    "not representable (use einstride.reverse)"
                 )
         off = as_int(offset, "offset")
         if off < 0:
@@ -404,10 +406,11 @@ class Layout:
         ax = normalize_axis(axis, self.ndim)
         if step is not None and as_int(step, "step") < 0:
             raise LayoutError(
-                "a negative slice step would need a negative stride; use einstride.reverse"
+                f"slice step {step} on axis {ax} of shape {self.shape}: a negative step would "
+                "need a negative stride; use einstride.reverse"
             )
         if step is not None and as_int(step, "step") == 0:
-            raise LayoutError("slice step cannot be zero")
+            raise LayoutError(f"slice step cannot be zero (axis {ax} of shape {self.shape})")
         begin, end, stride = slice(start, stop, step).indices(self.shape[ax])
         length = max(0, (end - begin + stride - 1) // stride)
         shape = self.shape[:ax] + (length,) + self.shape[ax + 1 :]
@@ -449,6 +452,8 @@ class Layout:
                 continue
             n, s = self.shape[axis], self.strides[axis]
             if isinstance(k, slice):
+                if k.step is not None and as_int(k.step, "step") <= 0:
+                    self.slice(axis, k.start, k.stop, k.step)  # (its error names this axis)
                 sub = Layout._derived((n,), (s,), 0).slice(0, k.start, k.stop, k.step)
                 shape.append(sub.shape[0])
                 strides.append(sub.strides[0])

@@ -611,10 +611,15 @@ def _reduction_out(out: Any, shape: tuple[int, ...], axes: Any, keepdims: bool, 
     )
     if tuple(out.shape) != kept:
         raise LayoutError(f"Tensor.{name}: out= has shape {tuple(out.shape)}, the result {kept}")
-    from .transfer import check_destination  # (writeable, no repeated locations: a review)
+    arr = as_array(out)
+    flags = arr.flags
+    if not (flags.writeable and (flags.c_contiguous or flags.f_contiguous)):
+        # writeable, no repeated locations (a review); a contiguous array has none, and is
+        # not asked (the check cost a sum of 15 us another 10, a review)
+        from .transfer import check_destination
 
-    check_destination(out, f"Tensor.{name} out=")
-    return as_array(out)
+        check_destination(out, f"Tensor.{name} out=")
+    return arr
 
 
 def _check_reduction(arr: Array, name: str, axes: Any, dtype: np.dtype[Any]) -> None:

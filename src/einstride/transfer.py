@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LayoutError, value_errors
+from .errors import LayoutError, OutOfRangeError, value_errors
 from .footprint import Footprint
 from .layout import Layout, normalize_axes
 from .memory import check_array, check_listing
@@ -240,15 +240,17 @@ def _warnings_raise() -> bool:
     )
 
 
-def cast_may_stop(source: np.dtype[Any], target: np.dtype[Any]) -> bool:
+def cast_may_stop(source: np.dtype[Any], target: np.dtype[Any], errors: bool | None = None) -> bool:
     """Whether casting ``source`` values into ``target`` may raise half-way, after writing
     part of its destination: a value the dtype cannot hold (a Python int beyond int64 in an
     object source, a datetime too long for a string, a string that is no number, a
     character bytes cannot encode or bytes no character decodes: reviews found ``["1",
     "2", "x"]`` leaving ``[1, 2, 0]``)
-    or a floating-point error that :func:`errors_may_raise` (float64's 1e300 into float32
-    under ``np.errstate(over="raise")``: a review found ``copy_to``, ``stack`` and
-    ``concat`` leaving ``inf`` written).
+    or, for a cast NumPy does not call safe, a floating-point error that
+    :func:`errors_may_raise` (float64's 1e300 into float32 under
+    ``np.errstate(over="raise")``: a review found ``copy_to``, ``stack`` and ``concat``
+    leaving ``inf`` written; a safe cast, int32 into float64, raises none).  ``errors``:
+    :func:`errors_may_raise` asked once by a caller that casts many sources.
 
     >>> cast_may_stop(np.dtype("f8"), np.dtype("f8")), cast_may_stop(np.dtype("U1"), np.dtype("i8"))
     (False, True)
@@ -259,22 +261,35 @@ def cast_may_stop(source: np.dtype[Any], target: np.dtype[Any]) -> bool:
     if source == target:
         return False
     kind, into = source.kind, target.kind
-    return (
+    if (
         source.hasobject
         or target.hasobject
         or (kind in "mM" and into in "SU")
         or (kind in "SU" and into != kind)  # (parsed, encoded or decoded)
-        or errors_may_raise()
-    )
+    ):
+        return True
+    if np.can_cast(source, target, "safe"):
+        return False
+    return errors_may_raise() if errors is None else errors
 
 
 def converted(source: Array, dtype: np.dtype[Any], op: str) -> Array:
     """``source``'s values as ``dtype`` in a new array (an unsafe cast, as ``np.copyto``'s),
     made before a destination is written where :func:`cast_may_stop`; a value the dtype
-    cannot hold is an ``OutOfRangeError`` naming ``op``."""
-    check_array(source.shape, dtype, f"{op} (a converted copy)")
+    cannot hold (a string that is no number too: NumPy's bare ValueError named no function,
+    a review) is an ``OutOfRangeError`` naming ``op``."""
+    # a broadcast source (stride 0) is converted once per distinct element, then broadcast
+    # again (a review: a scalar copied into 200 MB made a 200 MB converted copy)
+    compact = source[tuple(slice(0, 1) if s == 0 else slice(None) for s in source.strides)]
+    check_array(compact.shape, dtype, f"{op} (a converted copy)")
     with value_errors(op):
-        return source.astype(dtype, casting="unsafe")
+        try:
+            done = compact.astype(dtype, casting="unsafe")
+        except ValueError as error:
+            if type(error) is not ValueError:  # (UnicodeError and the like: as they are)
+                raise
+            raise OutOfRangeError(f"{op}: {error}") from None
+    return done if done.shape == source.shape else np.broadcast_to(done, source.shape)
 
 
 def _cast_copy(target: Array, source: Array, op: str) -> None:
@@ -514,12 +529,25 @@ def resize(t: Any, new_shape: Any) -> Any:
     Tensor([0, 1, 3], layout=(3,):(1,)+0, dtype=int64)
     """
     source = as_array(t)
-    shape = Layout.create(new_shape).shape
+    shape = _as_shape(new_shape, "resize")
     check_array(shape, source.dtype, "resize")
     result = np.zeros(shape, dtype=source.dtype)
     count = min(source.size, result.size)
     result.reshape(-1)[:count] = _first(source, count)
     return wrap_like(result, isinstance(t, Tensor))
+
+
+def _as_shape(shape: Any, op: str) -> tuple[int, ...]:
+    """``shape`` checked as a tensor's shape, its errors naming ``op`` and the shape alone
+    (a review: ``resize(x, 2**62)`` spoke of strides and an offset never given)."""
+    try:
+        return Layout.create(shape).shape
+    except LayoutError:
+        lengths = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        raise LayoutError(
+            f"{op}: new shape {lengths} has a negative length or more elements than any "
+            "storage can address"
+        ) from None
 
 
 def _first(source: Array, count: int) -> Array:

@@ -86,14 +86,36 @@ def test_out_is_checked_as_einsum_checks_it(case: str) -> None:
         assert shaped is not None and shaped[0] is expected[0], (shaped, expected)
 
 
-def test_under_raise_the_report_says_einsum_computes_apart_then_copies() -> None:
+@pytest.mark.parametrize("given", ["shapes", "operands"])
+def test_under_raise_the_report_is_the_plan_einsum_runs_apart_then_copies(given: str) -> None:
+    # a review: the plan with out= was shown (einsum runs the one without), past a memory
+    # limit it did not say einsum raises, and the shapes form gave no note
     a, b, out = np.ones((20, 30)), np.ones((30, 40)), np.empty((20, 40))
-    assert not _lines(es.explain("ij,jk->ik", a, b, out=out), "np.errstate")
+    ops: list[Any] = [(20, 30), (30, 40)] if given == "shapes" else [a, b]
+    assert not _lines(es.explain("ij,jk->ik", *ops, out=out), "np.errstate")
     with np.errstate(all="raise"):
-        report = es.explain("ij,jk->ik", a, b, out=out)
+        report = es.explain("ij,jk->ik", *ops, out=out)
         es.einsum("ij,jk->ik", a, b, out=out)
-    assert _lines(report, "out= under np.errstate(...='raise'): einsum runs the plan")
+        limited = es.explain("ij,jk->ik", *ops, out=out, memory_limit=1000)
+        narrow = es.explain("ij,jk->ik", *ops, out=np.empty((20, 40), np.float32))
+        with pytest.raises(es.EinsumError, match="6,400 bytes"):
+            es.einsum("ij,jk->ik", a, b, out=out, memory_limit=1000)
+    assert _lines(report, "out= under np.errstate(...='raise'): einsum runs the plan below")
+    assert _lines(report, "result:") == [
+        "  result:    (20, 40) float64 (new array); computed in float64"
+    ]
     np.testing.assert_array_equal(out, a @ b)
+    assert _lines(limited, "einsum would raise EinsumError") and _lines(limited, "6,400 bytes")
+    assert _lines(narrow, "the cast into out's float32 takes 3,200 B")
+
+
+def test_torch_out_that_requires_grad_is_refused_as_einsum_refuses_it() -> None:
+    torch = pytest.importorskip("torch")
+    a, b = torch.ones(3, 4, dtype=torch.float64), torch.ones(4, 5, dtype=torch.float64)
+    out = torch.empty(3, 5, dtype=torch.float64, requires_grad=True)
+    expected = _raised(lambda: es.einsum("ij,jk->ik", a, b, out=out))
+    assert expected is not None and expected[0] is TypeError
+    assert _raised(lambda: es.explain("ij,jk->ik", a, b, out=out)) == expected
 
 
 def test_torch_out_is_reported_and_checked_as_einsum_checks_it() -> None:

@@ -80,6 +80,7 @@ def test_arange_and_linspace_values_the_integer_dtype_cannot_hold_are_out_of_ran
         lambda: es.arange(0, 300, dtype=np.int8),
         lambda: es.arange(0.0, 300.0, dtype=np.int8),
         lambda: es.arange(5, -3, -1, dtype=np.uint8),
+        lambda: es.arange(0.5, 100, 0.5, dtype=np.int8),  # (NumPy steps by 1 here: to 198)
         lambda: es.linspace(0, 1000, 3, dtype=np.int8),
         lambda: es.linspace(-128.5, 0, 3, dtype=np.int8),
     ]
@@ -90,6 +91,7 @@ def test_arange_and_linspace_values_the_integer_dtype_cannot_hold_are_out_of_ran
         (es.arange(0, 128, dtype=np.int8), np.arange(0, 128, dtype=np.int8)),
         (es.arange(-128, 0, 64, dtype=np.int8), np.arange(-128, 0, 64, dtype=np.int8)),
         (es.arange(0.5, 127.9, dtype=np.int8), np.arange(0.5, 127.9, dtype=np.int8)),
+        (es.arange(-128.5, -128, 1, dtype=np.int8), np.array([-128], np.int8)),
         (es.linspace(0, 128, 2, endpoint=False, dtype=np.int8), np.array([0, 64], np.int8)),
         (es.linspace(-1.5, 127.9, 4, dtype=np.int8), np.linspace(-1.5, 127.9, 4, dtype=np.int8)),
     ]
@@ -104,3 +106,10 @@ def test_a_fill_value_that_does_not_broadcast_is_a_layout_error_naming_it() -> N
         with pytest.raises(es.LayoutError, match=r"^full: fill_value of shape"):
             es.full(shape, value)
     assert es.full((2, 3), [[1], [2]]).numpy().tolist() == [[1, 1, 1], [2, 2, 2]]
+
+
+def test_an_arange_of_no_finite_length_says_so() -> None:
+    # a review: NumPy's "Maximum allowed size exceeded" / "arange: cannot compute length"
+    for bounds in ((0, np.inf), (0, np.nan), (0, 1, np.nan), (np.inf, 1, -1)):
+        with pytest.raises(ValueError, match=r"^arange: the length from .* is not finite"):
+            es.arange(*bounds)

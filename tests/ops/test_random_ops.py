@@ -209,3 +209,7 @@ def test_a_bound_or_sample_the_dtype_cannot_hold_is_out_of_range() -> None:
                 call()
     largest = es.random_uniform(100, 6e4, 65504.0, seed=0, dtype=np.float16).numpy()
     assert np.isfinite(largest).all() and largest.min() >= 6e4
+    # every value below 65520 rounds to at most 65504 (65520 itself to inf): fine, as before
+    for low, high in ((0.0, 65520.0), (-65520.0, 0.0)):
+        edge = es.random_uniform(1000, low, high, seed=0, dtype=np.float16).numpy()
+        assert np.isfinite(edge).all() and np.abs(edge).max() <= 65504

@@ -439,3 +439,16 @@ def test_every_op_docstring_says_whether_its_result_is_a_view() -> None:
         and not re.search(r"\bview|\bnew\b|\bcopy\b", (getattr(es, n).__doc__ or "").lower())
     ]
     assert not silent, silent
+
+
+def test_a_set_or_a_mapping_is_no_sequence_of_tensors_or_sizes() -> None:
+    # a review: stack({1: x}) stacked the key 1; split(a, {1, 2}) took the set's order
+    for call in (
+        lambda: es.stack({1: np.zeros(2)}),
+        lambda: es.concat({np.zeros(2).tobytes(): 1}),
+        lambda: es.stack({3, 4}),
+        lambda: es.split(np.zeros(3), {1, 2}),
+    ):
+        with pytest.raises(TypeError, match="must be a sequence"):
+            call()
+    assert es.stack(x for x in [np.zeros(1)]).tolist() == [[0.0]]  # (an iterator is fine)

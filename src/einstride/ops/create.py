@@ -157,14 +157,17 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 def _check_integers_held(values: Array, first: Any, step: Any, op: str) -> None:
     """An integer result whose exact values its dtype cannot hold is an ``OutOfRangeError``
     (NumPy wraps them around: ``arange(0, 300, dtype=int8)`` ended ``41, 42, 43``, where
-    ``full(1, 300, int8)`` raises; a review); the values step evenly, so the first and the
-    last exact one decide."""
+    ``full(1, 300, int8)`` raises; a review).  NumPy's integer ``arange`` starts at
+    ``int(start)`` and steps by ``int(start + step) - int(start)`` (1 for ``arange(0.5, 100,
+    0.5)``: a review), so the first and the last of those decide."""
     if values.dtype.kind not in "iu" or not values.size:
         return
     plain = [_plain(v, values.dtype) for v in (first, step)]
     if not all(isinstance(v, (int, float)) for v in plain):
         return  # (Decimal, Fraction: into an integer dtype only through NumPy's own rules)
-    low, high = plain[0], plain[0] + (values.size - 1) * plain[1]
+    start = math.trunc(plain[0])
+    delta = math.trunc(plain[0] + plain[1]) - start
+    low, high = start, start + (values.size - 1) * delta
     info = np.iinfo(values.dtype)
     if not (info.min <= min(low, high) and max(low, high) < info.max + 1):
         raise OutOfRangeError(
@@ -209,8 +212,11 @@ def _check_arange_size(start: Any, stop: Any, step: Any, dtype: Any) -> None:
         dated = any(isinstance(v, times) for v in (start, stop, step))
         kind = np.dtype(np.int64 if dated else object)  # datetimes become datetime64 items
     count = _arange_length(*(_plain(v, kind) for v in (start, stop, step)))
-    if count is None:
-        return  # NaN or infinite: NumPy refuses it before allocating
+    if count is None:  # (NumPy's "Maximum allowed size exceeded" named nothing: a review)
+        raise ValueError(
+            f"arange: the length from start {start!r} to stop {stop!r} by step {step!r} is "
+            "not finite"
+        )
     if kind.hasobject:
         check_allocation(count * (8 + _BOXED_ITEM), f"arange of {count} Python objects")
     else:

@@ -89,8 +89,10 @@ def rounded_within(
     ``kind``, then kept within the bounds: rounding to the nearest float16 or bfloat16 may
     step past a bound by half a unit (a review: draws of ``[0.7, 1)`` in bfloat16 gave
     0.69921875).  Where ``kind`` holds no value within the bounds, ``low`` rounded (the
-    nearest it holds); a bound past ``kind``'s finite range is an ``OutOfRangeError``
-    naming ``what`` (a review: float16 draws in ``[1e5, 1e6)`` were all ``inf``).
+    nearest it holds); bounds whose values next to them, inside, round to an infinity in
+    ``kind`` are an ``OutOfRangeError`` naming ``what`` (a review: float16 draws in ``[1e5,
+    1e6)`` were all ``inf``; ``[0, 65520)`` is fine, every value below 65520 rounds to at most
+    65504).
 
     >>> import ml_dtypes
     >>> kind = np.dtype(ml_dtypes.bfloat16)
@@ -100,7 +102,17 @@ def rounded_within(
     Traceback (most recent call last):
     einstride.errors.OutOfRangeError: random_uniform: float16 cannot hold the bound 100000.0 (its values lie within +-65504.0)
     """  # noqa: E501
-    lowest, highest = cast_finite(np.array([low, high]), kind, what, "the bound")
+    bounds = np.array([low, high])
+    inside = np.nextafter(bounds, bounds[::-1]) if low < high else bounds
+    with np.errstate(over="ignore"):
+        lowest, highest = bounds.astype(kind)
+        finite = np.isfinite(inside.astype(kind))
+    if not finite.all():
+        bound = float(bounds[~finite][0])
+        raise OutOfRangeError(
+            f"{what}: {kind} cannot hold the bound {bound} (its values lie within "
+            f"+-{_largest(kind)})"
+        )
     if float(lowest) < low:
         lowest = np.nextafter(lowest, np.array(np.inf, kind))
     if float(highest) > high or (below_high and float(highest) >= high):
@@ -111,7 +123,7 @@ def rounded_within(
     return kept
 
 
-def cast_finite(values: Array, kind: np.dtype[Any], what: str, which: str = "a sample") -> Array:
+def cast_finite(values: Array, kind: np.dtype[Any], what: str) -> Array:
     """Finite float64 ``values`` cast to ``kind``; one that ``kind`` cannot hold (it would
     be infinite) is an ``OutOfRangeError`` naming ``what`` (a review: ``truncated_normal``
     of mean 1e39 in float32 gave ``inf``, with a warning only).
@@ -127,11 +139,15 @@ def cast_finite(values: Array, kind: np.dtype[Any], what: str, which: str = "a s
     finite = np.isfinite(cast)
     if not finite.all():
         bad = float(values[~finite].flat[0])
-        largest = float(np.nextafter(np.array(np.inf, kind), np.array(0, kind)))
         raise OutOfRangeError(
-            f"{what}: {kind} cannot hold {which} {bad} (its values lie within +-{largest})"
+            f"{what}: {kind} cannot hold a sample {bad} (its values lie within +-{_largest(kind)})"
         )
     return cast
+
+
+def _largest(kind: np.dtype[Any]) -> float:
+    """``kind``'s largest finite value."""
+    return float(np.nextafter(np.array(np.inf, kind), np.array(0, kind)))
 
 
 def random_uniform(

@@ -23,7 +23,7 @@ from ..errors import LayoutError, value_errors
 from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
 from ..memory import check_array, check_listing, check_views
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
-from ..transfer import cast_may_stop, check_out
+from ..transfer import cast_may_stop, check_out, errors_may_raise
 from ._common import Array, finish, int_tuple, map_view, map_views
 
 __all__ = [
@@ -92,6 +92,7 @@ def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]
             raise LayoutError(f"split: {count} does not divide the length {length} of axis {axis}")
         check_views(count, "split")  # any count divides an empty axis
         return (length // count,) * count
+    _ordered(count_or_sizes, "split sizes")
     sizes = int_tuple(count_or_sizes, "split size")
     check_views(len(sizes), "split")
     if any(n < 0 for n in sizes):
@@ -159,7 +160,8 @@ def _write_parts(dst: Array, parts: Sequence[tuple[Any, Array]], given: bool, op
     ``concat([ones(2), [1e300]], out=float32)`` under ``np.errstate(over="raise")`` leaving
     ``[1, 1, inf]``)."""
     target = dst
-    if given and any(cast_may_stop(a.dtype, dst.dtype) for _, a in parts):
+    errors = given and errors_may_raise()  # (asked once: a part each cost 4-5 us, a review)
+    if given and any(cast_may_stop(a.dtype, dst.dtype, errors) for _, a in parts):
         check_array(dst.shape, dst.dtype, f"{op} (a temporary for out=)")
         target = np.empty(dst.shape, dst.dtype)
     with value_errors(op):
@@ -172,11 +174,22 @@ def _write_parts(dst: Array, parts: Sequence[tuple[Any, Array]], given: bool, op
 def _collect(tensors: Iterable[Any], op: str) -> list[Any]:
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}: pass a sequence of tensors, not a single Tensor")
+    _ordered(tensors, f"{op} tensors")
     check_listing(tensors, f"{op} tensors")
     items = list(tensors)
     if not items:
         raise LayoutError(f"{op}: the list of tensors is empty")
     return items
+
+
+def _ordered(values: Any, what: str) -> None:
+    """A set has no order and a mapping lists its keys: neither is a sequence of tensors or
+    sizes (a review: ``stack({1: x})`` stacked the key, ``split(a, {1, 2})`` took the set's
+    order)."""
+    if isinstance(values, (set, frozenset, dict)):
+        raise TypeError(
+            f"{what} must be a sequence (a list or tuple), not a {type(values).__name__}"
+        )
 
 
 def _destination(

@@ -25,7 +25,7 @@ from ....tensors import Tensor, wrap_like
 from ....transfer import check_out, out_type_error
 from ...call import EinsumCall, check_conversion, result_order
 from ...spec.dtypes import check_casting, rounds_into
-from .cache import Entry, entry_for, facts_of, plan_from_shapes
+from .cache import Entry, entry_for, facts_of, make_entry, plan_from_shapes
 from .execute import errors_raise
 from .limited import check_result, explain_within, run_limited, run_over_limit
 from .report import format_plan
@@ -36,6 +36,7 @@ __all__ = [
     "cast_like",
     "einsum",
     "explain",
+    "explain_raising_into_out",
     "out_array",
     "rounded_to",
     "run_entry",
@@ -317,20 +318,45 @@ def explain(call: EinsumCall) -> str:
     if out_arr is not None:
         _check_out(call, arrays, entry)  # (what einsum raises, before it plans anything)
         out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
-    report = explain_within(
+        if errors_raise():
+            result_dtype = entry.plan.result_dtype
+            return explain_raising_into_out(
+                call.key, facts_of(arrays), out_facts, result_dtype, call.optimize, limit
+            )
+    return explain_within(
         entry.plan, call.key, facts_of(arrays), out_facts, call.dtype, call.optimize, limit
     )
-    if out_arr is not None and errors_raise():
-        head, _, rest = report.partition("\n")
-        return f"{head}\n  {_RAISE_INTO_OUT}\n{rest}"
-    return report
 
 
-_RAISE_INTO_OUT = (
-    "out= under np.errstate(...='raise'): einsum runs the plan of this call without out= "
-    "and copies its result into out (every floating-point error is raised before out is "
-    "written); the plan below is the one with out="
-)
+def explain_raising_into_out(
+    key: Any,
+    facts: tuple[Any, ...],
+    out_facts: tuple[Any, ...],
+    dtype: np.dtype[Any],
+    optimize: Any,
+    limit: int,
+) -> str:
+    """The report of a call into ``out=`` (of ``out_facts``) under ``np.errstate(...=
+    "raise")``: what :func:`_run_then_copy` runs, the plan without ``out=`` in the result's
+    ``dtype`` within the limit less the cast's buffer, and a line saying so (a review: the
+    plan with ``out=`` was shown, which einsum does not run, and past a limit einsum
+    raised where the report showed nothing over it)."""
+    shape, _, out_dtype = out_facts
+    cast = math.prod(shape) * out_dtype.itemsize if dtype != out_dtype else 0
+    plan = make_entry(key, facts, None, dtype, optimize).plan
+    report = explain_within(plan, key, facts, None, dtype, optimize, limit - cast)
+    line = (
+        "out= under np.errstate(...='raise'): einsum runs the plan below (without out=) into "
+        "new arrays, then copies the result into out, so that every floating-point error is "
+        "raised before out is written"
+        + (
+            f"; the cast into out's {out_dtype} takes {cast:,} B of the memory limit"
+            if cast
+            else ""
+        )
+    )
+    head, _, rest = report.partition("\n")
+    return f"{head}\n  {line}\n{rest}"
 
 
 def _check_out(call: EinsumCall, arrays: Sequence[Array], entry: Entry) -> None:

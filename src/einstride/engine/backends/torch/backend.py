@@ -127,18 +127,7 @@ def _einsum(call: EinsumCall) -> torch.Tensor:
         dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(given)]
         check_casting(dtypes, numpy_dtype(entry.result, "the result has dtype"), call.casting)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
-    out = None
-    if call.out is not None:
-        if graph or (torch.is_grad_enabled() and getattr(call.out, "requires_grad", False)):
-            raise TypeError(
-                f"einsum {quoted(entry.text)}: out= does not take part in autograd (an "
-                "operand or out requires grad); drop out= or run under "
-                "torch.no_grad()"
-            )
-        out = check_out(
-            call.out, given, device, entry.result, entry.output_shape, entry.text,
-            call.operands, call.casting,
-        )  # fmt: skip
+    out = None if call.out is None else _checked_out(call, given, device, entry, graph)
     _guard(entry, device, call.memory_limit)
     if graph:
         by_steps_too = call.dtype is None and call.out is None
@@ -196,11 +185,9 @@ def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
     tensors, device = as_tensors(call.operands)
     entry = _entry(call, rounded_tensors(tensors, call.dtype))
-    if call.out is not None:  # checked as einsum checks it (autograd aside: no graph here)
-        check_out(
-            call.out, tensors, device, entry.result, entry.output_shape, entry.text,
-            call.operands, call.casting,
-        )  # fmt: skip
+    if call.out is not None:  # checked as einsum checks it (a review: autograd's rule too)
+        graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+        _checked_out(call, tensors, device, entry, graph)
     report = format_torch_plan(entry, device)
     try:
         _guard(entry, device, call.memory_limit)
@@ -210,6 +197,22 @@ def explain(call: EinsumCall) -> str:
             f"{report}\n  memory limit: {limit:,} B; einsum would raise {type(exc).__name__}: {exc}"
         )
     return report
+
+
+def _checked_out(
+    call: EinsumCall, given: list[torch.Tensor], device: torch.device, entry: Entry, graph: bool
+) -> torch.Tensor:
+    """``out=`` checked before anything runs: no autograd through it (``graph``: an operand
+    requires grad), then :func:`.operands.check_out`'s rules."""
+    if graph or (torch.is_grad_enabled() and getattr(call.out, "requires_grad", False)):
+        raise TypeError(
+            f"einsum {quoted(entry.text)}: out= does not take part in autograd (an operand or "
+            "out requires grad); drop out= or run under torch.no_grad()"
+        )
+    return check_out(
+        call.out, given, device, entry.result, entry.output_shape, entry.text,
+        call.operands, call.casting,
+    )  # fmt: skip
 
 
 def einsum_path(call: EinsumCall) -> tuple[list[tuple[int, ...]], str]:
