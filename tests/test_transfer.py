@@ -4,6 +4,7 @@ that apply the spec's table and NumPy's assignment-from-a-snapshot semantics."""
 from __future__ import annotations
 
 import contextlib
+import tracemalloc
 import warnings
 from collections.abc import Iterator
 
@@ -585,3 +586,28 @@ def test_a_string_that_is_no_number_is_out_of_range_naming_the_function() -> Non
         with pytest.raises(es.OutOfRangeError, match=rf"^{name}: invalid literal"):
             call(dst)
         assert dst.tolist() == [0, 0]
+
+
+def test_under_raise_a_safe_or_broadcast_cast_makes_no_large_temporary() -> None:
+    # a review of the temporaries above: a safe cast (int32 into float64) made one under
+    # np.errstate(raise) and failed a memory limit the copy itself met; a scalar broadcast
+    # into a large destination was converted whole
+    from einstride.memory import set_memory_limit
+
+    target = np.empty(1000)
+    before = set_memory_limit(4000)
+    try:
+        with np.errstate(all="raise"):
+            es.copy_to(np.arange(1000, dtype=np.int32), target)
+    finally:
+        set_memory_limit(before)
+    assert target[-1] == 999.0
+    big = np.empty(2_000_000, np.float32)
+    tracemalloc.start()
+    try:
+        with np.errstate(all="raise"):
+            es.copy_to(np.broadcast_to(np.float64(1.5), big.shape), big)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000 and big[-1] == 1.5
