@@ -232,7 +232,7 @@ def _run_then_copy(
     floating-point error is raised before ``out`` is touched."""
     entry = entry_for(call.key, arrays, None, dtype, call.optimize)
     entry.settle()  # (a class's first call run directly raises no floating-point error)
-    cast = out.nbytes if np.dtype(dtype) != out.dtype else 0  # value.astype below
+    cast = _cast_bytes(out.shape, out.dtype, dtype)  # value.astype below
     if entry.peak + cast > limit:  # both buffers count (a review: the cast was not)
         try:
             found = run_limited(call.key, arrays, None, dtype, call.optimize, limit - cast)
@@ -342,7 +342,7 @@ def explain_raising_into_out(
     plan with ``out=`` was shown, which einsum does not run, and past a limit einsum
     raised where the report showed nothing over it)."""
     shape, _, out_dtype = out_facts
-    cast = math.prod(shape) * out_dtype.itemsize if dtype != out_dtype else 0
+    cast = _cast_bytes(shape, out_dtype, dtype)
     plan = make_entry(key, facts, None, dtype, optimize).plan
     report = explain_within(plan, key, facts, None, dtype, optimize, limit - cast)
     line = (
@@ -357,6 +357,13 @@ def explain_raising_into_out(
     )
     head, _, rest = report.partition("\n")
     return f"{head}\n  {line}\n{rest}"
+
+
+def _cast_bytes(shape: tuple[int, ...], out_dtype: np.dtype[Any], dtype: Any) -> int:
+    """The buffer a result of ``dtype`` cast into an ``out=`` of ``shape`` and ``out_dtype``
+    takes under ``np.errstate(raise)`` (none when the dtypes are one): it counts against the
+    memory limit (a review: it was not)."""
+    return math.prod(shape) * out_dtype.itemsize if np.dtype(dtype) != out_dtype else 0
 
 
 def _check_out(call: EinsumCall, arrays: Sequence[Array], entry: Entry) -> None:
