@@ -98,23 +98,32 @@ def normalize_axes(axes: Any, ndim: int, what: str = "axis") -> tuple[int, ...]:
 def _plain_parts(
     shape: Any, strides: Any, offset: Any
 ) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """The plain :class:`Layout` constructor's arguments as tuples of Python ints, checked:
-    a ``TypeError`` for what is no integer, a ``LayoutError`` for a rank mismatch, a
-    negative value or a size past int64."""
+    """The plain :class:`Layout` constructor's arguments as tuples of Python ints, checked
+    (:func:`_checked_parts`; a ``TypeError`` for what is no integer)."""
     shp = _as_int_tuple(shape, "Layout shape")
     std = _as_int_tuple(strides, "Layout strides")
     off = as_int(offset, "Layout offset")
-    if len(std) != len(shp):
-        raise LayoutError(f"strides {std} do not match the rank of shape {shp}")
-    if any(n < 0 for n in shp):
-        raise LayoutError(f"shape {shp} has a negative length")
-    if any(s < 0 for s in std):
-        axis = next(k for k, s in enumerate(std) if s < 0)
-        raise LayoutError(f"strides {std} have a negative stride (axis {axis})")
-    if off < 0:
-        raise LayoutError(f"offset {off} is negative (shape {shp}, strides {std})")
-    _checked_size(shp)
+    _checked_parts(shp, std, off)
     return shp, std, off
+
+
+def _checked_parts(shape: tuple[int, ...], strides: tuple[int, ...], offset: int) -> int:
+    """The element count of a layout of these parts, after the checks every constructor
+    makes (``LayoutError``): one rank, no negative length, stride or offset, a count int64
+    holds."""
+    if len(strides) != len(shape):
+        raise LayoutError(f"strides {strides} do not match the rank of shape {shape}")
+    if any(n < 0 for n in shape):
+        raise LayoutError(f"shape {shape} has a negative length")
+    if any(s < 0 for s in strides):
+        axis = next(k for k, s in enumerate(strides) if s < 0)
+        raise LayoutError(
+            f"strides {strides} have a negative stride (axis {axis}); reversed views are not "
+            "representable (use einstride.reverse)"
+        )
+    if offset < 0:
+        raise LayoutError(f"offset {offset} is negative (shape {shape}, strides {strides})")
+    return _checked_size(shape)
 
 
 def _checked_size(shape: tuple[int, ...]) -> int:
@@ -219,24 +228,9 @@ class Layout:
         einstride.errors.LayoutError: shape (2, 2) ... reaches element 4, outside a storage ...
         """
         shp = _as_int_tuple(shape, "length")
-        if any(n < 0 for n in shp):
-            raise LayoutError(f"shape {shp} has a negative length")
-        size = _checked_size(shp)
-        if strides is None:
-            std = row_major_strides(shp)
-        else:
-            std = _as_int_tuple(strides, "stride")
-            if len(std) != len(shp):
-                raise LayoutError(f"strides {std} do not match the rank of shape {shp}")
-            if any(s < 0 for s in std):
-                axis = next(k for k, s in enumerate(std) if s < 0)
-                raise LayoutError(
-                    f"strides {std} have a negative stride (axis {axis}); reversed views are "
-                    "not representable (use einstride.reverse)"
-                )
+        std = row_major_strides(shp) if strides is None else _as_int_tuple(strides, "stride")
         off = as_int(offset, "offset")
-        if off < 0:
-            raise LayoutError(f"offset {off} is negative (shape {shp}, strides {strides})")
+        size = _checked_parts(shp, std, off)
         if size == 0:
             std = (0,) * len(shp)
         layout = cls._derived(shp, std, off)  # (checked above)
