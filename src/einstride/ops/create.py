@@ -167,11 +167,17 @@ def _check_integers_held(values: Array, first: Any, step: Any, op: str) -> None:
         return  # (Decimal, Fraction: into an integer dtype only through NumPy's own rules)
     start = math.trunc(plain[0])
     delta = math.trunc(plain[0] + plain[1]) - start
-    low, high = start, start + (values.size - 1) * delta
-    info = np.iinfo(values.dtype)
-    if not (info.min <= min(low, high) and max(low, high) < info.max + 1):
+    last = start + (values.size - 1) * delta
+    _check_fits(min(start, last), max(start, last), values.dtype, op)
+
+
+def _check_fits(low: Any, high: Any, dtype: np.dtype[Any], op: str) -> None:
+    """Exact values from ``low`` to ``high`` fit ``dtype``'s integers once NumPy truncates
+    them (``high`` below its largest plus one), else an ``OutOfRangeError``."""
+    info = np.iinfo(dtype)
+    if not (info.min <= low and high < info.max + 1):
         raise OutOfRangeError(
-            f"{op}: the values {low} to {high} do not fit {values.dtype} ([{info.min}, {info.max}])"
+            f"{op}: values from {low} to {high} do not fit {dtype} ([{info.min}, {info.max}])"
         )
 
 
@@ -302,10 +308,5 @@ def linspace(
         values = np.linspace(first, last, count, endpoint=endpoint, dtype=dtype)
     if values.dtype.kind in "iu" and values.size:  # NumPy casts its float values: wrapped
         exact = np.linspace(first, last, count, endpoint=endpoint)  # (sized as its work above)
-        info = np.iinfo(values.dtype)
-        if not (info.min <= exact.min() and exact.max() < info.max + 1):
-            raise OutOfRangeError(
-                f"linspace: values from {exact.min()} to {exact.max()} do not fit "
-                f"{values.dtype} ([{info.min}, {info.max}])"
-            )
+        _check_fits(exact.min(), exact.max(), values.dtype, "linspace")
     return as_tensor(values)
