@@ -30,10 +30,9 @@ from ..errors import EinsumError
 from ..strides import row_major_strides
 from ..tensors import MAX_NDARRAY_RANK
 from ..transfer import check_out
-from .backends.numpy.backend import explain_raising_into_out, out_array
+from .backends.numpy.backend import explain_into_out, out_array
 from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
-from .backends.numpy.execute import errors_raise
 from .backends.numpy.lanes import lane_for, public_einsum
 from .backends.numpy.limited import explain_within, run_over_limit, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
@@ -259,11 +258,7 @@ def _explain_shapes(
     within = _memory.LIMIT if limit is None else limit
     if out_facts is not None:  # a call with out= runs its plan: no lane, no direct first call
         check_out(out, (), plan.result_dtype, "einsum out=")  # (shapes: no overlap)
-        if errors_raise():
-            return explain_raising_into_out(
-                key, facts, out_facts, plan.result_dtype, optimize, within
-            )
-        return explain_within(plan, key, facts, out_facts, None, optimize, within)
+        return explain_into_out(plan, key, facts, out_facts, None, optimize, within)
     planned = report = explain_within(plan, key, facts, None, None, optimize, within)
     can_be = all(_array_can_be(s, dt) for s, dt in shaped)
     if memory_limit is None and can_be and isinstance(key, str):  # (lanes take strings)

@@ -29,6 +29,7 @@ from .cache import Entry, entry_for, facts_of, make_entry, plan_from_shapes
 from .execute import errors_raise
 from .limited import check_result, explain_within, run_limited, run_over_limit
 from .report import format_plan
+from .steps import Plan
 
 __all__ = [
     "arrays_within",
@@ -36,7 +37,7 @@ __all__ = [
     "cast_like",
     "einsum",
     "explain",
-    "explain_raising_into_out",
+    "explain_into_out",
     "out_array",
     "rounded_to",
     "run_entry",
@@ -314,37 +315,37 @@ def explain(call: EinsumCall) -> str:
         return f"{format_plan(plan)}\n  {refused}"
     entry, arrays, out_arr, _, call = _entry(call)  # within the rounding (a review)
     limit = _limit_of(call)
-    out_facts = None
-    if out_arr is not None:
-        _check_out(call, arrays, entry)  # (what einsum raises, before it plans anything)
-        out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
-        if errors_raise():
-            result_dtype = entry.plan.result_dtype
-            return explain_raising_into_out(
-                call.key, facts_of(arrays), out_facts, result_dtype, call.optimize, limit
-            )
-    return explain_within(
-        entry.plan, call.key, facts_of(arrays), out_facts, call.dtype, call.optimize, limit
+    facts = facts_of(arrays)
+    if out_arr is None:
+        return explain_within(entry.plan, call.key, facts, None, call.dtype, call.optimize, limit)
+    _check_out(call, arrays, entry)  # (what einsum raises, before it plans anything)
+    out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
+    return explain_into_out(
+        entry.plan, call.key, facts, out_facts, call.dtype, call.optimize, limit
     )
 
 
-def explain_raising_into_out(
+def explain_into_out(
+    plan: Plan,
     key: Any,
     facts: tuple[Any, ...],
     out_facts: tuple[Any, ...],
-    dtype: np.dtype[Any],
+    dtype: Any,
     optimize: Any,
     limit: int,
 ) -> str:
-    """The report of a call into ``out=`` (of ``out_facts``) under ``np.errstate(...=
-    "raise")``: what :func:`_run_then_copy` runs, the plan without ``out=`` in the result's
-    ``dtype`` within the limit less the cast's buffer, and a line saying so (a review: the
-    plan with ``out=`` was shown, which einsum does not run, and past a limit einsum
-    raised where the report showed nothing over it)."""
-    shape, _, out_dtype = out_facts
-    cast = _cast_bytes(shape, out_dtype, dtype)
-    plan = make_entry(key, facts, None, dtype, optimize).plan
-    report = explain_within(plan, key, facts, None, dtype, optimize, limit - cast)
+    """The report of a call into ``out=`` (of ``out_facts``) whose plan with it is
+    ``plan``: that plan, within ``limit``; under ``np.errstate(...="raise")`` what
+    :func:`_run_then_copy` runs instead, the plan without ``out=`` in the result's dtype
+    within the limit less the cast's buffer, and a line saying so (a review: the plan with
+    ``out=`` was shown, which einsum does not run there, and past a limit einsum raised
+    where the report showed nothing over it).  For operands and for shapes alike."""
+    if not errors_raise():
+        return explain_within(plan, key, facts, out_facts, dtype, optimize, limit)
+    result, (shape, _, out_dtype) = plan.result_dtype, out_facts
+    cast = _cast_bytes(shape, out_dtype, result)
+    apart = make_entry(key, facts, None, result, optimize).plan
+    report = explain_within(apart, key, facts, None, result, optimize, limit - cast)
     line = (
         "out= under np.errstate(...='raise'): einsum runs the plan below (without out=) into "
         "new arrays, then copies the result into out, so that every floating-point error is "
