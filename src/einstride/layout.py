@@ -29,7 +29,15 @@ from .memory import check_listing, check_views
 from .overlap import repeats_listed, shares_memory, solved
 from .strides import is_row_major, row_major_strides
 
-__all__ = ["Layout", "as_int", "normalize_axes", "normalize_axis", "row_major_strides"]
+__all__ = [
+    "Layout",
+    "as_int",
+    "as_int_tuple",
+    "is_int_scalar",
+    "normalize_axes",
+    "normalize_axis",
+    "row_major_strides",
+]
 
 # Views are materialised as NumPy arrays, whose byte offsets are signed 64-bit integers: keep
 # every reachable element offset comfortably below that even for 16-byte items.
@@ -50,14 +58,39 @@ def as_int(value: Any, what: str) -> int:
         raise TypeError(f"{what} must be an integer, not {type(value).__name__}") from None
 
 
-def _as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
-    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
-        return (int(values),)
+def is_int_scalar(value: Any) -> bool:
+    """Whether ``value`` is one integer: a Python or NumPy integer, or a 0-d integer array
+    (NumPy takes one for a length or a count), never a bool.
+
+    >>> [is_int_scalar(v) for v in (3, np.int8(3), np.array(3), np.array([3]), True, 3.0)]
+    [True, True, True, False, False, False]
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, (int, np.integer)):
+        return True
+    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu"
+
+
+def as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
+    """An int (:func:`is_int_scalar`) or a 1-D sequence of ints as a tuple: ``TypeError``
+    naming ``what`` for anything else, ``LayoutError`` for an array of rank 2 or more.
+
+    >>> as_int_tuple(np.array(6), "reshape shape"), as_int_tuple([2, np.int8(3)], "length")
+    ((6,), (2, 3))
+    >>> as_int_tuple(None, "reshape shape")
+    Traceback (most recent call last):
+    TypeError: reshape shape must be an int or a sequence of ints, got None
+    """
+    if is_int_scalar(values):
+        return (as_int(values, what),)
+    if isinstance(values, np.ndarray) and values.ndim > 1:
+        raise LayoutError(f"{what} must be an int or a 1-D sequence, got shape {values.shape}")
     check_listing(values, what)  # a range(10**12) as a shape fails before it is listed
     try:
         items = tuple(values)
     except TypeError:
-        raise TypeError(f"{what} must be a sequence of integers, got {values!r}") from None
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {values!r}") from None
     return tuple(as_int(v, what) for v in items)
 
 
@@ -81,7 +114,7 @@ def normalize_axes(axes: Any, ndim: int, what: str = "axis") -> tuple[int, ...]:
     Traceback (most recent call last):
     TypeError: reverse axis must be an int or a sequence of ints, not 1.0
     """
-    if isinstance(axes, (int, np.integer)):
+    if is_int_scalar(axes):
         items: tuple[Any, ...] = (axes,)
     else:
         check_listing(axes, what)
@@ -100,8 +133,8 @@ def _plain_parts(
 ) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     """The plain :class:`Layout` constructor's arguments as tuples of Python ints, checked
     (:func:`_checked_parts`; a ``TypeError`` for what is no integer)."""
-    shp = _as_int_tuple(shape, "Layout shape")
-    std = _as_int_tuple(strides, "Layout strides")
+    shp = as_int_tuple(shape, "Layout shape")
+    std = as_int_tuple(strides, "Layout strides")
     off = as_int(offset, "Layout offset")
     _checked_parts(shp, std, off)
     return shp, std, off
@@ -227,8 +260,8 @@ class Layout:
         Traceback (most recent call last):
         einstride.errors.LayoutError: shape (2, 2) ... reaches element 4, outside a storage ...
         """
-        shp = _as_int_tuple(shape, "length")
-        std = row_major_strides(shp) if strides is None else _as_int_tuple(strides, "stride")
+        shp = as_int_tuple(shape, "length")
+        std = row_major_strides(shp) if strides is None else as_int_tuple(strides, "stride")
         off = as_int(offset, "offset")
         size = _checked_parts(shp, std, off)
         if size == 0:
@@ -349,7 +382,7 @@ class Layout:
         >>> Layout.create((3,)).broadcast_to((2, 3))
         (2,3):(0,1)+0
         """
-        target = _as_int_tuple(shape, "length")
+        target = as_int_tuple(shape, "length")
         if any(n < 0 for n in target):
             raise LayoutError(f"cannot broadcast to {target}: negative length")
         lead = len(target) - self.ndim
@@ -499,7 +532,7 @@ class Layout:
         ((2,2):(2,1)+0, (3,2):(2,1)+4)
         """
         ax = normalize_axis(axis, self.ndim)
-        lengths = _as_int_tuple(sizes, "split size")
+        lengths = as_int_tuple(sizes, "split size")
         check_views(len(lengths), "split")
         if any(n < 0 for n in lengths) or sum(lengths) != self.shape[ax]:
             raise LayoutError(
@@ -614,7 +647,7 @@ def infer_shape(shape: Any, size: int) -> tuple[int, ...]:
     >>> infer_shape((2, -1), 6)
     (2, 3)
     """
-    target = list(_as_int_tuple(shape, "length"))
+    target = list(as_int_tuple(shape, "length"))
     unknown = [i for i, n in enumerate(target) if n == -1]
     if len(unknown) > 1 or any(n < -1 for n in target):
         raise LayoutError(f"invalid shape {tuple(target)}: at most one -1 and no other negatives")

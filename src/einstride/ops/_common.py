@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError
+from ..errors import LayoutError, OutOfRangeError, value_errors
 from ..layout import Layout, as_int
-from ..memory import check_listing
 from ..narrow import as_dtype
 from ..tensors import Tensor, as_array, as_tensor
 
@@ -23,34 +22,15 @@ __all__ = [
     "as_count",
     "as_int",
     "check_holds",
+    "converted_fill",
     "dense",
     "finish",
-    "int_tuple",
     "map_view",
     "map_views",
     "require_rank",
 ]
 
 Array = np.ndarray[Any, Any]
-
-
-def int_tuple(values: Any, what: str) -> tuple[int, ...]:
-    """An int or a sequence of ints as a tuple (``TypeError`` for anything else).
-
-    >>> int_tuple(None, "reshape shape")
-    Traceback (most recent call last):
-    TypeError: reshape shape must be an int or a sequence of ints, got None
-    """
-    if isinstance(values, (int, np.integer)) and not isinstance(values, (bool, np.bool_)):
-        return (int(values),)
-    if isinstance(values, np.ndarray) and values.ndim > 1:
-        raise LayoutError(f"{what} must be an int or a 1-D sequence, got shape {values.shape}")
-    check_listing(values, what)
-    try:
-        items = list(values)
-    except TypeError:
-        raise TypeError(f"{what} must be an int or a sequence of ints, got {values!r}") from None
-    return tuple(as_int(v, what) for v in items)
 
 
 def as_count(value: Any, what: str) -> int:
@@ -130,3 +110,31 @@ def check_holds(value: Any, dtype: Any, what: str) -> None:
             number = int(extreme)
         if not bounds.min <= number <= bounds.max:
             raise OutOfRangeError(f"{what}: a value of {extreme} is out of bounds for {kind}")
+
+
+def converted_fill(value: Any, dtype: Any, what: str) -> Array:
+    """A fill value (a number, or an array-like of them, its size checked by the caller)
+    as an array of ``dtype``, cast as NumPy's assignment casts it (a float truncated into
+    an integer dtype; a complex number's real part into a real one, with NumPy's
+    ``ComplexWarning``); one the dtype cannot hold is an ``OutOfRangeError`` naming
+    ``what``: an integer out of its bounds (:func:`check_holds`), a string that is no
+    number (NumPy's bare ``ValueError`` named no function, and ``one_hot`` gave a bare
+    ``TypeError`` for a complex number that ``full`` and ``pad`` cast: a review).
+
+    >>> converted_fill(2.5, np.int8, "full"), converted_fill("3", np.float32, "full")
+    (array(2, dtype=int8), array(3., dtype=float32))
+    >>> converted_fill("a", np.float64, "pad")
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: pad: 'a' cannot be converted to float64
+    """
+    check_holds(value, dtype, what)
+    kind = as_dtype(dtype)
+    with value_errors(what):
+        try:
+            return np.asarray(value).astype(kind, casting="unsafe")
+        except ValueError as error:
+            if type(error) is not ValueError:  # (UnicodeError and the like: as they are)
+                raise
+            if np.ndim(value) == 0:
+                raise OutOfRangeError(f"{what}: {value!r} cannot be converted to {kind}") from None
+            raise OutOfRangeError(f"{what}: {error} (into {kind})") from None

@@ -24,7 +24,7 @@ from ..layout import Layout
 from ..memory import check_allocation, check_array, check_array_like
 from ..narrow import as_dtype
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
-from ._common import Array, as_count, check_holds, finish
+from ._common import Array, as_count, converted_fill, finish
 
 __all__ = [
     "arange",
@@ -79,16 +79,15 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     check_array_like(fill_value, dtype, "full fill_value")
     kind = np.asarray(fill_value).dtype if dtype is None else dtype
     dims = _shape(shape, kind, "full")
-    check_holds(fill_value, kind, "full")
-    value_shape = np.shape(fill_value)
+    value = converted_fill(fill_value, kind, "full")
+    value_shape = value.shape
     try:
         fits = np.broadcast_shapes(value_shape, dims) == dims
     except ValueError:
         fits = False
     if not fits:  # (NumPy's message named no argument: a review)
         raise LayoutError(f"full: fill_value of shape {value_shape} does not broadcast to {dims}")
-    with value_errors("full"):
-        return as_tensor(np.full(dims, fill_value, dtype))
+    return as_tensor(np.full(dims, value, kind))
 
 
 def zeros_like(t: Any, dtype: Any = None) -> Any:
@@ -125,9 +124,8 @@ def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
     kind = arr.dtype if dtype is None else dtype
     check_array(arr.shape, kind, "full_like")
     check_array_like(fill_value, kind, "full_like fill_value")
-    check_holds(fill_value, kind, "full_like")
-    with value_errors("full_like"):
-        return finish(np.full(arr.shape, fill_value, kind), any_tensor(t))
+    value = converted_fill(fill_value, kind, "full_like")
+    return finish(np.full(arr.shape, value, kind), any_tensor(t))
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Tensor:

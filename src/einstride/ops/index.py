@@ -13,11 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, value_errors
+from ..errors import LayoutError
 from ..layout import normalize_axis
 from ..memory import check_array, check_array_like
 from ..tensors import any_tensor, as_array
-from ._common import Array, as_count, as_int, check_holds, dense, finish, require_rank
+from ._common import (
+    Array,
+    as_count,
+    as_int,
+    check_holds,
+    converted_fill,
+    dense,
+    finish,
+    require_rank,
+)
 
 __all__ = ["boolean_mask", "gather", "nonzero_indices", "one_hot", "pad", "where"]
 
@@ -228,9 +237,7 @@ def _scalar(value: Any, dtype: Any, what: str) -> Array:
     """``value`` as a 0-d array of ``dtype``: a shape is a ``LayoutError``, a value the dtype
     cannot hold an ``OutOfRangeError``."""
     check_array_like(value, dtype, f"one_hot {what}")
-    check_holds(value, dtype, f"one_hot: {what} does not fit")
-    with value_errors(f"one_hot: on/off values do not fit dtype {np.dtype(dtype)}"):
-        scalar = np.asarray(value, dtype)
+    scalar = converted_fill(value, dtype, f"one_hot: {what} does not fit")
     if scalar.ndim:
         raise LayoutError(f"one_hot: {what} must be a scalar, got shape {scalar.shape}")
     return scalar
@@ -260,16 +267,15 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     check_array_like(value, None, "pad value")
     if np.ndim(value):  # NumPy's per-axis constant_values are not TensorFlow's (a review)
         raise LayoutError(f"pad: value must be a scalar, got shape {np.shape(value)}")
-    check_holds(value, arr.dtype, "pad value")  # (np.pad wraps -1 into uint8: a review)
-    with value_errors("pad value"):
-        if arr.ndim == 0:
-            result = np.array(arr, copy=True)
-        elif kind == "constant":
-            result = np.pad(arr, pairs, mode="constant", constant_values=value)
-        elif kind == "reflect":
-            result = np.pad(arr, pairs, mode="reflect")
-        else:
-            result = np.pad(arr, pairs, mode="symmetric")
+    fill = converted_fill(value, arr.dtype, "pad value")  # (np.pad wraps -1 into uint8)
+    if arr.ndim == 0:
+        result = np.array(arr, copy=True)
+    elif kind == "constant":
+        result = np.pad(arr, pairs, mode="constant", constant_values=fill)
+    elif kind == "reflect":
+        result = np.pad(arr, pairs, mode="reflect")
+    else:
+        result = np.pad(arr, pairs, mode="symmetric")
     return finish(dense(result), any_tensor(t))
 
 

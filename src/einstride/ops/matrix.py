@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import LayoutError
-from ..layout import Layout
+from ..layout import Layout, as_int_tuple
 from ..memory import check_array
 from ..narrow import is_small_float
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
-from ._common import Array, as_count, as_int, dense, finish, int_tuple, map_view, require_rank
+from ._common import Array, as_count, as_int, dense, finish, map_view, require_rank
 
 __all__ = ["band_part", "diag", "diag_part", "eye", "set_diag", "trace"]
 
@@ -118,7 +118,7 @@ def eye(rows: int, cols: int | None = None, batch_shape: Any = (), dtype: Any = 
     """
     m = as_count(rows, "eye rows")
     n = m if cols is None else as_count(cols, "eye cols")
-    batch = int_tuple(batch_shape, "batch length")
+    batch = as_int_tuple(batch_shape, "batch length")
     if any(b < 0 for b in batch):
         raise LayoutError(f"eye: batch_shape {batch} has a negative length")
     check_array(batch + (m, n), dtype, "eye")

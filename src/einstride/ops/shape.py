@@ -20,11 +20,19 @@ from typing import Any
 import numpy as np
 
 from ..errors import LayoutError, value_errors
-from ..layout import Layout, infer_shape, normalize_axes, normalize_axis
+from ..layout import (
+    Layout,
+    as_int,
+    as_int_tuple,
+    infer_shape,
+    is_int_scalar,
+    normalize_axes,
+    normalize_axis,
+)
 from ..memory import check_array, check_listing, check_views
 from ..tensors import Tensor, any_tensor, as_array, as_tensor
 from ..transfer import cast_may_stop, check_out, errors_may_raise
-from ._common import Array, finish, int_tuple, map_view, map_views
+from ._common import Array, finish, map_view, map_views
 
 __all__ = [
     "broadcast_to",
@@ -84,8 +92,8 @@ def split(t: Any, count_or_sizes: Any, axis: int = 0) -> list[Any]:
 
 
 def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]:
-    if isinstance(count_or_sizes, (int, np.integer)) and not isinstance(count_or_sizes, bool):
-        count = int(count_or_sizes)
+    if is_int_scalar(count_or_sizes):
+        count = as_int(count_or_sizes, "split count")
         if count <= 0:
             raise LayoutError(f"split: the count must be > 0, got {count}")
         if length % count:
@@ -93,7 +101,7 @@ def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]
         check_views(count, "split")  # any count divides an empty axis
         return (length // count,) * count
     _ordered(count_or_sizes, "split sizes")
-    sizes = int_tuple(count_or_sizes, "split size")
+    sizes = as_int_tuple(count_or_sizes, "split size")
     check_views(len(sizes), "split")
     if any(n < 0 for n in sizes):
         raise LayoutError(f"split: sizes {sizes} must be >= 0 (a -1 is not inferred)")
@@ -216,7 +224,7 @@ def tile(t: Any, multiples: Any) -> Any:
     [[1, 2, 1, 2], [1, 2, 1, 2]]
     """
     arr = as_array(t)
-    reps = int_tuple(multiples, "multiple")
+    reps = as_int_tuple(multiples, "multiple")
     if len(reps) != arr.ndim:
         raise LayoutError(f"tile: {len(reps)} multiples {reps} for an input of rank {arr.ndim}")
     if any(m < 0 for m in reps):
@@ -240,7 +248,7 @@ def reshape(t: Any, shape: Any) -> Any:
     """
     src = as_tensor(t)
     if not isinstance(shape, (int, np.integer)):
-        shape = int_tuple(shape, "reshape shape")
+        shape = as_int_tuple(shape, "reshape shape")
     layout = src.layout.reshape(shape)
     if layout is not None:
         view = src.view(layout)
@@ -274,7 +282,7 @@ def expand_dims(t: Any, axis: Any) -> Any:
     >>> expand_dims(np.zeros((2, 3)), (0, -1)).shape
     (1, 2, 3, 1)
     """
-    wanted = int_tuple(axis, "expand_dims axis")
+    wanted = as_int_tuple(axis, "expand_dims axis")
 
     def expanded(layout: Layout) -> Layout:
         for ax in sorted(normalize_axes(wanted, layout.ndim + len(wanted), "expand_dims axis")):
@@ -294,7 +302,7 @@ def squeeze(t: Any, axis: Any = None) -> Any:
     Traceback (most recent call last):
     einstride.errors.LayoutError: cannot squeeze axis 1 of length 2
     """
-    axes = None if axis is None else int_tuple(axis, "squeeze axis")
+    axes = None if axis is None else as_int_tuple(axis, "squeeze axis")
     return map_view(t, lambda layout: layout.squeeze(axes, "squeeze axis"))
 
 
@@ -309,7 +317,7 @@ def transpose(t: Any, perm: Any = None) -> Any:
     def permuted(layout: Layout) -> Layout:
         if perm is None:
             return layout.permute(tuple(reversed(range(layout.ndim))))
-        return layout.permute(int_tuple(perm, "transpose axis"))
+        return layout.permute(as_int_tuple(perm, "transpose axis"))
 
     return map_view(t, permuted)
 
@@ -322,7 +330,7 @@ def broadcast_to(t: Any, shape: Any) -> Any:
     >>> b.tolist(), b.strides
     ([[0, 1, 2], [0, 1, 2]], (0, 8))
     """
-    target = int_tuple(shape, "length")
+    target = as_int_tuple(shape, "length")
     view = map_view(t, lambda layout: layout.broadcast_to(target))
     if isinstance(view, np.ndarray):
         view.flags.writeable = False

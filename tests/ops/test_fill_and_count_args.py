@@ -1,0 +1,121 @@
+"""Arguments the ops read as NumPy reads them: a 0-d integer array is one integer wherever
+an integer is (a split count, a shape, a length, an axis: it was an axis and not a count,
+a review), and a fill value is cast into the dtype as NumPy's assignment casts it, or
+refused with an ``OutOfRangeError`` naming the function (NumPy's bare messages named
+none, and ``one_hot`` refused a complex number that ``full`` and ``pad`` cast)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import einstride as es
+
+COUNT = np.array(3)  # a 0-d integer array
+
+
+@pytest.mark.parametrize(
+    ("ours", "expected"),
+    [
+        (lambda: es.split(np.arange(6), COUNT), np.split(np.arange(6), 3)),
+        (lambda: es.split(np.arange(6), [np.array(2), 4]), [np.arange(2), np.arange(2, 6)]),
+        (lambda: es.reshape(np.arange(6), np.array(6)), np.arange(6)),
+        (lambda: es.reshape(np.arange(6), (COUNT, 2)), np.arange(6).reshape(3, 2)),
+        (lambda: es.tensor(np.arange(6)).reshape(np.array(6)), np.arange(6)),
+        (lambda: es.tile(np.arange(2), COUNT), np.tile(np.arange(2), 3)),
+        (lambda: es.expand_dims(np.arange(2), np.array(0)), np.arange(2)[None]),
+        (lambda: es.squeeze(np.ones((2, 1)), np.array(1)), np.ones(2)),
+        (lambda: es.reverse(np.arange(3), np.array(0)), np.arange(3)[::-1]),
+        (lambda: es.broadcast_to(np.arange(1), COUNT), np.zeros(3, int)),
+        (lambda: es.eye(2, batch_shape=COUNT), np.broadcast_to(np.eye(2), (3, 2, 2))),
+    ],
+)
+def test_a_0d_integer_array_is_one_integer(ours: Callable[[], Any], expected: Any) -> None:
+    got = ours()
+    if isinstance(expected, list):
+        assert len(got) == len(expected)
+        for part, want in zip(got, expected):
+            np.testing.assert_array_equal(np.asarray(part), want)
+    else:
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.split(np.arange(6), np.array(3.0)),
+        lambda: es.split(np.arange(6), np.array(True)),
+        lambda: es.reshape(np.arange(6), np.array(6.0)),
+        lambda: es.split(np.arange(6), True),
+    ],
+)
+def test_a_0d_array_of_no_integer_is_still_refused(call: Callable[[], Any]) -> None:
+    with pytest.raises(TypeError, match=r"split size|reshape shape|split count"):
+        call()
+
+
+def test_a_rank_2_array_as_a_shape_is_a_layout_error_in_the_layout_too() -> None:
+    with pytest.raises(es.LayoutError, match="Layout shape must be an int or a 1-D sequence"):
+        es.Layout(np.ones((2, 2), int), (1, 1))
+    with pytest.raises(es.LayoutError, match="reshape shape must be an int or a 1-D sequence"):
+        es.reshape(np.arange(4), np.ones((2, 2), int))
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: es.full(2, "a", dtype=np.float64), "full: 'a' cannot be converted to float64"),
+        (lambda: es.full_like(np.ones(2), "x"), "full_like: 'x' cannot be converted"),
+        (lambda: es.pad(np.ones(3), [(1, 1)], value="a"), "pad value: 'a' cannot be converted"),
+        (lambda: es.one_hot([0], 2, on_value="a"), "one_hot: on_value does not fit: 'a'"),
+        (lambda: es.one_hot([0], 2, off_value="b"), "one_hot: off_value does not fit: 'b'"),
+        (lambda: es.full(2, ["1", "x"], dtype=np.int64), "full: invalid literal"),
+        (lambda: es.full(2, 10**400, dtype=np.float64), "full: int too large"),
+    ],
+)
+def test_a_fill_value_that_is_no_number_is_out_of_range_naming_the_op(
+    call: Callable[[], Any], words: str
+) -> None:
+    with pytest.raises(es.OutOfRangeError) as caught:
+        call()
+    assert words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("ours", "numpys"),
+    [
+        (lambda: es.full(2, 1j, dtype=np.float64), lambda: np.full(2, 1j, np.float64)),
+        (lambda: es.full(2, 2 + 1j, dtype=np.int8), lambda: np.full(2, 2 + 1j, np.int8)),
+        (
+            lambda: es.pad(np.ones(2), [(1, 0)], value=3 + 1j),
+            lambda: np.pad(np.ones(2), [(1, 0)], constant_values=3 + 1j),
+        ),
+        (
+            lambda: es.one_hot([1], 2, on_value=2 + 1j, dtype=np.float32),
+            lambda: np.array([[0, 2]], np.float32),
+        ),
+        (lambda: es.one_hot([1], 2, on_value=2.7, dtype=np.int8), lambda: np.int8([[0, 2]])),
+        (lambda: es.full(2, "7", dtype=np.float32), lambda: np.full(2, "7", np.float32)),
+        (
+            lambda: es.one_hot([0], 2, on_value=5j, dtype=np.complex64),
+            lambda: np.complex64([[5j, 0]]),
+        ),
+    ],
+)
+def test_a_fill_value_is_cast_as_numpy_casts_it(
+    ours: Callable[[], Any], numpys: Callable[[], Any]
+) -> None:
+    with warnings.catch_warnings(record=True) as ours_warned:
+        warnings.simplefilter("always")
+        got = np.asarray(ours())
+    with warnings.catch_warnings(record=True) as numpy_warned:
+        warnings.simplefilter("always")
+        expected = numpys()
+    np.testing.assert_array_equal(got, expected)
+    assert got.dtype == expected.dtype
+    if numpy_warned:  # NumPy's ComplexWarning, where the imaginary part is dropped
+        assert {type(w.message) for w in ours_warned} == {type(w.message) for w in numpy_warned}
