@@ -113,6 +113,7 @@ from .ops import (
     zeros,
     zeros_like,
 )
+from .opt_einsum_compat import contract, contract_path
 from .tensors import Tensor, as_tensor, tensor
 from .transfer import (
     check_destination,
@@ -163,7 +164,9 @@ __all__ = [
     "check_no_overlap",
     "clear_plan_cache",
     "concat",
+    "contract",
     "contract_expression",
+    "contract_path",
     "copy_to",
     "cos",
     "diag",

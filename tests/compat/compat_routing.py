@@ -84,13 +84,12 @@ _HOW_KEYWORDS = ("use_blas", "backend")
 
 
 def routed_contract(*operands: Any, **kwargs: Any) -> Any:
-    """``opt_einsum.contract`` as a user who swapped the import gets it: ``einstride.einsum``
-    with opt_einsum's how-to-compute keywords dropped.  ``memory_limit`` means something else
-    in each library (opt_einsum: the largest intermediate the path may build, in elements;
-    einstride: the bytes one allocation may take), so it is dropped as well."""
-    for key in (*_HOW_KEYWORDS, "memory_limit"):
-        kwargs.pop(key, None)
-    return einstride.einsum(*operands, **kwargs)
+    """``opt_einsum.contract`` as a user who swapped the import gets it:
+    ``einstride.contract``, which takes opt_einsum's keywords.  ``memory_limit`` means
+    something else in each library (opt_einsum: the largest intermediate the path may
+    build, in elements; einstride: the bytes of the call's peak), so it is dropped."""
+    kwargs.pop("memory_limit", None)
+    return einstride.contract(*operands, **kwargs)
 
 
 def routed_contract_expression(*args: Any, **kwargs: Any) -> Any:

@@ -298,6 +298,10 @@ CALLS: dict[str, Call] = {
         es.einsum_path, "ij,jk->ik", inp.array((M, N)), inp.array((N, M))
     ),
     "contract_expression": _expression,
+    "contract": lambda inp: partial(es.contract, "ij,jk->ik", inp.array((M, N)), inp.array((N, M))),
+    "contract_path": lambda inp: partial(
+        es.contract_path, "ij,jk->ik", inp.array((M, N)), inp.array((N, M))
+    ),
     "parse_equation": lambda inp: partial(
         es.parse_equation, "ij,jk", inp.keep([M, N]), inp.keep([N, M])
     ),

@@ -109,6 +109,23 @@ CASES: dict[str, list[str]] = {
         "NESTED, np.zeros(3)",
         "[2**70], np.zeros(1, np.int64)",
     ],
+    "contract": [
+        "'ij->ji', BIG",
+        "'ij,ij->ij', BIG, BIG",
+        "'i', RANGE",
+        "'ij', V0",
+        "'i->i', np.ones(3), out=RANGE",
+        "'ij,jk->ik', BIG, BIG, memory_limit='max_input'",
+    ],
+    "contract_path": [
+        "'i', RANGE",
+        "'ij,jk', BIG, BIG",
+        "'ij,jk->ik', (10**7, 10**7), (10**7, 10**7), shapes=True",
+        "'ij', V0",
+        "'i', (10**12,), shapes=True",
+        "'i,i', RANGE, RANGE",
+        "'ij,jk->ik', BIG, BIG, memory_limit=1000",
+    ],
     "diag": ["BIG1", "V01", "EMPTY", "RANGE"],
     "diag_part": ["BIG", "V0", "EMPTY", "RANGE"],
     "einsum": [

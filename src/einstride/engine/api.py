@@ -38,10 +38,10 @@ from .backends.numpy.limited import explain_within, run_over_limit, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.report import format_plan
 from .call import (
-    checked_memory_limit,
+    EinsumCall,
     checked_shape,
-    dtype_of,
     equation_and_operands,
+    is_shape,
     make_call,
     shape_and_dtype,
 )
@@ -94,6 +94,7 @@ def _einsum(
     """:func:`einsum` with its keywords (and its name in their errors)."""
     if (
         out is dtype is memory_limit is casting is None
+        and type(order) is str  # (an array compared with == is an array: a review)
         and order == "K"
         and type(subscripts) is str
         and type(optimize) in _PLAIN_OPTIMIZE
@@ -188,6 +189,7 @@ def explain(
     *operands: Any,
     out: Any = None,
     dtype: Any = None,
+    casting: Any = None,
     optimize: Any = "auto",
     memory_limit: Any = None,
 ) -> str:
@@ -200,7 +202,8 @@ def explain(
     ``memory_limit`` (as for ``einsum``) the report shows what einsum would run instead:
     the sliced plan, or the error it would raise.  With ``out=`` (an array, as for
     ``einsum``; checked as einsum checks it) the report is that of the call writing it:
-    how each step delivers into it, and where a temporary is needed.
+    how each step delivers into it, and where a temporary is needed; ``casting=`` is
+    einsum's rule for the operands' and ``out=``'s casts, checked as einsum checks it.
 
     >>> print(explain("ij,jk->ik", (2, 3), (3, 4)).splitlines()[0])
     einsum 'ij,jk->ik'  (labels: ij,jk->ik)
@@ -212,17 +215,17 @@ def explain(
     >>> print(explain("ij,jk->ik", (2, 3), (3, 4), out=np.empty((2, 4))).splitlines()[3])
       result:    (2, 4) float64 (written into out=); computed in float64
     """
-    key, raw = equation_and_operands(subscripts, operands)
-    shapes = [_as_shape(x) for x in raw]
-    if all(s is not None for s in shapes):
-        return _explain_shapes(key, shapes, out, dtype, optimize, memory_limit)
-    if any(s is not None for s in shapes):
-        raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = make_call(
-        subscripts, *operands, out=out, dtype=dtype, optimize=optimize, memory_limit=memory_limit
-    )
+        subscripts, *operands, out=out, dtype=dtype, optimize=optimize,
+        memory_limit=memory_limit, casting=casting,
+    )  # fmt: skip
+    shapes = [is_shape(x) for x in call.operands]
+    if all(shapes):
+        return _explain_shapes(call.operands, call)
+    if any(shapes):
+        raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
     planned = report = backend_for(call.operands).explain(call)
-    if out is None and dtype is memory_limit is None and isinstance(subscripts, str):
+    if out is None and dtype is memory_limit is casting is None and isinstance(subscripts, str):
         report = _with_lane(report, subscripts, operands, optimize)
     plain = array_facts(call.operands) if out is None else None  # (out=: always the plan)
     if plain is not None:
@@ -232,21 +235,14 @@ def explain(
     return report
 
 
-def _explain_shapes(
-    key: Any,
-    shapes: Sequence[Any],
-    out: Any,
-    dtype: Any,
-    optimize: Any,
-    memory_limit: Any,
-) -> str:
-    """:func:`explain` of C-contiguous operands of these shapes (of ``dtype``, default
+def _explain_shapes(shapes: Sequence[Any], call: EinsumCall) -> str:
+    """:func:`explain` of C-contiguous operands of these shapes (of ``call.dtype``, default
     float64): the report of einsum on such operands, lane and first-call note included."""
-    limit = checked_memory_limit(memory_limit)
+    key, limit, optimize, out = call.key, call.memory_limit, call.optimize, call.out
     # with shapes, dtype= is the operands' (the result's follows): the report is that
     # of einsum on such operands, lane included (the CLI's always named a dtype, so it
-    # never showed the lane its example takes: a review)
-    dt = np.dtype(np.float64) if dtype is None else dtype_of(dtype)
+    # never showed the lane its example takes: a review); casting= concerns out= alone
+    dt = np.dtype(np.float64) if call.dtype is None else call.dtype
     check_numeric(dt, "dtype= is")  # (not "operand 0 has dtype": they are shapes)
     shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
     out_facts = None
@@ -257,11 +253,13 @@ def _explain_shapes(
     facts = shape_facts(shaped)
     within = _memory.LIMIT if limit is None else limit
     if out_facts is not None:  # a call with out= runs its plan: no lane, no direct first call
-        check_out(out, (), plan.result_dtype, "einsum out=")  # (shapes: no overlap)
+        casting = call.casting or "same_kind"  # (shapes: no overlap to check)
+        check_out(out, (), plan.result_dtype, "einsum out=", casting=casting)
         return explain_into_out(plan, key, facts, out_facts, None, optimize, within)
     planned = report = explain_within(plan, key, facts, None, None, optimize, within)
     can_be = all(_array_can_be(s, dt) for s, dt in shaped)
-    if memory_limit is None and can_be and isinstance(key, str):  # (lanes take strings)
+    no_keywords = limit is None and call.casting is None  # (a call naming one: no lane)
+    if no_keywords and can_be and isinstance(key, str):  # (lanes take strings)
         stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
         report = _with_lane(report, key, stand_ins, optimize)
     laned = report is not planned
@@ -307,13 +305,3 @@ def _with_lane(report: str, subscripts: str, operands: Sequence[Any], optimize: 
     head, _, rest = report.partition("\n")
     line = f"  lane: einsum runs this call without a plan, as {runs}; the plan it replaces:"
     return f"{head}\n{line}\n{rest}"
-
-
-def _as_shape(x: Any) -> Sequence[Any] | None:
-    """``x`` when it is a shape (a tuple of ints), else None (an operand: a list is one, or
-    a sublist of the interleaved form, as for einsum; a review)."""
-    if isinstance(x, tuple) and all(
-        hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_)) for d in x
-    ):
-        return x
-    return None

@@ -44,6 +44,7 @@ __all__ = [
     "dtype_of",
     "equation_and_operands",
     "equation_of",
+    "is_shape",
     "make_call",
     "result_order",
     "shape_and_dtype",
@@ -146,11 +147,13 @@ def make_call(
         order = order.upper()  # NumPy takes 'c', 'f', 'a', 'k' too
     elif order is None:
         order = "K"  # NumPy takes None for its default too
-    if order not in ORDERS:
+    if not isinstance(order, str) or order not in ORDERS:  # (an array: see casting)
         kind = EinsumError if isinstance(order, str) else EinsumTypeError  # NumPy's classes
         raise kind(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
-    if casting is not None and casting not in CASTINGS:
-        raise EinsumError(
+    if casting is not None and (not isinstance(casting, str) or casting not in CASTINGS):
+        # (``in`` compares an array with each rule, an array: NumPy's bare ValueError, a review)
+        kind = EinsumError if isinstance(casting, str) else EinsumTypeError  # NumPy's classes
+        raise kind(
             f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, not {casting!r}"
         )
     key, raw = equation_and_operands(subscripts, operands)
@@ -195,6 +198,11 @@ def split_sublists(args: Sequence[Any]) -> tuple[EquationKey, list[Any]]:
     if len(args) % 2 == 1:
         out = args[-1]
         operands = operands[:-1]
+        if out is None:  # (None means "implicit" to the parser: NumPy refuses it, a review)
+            raise EinsumTypeError(
+                "einsum: the output sublist must be a list of ints and '...', got None (leave "
+                "it out for the implicit output)"
+            )
     eq = parse_sublists(subs, out)  # validates now: the key below must be hashable
     terms = tuple(
         tuple(Ellipsis if lab == -1 else int(eq.names[lab]) for lab in t) for t in eq.terms
@@ -259,12 +267,23 @@ def _length(n: Any, what: str, dims: tuple[Any, ...]) -> int:
     raise EinsumTypeError(f"einsum: {what} {dims!r} has a length that is not an int: {n!r}")
 
 
+def is_shape(x: Any) -> bool:
+    """Whether ``x`` stands for a shape where ``explain`` and ``einsum_path`` take shapes or
+    operands: a tuple of ints (a list is an operand, or a sublist of the interleaved form,
+    as for einsum; a review).
+
+    >>> is_shape((2, 3)), is_shape(()), is_shape([2, 3]), is_shape((2, True))
+    (True, True, False, False)
+    """
+    return isinstance(x, tuple) and all(
+        hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_)) for d in x
+    )
+
+
 def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """``einsum_path``'s operands: a tuple of ints is a shape (float64); an array of any
     kind gives its shape and dtype without being converted or computed."""
-    if isinstance(x, tuple) and all(
-        hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_)) for d in x
-    ):
+    if is_shape(x):
         return checked_shape(x, what), np.dtype(np.float64)
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if isinstance(shape, tuple) and dtype is not None:

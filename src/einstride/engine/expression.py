@@ -41,7 +41,7 @@ from .spec.equation import bind, quoted
 from .spec.paths import FoundPath, finder_form
 from .spec.walk import plan_path
 
-__all__ = ["Expression", "contract_expression"]
+__all__ = ["Expression", "check_backend", "contract_expression"]
 
 
 class Expression:
@@ -159,7 +159,7 @@ class Expression:
         self, *operands: Any, out: Any = None, memory_limit: Any = None, backend: Any = "auto"
     ) -> Any:
         if type(backend) is not str or backend != "auto":  # (no == on an array-like first)
-            _check_backend(backend, operands, self.subscripts)
+            check_backend(backend, operands, self.subscripts)
         if out is None and memory_limit is None and not self.rounds:
             facts = array_facts(operands)
             if facts is not None and not (VALUE_BASED and holds_scalar(facts)):
@@ -214,14 +214,14 @@ class Expression:
         return f"<Expression {self.subscripts!r} for shapes {shapes}>"
 
 
-def _check_backend(backend: Any, operands: Sequence[Any], subscripts: str) -> None:
-    """opt_einsum's ``backend=`` of an expression's call: ``"auto"`` (or None, or
-    ``"einstride"``) or the library the call runs on (its operands' own: numpy, torch or
-    dask; a module's name such as ``"dask.array"`` too, in any case); another library is
-    refused, not converted to.
+def check_backend(backend: Any, operands: Sequence[Any], subscripts: str) -> None:
+    """opt_einsum's ``backend=`` of an expression's call (or of ``contract``): ``"auto"``
+    (or None, or ``"einstride"``) or the library the call runs on (its operands' own: numpy,
+    torch or dask; a module's name such as ``"dask.array"`` too, in any case); another
+    library is refused, not converted to.
 
-    >>> _check_backend("NumPy", [np.ones(2)], "i->")
-    >>> _check_backend("torch", [np.ones(2)], "i->")  # doctest: +ELLIPSIS
+    >>> check_backend("NumPy", [np.ones(2)], "i->")
+    >>> check_backend("torch", [np.ones(2)], "i->")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
       ...
     einstride.errors.EinsumError: einsum 'i->': backend='torch', but this call runs on numpy, ...

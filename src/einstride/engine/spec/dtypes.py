@@ -76,20 +76,32 @@ def result_dtype(
         raise EinsumError("einsum: at least one operand is required") from None
     check_numeric(found, "the result has dtype")
     if dtype is None and out is not None and out != found:
-        found = _widened(found, out)
+        found = _widened(found, dtypes, out)
     return found
 
 
-def _widened(found: np.dtype[Any], out: np.dtype[Any]) -> np.dtype[Any]:
-    """The common dtype of the operands' ``found`` and a numeric ``out=``'s; ``found`` where
-    ``out`` is not numeric (``out=``'s own check refuses it) or has no common dtype with it
-    (ml_dtypes' small floats with some NumPy types: the result is cast into ``out``)."""
+def _widened(
+    found: np.dtype[Any], dtypes: Sequence[np.dtype[Any]], out: np.dtype[Any]
+) -> np.dtype[Any]:
+    """The common dtype of the operands' and a numeric ``out=``'s, promoted all at once as
+    NumPy's ``result_type(*operands, out)`` (in two steps, uint8 and int8 gave int16, then
+    float32 with a float16 ``out``, where NumPy computes in float16: ``casting="safe"``
+    refused the ``out``, a review); ``found`` (the operands' common dtype) where ``out`` is
+    not numeric (``out=``'s own check refuses it) or has no common dtype with them
+    (ml_dtypes' small floats with some NumPy types: the result is cast into ``out``).
+
+    >>> _widened(np.dtype("i2"), [np.dtype("u1"), np.dtype("i1")], np.dtype("f2"))
+    dtype('float16')
+    """
     if out.kind not in "biufc" and not is_small_float(out):
         return found
     try:
-        common = np.result_type(found, out)
+        common = np.result_type(*dtypes, out)
     except TypeError:
-        return found
+        try:
+            common = np.result_type(found, out)
+        except TypeError:
+            return found
     return common if common.kind in "biufc" or is_small_float(common) else found
 
 

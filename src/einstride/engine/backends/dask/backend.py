@@ -35,11 +35,11 @@ import numpy as np
 from dask.utils import parse_bytes
 
 from ....errors import EinsumError
-from ...call import EinsumCall, checked_memory_limit, make_call
+from ...call import EinsumCall, checked_memory_limit, is_shape, make_call
 from ...spec.dtypes import check_casting, check_numeric, compute_dtype, result_dtype
 from ...spec.equation import bind, quoted
 from ...spec.walk import path_flops, plan_path
-from ..numpy.backend import as_arrays, rounded_to
+from ..numpy.backend import as_arrays, rounding_dtypes
 from ..numpy.backend import einsum as numpy_einsum
 from .plan import DaskPlan, DaskStep, choose_chunks, partial_chunks, plan_steps, split_every
 from .report import DaskEinsum, StepTasks, chunks_text
@@ -415,9 +415,12 @@ def plan_dask(
 
 def plan_call(call: EinsumCall) -> DaskEinsum:
     """:func:`plan_dask` for a normalized call."""
-    arrays = rounded_to(_operands(call.operands), call.dtype, call.casting)
+    arrays = _operands(call.operands)
+    # rounded to a small-float dtype= as the graph reads each block (a review: a memmap was
+    # read and cast whole while the graph was built, an ndarray copied)
+    casts = rounding_dtypes(arrays, call.dtype, call.casting)
     shapes = [tuple(int(n) for n in x.shape) for x in arrays]
-    dtypes = [np.dtype(x.dtype) for x in arrays]
+    dtypes = [np.dtype(x.dtype) if to is None else to for x, to in zip(arrays, casts)]
     spec = bind(call.equation(), shapes)
     for i, d in enumerate(dtypes):
         check_numeric(d, f"operand {i} has dtype")
@@ -435,6 +438,8 @@ def plan_call(call: EinsumCall) -> DaskEinsum:
     notes = []
     for i, x in enumerate(squeezed):
         regs[i], note = _wrap(x, plan.operands[i], targets)
+        if casts[i] is not None:
+            regs[i], note = regs[i].astype(casts[i]), f"{note}, rounded to {casts[i]} per block"
         notes.append(note)
     tasks = []
     for step in plan.steps:
@@ -567,7 +572,17 @@ def explain(
     memory_limit: Any = None,
 ) -> str:
     """The report of ``einstride.einsum(subscripts, *operands)`` on Dask: the steps, the
-    chunk size of every label, the memory bound per task and the number of tasks."""
-    return explain_call(
-        make_call(subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit)
+    chunk size of every label, the memory bound per task and the number of tasks.  It takes
+    operands, not shapes (``einstride.explain`` does: a tuple of ints, which this report
+    took for a vector, is refused, a review)."""
+    call = make_call(
+        subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit
     )
+    for i, x in enumerate(call.operands):
+        if is_shape(x):
+            raise TypeError(
+                f"einstride.dask.explain takes operands, not shapes: operand {i} is the tuple "
+                f"{x!r} (einstride.explain takes shapes; an array of these values is "
+                "np.array(...))"
+            )
+    return explain_call(call)

@@ -70,7 +70,16 @@ def from_npy(path: str | os.PathLike[str], chunks: Any = "auto") -> Array:
     >>> from_npy(path, chunks=2).chunks
     ((2, 1), (2, 2))
     """
-    return lazy_array(NpyFile(path), chunks)
+    source = NpyFile(path)
+    try:
+        return lazy_array(source, chunks)
+    except ZeroDivisionError:  # Dask's own, for a chunk of 0 on an axis of elements
+        raise ValueError(
+            f"from_npy: chunks {chunks!r} hold a chunk of 0 elements on an axis of the file's "
+            f"shape {source.shape}: each chunk needs at least one"
+        ) from None
+    except ValueError as error:  # Dask's messages name no function
+        raise ValueError(f"from_npy: chunks {chunks!r} for shape {source.shape}: {error}") from None
 
 
 _NPY_ARRAYS: weakref.WeakValueDictionary[str, NpyFile] = weakref.WeakValueDictionary()

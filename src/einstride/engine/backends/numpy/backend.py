@@ -40,6 +40,7 @@ __all__ = [
     "explain_into_out",
     "out_array",
     "rounded_to",
+    "rounding_dtypes",
     "run_entry",
     "within_rounding",
 ]
@@ -68,11 +69,25 @@ def rounded_to(
     >>> [a.dtype.name for a in rounded_to([np.ones(2), np.ones(2, np.uint8)], np.dtype("f2"))]
     ['float16', 'uint8']
     """
+    casts = rounding_dtypes(arrays, dtype, casting)
+    return [a if to is None else _round(a, to) for a, to in zip(arrays, casts)]
+
+
+def rounding_dtypes(
+    arrays: Sequence[Any], dtype: np.dtype[Any] | None, casting: str | None = None
+) -> list[np.dtype[Any] | None]:
+    """Per operand, the small-float ``dtype=`` that :func:`rounded_to` casts it to, or None
+    (it stays as it is); ``casting=`` checked on the operands as given.  The Dask backend
+    casts block by block by it (a memmap is never read whole).
+
+    >>> rounding_dtypes([np.ones(2), np.ones(2, np.uint8)], np.dtype("f2"))
+    [dtype('float16'), None]
+    """
     if dtype is None or not is_small_float(dtype):
-        return list(arrays)
+        return [None] * len(arrays)
     if casting is not None:
         check_casting([np.dtype(a.dtype) for a in arrays], dtype, casting)
-    return [_round(a, dtype) if rounds_into(np.dtype(a.dtype), dtype) else a for a in arrays]
+    return [dtype if rounds_into(np.dtype(a.dtype), dtype) else None for a in arrays]
 
 
 def _round(a: Any, dtype: np.dtype[Any]) -> Any:
@@ -201,10 +216,7 @@ def run_entry(
 ) -> Any:
     """Check ``out=``, run within the memory limit (sliced when the plan's peak is over
     it), and return ``out``, a Tensor or NumPy's result."""
-    if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
-        check_casting([a.dtype for a in arrays], entry.plan.result_dtype, call.casting)
-    if call.out is not None:
-        _check_out(call, arrays, entry)
+    _check_keywords(call, arrays, entry)
     limit = _limit_of(call)
     if out_arr is None and _order_copy_over(entry, call.order, limit):
         return _run_in_order(entry, arrays, call, limit, tensor_in)
@@ -314,11 +326,11 @@ def explain(call: EinsumCall) -> str:
         refused = f"memory limit: {limit:,} B; einsum would raise EinsumError: {error}"
         return f"{format_plan(plan)}\n  {refused}"
     entry, arrays, out_arr, _, call = _entry(call)  # within the rounding (a review)
+    _check_keywords(call, arrays, entry)  # what einsum raises, before it runs anything
     limit = _limit_of(call)
     facts = facts_of(arrays)
     if out_arr is None:
         return explain_within(entry.plan, call.key, facts, None, call.dtype, call.optimize, limit)
-    _check_out(call, arrays, entry)  # (what einsum raises, before it plans anything)
     out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
     return explain_into_out(
         entry.plan, call.key, facts, out_facts, call.dtype, call.optimize, limit
@@ -367,11 +379,16 @@ def _cast_bytes(shape: tuple[int, ...], out_dtype: np.dtype[Any], dtype: Any) ->
     return math.prod(shape) * out_dtype.itemsize if np.dtype(dtype) != out_dtype else 0
 
 
-def _check_out(call: EinsumCall, arrays: Sequence[Array], entry: Entry) -> None:
-    """``out=`` checked as einsum checks it: a Tensor or ndarray that can take the result's
-    dtype by the call's casting, writeable, sharing no memory with an operand."""
-    check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
-              casting=call.casting or "same_kind")  # fmt: skip
+def _check_keywords(call: EinsumCall, arrays: Sequence[Array], entry: Entry) -> None:
+    """``casting=`` and ``out=`` checked as einsum checks them, for its call and for
+    ``explain``'s (which took no ``casting=``, and refused an ``out=`` that a call with
+    ``casting="unsafe"`` writes: a review)."""
+    if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
+        check_casting([a.dtype for a in arrays], entry.plan.result_dtype, call.casting)
+    if call.out is not None:  # a Tensor or ndarray that can take the result's dtype by
+        # the call's casting, writeable, sharing no memory with an operand
+        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
+                  casting=call.casting or "same_kind")  # fmt: skip
 
 
 def cast_like(grad: Any, like: Any) -> Any:

@@ -123,9 +123,7 @@ def _einsum(call: EinsumCall) -> torch.Tensor:
     given, device = as_tensors(call.operands)
     tensors = rounded_tensors(given, call.dtype)
     entry = _entry(call, tensors)
-    if call.casting is not None:  # NumPy's rule: every operand into the computation dtype
-        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(given)]
-        check_casting(dtypes, numpy_dtype(entry.result, "the result has dtype"), call.casting)
+    _check_casting(call, given, entry)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     out = None if call.out is None else _checked_out(call, given, device, entry, graph)
     _guard(entry, device, call.memory_limit)
@@ -185,6 +183,7 @@ def explain(call: EinsumCall) -> str:
     """The plan report of ``call`` for its operands' actual layouts (nothing is computed)."""
     tensors, device = as_tensors(call.operands)
     entry = _entry(call, rounded_tensors(tensors, call.dtype))
+    _check_casting(call, tensors, entry)  # (explain took no casting=: a review)
     if call.out is not None:  # checked as einsum checks it (a review: autograd's rule too)
         graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
         _checked_out(call, tensors, device, entry, graph)
@@ -197,6 +196,13 @@ def explain(call: EinsumCall) -> str:
             f"{report}\n  memory limit: {limit:,} B; einsum would raise {type(exc).__name__}: {exc}"
         )
     return report
+
+
+def _check_casting(call: EinsumCall, given: list[torch.Tensor], entry: Entry) -> None:
+    """NumPy's ``casting=`` rule: every operand (as given) into the computation dtype."""
+    if call.casting is not None:
+        dtypes = [numpy_dtype(t.dtype, f"operand {i} has dtype") for i, t in enumerate(given)]
+        check_casting(dtypes, numpy_dtype(entry.result, "the result has dtype"), call.casting)
 
 
 def _checked_out(
