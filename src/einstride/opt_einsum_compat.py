@@ -30,6 +30,7 @@ from .engine import einsum
 from .engine.backends.numpy.cache import plan_from_shapes
 from .engine.backends.numpy.limited import limited_plan, shape_facts
 from .engine.call import (
+    EquationKey,
     checked_memory_limit,
     checked_shape,
     equation_and_operands,
@@ -37,6 +38,7 @@ from .engine.call import (
     shape_and_dtype,
 )
 from .engine.expression import check_backend
+from .engine.spec.equation import ELLIPSIS, Equation
 from .errors import EinsumError
 
 __all__ = ["contract", "contract_path"]
@@ -116,7 +118,7 @@ def contract_path(
     else:
         facts = shape_facts(shaped)
         path = list(limited_plan(key, facts, None, None, finder, limit).plan.path)
-    return path, _path_info(subscripts, operands, path, shapes, use_blas)
+    return path, _path_info(key, raw, path, shapes, use_blas)
 
 
 def _shape_and_dtype(x: Any, i: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -124,19 +126,42 @@ def _shape_and_dtype(x: Any, i: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
 
 
 def _path_info(
-    subscripts: Any, operands: Sequence[Any], path: Path, shapes: bool, use_blas: bool
+    key: EquationKey, operands: Sequence[Any], path: Path, shapes: bool, use_blas: bool
 ) -> Any:
-    """opt_einsum's ``PathInfo`` of ``path`` (its own count of FLOPs and sizes)."""
+    """opt_einsum's ``PathInfo`` of ``path`` (its own count of FLOPs and sizes), for the
+    equation as written, or the sublist form's as opt_einsum writes it (its own sublist
+    form fails with ``shapes=True``: an ``AttributeError``, a review); whatever opt_einsum
+    raises is an ``EinsumError`` (no ``IndexError`` or the like escapes)."""
+    equation = key if isinstance(key, str) else _as_letters(equation_of(key))
     try:
         _, info = opt_einsum.contract_path(
-            subscripts, *operands, optimize=path, shapes=shapes, use_blas=use_blas
+            equation, *operands, optimize=path, shapes=shapes, use_blas=use_blas
         )
-    except (ValueError, TypeError, KeyError) as error:
+    except Exception as error:  # (a peer's errors, of any class)
         raise EinsumError(
             f"contract_path: opt_einsum cannot describe this equation's path {path} ({error}); "
             "einstride.einsum_path reports it"
         ) from None
     return info
+
+
+def _as_letters(equation: Equation) -> str:
+    """A sublist-form equation in opt_einsum's letters, as its own conversion writes it
+    (``get_symbol`` of each int's rank among the labels), the output written out.
+
+    >>> from .engine.call import equation_of, split_sublists
+    >>> _as_letters(equation_of(split_sublists([(2, 3), [5, 1], (3,), [Ellipsis]])[0]))
+    'ba,...->...ab'
+    """
+    ranks = {name: rank for rank, name in enumerate(sorted(equation.names, key=int))}
+
+    def term(labels: Sequence[int]) -> str:
+        return "".join(
+            "..." if label == ELLIPSIS else opt_einsum.get_symbol(ranks[equation.names[label]])
+            for label in labels
+        )
+
+    return ",".join(term(t) for t in equation.terms) + "->" + term(equation.output)
 
 
 def _limit(memory_limit: Any) -> int | None:

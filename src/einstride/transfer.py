@@ -42,7 +42,7 @@ import numpy as np
 
 from .errors import LayoutError, OutOfRangeError, value_errors
 from .footprint import Footprint
-from .layout import Layout, normalize_axes
+from .layout import Layout, as_int_tuple, normalize_axes
 from .memory import check_array, check_listing
 from .narrow import as_strided
 from .overlap import shares_memory
@@ -539,11 +539,12 @@ def resize(t: Any, new_shape: Any) -> Any:
 
 def _as_shape(shape: Any, op: str) -> tuple[int, ...]:
     """``shape`` checked as a tensor's shape, its errors naming ``op`` and the shape alone
-    (a review: ``resize(x, 2**62)`` spoke of strides and an offset never given)."""
+    (a review: ``resize(x, 2**62)`` spoke of strides and an offset never given; one that is
+    no shape, a rank-2 array, was then said to have a negative length)."""
+    lengths = as_int_tuple(shape, f"{op} length")
     try:
-        return Layout.create(shape).shape
+        return Layout.create(lengths).shape
     except LayoutError:
-        lengths = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
         raise LayoutError(
             f"{op}: new shape {lengths} has a negative length or more elements than any "
             "storage can address"

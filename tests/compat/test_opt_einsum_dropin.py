@@ -124,3 +124,25 @@ def test_an_import_swapped_snippet_runs() -> None:
     np.testing.assert_allclose(oe.contract("ij,jk,kl->il", a, b, c, optimize=path), expected)
     np.testing.assert_allclose(expr(a, b, c), expected)
     assert info.opt_cost > 0 and "Complete contraction" in str(info)
+
+
+@pytest.mark.parametrize("shapes", [True, False])
+def test_the_sublist_form_gets_opt_einsums_info_written_as_opt_einsum_writes_it(
+    shapes: bool,
+) -> None:
+    # a review: opt_einsum's own sublist form fails with shapes=True (an AttributeError)
+    a, b = _operands([(2, 3), (3, 4)])
+    args: list[Any] = [a.shape if shapes else a, [5, 1], b.shape if shapes else b, [1, 2]]
+    path, info = es.contract_path(*args, shapes=shapes)
+    _, theirs = opt_einsum.contract_path(a, [5, 1], b, [1, 2])
+    assert path == [(0, 1)] and info.eq == theirs.eq == "ca,ab->bc"
+    assert str(info) == str(theirs)
+
+
+def test_whatever_opt_einsum_raises_is_an_einsum_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise AttributeError("'tuple' object has no attribute 'pop'")  # (its sublist bug)
+
+    monkeypatch.setattr(opt_einsum, "contract_path", broken)
+    with pytest.raises(es.EinsumError, match="contract_path: opt_einsum cannot describe"):
+        es.contract_path("ij,jk->ik", np.ones((2, 2)), np.ones((2, 2)))

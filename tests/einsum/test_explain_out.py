@@ -1,5 +1,7 @@
 """``explain(..., out=...)``: the report of the call that writes ``out=``, with ``out=``
-checked as einsum checks it (NumPy, torch; Dask refuses it as einsum does)."""
+checked as einsum checks it (NumPy, torch; Dask refuses it as einsum does); and
+``explain(..., casting=...)``, einsum's rule for the operands' and ``out=``'s casts,
+checked as einsum checks it on every backend."""
 
 from __future__ import annotations
 
@@ -135,3 +137,82 @@ def test_dask_refuses_out_in_explain_as_einsum_does() -> None:
     expected = _raised(lambda: es.einsum("ij,jk->ik", a, b, out=out))
     assert expected is not None and expected[0] is TypeError
     assert _raised(lambda: es.explain("ij,jk->ik", a, b, out=out)) == expected
+
+
+@pytest.mark.parametrize("given", ["shapes", "operands"])
+def test_an_out_that_einsum_writes_by_unsafe_casting_is_reported(given: str) -> None:
+    # (explain took no casting=: a call with casting="unsafe" into an int32 out= ran, and
+    # its explain refused the out)
+    a, b, out = np.full((20, 30), 0.5), np.ones((30, 40)), np.empty((20, 40), np.int32)
+    ops: list[Any] = [(20, 30), (30, 40)] if given == "shapes" else [a, b]
+    es.einsum("ij,jk->ik", a, b, out=out, casting="unsafe")
+    np.testing.assert_array_equal(out, np.full((20, 40), 15))
+    report = es.explain("ij,jk->ik", *ops, out=out, casting="unsafe")
+    assert "  result:    (20, 40) float64 (written into out=); computed in float64" in report
+    assert "computed in float64, then cast into the output" in report
+    refused = _raised(lambda: es.explain("ij,jk->ik", *ops, out=out))
+    assert refused == _raised(lambda: es.einsum("ij,jk->ik", a, b, out=out))
+    assert refused is not None and "cannot hold float64" in refused[1]
+
+
+def _backends() -> dict[str, Callable[[np.ndarray], Any]]:
+    found: dict[str, Callable[[np.ndarray], Any]] = {"numpy": lambda x: x}
+    try:
+        import torch
+    except ImportError:
+        pass
+    else:
+        found["torch"] = torch.from_numpy
+    try:
+        import dask.array as da
+    except ImportError:
+        pass
+    else:
+        found["dask"] = lambda x: da.from_array(x, chunks=3)
+    return found
+
+
+@pytest.mark.parametrize("backend", list(_backends()))
+@pytest.mark.parametrize(
+    ("dtypes", "keywords"),
+    [
+        (("f8", "f8"), {"dtype": "f4", "casting": "safe"}),  # operands into dtype=
+        (("f4", "f8"), {"casting": "no"}),  # into their common dtype
+        (("f8", "f8"), {"casting": "bad"}),  # no such rule
+        (("f4", "f8"), {"casting": "same_kind"}),  # allowed: a report
+        (("f8", "f8"), {"dtype": "f4", "casting": "unsafe"}),
+    ],
+)
+def test_operands_casting_is_checked_as_einsum_checks_it(
+    backend: str, dtypes: tuple[str, str], keywords: dict[str, Any]
+) -> None:
+    wrap = _backends()[backend]
+    a, b = (wrap(np.ones(shape, dt)) for shape, dt in zip([(6, 6), (6, 5)], dtypes))
+    expected = _raised(lambda: es.einsum("ij,jk->ik", a, b, **keywords))
+    got = _raised(lambda: es.explain("ij,jk->ik", a, b, **keywords))
+    assert got == expected, (got, expected)
+    if expected is None:
+        assert es.explain("ij,jk->ik", a, b, **keywords).startswith("einsum 'ij,jk->ik'")
+
+
+def test_a_call_naming_casting_takes_no_lane_and_its_report_shows_none() -> None:
+    a, b = np.ones((8, 64, 32)), np.ones((8, 32, 16))
+    assert "lane:" in es.explain("bij,bjk->bik", a, b)
+    assert "lane:" not in es.explain("bij,bjk->bik", a, b, casting="same_kind")
+    assert "lane:" not in es.explain("bij,bjk->bik", a.shape, b.shape, casting="same_kind")
+
+
+@pytest.mark.parametrize(
+    ("dtype", "out_dtype"),
+    [(None, np.complex128), ("i1", np.float64), ("f4", np.float64), (None, np.float64)],
+)
+def test_shapes_cast_by_the_rule_as_operands_of_that_dtype_are(dtype: Any, out_dtype: Any) -> None:
+    # a review: with shapes, casting= was checked on out= alone; out= widens the dtype
+    # the operands are computed in, whose cast einsum checks
+    out = np.empty((2, 4), out_dtype)
+    ops = [np.ones(s, "f8" if dtype is None else dtype) for s in [(2, 3), (3, 4)]]
+    expected = _raised(lambda: es.einsum("ij,jk->ik", *ops, out=out, casting="no"))
+    shaped = _raised(
+        lambda: es.explain("ij,jk->ik", (2, 3), (3, 4), dtype=dtype, out=out, casting="no")
+    )
+    assert shaped == expected, (shaped, expected)

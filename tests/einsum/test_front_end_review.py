@@ -76,3 +76,13 @@ def test_string_subclasses_stay_accepted() -> None:
     a = np.ones((2, 3))
     assert es.einsum("ij->ji", a, order=np.str_("f")).flags.f_contiguous
     assert es.einsum("ij->ji", a, casting=np.str_("safe")).shape == (3, 2)
+
+
+@pytest.mark.parametrize("value", [np.array([1, 2]), np.array(["64MiB", "x"]), 1.5, [1000]])
+def test_memory_limit_of_no_int_is_a_type_error_naming_it(value: Any) -> None:
+    # (an array of several raised NumPy's bare "only 0-dimensional arrays" TypeError)
+    a = np.ones((2, 2))
+    for call in (es.einsum, es.explain, es.contract):
+        with pytest.raises(es.EinsumTypeError, match="memory_limit must be an int"):
+            call("ij,jk->ik", a, a, memory_limit=value)
+    assert es.einsum("ij,jk->ik", a, a, memory_limit=np.array(10**6)).shape == (2, 2)

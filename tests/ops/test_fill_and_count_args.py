@@ -119,3 +119,64 @@ def test_a_fill_value_is_cast_as_numpy_casts_it(
     assert got.dtype == expected.dtype
     if numpy_warned:  # NumPy's ComplexWarning, where the imaginary part is dropped
         assert {type(w.message) for w in ours_warned} == {type(w.message) for w in numpy_warned}
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: es.full(2, None, dtype=np.int8), "full: None cannot be converted to int8"),
+        (lambda: es.full(2, object(), dtype=np.float32), "full: <object object"),
+        (
+            lambda: es.pad(np.ones(2, np.int64), [(1, 0)], value=None),
+            "pad value: None cannot be converted",
+        ),
+        (
+            lambda: es.one_hot([0], 2, on_value=None, dtype=np.int8),
+            "one_hot: on_value does not fit: None",
+        ),
+    ],
+)
+def test_a_fill_value_of_no_kind_the_dtype_takes_is_a_type_error_naming_the_op(
+    call: Callable[[], Any], words: str
+) -> None:
+    # (None into a float is NaN, as NumPy casts it)
+    with pytest.raises(TypeError) as caught:
+        call()
+    assert words in str(caught.value)
+
+
+def test_a_string_into_bfloat16_is_a_type_error_naming_the_op() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with pytest.raises(TypeError, match="full: '3' cannot be converted to bfloat16"):
+        es.full(2, "3", dtype=ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("mode", ["REFLECT", "symmetric"])
+def test_pad_reads_no_value_it_does_not_use(mode: str) -> None:
+    # a review: the fill value was converted before the mode was known
+    np.testing.assert_array_equal(
+        es.pad(np.arange(3.0), [[1, 1]], mode=mode, value="a"),
+        np.pad(np.arange(3.0), [[1, 1]], mode=mode.lower()),
+    )
+    assert es.pad(np.zeros(()), [], value="a").shape == ()
+    with pytest.raises(es.OutOfRangeError):  # (as before: a value the dtype cannot hold)
+        es.pad(np.zeros(3, np.int8), [[1, 1]], mode=mode, value=1000)
+
+
+@pytest.mark.parametrize(
+    ("shape", "error", "words"),
+    [
+        (np.array([[6]]), es.LayoutError, "resize length must be an int or a 1-D sequence"),
+        ("x", TypeError, "resize length must be an integer"),
+        (2**62, es.LayoutError, "resize: new shape (4611686018427387904,) has a negative"),
+        (np.array(6), None, ""),
+    ],
+)
+def test_resize_names_a_shape_it_cannot_take(shape: Any, error: Any, words: str) -> None:
+    # a review: a rank-2 array was said to have a negative length
+    if error is None:
+        assert es.resize(np.ones((2, 3)), shape).shape == (6,)
+        return
+    with pytest.raises(error) as caught:
+        es.resize(np.ones((2, 3)), shape)
+    assert words in str(caught.value)

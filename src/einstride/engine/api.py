@@ -46,7 +46,7 @@ from .call import (
     shape_and_dtype,
 )
 from .registry import DEFAULT, HOT_PATHS, LANE_REPORTS, backend_for
-from .spec.dtypes import check_numeric
+from .spec.dtypes import check_casting, check_numeric
 from .spec.paths import optimize_key
 
 __all__ = ["einsum", "einsum_path", "explain"]
@@ -241,7 +241,7 @@ def _explain_shapes(shapes: Sequence[Any], call: EinsumCall) -> str:
     key, limit, optimize, out = call.key, call.memory_limit, call.optimize, call.out
     # with shapes, dtype= is the operands' (the result's follows): the report is that
     # of einsum on such operands, lane included (the CLI's always named a dtype, so it
-    # never showed the lane its example takes: a review); casting= concerns out= alone
+    # never showed the lane its example takes: a review)
     dt = np.dtype(np.float64) if call.dtype is None else call.dtype
     check_numeric(dt, "dtype= is")  # (not "operand 0 has dtype": they are shapes)
     shaped = [(checked_shape(s, f"shape {i}"), dt) for i, s in enumerate(shapes)]
@@ -252,6 +252,8 @@ def _explain_shapes(shapes: Sequence[Any], call: EinsumCall) -> str:
     plan = plan_from_shapes(key, shaped, None, optimize, out_facts=out_facts)
     facts = shape_facts(shaped)
     within = _memory.LIMIT if limit is None else limit
+    if call.casting is not None:  # as einsum on such operands (out= may widen the dtype)
+        check_casting([dt for _, dt in shaped], plan.result_dtype, call.casting)
     if out_facts is not None:  # a call with out= runs its plan: no lane, no direct first call
         casting = call.casting or "same_kind"  # (shapes: no overlap to check)
         check_out(out, (), plan.result_dtype, "einsum out=", casting=casting)

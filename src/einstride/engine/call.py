@@ -377,9 +377,14 @@ def checked_memory_limit(value: Any) -> int | None:
                 "like '64MiB')"
             )
         return _size_in_bytes(value, *match.groups())
-    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
-        raise TypeError(f"einsum: memory_limit must be an int (bytes), not {value!r}")
-    limit = int(value)
+    if isinstance(value, (bool, np.bool_)):
+        raise EinsumTypeError(f"einsum: memory_limit must be an int (bytes), not {value!r}")
+    try:
+        limit = operator.index(value)
+    except TypeError:  # (an array of several: NumPy's bare message named nothing, a review)
+        raise EinsumTypeError(
+            f"einsum: memory_limit must be an int (bytes), not {value!r}"
+        ) from None
     if limit < 0:
         raise EinsumError(f"einsum: memory_limit={limit} must be >= 0 bytes")
     return limit

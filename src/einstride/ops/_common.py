@@ -119,7 +119,9 @@ def converted_fill(value: Any, dtype: Any, what: str) -> Array:
     ``ComplexWarning``); one the dtype cannot hold is an ``OutOfRangeError`` naming
     ``what``: an integer out of its bounds (:func:`check_holds`), a string that is no
     number (NumPy's bare ``ValueError`` named no function, and ``one_hot`` gave a bare
-    ``TypeError`` for a complex number that ``full`` and ``pad`` cast: a review).
+    ``TypeError`` for a complex number that ``full`` and ``pad`` cast: a review); a value
+    of no kind the dtype takes (``None`` or an object into numbers, a string into
+    bfloat16, which NumPy does not cast) a ``TypeError`` naming ``what``.
 
     >>> converted_fill(2.5, np.int8, "full"), converted_fill("3", np.float32, "full")
     (array(2, dtype=int8), array(3., dtype=float32))
@@ -132,9 +134,10 @@ def converted_fill(value: Any, dtype: Any, what: str) -> Array:
     with value_errors(what):
         try:
             return np.asarray(value).astype(kind, casting="unsafe")
-        except ValueError as error:
-            if type(error) is not ValueError:  # (UnicodeError and the like: as they are)
+        except (ValueError, TypeError) as error:
+            if type(error) not in (ValueError, TypeError):  # (UnicodeError and the like)
                 raise
+            of = OutOfRangeError if isinstance(error, ValueError) else TypeError
             if np.ndim(value) == 0:
-                raise OutOfRangeError(f"{what}: {value!r} cannot be converted to {kind}") from None
-            raise OutOfRangeError(f"{what}: {error} (into {kind})") from None
+                raise of(f"{what}: {value!r} cannot be converted to {kind}") from None
+            raise of(f"{what}: {error} (into {kind})") from None

@@ -267,7 +267,10 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     check_array_like(value, None, "pad value")
     if np.ndim(value):  # NumPy's per-axis constant_values are not TensorFlow's (a review)
         raise LayoutError(f"pad: value must be a scalar, got shape {np.shape(value)}")
-    fill = converted_fill(value, arr.dtype, "pad value")  # (np.pad wraps -1 into uint8)
+    if kind == "constant" and arr.ndim:  # (np.pad wraps -1 into uint8)
+        fill = converted_fill(value, arr.dtype, "pad value")
+    else:  # (unused: converted, it raised for a string the old code never read, a review)
+        check_holds(value, arr.dtype, "pad value")
     if arr.ndim == 0:
         result = np.array(arr, copy=True)
     elif kind == "constant":

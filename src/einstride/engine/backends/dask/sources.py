@@ -13,6 +13,9 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from ....errors import LayoutError
+from ....layout import as_int, is_int_scalar
+
 __all__ = ["MemmapBlocks", "NpyFile", "from_npy", "lazy_array", "npy_source"]
 
 Array = Any  # dask.array.Array
@@ -71,15 +74,18 @@ def from_npy(path: str | os.PathLike[str], chunks: Any = "auto") -> Array:
     ((2, 1), (2, 2))
     """
     source = NpyFile(path)
+    if is_int_scalar(chunks):  # (a 0-d array: Dask asked its len())
+        chunks = as_int(chunks, "from_npy chunks")
     try:
         return lazy_array(source, chunks)
     except ZeroDivisionError:  # Dask's own, for a chunk of 0 on an axis of elements
-        raise ValueError(
+        raise LayoutError(
             f"from_npy: chunks {chunks!r} hold a chunk of 0 elements on an axis of the file's "
             f"shape {source.shape}: each chunk needs at least one"
         ) from None
-    except ValueError as error:  # Dask's messages name no function
-        raise ValueError(f"from_npy: chunks {chunks!r} for shape {source.shape}: {error}") from None
+    except (ValueError, TypeError, OverflowError) as error:  # Dask's name no function
+        kind = TypeError if isinstance(error, TypeError) else LayoutError
+        raise kind(f"from_npy: chunks {chunks!r} for shape {source.shape}: {error}") from None
 
 
 _NPY_ARRAYS: weakref.WeakValueDictionary[str, NpyFile] = weakref.WeakValueDictionary()
