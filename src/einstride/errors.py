@@ -27,6 +27,7 @@ __all__ = [
     "LayoutError",
     "MemoryLimitError",
     "OutOfRangeError",
+    "ragged_errors",
     "value_errors",
 ]
 
@@ -91,3 +92,22 @@ def value_errors(what: str) -> Iterator[None]:
         if type(error) is not RuntimeError or "datetime" not in str(error):
             raise
         raise OutOfRangeError(f"{what}: {error}") from None
+
+
+@contextmanager
+def ragged_errors(what: str) -> Iterator[None]:
+    """Turn NumPy's error for nested sequences of unequal lengths (a bare ``ValueError``
+    naming no function) into :class:`LayoutError` naming ``what``.
+
+    >>> import numpy as np
+    >>> with ragged_errors("tensor"):
+    ...     np.asarray([[1, 2], [3]])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    einstride.errors.LayoutError: tensor: nested sequences of unequal lengths: ...
+    """
+    try:
+        yield
+    except ValueError as error:
+        if type(error) is not ValueError or "inhomogeneous" not in str(error):
+            raise
+        raise LayoutError(f"{what}: nested sequences of unequal lengths: {error}") from None

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import memory as _memory
-from .errors import LayoutError, OutOfRangeError, value_errors
+from .errors import LayoutError, OutOfRangeError, ragged_errors, value_errors
 from .layout import Layout, normalize_axes
 from .memory import check_array, check_array_like
 from .narrow import as_dtype, as_strided, is_small_float
@@ -740,7 +740,7 @@ def tensor(data: Any, dtype: Any = None) -> Tensor:
         check_array(data.shape, data.dtype if dtype is None else dtype, "tensor (a copy)")
     else:
         check_array_like(data, dtype, "tensor")
-    with value_errors("tensor"):
+    with value_errors("tensor"), ragged_errors("tensor"):
         arr = np.array(data, dtype=dtype, order="C", copy=True)
     return Tensor(arr.reshape(-1), arr.shape)
 
@@ -799,7 +799,8 @@ def as_array(x: Any) -> Array:
     if isinstance(x, np.ndarray):
         return x
     check_array_like(x, None, "the conversion to an array")
-    return np.asarray(x)
+    with ragged_errors(f"a {type(x).__name__} taken as an array"):
+        return np.asarray(x)
 
 
 def any_tensor(*xs: Any) -> bool:

@@ -270,3 +270,32 @@ def test_shorten_equation_keeps_the_position_in_view():
     assert "!" in short and len(short) <= 82 and short.startswith("…") and short.endswith("…")
     assert shorten_equation(text).startswith("aaa") and shorten_equation("ij") == "ij"
     assert shorten_equation(text, 10**9).endswith("bbb")
+
+
+RAGGED = [[1, 2], [3]]
+
+
+@pytest.mark.parametrize(
+    ("call", "names"),
+    [
+        (lambda: es.tensor(RAGGED), "tensor: "),
+        (lambda: es.as_tensor(RAGGED), "a list taken as an array: "),
+        (lambda: es.add(RAGGED, 1), "a list taken as an array: "),
+        (lambda: es.reshape(RAGGED, 3), "a list taken as an array: "),
+        (lambda: es.where([True, False], RAGGED, 0), "a list taken as an array: "),
+        (lambda: es.full((2, 2), RAGGED), "full fill_value: "),
+        (lambda: es.full((2, 2), RAGGED, dtype=float), "full: "),
+        (lambda: es.pad(np.ones(2), [(1, 1)], value=RAGGED), "pad value: "),
+        (lambda: es.one_hot([0], 2, on_value=RAGGED), "one_hot: on_value does not fit: "),
+        (lambda: es.copy_to(RAGGED, np.zeros((2, 2))), "a list taken as an array: "),
+    ],
+)
+def test_ragged_nested_sequences_are_a_layout_error_naming_the_input(
+    call: Callable[[], Any], names: str
+) -> None:
+    # (NumPy's bare ValueError named no function nor argument)
+    with pytest.raises(es.LayoutError) as caught:
+        call()
+    assert str(caught.value).startswith(names + "nested sequences of unequal lengths"), str(
+        caught.value
+    )

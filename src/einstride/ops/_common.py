@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError, value_errors
+from ..errors import LayoutError, OutOfRangeError, ragged_errors, value_errors
 from ..layout import Layout, as_int
 from ..narrow import as_dtype
 from ..tensors import Tensor, as_array, as_tensor
@@ -131,7 +131,7 @@ def converted_fill(value: Any, dtype: Any, what: str) -> Array:
     """
     check_holds(value, dtype, what)
     kind = as_dtype(dtype)
-    with value_errors(what):
+    with value_errors(what), ragged_errors(what):
         try:
             return np.asarray(value).astype(kind, casting="unsafe")
         except (ValueError, TypeError) as error:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError, value_errors
+from ..errors import LayoutError, OutOfRangeError, ragged_errors, value_errors
 from ..layout import Layout
 from ..memory import check_allocation, check_array, check_array_like
 from ..narrow import as_dtype
@@ -77,7 +77,8 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     [1.5, 1.5]
     """
     check_array_like(fill_value, dtype, "full fill_value")
-    kind = np.asarray(fill_value).dtype if dtype is None else dtype
+    with ragged_errors("full fill_value"):
+        kind = np.asarray(fill_value).dtype if dtype is None else dtype
     dims = _shape(shape, kind, "full")
     value = converted_fill(fill_value, kind, "full")
     value_shape = value.shape

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import LayoutError, ragged_errors
 from ..layout import normalize_axis
 from ..memory import check_array, check_array_like
 from ..tensors import any_tensor, as_array
@@ -265,7 +265,9 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
         _check_mirror_pads(pairs, arr.shape, kind)
     check_array(tuple(n + a + b for n, (a, b) in zip(arr.shape, pairs)), arr.dtype, "pad")
     check_array_like(value, None, "pad value")
-    if np.ndim(value):  # NumPy's per-axis constant_values are not TensorFlow's (a review)
+    with ragged_errors("pad value"):
+        rank = np.ndim(value)
+    if rank:  # NumPy's per-axis constant_values are not TensorFlow's (a review)
         raise LayoutError(f"pad: value must be a scalar, got shape {np.shape(value)}")
     if kind == "constant" and arr.ndim:  # (np.pad wraps -1 into uint8)
         fill = converted_fill(value, arr.dtype, "pad value")
