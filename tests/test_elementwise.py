@@ -308,3 +308,63 @@ def test_matmul_of_a_rank_zero_operand_and_a_short_index_are_layout_errors() -> 
         _ = es.tensor([1.0]) @ es.tensor(2.0)
     with pytest.raises(LayoutError, match=r"index \(1,\) has 1 entries, not 2"):
         Layout.create((2, 3)).offset_of((1,))
+
+
+# -- NumPy's ufunc protocol (Tensor.__array_ufunc__) --------------------------------------
+
+
+@pytest.mark.parametrize("op", ["+=", "-=", "*=", "/=", "**="])
+def test_an_ndarray_updated_in_place_by_a_tensor_is_written(op: str) -> None:
+    # a review: the in-place operator gave way to the Tensor's reflected one, a new Tensor
+    # bound to the name and the caller's array unchanged
+    def accumulate(buf: np.ndarray, t: object) -> None:
+        exec(f"buf {op} t", {}, {"buf": buf, "t": t})
+
+    values = np.array([1.0, 2.0, 3.0])
+    ours, theirs = np.full(3, 2.0), np.full(3, 2.0)
+    accumulate(ours, es.tensor(values))
+    accumulate(theirs, values)
+    np.testing.assert_array_equal(ours, theirs)
+    a = np.full(3, 2.0)
+    a += es.tensor(values)
+    assert type(a) is np.ndarray
+
+
+def test_an_in_place_update_overlapping_its_tensor_follows_numpy() -> None:
+    x, y = np.arange(6.0), np.arange(6.0)
+    x[1:] += es.as_tensor(x)[:5]  # (one buffer: NumPy's overlap rules for an ndarray out)
+    y[1:] += y[:5]
+    np.testing.assert_array_equal(x, y)
+
+
+def test_numpy_ufuncs_on_tensors_give_tensors_and_write_outs_as_given() -> None:
+    a = np.arange(1.0, 4.0)
+    t = es.as_tensor(a.copy())
+    for got, expected in [
+        (np.sin(t), np.sin(a)),
+        (a + t, a + a),
+        (np.float64(2) * t, 2 * a),
+        (a == t, a == a),
+        (a < t, a < a),
+        (np.add.reduce(t), np.add.reduce(a)),
+        (np.add.accumulate(t), np.add.accumulate(a)),
+        (np.multiply.outer(t, a), np.multiply.outer(a, a)),
+    ]:
+        assert isinstance(got, es.Tensor), (got, expected)
+        np.testing.assert_array_equal(got.numpy(), expected)
+    quotient, remainder = np.divmod(t, 2)
+    assert isinstance(quotient, es.Tensor) and isinstance(remainder, es.Tensor)
+    out = np.empty(3)
+    assert np.add(t, 1, out=out) is out
+    np.testing.assert_array_equal(out, a + 1)
+    own = es.tensor(np.zeros(3))
+    assert np.add(a, 1, out=own) is own
+    np.testing.assert_array_equal(own.numpy(), a + 1)
+    other = es.as_tensor(a.copy())
+    assert (t == t) is True and (t == other) is False  # (Tensor == Tensor: identity)
+
+
+def test_a_tensor_out_keeps_einstrides_overlap_rule() -> None:
+    xt = es.as_tensor(np.arange(6.0))
+    with pytest.raises(es.LayoutError, match=r"add: input 0 .* overlaps out="):
+        np.add(xt[:5], 1, out=xt[1:])

@@ -394,3 +394,56 @@ def test_a_reduction_into_an_out_that_cannot_be_written_is_a_layout_error(name: 
     for out, words in ((read_only, "read-only"), (repeated, "repeated locations")):
         with pytest.raises(es.LayoutError, match=rf"Tensor\.{name} out=: .*{words}"):
             getattr(t, name)(axis=0, out=out)
+
+
+# -- a review of the Tensor methods (each failed on the code before it) -------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda t: t.max(initial=1000), "Tensor.max: initial=1000"),
+        (lambda t: t.sum(initial=2**70), "Tensor.sum: initial=1180591620717411303424"),
+        (lambda t: t.sum(initial=float("nan")), "Tensor.sum: initial=nan"),
+        (lambda t: t.astype(np.uint8).sum(initial=-1), "Tensor.sum: initial=-1"),
+        (lambda t: t.min(initial=-1000, out=np.empty((), np.int8)), "Tensor.min: initial=-1000"),
+    ],
+)
+def test_an_initial_the_dtype_cannot_hold_is_out_of_range_naming_the_method(
+    call: Any, words: str
+) -> None:
+    t = es.tensor(np.arange(3, dtype=np.int8))
+    with pytest.raises(es.OutOfRangeError) as caught:
+        call(t)
+    assert str(caught.value).startswith(words)
+
+
+def test_a_full_reduction_of_objects_stays_objects() -> None:
+    big = es.tensor(np.array([2**62, 2**62], dtype=object))
+    assert big.sum().dtype == object and big.sum().item() == 2**63
+    mixed = es.tensor(np.array([1, 2.5, 3], dtype=object))
+    assert mixed.sum().dtype == object == mixed.reshape(1, 3).sum(axis=1).dtype
+    assert es.tensor(np.arange(3)).sum().dtype == np.arange(3).sum().dtype  # (numbers: NumPy's)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "words"),
+    [
+        (lambda t: t.transpose(0.0), TypeError, "transpose axes must be ints"),
+        (lambda t: t.item("a"), TypeError, "Tensor.item('a',): the index must be ints"),
+        (
+            lambda t: es.tensor(np.array([2**70], dtype=object)).astype(np.int64),
+            es.OutOfRangeError,
+            "Tensor.astype: ",
+        ),
+    ],
+)
+def test_method_errors_name_the_method(call: Any, error: Any, words: str) -> None:
+    with pytest.raises(error) as caught:
+        call(es.tensor(np.eye(2)))
+    assert str(caught.value).startswith(words)
+
+
+def test_transpose_takes_a_0d_integer_array_as_an_axis() -> None:
+    t = es.tensor(np.arange(6.0).reshape(2, 3))
+    assert t.transpose(np.array(1), 0).shape == (3, 2)

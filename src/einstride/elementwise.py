@@ -42,7 +42,7 @@ import numpy as np
 
 from .errors import LayoutError, OutOfRangeError
 from .memory import check_array, memory_limit
-from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
+from .tensors import Array, Tensor, any_tensor, as_array, as_tensor, wrap_like
 from .transfer import check_destination, check_elementwise_out, errors_may_raise
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
 ]
 
 ElementWise = Callable[..., Any]
+_BY_UFUNC: dict[np.ufunc, ElementWise] = {}  # each function of this module, by its ufunc
 
 
 def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
@@ -195,6 +196,7 @@ def _unary(name: str, ufunc: np.ufunc) -> ElementWise:
     def function(x: Any, /, out: Any = None) -> Any:
         return _apply(ufunc, name, (x,), out)
 
+    _BY_UFUNC[ufunc] = function
     return _named(function, name, f"``numpy.{ufunc.__name__}`` of ``x``")
 
 
@@ -202,7 +204,44 @@ def _binary(name: str, ufunc: np.ufunc) -> ElementWise:
     def function(x1: Any, x2: Any, /, out: Any = None) -> Any:
         return _apply(ufunc, name, (x1, x2), out)
 
+    _BY_UFUNC[ufunc] = function
     return _named(function, name, f"``numpy.{ufunc.__name__}`` of ``x1`` and ``x2``")
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """A NumPy ufunc called on Tensors (``Tensor.__array_ufunc__``, NumPy's protocol): the
+    function of this module where there is one (a plain call, at most a Tensor ``out=``:
+    its checks of overlap and size), else NumPy's ufunc over the Tensors' views (an
+    ndarray ``out=``: NumPy's own overlap rules, as ``x[1:] += t[:5]`` of one buffer).
+    ``out=`` is written and returned as given; otherwise each result is a Tensor (any
+    Tensor in, Tensor out).  ``ndarray += Tensor`` so writes the array, as for any
+    array-like (NumPy's in-place operator gave way to the Tensor's reflected one: a new
+    Tensor, the array unchanged, a review), and ``ndarray == Tensor`` is NumPy's
+    element-wise comparison (``Tensor == Tensor`` stays identity: Tensors are hashable).
+
+    >>> a = np.zeros(3)
+    >>> a += Tensor(np.arange(3.0))
+    >>> type(a).__name__, a.tolist()
+    ('ndarray', [0.0, 1.0, 2.0])
+    >>> np.sin(Tensor(np.zeros(2)))
+    Tensor([0., 0.], layout=(2,):(1,)+0, dtype=float64)
+    """
+    outs = tuple(o for o in kwargs.pop("out", ()) if o is not None)
+    function = _BY_UFUNC.get(ufunc)
+    own_out = len(outs) == 1 and isinstance(outs[0], Tensor)
+    if function is not None and method == "__call__" and not kwargs and (own_out or not outs):
+        return function(*inputs, out=outs[0] if outs else None)
+    arrays = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
+    if outs:
+        kwargs["out"] = tuple(o.numpy() if isinstance(o, Tensor) else o for o in outs)
+    result = getattr(ufunc, method)(*arrays, **kwargs)
+    if outs:
+        return outs[0] if len(outs) == 1 else outs
+    if method == "at":  # (in place, on its first input)
+        return None
+    if isinstance(result, tuple):  # (a ufunc of several outputs: divmod, frexp, ...)
+        return tuple(as_tensor(np.asarray(part)) for part in result)
+    return as_tensor(np.asarray(result))
 
 
 def _named(function: ElementWise, name: str, what: str) -> ElementWise:
@@ -210,7 +249,8 @@ def _named(function: ElementWise, name: str, what: str) -> ElementWise:
     function.__module__ = __name__
     function.__doc__ = (
         f"Element-wise {what}, broadcast NumPy-style; Tensors in give a Tensor out.  A new "
-        "dense result (never a view), or ``out=`` written in place and returned (see the "
+        "result (never a view), laid out as NumPy's (its inputs' order: a transposed input "
+        "gives a transposed result), or ``out=`` written in place and returned (see the "
         "module docstring for its rule)."
     )
     return function

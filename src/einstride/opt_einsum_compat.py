@@ -27,8 +27,7 @@ import numpy as np
 import opt_einsum  # type: ignore[import-untyped]
 
 from .engine import einsum
-from .engine.backends.numpy.cache import plan_from_shapes
-from .engine.backends.numpy.limited import limited_plan, shape_facts
+from .engine.api import path_einsum_runs
 from .engine.call import (
     EquationKey,
     checked_memory_limit,
@@ -112,12 +111,7 @@ def contract_path(
     else:  # (a tuple is an operand's data here, as in opt_einsum, never a shape)
         shaped = [_shape_and_dtype(x, i) for i, x in enumerate(raw)]
     finder = "auto" if optimize is True else optimize
-    limit = _limit(memory_limit)
-    if limit is None:
-        path = list(plan_from_shapes(key, shaped, None, finder).path)
-    else:
-        facts = shape_facts(shaped)
-        path = list(limited_plan(key, facts, None, None, finder, limit).plan.path)
+    path = path_einsum_runs(key, raw, shaped, finder, _limit(memory_limit))
     return path, _path_info(key, raw, path, shapes, use_blas)
 
 

@@ -19,14 +19,15 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from . import memory as _memory
 from .errors import LayoutError, OutOfRangeError, ragged_errors, value_errors
-from .layout import Layout, normalize_axes
-from .memory import check_array, check_array_like
+from .layout import Layout, is_int_scalar, normalize_axes
+from .memory import check_array, check_array_like, check_listing
 from .narrow import as_dtype, as_strided, is_small_float
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
@@ -64,9 +65,6 @@ class Tensor:
 
     __slots__ = ("_array", "_layout", "_storage")
 
-    # ``ndarray <op> Tensor`` defers to the Tensor's reflected operator (a Tensor result).
-    __array_priority__ = 100
-
     __add__ = _operator("add")
     __radd__ = _operator("add", reflected=True)
     __sub__ = _operator("subtract")
@@ -99,6 +97,14 @@ class Tensor:
             raise OutOfRangeError(f"power: {error}") from None
 
     __rpow__ = _operator("power", reflected=True)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufunc protocol: :func:`einstride.elementwise.array_ufunc` (``ndarray <op>
+        Tensor`` is a Tensor, ``ndarray += Tensor`` writes the array)."""
+        from .elementwise import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
     # Ordering only: ``==`` keeps identity semantics (Tensors stay hashable); use es.equal.
     __lt__ = _operator("less")
     __le__ = _operator("less_equal")
@@ -309,11 +315,17 @@ class Tensor:
         """Axes reversed (no arguments, or None) or permuted; always a view.  An empty
         permutation of a tensor of axes is a ``LayoutError`` (NumPy: "axes don't match";
         it reversed the axes: a review)."""
-        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
+        if len(axes) == 1 and not is_int_scalar(axes[0]):
             if axes[0] is None:
                 axes = ()
             else:
-                axes = tuple(axes[0])
+                check_listing(axes[0], "transpose axes")
+                try:
+                    axes = tuple(axes[0])
+                except TypeError:  # (a float: 'float' object is not iterable, a review)
+                    raise TypeError(
+                        f"transpose axes must be ints or a sequence of ints, got {axes[0]!r}"
+                    ) from None
                 if not axes and self.ndim:
                     raise LayoutError(f"transpose: axes () do not permute {self.ndim} axes")
         perm = axes if axes else tuple(reversed(range(self.ndim)))
@@ -481,7 +493,10 @@ class Tensor:
         target = as_dtype(dtype)
         if target == self.dtype and not copy:
             return self
-        return tensor(self.numpy(), dtype=target)
+        check_array(self.shape, target, "Tensor.astype")  # (a broadcast view: sized first)
+        with value_errors("Tensor.astype"):  # (its errors named tensor(): a review)
+            arr = np.array(self.numpy(), dtype=target, order="C", copy=True)
+        return Tensor(arr.reshape(-1), arr.shape)
 
     def __matmul__(self, other: Any) -> Tensor:
         """NumPy's ``matmul`` (batch dimensions broadcast, 1-D operands promoted), computed
@@ -522,6 +537,8 @@ class Tensor:
             return self.numpy().item(*index)
         except (IndexError, ValueError, OverflowError) as exc:  # (2**70: OverflowError)
             raise LayoutError(f"Tensor.item{index}: {exc} (shape {self.shape})") from None
+        except TypeError as exc:  # (a string: NumPy's message named nothing, a review)
+            raise TypeError(f"Tensor.item{index}: the index must be ints: {exc}") from None
 
 
 # Floats narrower than float32 accumulate in float32 (the rule of es.einsum).
@@ -571,7 +588,8 @@ def _reduced(
     if destination is not None:
         small = is_small_float(destination.dtype) and name in _ACCUMULATE_WIDER
         if dtype is None and not small:  # NumPy's own, in out's dtype (initial= too)
-            getattr(np, name)(arr, out=destination, **kwargs)
+            with _initial_errors(name, initial):
+                getattr(np, name)(arr, out=destination, **kwargs)
             return out
         if dtype is None:  # a sum into a small float: in float32, rounded once into out
             target = destination.dtype
@@ -582,19 +600,37 @@ def _reduced(
             into = destination
             if is_small_float(destination.dtype):  # rounded once (mean: divided in float32)
                 into = np.empty(destination.shape, np.promote_types(np.float32, target))
-            getattr(np, name)(arr, dtype=target, out=into, **kwargs)
+            with _initial_errors(name, initial):
+                getattr(np, name)(arr, dtype=target, out=into, **kwargs)
             if into is not destination:
                 np.copyto(destination, into, casting="unsafe")
             return out
     if wider != target or dtype is not None:
         kwargs["dtype"] = wider
-    result = np.asarray(getattr(np, name)(arr, **kwargs))
+    with _initial_errors(name, initial):
+        value = getattr(np, name)(arr, **kwargs)
+    # (an object array's full reduction is a Python object: its dtype was inferred anew, a
+    # review: 2**62 + 2**62 became uint64)
+    result = np.asarray(value, dtype=object if arr.dtype == object else None)
     if wider != target:
         result = result.astype(target)  # rounded once
     if destination is None:
         return as_tensor(result)
     np.copyto(destination, result, casting="unsafe")
     return out
+
+
+@contextmanager
+def _initial_errors(name: str, initial: Any) -> Iterator[None]:
+    """An ``initial=`` the reduction's dtype cannot hold is an ``OutOfRangeError`` naming
+    the method (NumPy's bare ``OverflowError``, or ``ValueError`` for a NaN into integers,
+    named nothing: a review)."""
+    try:
+        yield
+    except (OverflowError, ValueError) as error:
+        if initial is _UNSET or type(error) not in (OverflowError, ValueError):
+            raise
+        raise OutOfRangeError(f"Tensor.{name}: initial={initial!r}: {error}") from None
 
 
 def _reduction_out(out: Any, shape: tuple[int, ...], axes: Any, keepdims: bool, name: str) -> Array:

@@ -373,3 +373,67 @@ def test_the_first_direct_run_is_counted_whatever_threads_do() -> None:
             thread.join()
         missed += not counted
     assert missed == 0
+
+
+# -- explain's word on the first calls, and einsum_path's path (a review) ----------------
+
+
+def _direct_runs(equation: str, calls: list[list[np.ndarray]]) -> list[int]:
+    runs = []
+    for ops in calls:
+        before = es.plan_cache_info().direct
+        es.einsum(equation, *ops)
+        runs.append(es.plan_cache_info().direct - before)
+    return runs
+
+
+def test_the_first_call_note_says_what_a_call_after_explain_runs() -> None:
+    # the note said "explain's own look counts" and the explained shapes' next call ran
+    # the plan: it says so now (another shape of the class, the class's second call, runs
+    # directly)
+    equation = "ab,ef,bef->f"
+    first = [np.ones((5, 40)), np.ones((40, 16)), np.ones((40, 40, 16))]
+    other = [np.ones((5, 41)), np.ones((41, 16)), np.ones((41, 41, 16))]
+    clear_plan_cache()
+    report = es.explain(equation, *first)
+    assert "An explain counts as one of those calls" in report
+    assert "a call of these shapes after it runs the plan below" in report
+    assert _direct_runs(equation, [first, other, first]) == [0, 1, 0]
+    clear_plan_cache()
+    assert _direct_runs(equation, [first, other, first]) == [1, 1, 0]  # (no explain)
+
+
+@pytest.mark.parametrize(
+    ("equation", "operands"),
+    [
+        ("ij,->ij", [np.ones((3, 4)), np.float64(2.0)]),
+        ("i,i->", [np.ones(3), [1.0, 2.0, 3.0]]),
+        ("ij,->ij", [es.tensor(np.ones((3, 4))), np.float64(2.0)]),
+    ],
+)
+def test_operands_einsum_converts_get_the_first_call_note(equation: str, operands: Any) -> None:
+    # (only plain ndarrays got it, where einsum ran the others' first call directly too)
+    clear_plan_cache()
+    report = es.explain(equation, *operands)
+    clear_plan_cache()
+    runs = _direct_runs(equation, [operands])
+    assert ("first call:" in report) == (runs == [1]), (report, runs)
+    assert runs == [1]
+
+
+def test_einsum_paths_list_is_the_path_of_its_report_for_a_broadcast_operand() -> None:
+    # a broadcast operand's plan spreads its result, on another path: the list was the
+    # one of C-contiguous operands, the report (explain's) of the operands' own layouts
+    a, b, d = np.ones((2, 16, 24)), np.ones(16), np.array(3.0)
+    c = np.broadcast_to(np.arange(2.0), (16, 64, 2))
+    for equation, ops in [
+        ("fea,e,cdf,->ca", [a, b, c, d]),
+        ("dd,e,b,a->bae", [np.ones((3, 3)), np.broadcast_to(1.0, (5,)), np.ones(4), np.ones(6)]),
+    ]:
+        path, report = es.einsum_path(equation, *ops)
+        line = next(x for x in report.splitlines() if x.startswith("  path: "))
+        assert line == f"  path: {path[1:]}", (line, path)
+        assert es.contract_path(equation, *ops)[0] == path[1:]
+        np.testing.assert_allclose(
+            es.einsum(equation, *ops, optimize=path), np.einsum(equation, *ops)
+        )

@@ -28,15 +28,16 @@ from .. import memory as _memory
 from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError
 from ..strides import row_major_strides
-from ..tensors import MAX_NDARRAY_RANK
+from ..tensors import MAX_NDARRAY_RANK, Tensor
 from ..transfer import check_out
-from .backends.numpy.backend import explain_into_out, out_array
-from .backends.numpy.cache import array_facts, hot_cache, plan_from_shapes
+from .backends.numpy.backend import as_arrays, explain_into_out, out_array
+from .backends.numpy.cache import array_facts, entry_for, facts_of, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
-from .backends.numpy.limited import explain_within, run_over_limit, shape_facts
+from .backends.numpy.limited import explain_within, limited_plan, run_over_limit, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
 from .backends.numpy.report import format_plan
+from .backends.numpy.steps import Plan
 from .call import (
     EinsumCall,
     checked_shape,
@@ -49,7 +50,7 @@ from .registry import DEFAULT, HOT_PATHS, LANE_REPORTS, backend_for
 from .spec.dtypes import check_casting, check_numeric
 from .spec.paths import optimize_key
 
-__all__ = ["einsum", "einsum_path", "explain"]
+__all__ = ["einsum", "einsum_path", "explain", "path_einsum_runs"]
 
 _PLAIN_OPTIMIZE = frozenset({str, bool})
 _ndarray = np.ndarray
@@ -170,7 +171,7 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         path, report = backend.einsum_path(make_call(subscripts, *operands, optimize=optimize))
         return ["einsum_path", *path], report
     shaped = [shape_and_dtype(x, f"operand {i}") for i, x in enumerate(raw)]
-    plan = plan_from_shapes(key, shaped, None, optimize)
+    plan = _plan_einsum_runs(key, raw, shaped, optimize)
     shapes, arrays = [isinstance(x, tuple) for x in raw], array_facts(raw) is not None
     searched_once = optimize_key(optimize) is not None  # an optimizer object may not be
     if (all(shapes) or arrays) and searched_once:
@@ -182,6 +183,44 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         # another path (a review)
         return ["einsum_path", *plan.path], explain(subscripts, *operands, optimize=optimize)
     return ["einsum_path", *plan.path], format_plan(plan)
+
+
+def path_einsum_runs(
+    key: Any,
+    raw: Sequence[Any],
+    shaped: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
+    optimize: Any,
+    limit: int | None = None,
+) -> list[tuple[int, ...]]:
+    """The path einsum runs for operands ``raw`` (of ``shaped``'s shapes and dtypes), within
+    ``limit`` bytes where given: that of their own layouts for ndarrays and Tensors (a
+    broadcast operand's plan spreads its result, on another path: a review found
+    ``einsum_path``'s list and its own report disagreeing), else of C-contiguous ones."""
+    if limit is None:
+        return list(_plan_einsum_runs(key, raw, shaped, optimize).path)
+    arrays = _views(raw)
+    facts = shape_facts(shaped) if arrays is None else facts_of(arrays)
+    return list(limited_plan(key, facts, None, None, optimize, limit).plan.path)
+
+
+def _plan_einsum_runs(
+    key: Any,
+    raw: Sequence[Any],
+    shaped: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
+    optimize: Any,
+) -> Plan:
+    arrays = _views(raw)
+    if arrays is None:
+        return plan_from_shapes(key, shaped, None, optimize)
+    return entry_for(key, arrays, None, None, optimize).plan
+
+
+def _views(raw: Sequence[Any]) -> list[np.ndarray[Any, Any]] | None:
+    """The ndarrays of operands that are all ndarrays or Tensors (a Tensor's view), else
+    None (shapes, and array-likes that ``einsum_path`` sizes without converting)."""
+    if not all(type(x) is _ndarray or isinstance(x, Tensor) for x in raw):
+        return None
+    return [x.numpy() if isinstance(x, Tensor) else x for x in raw]
 
 
 def explain(
@@ -227,12 +266,22 @@ def explain(
     planned = report = backend_for(call.operands).explain(call)
     if out is None and dtype is memory_limit is casting is None and isinstance(subscripts, str):
         report = _with_lane(report, subscripts, operands, optimize)
-    plain = array_facts(call.operands) if out is None else None  # (out=: always the plan)
+    plain = _plain_facts(call) if out is None else None  # (out=: always the plan)
     if plain is not None:
         limit = _memory.LIMIT if call.memory_limit is None else call.memory_limit
         laned = report is not planned
         report = with_direct_note(report, call.key, plain, call.dtype, optimize, limit, not laned)
     return report
+
+
+def _plain_facts(call: EinsumCall) -> tuple[Any, ...] | None:
+    """The facts the NumPy backend's cache reads for ``call``'s operands (those of the
+    arrays it converts them to: a list or a NumPy scalar goes the direct way too, where
+    the report said nothing of it, a review); None on another backend."""
+    facts = array_facts(call.operands)
+    if facts is None and backend_for(call.operands).__name__ == DEFAULT:
+        facts = facts_of(as_arrays(call.operands)[0])
+    return facts
 
 
 def _explain_shapes(shapes: Sequence[Any], call: EinsumCall) -> str:

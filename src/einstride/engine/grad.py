@@ -29,6 +29,7 @@ array([[2., 0., 0.],
 from __future__ import annotations
 
 import functools
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import memory as _memory
 from ..errors import EinsumError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
@@ -104,7 +106,11 @@ def einsum_vjp(
         )
     optimize = derived_optimize(optimize, len(arrays))
     tensor_out = native and any_tensor(*operands, cotangent)
-    grads = []
+    # (within the limit less the gradients made, where they take half of it or more: below,
+    # each backward einsum within the limit, on its fast paths: a keyword costs 20-70 µs)
+    limit = _gradients_fit(spec.text, arrays) if native else None
+    wanted = _promoted([getattr(x, "dtype", None) for x in [*arrays, cot]])  # the forward's
+    grads, held = [], 0  # (the bytes of the gradients made so far: they stay alive)
     for k, x in enumerate(arrays):
         terms: list[tuple[int, ...]] = [tuple(output)]
         operands_k: list[Any] = [cot]
@@ -112,7 +118,7 @@ def einsum_vjp(
             if j != k:
                 terms.append(term)
                 operands_k.append(other)
-        keywords = _in_the_forward_dtype([*arrays, cot], operands_k)  # (fills promote to any)
+        keywords = _in_the_forward_dtype(wanted, operands_k)  # (fills promote to any)
         labels, sizes = fills[k]
         if native and labels:  # one operand: no path search over them (a review: 10 s)
             terms.append(labels)
@@ -122,9 +128,12 @@ def einsum_vjp(
                 terms.append((label,))
                 operands_k.append(np.ones(size, bool))
         args = _einsum_arguments(terms, inputs[k], operands_k)
-        if native:  # through einsum: its lanes and hot paths
-            grad = as_array(einsum(*args, optimize=optimize, **keywords))
-            grads.append(wrap_like(backend.cast_like(grad, x), tensor_out))
+        if native:  # through einsum: its lanes and hot paths (the first gradient's)
+            if held and limit is not None:  # what the gradients made leave of the limit
+                keywords["memory_limit"] = limit - held
+            grad = backend.cast_like(as_array(einsum(*args, optimize=optimize, **keywords)), x)
+            held += grad.nbytes
+            grads.append(wrap_like(grad, tensor_out))
         else:  # the backend of the whole product, as the cotangent alone may be NumPy's
             try:
                 grad = backend.einsum(make_call(*args, optimize=optimize, **keywords))
@@ -191,15 +200,33 @@ def _renamed(exc: TypeError, k: int, n: int) -> TypeError:
         return exc
 
 
-def _in_the_forward_dtype(every: Sequence[Any], used: Sequence[Any]) -> dict[str, Any]:
+def _gradients_fit(text: str, arrays: Sequence[Any]) -> int | None:
+    """The memory limit (the process's) where the gradients together (each its operand's
+    shape and dtype) take half of it or more, else None; more than all of it is an
+    ``EinsumError``.  They are all alive when the call returns, so a call whose backward
+    einsums each fit the limit could peak past it (a review: three 320 KB gradients under
+    a 500 KB limit, a peak of 1.1 MB); from half the limit on, each backward einsum keeps
+    within what the gradients made before it leave (the call's peak within the limit),
+    below it within the limit itself (the call's within 1.5 times it)."""
+    limit = _memory.LIMIT
+    need = sum(math.prod(np.shape(x)) * np.dtype(x.dtype).itemsize for x in arrays)
+    if need > limit:
+        raise EinsumError(
+            f"einsum_vjp {quoted(text)}: the gradients would allocate {need:,} bytes "
+            f"together, more than the memory limit of {limit:,} bytes"
+        )
+    return limit if 2 * need >= limit else None
+
+
+def _in_the_forward_dtype(wanted: Any, used: Sequence[Any]) -> dict[str, Any]:
     """``dtype=`` for a backward einsum whose own operands (``used``) promote to less than
-    the forward's operands and the cotangent together (``every``): an int8 cotangent times
-    an int8 operand wrapped where the forward ran in float64, bool cotangents summed as
-    ORs (a review); none where they agree.  Each backend's own promotion: NumPy's for NumPy's
-    and Dask's dtypes, torch's for torch's (a review: torch's gradients wrapped too)."""
-    wanted = _promoted([getattr(x, "dtype", None) for x in every])
+    ``wanted``, the forward's operands' and the cotangent's dtype together (:func:`_promoted`):
+    an int8 cotangent times an int8 operand wrapped where the forward ran in float64, bool
+    cotangents summed as ORs (a review); none where they agree.  Each backend's own
+    promotion: NumPy's for NumPy's and Dask's dtypes, torch's for torch's (a review: torch's
+    gradients wrapped too)."""
     own = [getattr(x, "dtype", None) for x in used]
-    if wanted is None:
+    if wanted is None or all(d == wanted for d in own):
         return {}
     numpy_own = [d for d in own if isinstance(d, np.dtype)]
     if len(numpy_own) == len(own):

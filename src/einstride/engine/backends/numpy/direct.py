@@ -403,12 +403,13 @@ DIRECT_NOTE = (
 
 
 FIRST_CALL_NOTE = (
-    "first call: the first two calls of a shape class (explain's own look counts; with "
-    "a finder asked at the real sizes, every new shape's first call) run their "
-    "path directly, each product as tensordot does it (a small problem: one numpy.einsum "
-    "loop, as is each new shape of a tiny problem's class not planned yet; no plan; its "
-    "result C-ordered, its sums maybe rounded otherwise); the plan below runs from the "
-    "next call on (a tiny problem's: from the shape's eighth, generic.PROMOTE_AT)"
+    "first call: the first two calls of a shape class (with a finder asked at the real "
+    "sizes, every new shape's first call) run their path directly, each product as "
+    "tensordot does it (a small problem: one numpy.einsum loop, as is each new shape of a "
+    "tiny problem's class not planned yet; no plan; its result C-ordered, its sums maybe "
+    "rounded otherwise); the plan below runs from the next call on (a tiny problem's: from "
+    "the shape's eighth, generic.PROMOTE_AT). An explain counts as one of those calls and "
+    "plans its own shapes: a call of these shapes after it runs the plan below"
 )
 
 

@@ -237,8 +237,11 @@ def compile_sliced(sliced: SlicedPlan) -> Program:
             for x, labels in zip(operands, axes)
         ]
 
+    labels = slicing.labels  # (a property: computed per slice it left ~22 B of cyclic
+    # garbage a slice, 290 KB over a call of 12,800 slices past its limit: a review)
+
     def key(bounds: Bounds) -> tuple[int, ...]:
-        return tuple(bounds[x][1] - bounds[x][0] for x in slicing.labels)
+        return tuple([bounds[x][1] - bounds[x][0] for x in labels])
 
     def part(
         operands: Sequence[Array],
