@@ -337,34 +337,68 @@ def test_an_in_place_update_overlapping_its_tensor_follows_numpy() -> None:
     np.testing.assert_array_equal(x, y)
 
 
-def test_numpy_ufuncs_on_tensors_give_tensors_and_write_outs_as_given() -> None:
+def test_numpy_ufuncs_on_tensors_answer_as_under_the_legacy_priority() -> None:
+    # NumPy's operators with an ndarray on the left give einstride's function (a Tensor),
+    # == and != identity, other ufuncs NumPy's result over the views (an ndarray)
     a = np.arange(1.0, 4.0)
     t = es.as_tensor(a.copy())
+    for got, expected in [(a + t, a + a), (np.float64(2) * t, 2 * a), (a < t, a < a)]:
+        assert isinstance(got, es.Tensor)
+        np.testing.assert_array_equal(got.numpy(), expected)
+    matmul = a @ es.tensor(np.ones((3, 2)))
+    assert isinstance(matmul, es.Tensor) and matmul.tolist() == [6.0, 6.0]
     for got, expected in [
         (np.sin(t), np.sin(a)),
-        (a + t, a + a),
-        (np.float64(2) * t, 2 * a),
-        (a == t, a == a),
-        (a < t, a < a),
         (np.add.reduce(t), np.add.reduce(a)),
         (np.add.accumulate(t), np.add.accumulate(a)),
         (np.multiply.outer(t, a), np.multiply.outer(a, a)),
+        (np.maximum(t, 2), np.maximum(a, 2)),
     ]:
-        assert isinstance(got, es.Tensor), (got, expected)
-        np.testing.assert_array_equal(got.numpy(), expected)
-    quotient, remainder = np.divmod(t, 2)
-    assert isinstance(quotient, es.Tensor) and isinstance(remainder, es.Tensor)
+        assert not isinstance(got, es.Tensor)
+        np.testing.assert_array_equal(got, expected)
+    assert np.add.reduce(t) == 6.0 and np.isfinite(t).all()
+    assert (a == t) is False and (a != t) is True and (t == np.float64(1)) is False
+    assert t in [a, t] and [a, t].index(t) == 1 and [a] != [t]  # (identity: no ValueError)
+    assert (t == t) is True and np.equal(t, t) is True
     out = np.empty(3)
     assert np.add(t, 1, out=out) is out
     np.testing.assert_array_equal(out, a + 1)
     own = es.tensor(np.zeros(3))
     assert np.add(a, 1, out=own) is own
     np.testing.assert_array_equal(own.numpy(), a + 1)
-    other = es.as_tensor(a.copy())
-    assert (t == t) is True and (t == other) is False  # (Tensor == Tensor: identity)
+
+
+def test_ufunc_keywords_and_outputs_of_tensors_work_as_numpys() -> None:
+    # (a review of the protocol: where= a Tensor recursed forever, a partial out= tuple
+    # of a two-output ufunc was refused, a bfloat16 ndarray @ Tensor ran NumPy's matmul)
+    mask = es.tensor([True, False, True])
+    np.testing.assert_array_equal(np.add(np.ones(3), 1, out=np.zeros(3), where=mask), [2, 0, 2])
+    assert np.sum(np.ones(3), where=mask) == 2.0
+    t = es.tensor([1.0, 2.0, 3.0])
+    quotient, remainder = np.divmod(t, 2, out=(None, np.zeros(3)))
+    np.testing.assert_array_equal(quotient, [0, 1, 1])
+    np.testing.assert_array_equal(remainder, [1, 0, 1])
+    bf = ml_dtypes.bfloat16
+    product = np.ones((2, 30), bf) @ es.tensor(np.ones((30, 2), bf))
+    assert product.dtype == bf  # (einstride's matmul, as Tensor @ Tensor)
 
 
 def test_a_tensor_out_keeps_einstrides_overlap_rule() -> None:
     xt = es.as_tensor(np.arange(6.0))
     with pytest.raises(es.LayoutError, match=r"add: input 0 .* overlaps out="):
         np.add(xt[:5], 1, out=xt[1:])
+
+
+def test_a_tensor_is_written_only_by_einstrides_functions() -> None:
+    # a review: np.add.at wrote through a read-only Tensor (over bytes), np.negative with
+    # a keyword wrote a strided Tensor out= by NumPy 2.4's miscomputing loop
+    buffer = np.frombuffer(b"\0" * 24)
+    with pytest.raises(TypeError, match=r"numpy\.add\.at does not write a Tensor"):
+        np.add.at(Tensor(buffer), [0], 1)
+    assert buffer.tolist() == [0.0, 0.0, 0.0]
+    x = np.arange(8.0, dtype=np.float32)[::4]
+    out = Tensor(np.zeros(4, np.float32))[::2]
+    with pytest.raises(TypeError, match="a Tensor out= is written by einstride's"):
+        np.negative(x, out=out, where=True)
+    np.negative(x, out=out)  # (the plain call: es.negative, its workaround)
+    assert out.tolist() == [-0.0, -4.0]

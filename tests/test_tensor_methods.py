@@ -424,6 +424,12 @@ def test_a_full_reduction_of_objects_stays_objects() -> None:
     mixed = es.tensor(np.array([1, 2.5, 3], dtype=object))
     assert mixed.sum().dtype == object == mixed.reshape(1, 3).sum(axis=1).dtype
     assert es.tensor(np.arange(3)).sum().dtype == np.arange(3).sum().dtype  # (numbers: NumPy's)
+    for got, numpys in [  # (dtype= keeps NumPy's: a review found it ignored)
+        (big.sum(dtype=float), np.array([2**62, 2**62], object).sum(dtype=float)),
+        (big.sum(axis=0, dtype=float), np.array([2**62, 2**62], object).sum(axis=0, dtype=float)),
+        (big.mean(), np.array([2**62, 2**62], object).mean()),
+    ]:
+        assert got.dtype == np.asarray(numpys).dtype == np.float64
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ import numpy as np
 
 from .errors import LayoutError, OutOfRangeError
 from .memory import check_array, memory_limit
-from .tensors import Array, Tensor, any_tensor, as_array, as_tensor, wrap_like
+from .tensors import Array, Tensor, any_tensor, as_array, wrap_like
 from .transfer import check_destination, check_elementwise_out, errors_may_raise
 
 __all__ = [
@@ -208,40 +208,66 @@ def _binary(name: str, ufunc: np.ufunc) -> ElementWise:
     return _named(function, name, f"``numpy.{ufunc.__name__}`` of ``x1`` and ``x2``")
 
 
+# The ufuncs of NumPy's operators on a Tensor: the legacy ``__array_priority__`` gave
+# ``ndarray <op> Tensor`` to the Tensor's reflected operator, as ``array_ufunc`` still does
+_OPERATORS = frozenset(
+    {np.add, np.subtract, np.multiply, np.divide, np.power}
+    | {np.less, np.less_equal, np.greater, np.greater_equal}
+)
+_IDENTITY = {np.equal: True, np.not_equal: False}  # the answer for one object
+
+
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    """A NumPy ufunc called on Tensors (``Tensor.__array_ufunc__``, NumPy's protocol): the
-    function of this module where there is one (a plain call, at most a Tensor ``out=``:
-    its checks of overlap and size), else NumPy's ufunc over the Tensors' views (an
-    ndarray ``out=``: NumPy's own overlap rules, as ``x[1:] += t[:5]`` of one buffer).
-    ``out=`` is written and returned as given; otherwise each result is a Tensor (any
-    Tensor in, Tensor out).  ``ndarray += Tensor`` so writes the array, as for any
-    array-like (NumPy's in-place operator gave way to the Tensor's reflected one: a new
-    Tensor, the array unchanged, a review), and ``ndarray == Tensor`` is NumPy's
-    element-wise comparison (``Tensor == Tensor`` stays identity: Tensors are hashable).
+    """A NumPy ufunc called with Tensors (``Tensor.__array_ufunc__``, NumPy's protocol),
+    answered as NumPy's operators and functions answered under the legacy
+    ``__array_priority__``, but for an ndarray ``out=``, which is written: ``ndarray +=
+    Tensor`` writes the array (the legacy deferral rebound the name to a new Tensor and
+    left the caller's array unchanged: a review).
+
+    * ``ndarray <op> Tensor`` for ``+ - * / ** < <= > >=`` is einstride's function (a
+      Tensor), ``ndarray @ Tensor`` einstride's matmul; ``==`` and ``!=`` are identity (a
+      Tensor equals only itself: it stays hashable, ``t in [a, t]`` works; use
+      ``es.equal`` for values);
+    * any other ufunc runs over the Tensors' views and gives NumPy's result (an ndarray or
+      a NumPy scalar: ``np.sin(t)``, ``np.add.reduce(t)``);
+    * a Tensor ``out=`` is written only by einstride's function (a plain call: its overlap
+      and repeated-location checks, its workarounds), and ``ufunc.at`` never writes a
+      Tensor: else a ``TypeError``, as before.
 
     >>> a = np.zeros(3)
     >>> a += Tensor(np.arange(3.0))
     >>> type(a).__name__, a.tolist()
     ('ndarray', [0.0, 1.0, 2.0])
-    >>> np.sin(Tensor(np.zeros(2)))
-    Tensor([0., 0.], layout=(2,):(1,)+0, dtype=float64)
+    >>> type(a + Tensor(np.ones(3))).__name__, np.sin(Tensor(np.zeros(2)))
+    ('Tensor', array([0., 0.]))
     """
-    outs = tuple(o for o in kwargs.pop("out", ()) if o is not None)
+    out = kwargs.get("out")
+    plain = method == "__call__" and set(kwargs) <= {"out"}
+    if plain and out is None:
+        if ufunc in _IDENTITY:
+            return _IDENTITY[ufunc] if inputs[0] is inputs[1] else not _IDENTITY[ufunc]
+        if ufunc is np.matmul:  # (Tensor's own operators: the reflected one for an ndarray)
+            left, right = inputs
+            return right.__rmatmul__(left) if isinstance(right, Tensor) else left @ right
+        if ufunc in _OPERATORS:
+            return _BY_UFUNC[ufunc](*inputs)
+    name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
     function = _BY_UFUNC.get(ufunc)
-    own_out = len(outs) == 1 and isinstance(outs[0], Tensor)
-    if function is not None and method == "__call__" and not kwargs and (own_out or not outs):
-        return function(*inputs, out=outs[0] if outs else None)
-    arrays = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
-    if outs:
-        kwargs["out"] = tuple(o.numpy() if isinstance(o, Tensor) else o for o in outs)
-    result = getattr(ufunc, method)(*arrays, **kwargs)
-    if outs:
-        return outs[0] if len(outs) == 1 else outs
-    if method == "at":  # (in place, on its first input)
-        return None
-    if isinstance(result, tuple):  # (a ufunc of several outputs: divmod, frexp, ...)
-        return tuple(as_tensor(np.asarray(part)) for part in result)
-    return as_tensor(np.asarray(result))
+    if out is not None and any(isinstance(o, Tensor) for o in out):
+        if plain and function is not None and len(out) == 1:
+            return function(*inputs, out=out[0])
+        raise TypeError(
+            f"numpy.{name}: a Tensor out= is written by einstride's element-wise functions, "
+            "with no other keyword (es.add(x, y, out=t))"
+        )
+    if method == "at" and isinstance(inputs[0], Tensor):
+        raise TypeError(
+            f"numpy.{name} does not write a Tensor: write its view, "
+            f"np.{name}(t.numpy(), ...), where the layout allows it"
+        )
+    views = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
+    given = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    return getattr(ufunc, method)(*views, **given)
 
 
 def _named(function: ElementWise, name: str, what: str) -> ElementWise:

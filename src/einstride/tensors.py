@@ -609,9 +609,10 @@ def _reduced(
         kwargs["dtype"] = wider
     with _initial_errors(name, initial):
         value = getattr(np, name)(arr, **kwargs)
-    # (an object array's full reduction is a Python object: its dtype was inferred anew, a
-    # review: 2**62 + 2**62 became uint64)
-    result = np.asarray(value, dtype=object if arr.dtype == object else None)
+    # (an object array's full reduction without dtype= is a Python object: its dtype was
+    # inferred anew, a review: 2**62 + 2**62 became uint64; NumPy's own values keep theirs)
+    python = arr.dtype == object and not isinstance(value, (np.ndarray, np.generic))
+    result = np.asarray(value, dtype=object if python else None)
     if wider != target:
         result = result.astype(target)  # rounded once
     if destination is None:

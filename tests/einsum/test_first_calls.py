@@ -437,3 +437,17 @@ def test_einsum_paths_list_is_the_path_of_its_report_for_a_broadcast_operand() -
         np.testing.assert_allclose(
             es.einsum(equation, *ops, optimize=path), np.einsum(equation, *ops)
         )
+
+
+def test_einsum_paths_list_is_the_path_of_its_report_within_the_memory_limit() -> None:
+    # (a review: under a limit the report showed the limited plan, the list the unlimited)
+    from einstride import memory
+
+    ops = [np.ones((5, 5, 4)), np.ones((4, 5)), np.ones((5, 4)), np.ones(())]
+    previous = memory.set_memory_limit(300)
+    try:
+        path, report = es.einsum_path("gab,cf,fb,->bg", *ops, optimize="optimal")
+    finally:
+        memory.set_memory_limit(previous)
+    line = next(x for x in report.splitlines() if x.startswith("  path: "))
+    assert line == f"  path: {path[1:]}", (line, path)

@@ -36,6 +36,7 @@ from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
 from .backends.numpy.limited import explain_within, limited_plan, run_over_limit, shape_facts
 from .backends.numpy.options import DEFAULT as _DEFAULT_OPTIONS
+from .backends.numpy.peak import plan_peak
 from .backends.numpy.report import format_plan
 from .backends.numpy.steps import Plan
 from .call import (
@@ -180,8 +181,12 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         # left out a network's first call and the memory limit's verdict: a review); not
         # for other array-likes (a range of 10**12 items is a shape to einsum_path, and
         # explain would build it), nor for an optimizer object, whose next search may find
-        # another path (a review)
-        return ["einsum_path", *plan.path], explain(subscripts, *operands, optimize=optimize)
+        # another path (a review); within the memory limit, as explain's report (a review)
+        try:
+            path = path_einsum_runs(key, raw, shaped, optimize, _memory.LIMIT)
+        except EinsumError:  # (einsum would raise: the report says so)
+            path = list(plan.path)
+        return ["einsum_path", *path], explain(subscripts, *operands, optimize=optimize)
     return ["einsum_path", *plan.path], format_plan(plan)
 
 
@@ -196,9 +201,10 @@ def path_einsum_runs(
     ``limit`` bytes where given: that of their own layouts for ndarrays and Tensors (a
     broadcast operand's plan spreads its result, on another path: a review found
     ``einsum_path``'s list and its own report disagreeing), else of C-contiguous ones."""
-    if limit is None:
-        return list(_plan_einsum_runs(key, raw, shaped, optimize).path)
-    arrays = _views(raw)
+    plan = _plan_einsum_runs(key, raw, shaped, optimize)
+    if limit is None or plan_peak(plan) <= limit:
+        return list(plan.path)
+    arrays = _views(raw)  # (over the limit: the limited plan's, as explain_within reports)
     facts = shape_facts(shaped) if arrays is None else facts_of(arrays)
     return list(limited_plan(key, facts, None, None, optimize, limit).plan.path)
 
