@@ -360,6 +360,9 @@ def test_numpy_ufuncs_on_tensors_answer_as_under_the_legacy_priority() -> None:
     assert (a == t) is False and (a != t) is True and (t == np.float64(1)) is False
     assert t in [a, t] and [a, t].index(t) == 1 and [a] != [t]  # (identity: no ValueError)
     assert (t == t) is True and np.equal(t, t) is True
+    # (a direct call is its operator: NumPy hands both over alike; documented)
+    assert isinstance(np.add(a, t), es.Tensor) and np.equal(a, t) is False
+    assert es.equal(a, t).tolist() == [True, True, True]
     out = np.empty(3)
     assert np.add(t, 1, out=out) is out
     np.testing.assert_array_equal(out, a + 1)

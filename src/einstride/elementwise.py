@@ -219,10 +219,13 @@ _IDENTITY = {np.equal: True, np.not_equal: False}  # the answer for one object
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
     """A NumPy ufunc called with Tensors (``Tensor.__array_ufunc__``, NumPy's protocol),
-    answered as NumPy's operators and functions answered under the legacy
-    ``__array_priority__``, but for an ndarray ``out=``, which is written: ``ndarray +=
-    Tensor`` writes the array (the legacy deferral rebound the name to a new Tensor and
-    left the caller's array unchanged: a review).
+    answered as NumPy's *operators* answered under the legacy ``__array_priority__``, but
+    for an ndarray ``out=``, which is written: ``ndarray += Tensor`` writes the array (the
+    legacy deferral rebound the name to a new Tensor and left the caller's array
+    unchanged: a review).  NumPy hands an operator and a direct call of its ufunc over
+    alike, so ``np.add(a, t)`` is ``a + t`` (a Tensor; it was NumPy's ndarray) and
+    ``np.equal(a, t)`` is ``a == t`` (identity; it was element-wise): ``es.add`` and
+    ``es.equal`` (or ``t.numpy()``) say which is meant.
 
     * ``ndarray <op> Tensor`` for ``+ - * / ** < <= > >=`` is einstride's function (a
       Tensor), ``ndarray @ Tensor`` einstride's matmul; ``==`` and ``!=`` are identity (a
