@@ -442,6 +442,12 @@ def test_a_full_reduction_of_objects_stays_objects() -> None:
             es.OutOfRangeError,
             "Tensor.astype: ",
         ),
+        (
+            lambda t: es.tensor(np.array(["1.5", "x"])).astype(float),
+            es.OutOfRangeError,
+            "Tensor.astype: could not convert string to float",
+        ),
+        (lambda t: t.astype("foo"), TypeError, "Tensor.astype: data type 'foo' not understood"),
     ],
 )
 def test_method_errors_name_the_method(call: Any, error: Any, words: str) -> None:

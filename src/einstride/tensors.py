@@ -490,12 +490,20 @@ class Tensor:
         >>> t.astype(np.int32).tolist(), t.astype(t.dtype, copy=False) is t
         ([1, -2], True)
         """
-        target = as_dtype(dtype)
+        try:
+            target = as_dtype(dtype)
+        except TypeError as error:  # (NumPy's "not understood" named nothing: a review)
+            raise TypeError(f"Tensor.astype: {error}") from None
         if target == self.dtype and not copy:
             return self
         check_array(self.shape, target, "Tensor.astype")  # (a broadcast view: sized first)
         with value_errors("Tensor.astype"):  # (its errors named tensor(): a review)
-            arr = np.array(self.numpy(), dtype=target, order="C", copy=True)
+            try:
+                arr = np.array(self.numpy(), dtype=target, order="C", copy=True)
+            except ValueError as error:  # a string that is no number, as copy_to's
+                if type(error) is not ValueError:
+                    raise
+                raise OutOfRangeError(f"Tensor.astype: {error} (into {target})") from None
         return Tensor(arr.reshape(-1), arr.shape)
 
     def __matmul__(self, other: Any) -> Tensor:
