@@ -183,7 +183,7 @@ def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "auto") -> tupl
         # explain would build it), nor for an optimizer object, whose next search may find
         # another path (a review); within the memory limit, as explain's report (a review)
         try:
-            path = path_einsum_runs(key, raw, shaped, optimize, _memory.LIMIT)
+            path = _path_within(plan, key, raw, shaped, optimize, _memory.LIMIT)
         except EinsumError:  # (einsum would raise: the report says so)
             path = list(plan.path)
         return ["einsum_path", *path], explain(subscripts, *operands, optimize=optimize)
@@ -201,10 +201,23 @@ def path_einsum_runs(
     ``limit`` bytes where given: that of their own layouts for ndarrays and Tensors (a
     broadcast operand's plan spreads its result, on another path: a review found
     ``einsum_path``'s list and its own report disagreeing), else of C-contiguous ones."""
-    plan = _plan_einsum_runs(key, raw, shaped, optimize)
+    return _path_within(_plan_einsum_runs(key, raw, shaped, optimize), key, raw, shaped,
+                        optimize, limit)  # fmt: skip
+
+
+def _path_within(
+    plan: Plan,
+    key: Any,
+    raw: Sequence[Any],
+    shaped: Sequence[tuple[tuple[int, ...], np.dtype[Any]]],
+    optimize: Any,
+    limit: int | None,
+) -> list[tuple[int, ...]]:
+    """``plan``'s path where it fits ``limit``, else the limited plan's (as
+    ``explain_within`` reports it)."""
     if limit is None or plan_peak(plan) <= limit:
         return list(plan.path)
-    arrays = _views(raw)  # (over the limit: the limited plan's, as explain_within reports)
+    arrays = _views(raw)
     facts = shape_facts(shaped) if arrays is None else facts_of(arrays)
     return list(limited_plan(key, facts, None, None, optimize, limit).plan.path)
 
