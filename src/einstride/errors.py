@@ -27,6 +27,7 @@ __all__ = [
     "LayoutError",
     "MemoryLimitError",
     "OutOfRangeError",
+    "cast_errors",
     "ragged_errors",
     "value_errors",
 ]
@@ -111,3 +112,24 @@ def ragged_errors(what: str) -> Iterator[None]:
         if type(error) is not ValueError or "inhomogeneous" not in str(error):
             raise
         raise LayoutError(f"{what}: nested sequences of unequal lengths: {error}") from None
+
+
+@contextmanager
+def cast_errors(what: str, into: str = "") -> Iterator[None]:
+    """:func:`value_errors`, and NumPy's bare ``ValueError`` of a cast (a string that is no
+    number, which names no function) as an :class:`OutOfRangeError` naming ``what``, the
+    message ending in ``into``.
+
+    >>> import numpy as np
+    >>> with cast_errors("copy_to", " (into float64)"):
+    ...     np.array(["1", "a"]).astype(np.float64)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    einstride.errors.OutOfRangeError: copy_to: could not convert string to float: ... (into float64)
+    """
+    with value_errors(what):
+        try:
+            yield
+        except ValueError as error:
+            if type(error) is not ValueError:  # (ours, UnicodeError and the like: as they are)
+                raise
+            raise OutOfRangeError(f"{what}: {error}{into}") from None

@@ -157,7 +157,7 @@ def _operand(x: Any, name: str) -> Any:
     try:
         return np.asarray(x)
     except (TypeError, ValueError) as exc:
-        raise TypeError(
+        raise EinsumTypeError(
             f"tensordot: {name} ({type(x).__name__}) cannot be converted to an array: {exc}"
         ) from None
 

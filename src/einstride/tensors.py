@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import memory as _memory
-from .errors import LayoutError, OutOfRangeError, ragged_errors, value_errors
+from .errors import LayoutError, OutOfRangeError, cast_errors, ragged_errors, value_errors
 from .layout import Layout, is_int_scalar, normalize_axes
 from .memory import check_array, check_array_like, check_listing
 from .narrow import as_dtype, as_strided, is_small_float
@@ -497,13 +497,8 @@ class Tensor:
         if target == self.dtype and not copy:
             return self
         check_array(self.shape, target, "Tensor.astype")  # (a broadcast view: sized first)
-        with value_errors("Tensor.astype"):  # (its errors named tensor(): a review)
-            try:
-                arr = np.array(self.numpy(), dtype=target, order="C", copy=True)
-            except ValueError as error:  # a string that is no number, as copy_to's
-                if type(error) is not ValueError:
-                    raise
-                raise OutOfRangeError(f"Tensor.astype: {error} (into {target})") from None
+        with cast_errors("Tensor.astype", f" (into {target})"):  # (named tensor(): a review)
+            arr = np.array(self.numpy(), dtype=target, order="C", copy=True)
         return Tensor(arr.reshape(-1), arr.shape)
 
     def __matmul__(self, other: Any) -> Tensor:
@@ -680,7 +675,7 @@ def _matmul(a: Any, b: Any) -> Tensor:
     """``a @ b`` with NumPy's rules, as the einsum of the operands' ranks."""
     from .engine import einsum
 
-    ranks = [x.ndim if isinstance(x, (Tensor, np.ndarray)) else np.ndim(x) for x in (a, b)]
+    ranks = [_matmul_rank(x, position) for position, x in enumerate((a, b))]
     if 0 in ranks:
         raise LayoutError(  # (NumPy: a plain ValueError; ours names the operand, a review)
             f"matmul: operand {ranks.index(0)} has rank 0 (use * to multiply by a scalar)"
@@ -693,6 +688,15 @@ def _matmul(a: Any, b: Any) -> Tensor:
     }[(ranks[0] == 1, ranks[1] == 1)]
     result: Tensor = einsum(equation, a, b)
     return result
+
+
+def _matmul_rank(x: Any, position: int) -> int:
+    """The rank of matmul's operand ``position``; nested sequences of unequal lengths are a
+    :class:`LayoutError` naming it (NumPy's bare ``ValueError`` named nothing)."""
+    if isinstance(x, (Tensor, np.ndarray)):
+        return x.ndim
+    with ragged_errors(f"matmul: operand {position}"):
+        return int(np.ndim(x))
 
 
 def _check_storage(storage: Any) -> Array:
@@ -835,16 +839,18 @@ def _element_strides(arr: Array) -> tuple[int, ...] | None:
     return tuple(strides)
 
 
-def as_array(x: Any) -> Array:
+def as_array(x: Any, what: str | None = None) -> Array:
     """The ndarray behind a Tensor (a view), or ``np.asarray`` of anything else once its size
-    was checked (``memory.check_array_like``: a ``range(10**12)`` fails before NumPy reads it).
+    was checked (``memory.check_array_like``: a ``range(10**12)`` fails before NumPy reads it);
+    nested sequences of unequal lengths are a :class:`LayoutError` naming ``what`` (the
+    function and argument), or the object taken as an array.
     """
     if isinstance(x, Tensor):
         return x.numpy()
     if isinstance(x, np.ndarray):
         return x
     check_array_like(x, None, "the conversion to an array")
-    with ragged_errors(f"a {type(x).__name__} taken as an array"):
+    with ragged_errors(what or f"a {type(x).__name__} taken as an array"):
         return np.asarray(x)
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import LayoutError, OutOfRangeError, value_errors
+from .errors import LayoutError, cast_errors, value_errors
 from .footprint import Footprint
 from .layout import Layout, as_int_tuple, normalize_axes
 from .memory import check_array, check_listing
@@ -282,13 +282,8 @@ def converted(source: Array, dtype: np.dtype[Any], op: str) -> Array:
     # again (a review: a scalar copied into 200 MB made a 200 MB converted copy)
     compact = source[tuple(slice(0, 1) if s == 0 else slice(None) for s in source.strides)]
     check_array(compact.shape, dtype, f"{op} (a converted copy)")
-    with value_errors(op):
-        try:
-            done = compact.astype(dtype, casting="unsafe")
-        except ValueError as error:
-            if type(error) is not ValueError:  # (UnicodeError and the like: as they are)
-                raise
-            raise OutOfRangeError(f"{op}: {error}") from None
+    with cast_errors(op):
+        done = compact.astype(dtype, casting="unsafe")
     return done if done.shape == source.shape else np.broadcast_to(done, source.shape)
 
 

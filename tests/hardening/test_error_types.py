@@ -280,7 +280,10 @@ RAGGED = [[1, 2], [3]]
     [
         (lambda: es.tensor(RAGGED), "tensor: "),
         (lambda: es.as_tensor(RAGGED), "a list taken as an array: "),
-        (lambda: es.add(RAGGED, 1), "a list taken as an array: "),
+        (lambda: es.add(RAGGED, 1), "add: operand 0: "),
+        (lambda: es.tensor(np.ones((2, 2))) * RAGGED, "multiply: operand 1: "),
+        (lambda: es.tensor(np.ones((2, 2))) @ RAGGED, "matmul: operand 1: "),
+        (lambda: RAGGED @ es.tensor(np.ones((2, 2))), "matmul: operand 0: "),
         (lambda: es.reshape(RAGGED, 3), "a list taken as an array: "),
         (lambda: es.where([True, False], RAGGED, 0), "a list taken as an array: "),
         (lambda: es.full((2, 2), RAGGED), "full fill_value: "),
@@ -299,3 +302,19 @@ def test_ragged_nested_sequences_are_a_layout_error_naming_the_input(
     assert str(caught.value).startswith(names + "nested sequences of unequal lengths"), str(
         caught.value
     )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.einsum("i,i->", RAGGED, [1, 2]),
+        lambda: es.contract_expression("i,i->", (2,), (2,))(RAGGED, [1, 2]),
+        lambda: es.numpy_compat.tensordot(RAGGED, [1, 2], 1),
+    ],
+)
+def test_an_operand_einsum_cannot_convert_is_an_einsum_type_error(call: Callable[[], Any]) -> None:
+    # (a bare TypeError before: outside the error family; NumPy's ValueError is caught too)
+    with pytest.raises(es.EinsumTypeError, match=r"\(list\) cannot be converted to an array"):
+        call()
+    with pytest.raises(ValueError):
+        call()

@@ -147,15 +147,9 @@ def make_call(
         order = order.upper()  # NumPy takes 'c', 'f', 'a', 'k' too
     elif order is None:
         order = "K"  # NumPy takes None for its default too
-    if not isinstance(order, str) or order not in ORDERS:  # (an array: see casting)
-        kind = EinsumError if isinstance(order, str) else EinsumTypeError  # NumPy's classes
-        raise kind(f"einsum: order must be one of 'C', 'F', 'A' or 'K', not {order!r}")
-    if casting is not None and (not isinstance(casting, str) or casting not in CASTINGS):
-        # (``in`` compares an array with each rule, an array: NumPy's bare ValueError, a review)
-        kind = EinsumError if isinstance(casting, str) else EinsumTypeError  # NumPy's classes
-        raise kind(
-            f"einsum: casting must be one of {', '.join(map(repr, CASTINGS))}, not {casting!r}"
-        )
+    _check_choice("order", order, ORDERS)
+    if casting is not None:
+        _check_choice("casting", casting, CASTINGS)
     key, raw = equation_and_operands(subscripts, operands)
     return EinsumCall(
         key=key,
@@ -167,6 +161,21 @@ def make_call(
         order=cast(Order, order),
         casting=cast("Casting | None", casting),
     )
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    """``value`` is one of ``choices`` (the string test first: ``in`` would compare an
+    array with each choice, NumPy's bare ``ValueError``, a review); else NumPy's classes, an
+    :class:`EinsumError` for another string, an :class:`EinsumTypeError` for no string.
+
+    >>> _check_choice("order", 1, ("C", "F"))
+    Traceback (most recent call last):
+    einstride.errors.EinsumTypeError: einsum: order must be one of 'C', 'F', not 1
+    """
+    if isinstance(value, str) and value in choices:
+        return
+    kind = EinsumError if isinstance(value, str) else EinsumTypeError
+    raise kind(f"einsum: {name} must be one of {', '.join(map(repr, choices))}, not {value!r}")
 
 
 def equation_of(key: EquationKey) -> Equation:

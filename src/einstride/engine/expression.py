@@ -323,6 +323,6 @@ def _shape(x: Any, i: int) -> tuple[Any, ...]:
     try:
         return tuple(np.shape(x))
     except ValueError as exc:
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
         ) from None

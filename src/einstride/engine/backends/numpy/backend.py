@@ -19,7 +19,7 @@ import numpy as np
 
 from .... import memory as _memory
 from ...._compat import promoted_scalars
-from ....errors import EinsumError
+from ....errors import EinsumError, EinsumTypeError
 from ....narrow import is_small_float
 from ....tensors import Tensor, wrap_like
 from ....transfer import check_out, out_type_error
@@ -189,7 +189,7 @@ def _converted(raw: Sequence[Any]) -> tuple[list[Array], bool]:
             # the Dask backend converts it: a review)
             if isinstance(exc, EinsumError):
                 raise
-            raise TypeError(
+            raise EinsumTypeError(
                 f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
             ) from None
     return arrays, tensor_in
