@@ -318,3 +318,32 @@ def test_an_operand_einsum_cannot_convert_is_an_einsum_type_error(call: Callable
         call()
     with pytest.raises(ValueError):
         call()
+
+
+def _torch_sparse() -> Any:
+    torch = pytest.importorskip("torch")
+    return torch.eye(3).to_sparse()
+
+
+def _dask_ones() -> Any:
+    return pytest.importorskip("dask.array").ones((3, 3), chunks=2)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.einsum(3, np.ones(3)),  # subscripts of no kind
+        lambda: es.einsum("i->", np.array(["a", "b"])),  # a dtype that is no number
+        lambda: es.einsum("i->", np.ones(3), dtype="no such dtype"),
+        lambda: es.explain("i,i->", (3,), np.ones(3)),  # shapes and operands mixed
+        lambda: es.einsum_vjp(3, [np.ones(3)], np.ones(())),
+        lambda: es.einsum("ij->", _torch_sparse()),
+        lambda: es.einsum("ij->i", pytest.importorskip("torch").ones(3, 3), out=np.empty(3)),
+        lambda: es.einsum("ij->", _dask_ones(), memory_limit=1.5),
+        lambda: es.einsum("ij->i", _dask_ones(), out=np.empty(3)),
+    ],
+)
+def test_einsums_type_errors_are_einsum_errors(call: Callable[[], Any]) -> None:
+    # (bare TypeErrors before: ``except EinsumError`` missed a wrong kind of argument)
+    with pytest.raises(es.EinsumTypeError):
+        call()

@@ -384,6 +384,7 @@ DOCUMENTED = (
     "MemoryLimitError",
     "LayoutError",
     "EinsumError",
+    "EinsumTypeError",
     "OutOfRangeError",
     "TypeError",
     "ValueError",

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import memory as _memory
 from .._compat import VALUE_BASED, holds_scalar
-from ..errors import EinsumError
+from ..errors import EinsumError, EinsumTypeError
 from ..strides import row_major_strides
 from ..tensors import MAX_NDARRAY_RANK, Tensor
 from ..transfer import check_out
@@ -282,7 +282,7 @@ def explain(
     if all(shapes):
         return _explain_shapes(call.operands, call)
     if any(shapes):
-        raise TypeError("explain takes either shapes (tuples of ints) or operands, not both")
+        raise EinsumTypeError("explain takes either shapes (tuples of ints) or operands, not both")
     call = _converted_once(call)
     planned = report = backend_for(call.operands).explain(call)
     if out is None and dtype is memory_limit is casting is None and isinstance(subscripts, str):

@@ -228,7 +228,7 @@ def dtype_of(dtype: Any) -> np.dtype[Any]:
     try:
         found: np.dtype[Any] = _numpy_dtype(dtype)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
+        raise EinsumTypeError(f"einsum: dtype={dtype!r} is not a dtype ({exc})") from None
     return found
 
 
@@ -307,7 +307,9 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     try:
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"einsum: {what} ({type(x).__name__}) is not an array: {exc}") from None
+        raise EinsumTypeError(
+            f"einsum: {what} ({type(x).__name__}) is not an array: {exc}"
+        ) from None
     return arr.shape, arr.dtype
 
 

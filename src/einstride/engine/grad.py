@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .. import memory as _memory
-from ..errors import EinsumError
+from ..errors import EinsumError, EinsumTypeError
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
@@ -70,7 +70,7 @@ def _equation_key(subscripts: Any, n_operands: int) -> EquationKey:
         parse_sublists(subscripts[:n_operands], output)  # (so every label is hashable)
         terms = tuple(tuple(sublist) for sublist in subscripts[:n_operands])
         return terms if output is None else (*terms, tuple(output))  # (None: implicit mode)
-    raise TypeError(
+    raise EinsumTypeError(
         "einsum_vjp: subscripts must be an equation string or a sequence of sublists, one per "
         "operand and optionally one for the output"
     )
@@ -92,7 +92,7 @@ def einsum_vjp(
     array([2., 2., 2.])
     """
     if isinstance(operands, (str, bytes)) or not isinstance(operands, Sequence):
-        raise TypeError("einsum_vjp: operands must be a sequence of arrays")
+        raise EinsumTypeError("einsum_vjp: operands must be a sequence of arrays")
     backend = backend_for([*operands, cotangent])
     native = backend.__name__ == DEFAULT
     arrays, cot = _arrays(operands, cotangent, native)

@@ -29,7 +29,9 @@ def check_numeric(dtype: np.dtype[Any], what: str) -> None:
     TypeError: einsum: operand 0 has dtype <U3, which is not numeric (bool, int, float, complex)
     """
     if dtype.kind not in "biufc" and not is_small_float(dtype):
-        raise TypeError(f"einsum: {what} {dtype}, which is not numeric (bool, int, float, complex)")
+        raise EinsumTypeError(
+            f"einsum: {what} {dtype}, which is not numeric (bool, int, float, complex)"
+        )
 
 
 def check_casting(dtypes: Sequence[np.dtype[Any]], dtype: np.dtype[Any], casting: Any) -> None:
@@ -71,7 +73,9 @@ def result_dtype(
     try:
         found = as_dtype(dtype).newbyteorder("=") if dtype is not None else np.result_type(*dtypes)
     except TypeError as exc:
-        raise TypeError(f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}") from None
+        raise EinsumTypeError(
+            f"einsum: no common dtype for {[str(d) for d in dtypes]}: {exc}"
+        ) from None
     except ValueError:  # np.result_type() of nothing
         raise EinsumError("einsum: at least one operand is required") from None
     check_numeric(found, "the result has dtype")

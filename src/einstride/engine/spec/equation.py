@@ -212,7 +212,7 @@ def parse_subscripts(subscripts: str) -> Equation:
     einstride.errors.EinsumError: einsum 'i->jj': output label 'j' (position 3) appears in no input
     """
     if not isinstance(subscripts, str):
-        raise TypeError(f"einsum subscripts must be a str, not {type(subscripts).__name__}")
+        raise EinsumTypeError(f"einsum subscripts must be a str, not {type(subscripts).__name__}")
     chars = [(pos, ch) for pos, ch in enumerate(subscripts) if not ch.isspace()]
     fail = functools.partial(_fail_text, subscripts)
     inputs_part, output_part = _split_arrow(chars, fail)
@@ -672,14 +672,14 @@ def _sub_equation(
 def _checked_shape(equation: Equation, shape: Any, i: int) -> tuple[int, ...]:
     """A shape for :func:`parse_equation`: a sequence of ints ``>= 0`` (``bool`` is not one)."""
     if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
-        raise TypeError(
+        raise EinsumTypeError(
             f"parse_equation: shape {i} must be a sequence of ints, not {_shown(shape)}"
         )
     check_listing(shape, f"parse_equation shape {i}")
     dims = tuple(shape)
     for n in dims:
         if isinstance(n, bool) or not hasattr(n, "__index__"):
-            raise TypeError(
+            raise EinsumTypeError(
                 f"parse_equation: shape {i} {_shown(dims)} has {_shown(n)}; lengths are ints"
             )
     lengths = tuple(operator.index(n) for n in dims)

@@ -34,7 +34,7 @@ import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
 
-from ....errors import EinsumError
+from ....errors import EinsumError, EinsumTypeError
 from ...call import EinsumCall, checked_memory_limit, is_shape, make_call
 from ...spec.dtypes import check_casting, check_numeric, compute_dtype, result_dtype
 from ...spec.equation import bind, quoted
@@ -91,7 +91,7 @@ def task_memory_budget(memory_limit: Any = None) -> int:
     except (TypeError, ValueError) as exc:
         raise type(exc)(str(exc).replace("memory_limit", what, 1)) from None
     if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
-        raise TypeError(f"einsum: {what} must be an int (bytes), not {memory_limit!r}")
+        raise EinsumTypeError(f"einsum: {what} must be an int (bytes), not {memory_limit!r}")
     return _positive(int(memory_limit), memory_limit, what)
 
 
@@ -118,7 +118,7 @@ def _operands(raw: Sequence[Any]) -> list[Any]:
         try:
             arrays.append(as_arrays([x])[0][0])
         except TypeError as exc:
-            raise TypeError(str(exc).replace("operand 0", f"operand {i}")) from None
+            raise EinsumTypeError(str(exc).replace("operand 0", f"operand {i}")) from None
     return arrays
 
 
@@ -527,7 +527,7 @@ def einsum(call: EinsumCall) -> Array:
 
 def _refuse_out(call: EinsumCall) -> None:
     if call.out is not None:
-        raise TypeError(
+        raise EinsumTypeError(
             "einsum: out= is not supported with Dask operands (the result is a "
             "lazy dask array); write it with dask.array.store(result, target)"
         )
@@ -580,7 +580,7 @@ def explain(
     )
     for i, x in enumerate(call.operands):
         if is_shape(x):
-            raise TypeError(
+            raise EinsumTypeError(
                 f"einstride.dask.explain takes operands, not shapes: operand {i} is the tuple "
                 f"{x!r} (einstride.explain takes shapes; an array of these values is "
                 "np.array(...))"

@@ -26,7 +26,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from ....errors import EinsumError
+from ....errors import EinsumError, EinsumTypeError
 from ....tensors import Tensor
 from ...call import EinsumCall, result_order
 from ...registry import HOT_PATHS, LANE_REPORTS
@@ -59,7 +59,7 @@ def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None
     """Before anything is allocated: the memory limit bounds the plan's peak (a single
     allocation over it is named), and what torch cannot run is refused."""
     if entry.integer_products and device.type != "cpu":
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum {quoted(entry.text)}: the plan multiplies matrices of integers or "
             f"bools, which torch does not do on {device}; cast the operands to a "
             "floating dtype (or run on the CPU)"
@@ -211,7 +211,7 @@ def _checked_out(
     """``out=`` checked before anything runs: no autograd through it (``graph``: an operand
     requires grad), then :func:`.operands.check_out`'s rules."""
     if graph or (torch.is_grad_enabled() and getattr(call.out, "requires_grad", False)):
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum {quoted(entry.text)}: out= does not take part in autograd (an operand or "
             "out requires grad); drop out= or run under torch.no_grad()"
         )

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ....errors import EinsumTypeError
 from ....narrow import bfloat16, is_bfloat16
 
 __all__ = ["SUPPORTED", "numpy_dtype", "result_dtype", "torch_dtype"]
@@ -64,7 +65,7 @@ def numpy_dtype(dtype: torch.dtype, what: str) -> np.dtype[Any]:
     if found is None:
         if dtype == torch.bfloat16:
             return bfloat16()
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: {what} {dtype}, which the torch backend does not support (it runs {_NAMES})"
         )
     return found
@@ -81,7 +82,7 @@ def torch_dtype(dtype: np.dtype[Any], what: str) -> torch.dtype:
     if found is None:
         if is_bfloat16(kind):
             return torch.bfloat16
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: {what} {dtype} has no torch dtype the torch backend supports ({_NAMES})"
         )
     return found

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ....errors import EinsumError, LayoutError
+from ....errors import EinsumError, EinsumTypeError, LayoutError
 from ....footprint import Footprint
 from ....layout import Layout
 from ....narrow import is_bfloat16, is_small_float
@@ -103,7 +103,7 @@ def _device_of(raw: Sequence[Any]) -> torch.device:
         where = ", ".join(
             f"operand {i} on {x.device}" for i, x in enumerate(raw) if isinstance(x, torch.Tensor)
         )
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: the torch operands are on different devices ({where}); "
             "move them to one device first"
         )
@@ -113,12 +113,12 @@ def _device_of(raw: Sequence[Any]) -> torch.device:
 def _plain(x: torch.Tensor, what: str) -> torch.Tensor:
     """A strided tensor whose memory holds its values (conjugate/negative views resolved)."""
     if x.layout != torch.strided:
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: {what} is a {x.layout} torch tensor; the torch backend "
             "takes strided (dense) tensors (call .to_dense() first)"
         )
     if x.is_nested:  # its layout says strided, but it has no sizes (a review: torch's crash)
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: {what} is a nested torch tensor; the torch backend takes strided "
             "tensors of one shape (call .to_padded_tensor(0.0) first)"
         )
@@ -139,7 +139,7 @@ def _converted(x: Any, device: torch.device, i: int) -> torch.Tensor:
             return _from_numpy(x, device)
         return torch.as_tensor(x, device=device)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum: operand {i} ({type(x).__name__}) cannot be converted to a torch tensor: {exc}"
         ) from None
 
@@ -223,17 +223,19 @@ def check_out(
     locations, sharing no memory with any operand (``tensors``, and the ``originals`` they
     were converted from)."""
     if not isinstance(out, torch.Tensor):
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum {quoted(text)}: out= must be a torch.Tensor with torch operands, "
             f"not {type(out).__name__}"
         )
     if out.layout != torch.strided or out.is_conj() or out.is_neg():
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum {quoted(text)}: out= must be a strided tensor whose memory holds "
             "its values (not sparse, not a conjugate or negative view)"
         )
     if out.device != device:
-        raise TypeError(f"einsum {quoted(text)}: out= is on {out.device}, the operands on {device}")
+        raise EinsumTypeError(
+            f"einsum {quoted(text)}: out= is on {out.device}, the operands on {device}"
+        )
     if tuple(out.shape) != shape:
         raise EinsumError(
             f"einsum {quoted(text)}: out= has shape {tuple(out.shape)}, but the result has "
@@ -245,7 +247,7 @@ def check_out(
     else:  # the rule asked for, NumPy's
         fits = bool(np.can_cast(numpy_dtype(result, "the result has dtype"), held, casting))
     if not fits:
-        raise TypeError(
+        raise EinsumTypeError(
             f"einsum {quoted(text)}: out= has dtype {out.dtype}, which cannot hold {result} values"
             + ("" if casting is None else f" by the rule casting={casting!r}")
         )
