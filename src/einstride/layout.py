@@ -18,7 +18,8 @@ True
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "Layout",
     "as_int",
     "as_int_tuple",
+    "as_sequence",
     "is_int_scalar",
     "normalize_axes",
     "normalize_axis",
@@ -59,8 +61,9 @@ def as_int(value: Any, what: str) -> int:
 
 
 def is_int_scalar(value: Any) -> bool:
-    """Whether ``value`` is one integer: a Python or NumPy integer, or a 0-d integer array
-    (NumPy takes one for a length or a count), never a bool.
+    """Whether ``value`` is one integer: a Python or NumPy integer, a 0-d integer array
+    (NumPy takes one for a length or a count), or another object with ``__index__`` and no
+    length (NumPy takes one too: a review), never a bool.
 
     >>> [is_int_scalar(v) for v in (3, np.int8(3), np.array(3), np.array([3]), True, 3.0)]
     [True, True, True, False, False, False]
@@ -69,7 +72,24 @@ def is_int_scalar(value: Any) -> bool:
         return False
     if isinstance(value, (int, np.integer)):
         return True
-    return isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu"
+    if isinstance(value, np.ndarray):
+        return value.ndim == 0 and value.dtype.kind in "iu"
+    kind = type(value)
+    return hasattr(kind, "__index__") and not hasattr(kind, "__len__")
+
+
+def as_sequence(values: Any, what: str) -> tuple[Any, ...]:
+    """``values`` as a tuple, its length checked before it is listed; a ``TypeError``
+    naming ``what`` for what is no sequence, an unordered set or mapping included (NumPy
+    refuses one: its order is no axis order, a review found ``transpose(a, {1, 0})`` the
+    identity)."""
+    if isinstance(values, (AbstractSet, Mapping)):
+        raise TypeError(f"{what} must be an int or a sequence of ints, not {values!r}")
+    check_listing(values, what)  # a range(10**12) as a shape fails before it is listed
+    try:
+        return tuple(values)
+    except TypeError:
+        raise TypeError(f"{what} must be an int or a sequence of ints, not {values!r}") from None
 
 
 def as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
@@ -80,18 +100,13 @@ def as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
     ((6,), (2, 3))
     >>> as_int_tuple(None, "reshape shape")
     Traceback (most recent call last):
-    TypeError: reshape shape must be an int or a sequence of ints, got None
+    TypeError: reshape shape must be an int or a sequence of ints, not None
     """
     if is_int_scalar(values):
         return (as_int(values, what),)
     if isinstance(values, np.ndarray) and values.ndim > 1:
         raise LayoutError(f"{what} must be an int or a 1-D sequence, got shape {values.shape}")
-    check_listing(values, what)  # a range(10**12) as a shape fails before it is listed
-    try:
-        items = tuple(values)
-    except TypeError:
-        raise TypeError(f"{what} must be an int or a sequence of ints, got {values!r}") from None
-    return tuple(as_int(v, what) for v in items)
+    return tuple(as_int(v, what) for v in as_sequence(values, what))
 
 
 def normalize_axis(axis: Any, ndim: int, what: str = "axis") -> int:
@@ -117,11 +132,7 @@ def normalize_axes(axes: Any, ndim: int, what: str = "axis") -> tuple[int, ...]:
     if is_int_scalar(axes):
         items: tuple[Any, ...] = (axes,)
     else:
-        check_listing(axes, what)
-        try:
-            items = tuple(axes)
-        except TypeError:
-            raise TypeError(f"{what} must be an int or a sequence of ints, not {axes!r}") from None
+        items = as_sequence(axes, what)
     result = tuple(normalize_axis(a, ndim, what) for a in items)
     if len(set(result)) != len(result):
         raise LayoutError(f"repeated {what} in {tuple(items)}")

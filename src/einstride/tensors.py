@@ -26,8 +26,8 @@ import numpy as np
 
 from . import memory as _memory
 from .errors import LayoutError, OutOfRangeError, cast_errors, ragged_errors, value_errors
-from .layout import Layout, is_int_scalar, normalize_axes
-from .memory import check_array, check_array_like, check_listing
+from .layout import Layout, as_sequence, is_int_scalar, normalize_axes
+from .memory import check_array, check_array_like
 from .narrow import as_dtype, as_strided, is_small_float
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
@@ -319,13 +319,7 @@ class Tensor:
             if axes[0] is None:
                 axes = ()
             else:
-                check_listing(axes[0], "transpose axes")
-                try:
-                    axes = tuple(axes[0])
-                except TypeError:  # (a float: 'float' object is not iterable, a review)
-                    raise TypeError(
-                        f"transpose axes must be ints or a sequence of ints, got {axes[0]!r}"
-                    ) from None
+                axes = as_sequence(axes[0], "transpose axes")  # (a float, a set: reviews)
                 if not axes and self.ndim:
                     raise LayoutError(f"transpose: axes () do not permute {self.ndim} axes")
         perm = axes if axes else tuple(reversed(range(self.ndim)))
@@ -548,6 +542,17 @@ class Tensor:
 _ACCUMULATE_WIDER = ("sum", "mean", "prod")
 
 
+def _where_mask(where: Any, name: str) -> Any:
+    """A reduction's ``where=`` as NumPy takes it: an array (a Tensor's view) must cast
+    safely to bool, anything else (a number, a list of them) is converted to bool (an
+    int list was refused: a review), its size checked first."""
+    if isinstance(where, (Tensor, np.ndarray)):
+        return as_array(where)
+    check_array_like(where, np.bool_, f"Tensor.{name} where=")
+    with ragged_errors(f"Tensor.{name} where="):
+        return np.asarray(where, dtype=bool)
+
+
 def _reduced(
     t: Tensor,
     name: str,
@@ -586,10 +591,15 @@ def _reduced(
     if initial is not _UNSET:
         kwargs["initial"] = initial
     if where is not True:
-        kwargs["where"] = as_array(where)
+        kwargs["where"] = _where_mask(where, name)
     destination = None if out is None else _reduction_out(out, arr.shape, axes, keepdims, name)
     if destination is not None:
         small = is_small_float(destination.dtype) and name in _ACCUMULATE_WIDER
+        if name in ("any", "all") and destination.dtype == object:
+            # NumPy 2.4's any/all into an object out corrupts reference counts (a segfault
+            # at a later collection, a review): a bool result, then copied in
+            np.copyto(destination, getattr(np, name)(arr, **kwargs), casting="unsafe")
+            return out
         if dtype is None and not small:  # NumPy's own, in out's dtype (initial= too)
             with _initial_errors(name, initial):
                 getattr(np, name)(arr, out=destination, **kwargs)

@@ -347,3 +347,41 @@ def test_einsums_type_errors_are_einsum_errors(call: Callable[[], Any]) -> None:
     # (bare TypeErrors before: ``except EinsumError`` missed a wrong kind of argument)
     with pytest.raises(es.EinsumTypeError):
         call()
+
+
+A23 = np.arange(6.0).reshape(2, 3)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.transpose(A23, {1, 0}),
+        lambda: es.tensor(A23).transpose({1, 0}),
+        lambda: es.reshape(A23, {3, 2}),
+        lambda: es.zeros({3, 1, 2}),
+        lambda: es.zeros({3: 1}),
+        lambda: es.tensor(A23).sum(axis={0}),
+        lambda: es.squeeze(np.ones((1, 1)), {0}),
+        lambda: es.eye(2, batch_shape={3, 1}),
+    ],
+)
+def test_an_unordered_set_is_no_shape_nor_axes(call: Callable[[], Any]) -> None:
+    # (as NumPy: a set's order is no axis order; transpose(a, {1, 0}) was the identity,
+    # zeros({3, 1, 2}) of shape (1, 2, 3))
+    with pytest.raises(TypeError, match="must be an int or a sequence of ints"):
+        call()
+
+
+class _Index:
+    """An object NumPy takes as an integer (``__index__``, no length)."""
+
+    def __index__(self) -> int:
+        return 2
+
+
+def test_an_object_with_index_is_one_integer_as_numpy_takes_it() -> None:
+    # (refused: only Python and NumPy integers and 0-d arrays counted; NumPy takes it)
+    assert es.zeros(_Index()).shape == np.zeros(_Index()).shape == (2,)
+    assert es.expand_dims(A23, _Index()).shape == np.expand_dims(A23, _Index()).shape
+    t = es.tensor(np.ones((2, 3, 4)))
+    np.testing.assert_array_equal(t.sum(axis=_Index()).numpy(), np.ones((2, 3)) * 4)

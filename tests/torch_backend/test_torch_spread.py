@@ -152,3 +152,28 @@ def test_the_steps_call_computes_in_the_calls_dtype() -> None:
     floats = torch.rand(1, 1, dtype=torch.float64).expand(1, 5)
     got = es.einsum("...j,j,...->...", floats, b.float(), c.float())
     assert got.dtype == torch.float64
+
+
+@pytest.mark.parametrize(
+    ("equation", "stored", "shape"),
+    [("ab->b", (3, 1), (3, 4)), ("abc->ac", (3, 1, 2), (3, 4, 2)), ("ab->a", (1, 4), (5, 4))],
+)
+@pytest.mark.parametrize("how", ["einsum", "greedy", "expression"])
+def test_the_gradient_of_an_expanded_operand_itself_is_torchs(
+    equation: str, stored: tuple[int, ...], shape: tuple[int, ...], how: str
+) -> None:
+    # a one-operand reduction of a spread result ran torch's own graph over the operand
+    # read at index 0 of its broadcast axes: the whole gradient landed there (a review);
+    # a leaf behind the expand summed it back, the expanded tensor's own was wrong
+    def result(x: torch.Tensor) -> torch.Tensor:
+        if how == "expression":
+            return es.contract_expression(equation, shape)(x)  # type: ignore[no-any-return]
+        optimize = "greedy" if how == "greedy" else "auto"
+        return es.einsum(equation, x, optimize=optimize)  # type: ignore[no-any-return]
+
+    torch.manual_seed(2)
+    x = torch.randn(stored, dtype=torch.float64).expand(shape).requires_grad_()
+    cotangent = torch.randn(torch.einsum(equation, x).shape, dtype=torch.float64)
+    (got,) = torch.autograd.grad(result(x), x, cotangent)
+    (want,) = torch.autograd.grad(torch.einsum(equation, x), x, cotangent)
+    torch.testing.assert_close(got, want)

@@ -117,7 +117,10 @@ class Entry(LazyPlan):
         self.spread = spread  # the program's result is then expanded (None: it is the result)
         if spread is not None:
             self.run = spread_run(self.run, spread)
-        self.native = one_native(program, operands[0])  # autograd: torch's own
+        # autograd: torch's own, but for a spread result (its program reads the operand at
+        # index 0 of its broadcast axes: torch's graph would send the whole gradient
+        # there, a review), whose gradient is einstride's (EinsumFunction)
+        self.native = spread is None and one_native(program, operands[0])
         self.result, self.output_shape = result, output_shape
         self.largest, self.peak = largest, peak
         self.integer_products = any(
