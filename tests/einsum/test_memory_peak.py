@@ -564,3 +564,72 @@ def test_einsum_vjp_bounds_its_gradients_together() -> None:
         memory.set_memory_limit(previous)
     assert peak <= 1_100_000, peak
     np.testing.assert_allclose(grads[0], x @ (x @ x).T)
+
+
+def _vjp_peak(limit: int, equation: str, operands: Any, cotangent: Any) -> tuple[int, Any]:
+    """The traced peak of a (second, planned) ``einsum_vjp`` under a process limit."""
+    previous = memory.set_memory_limit(limit)
+    try:
+        es.einsum_vjp(equation, operands, cotangent)
+        tracemalloc.start()
+        try:
+            grads = es.einsum_vjp(equation, operands, cotangent)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    finally:
+        memory.set_memory_limit(previous)
+    return peak, grads
+
+
+def test_einsum_vjp_of_other_dtypes_than_its_gradients_keeps_the_bound() -> None:
+    # a review: a real operand's gradient of a complex cotangent was a .real view keeping
+    # the complex buffer alive (1.96x the limit, the bound is 1.5x); a float32 operand's of
+    # a float64 cotangent was made in float64, then cast beside it (1.5x, the bound 1x)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((1000, 500)), rng.standard_normal((500, 4))
+    cot = rng.standard_normal((1000, 4)) * (1 + 1j)
+    limit = int((a.nbytes + b.nbytes) / 0.49)  # the gradients take 49% of it: within 1.5x
+    peak, (ga, gb) = _vjp_peak(limit, "ij,jk->ik", (a, b), cot)
+    assert peak <= 1.5 * limit and ga.base is None, (peak, limit)
+    np.testing.assert_allclose(ga, (cot @ b.T).real)
+    np.testing.assert_allclose(gb, (a.T @ cot).real)
+    a32, v32 = a.astype(np.float32), rng.standard_normal(500).astype(np.float32)
+    cot64 = rng.standard_normal(1000)
+    limit = 2 * (a32.nbytes + v32.nbytes)  # half: within the limit (slack: Python's objects)
+    peak, (ga, gv) = _vjp_peak(limit, "ij,j->i", (a32, v32), cot64)
+    assert peak <= limit + 200_000, (peak, limit)
+    assert ga.dtype == gv.dtype == np.float32
+    np.testing.assert_allclose(ga, np.outer(cot64, v32).astype(np.float32))
+    np.testing.assert_allclose(gv, (a32.astype(np.float64).T @ cot64).astype(np.float32), 1e-5)
+
+
+def test_einsum_vjps_refusal_names_its_call_and_the_callers_limit() -> None:
+    # a review: it named the backward equation 'ad,ab,bc->cd' and the limit less the
+    # gradients made (320,001 bytes), neither of them the caller's
+    x = np.ones((200, 200))
+    previous = memory.set_memory_limit(960_001)
+    try:
+        with pytest.raises(EinsumError) as caught:
+            es.einsum_vjp("ij,jk,kl->il", (x, x, x), x)
+    finally:
+        memory.set_memory_limit(previous)
+    assert str(caught.value).startswith(
+        "einsum_vjp 'ij,jk,kl->il': the gradient of operand 2 does not fit the memory limit "
+        "of 960,001 bytes (the gradients before it hold 640,000 bytes of it): einsum"
+    ), caught.value
+
+
+@pytest.mark.parametrize("limit", [None, 400_000])
+def test_explain_says_what_operands_rounded_to_a_small_float_add(limit: int | None) -> None:
+    # a review: the report showed the limit less the rounded copies as the caller's
+    # ("memory limit: 240,000 B" for 400,000) and a peak without them
+    a, b = np.ones((300, 200)), np.ones((200, 100))
+    report = es.explain("ij,jk->ik", a, b, dtype=np.float16, memory_limit=limit)
+    within = memory.LIMIT if limit is None else limit
+    assert report.splitlines()[-1] == (
+        "  rounded: the operands rounded to dtype=float16 first take 160,000 B, alive through "
+        "the call, beside the plan's peak above (the plan keeps within the memory limit of "
+        f"{within:,} B less them: {within - 160_000:,} B)"
+    ), report
+    assert "rounded:" not in es.explain("ij,jk->ik", a, b, memory_limit=limit)

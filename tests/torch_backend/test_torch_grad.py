@@ -544,3 +544,26 @@ def test_a_result_that_saved_nothing_backpropagates_twice(
     first = x.grad.clone()
     (3 * y).sum().backward()  # (raised: "Trying to backward through the graph a second time")
     assert torch.allclose(x.grad - first, torch.autograd.grad((3 * y).sum(), x)[0])
+
+
+def test_a_call_by_steps_under_autograd_counts_the_intermediates_it_keeps() -> None:
+    # a review: the guard checked the plan's peak, which frees each intermediate after its
+    # reader, where the steps under autograd keep them for the backward: 720,000 bytes
+    # measured under a limit of 640,000, and explain said 640,000
+    torch.manual_seed(0)
+    shapes = [(100, 400), (400, 400), (400, 400), (400, 100)]
+    plain = [torch.randn(*s, dtype=torch.float64) for s in shapes]
+    leaves = [x.clone().requires_grad_() for x in plain]
+    equation, limit = "ab,bc,cd,de->ae", 640_000
+    torch.testing.assert_close(es.einsum(equation, *plain, memory_limit=limit),
+                               torch.einsum(equation, *plain))  # fmt: skip
+    for _ in range(2):  # (the first call of its shapes and the planned one)
+        with pytest.raises(es.EinsumError, match="kept for the backward, more than the memory"):
+            es.einsum(equation, *leaves, memory_limit=limit)
+    report = es.explain(equation, *leaves, memory_limit=limit)
+    assert "keep their results for the backward: peak 720,000 B" in report, report
+    assert "einsum would raise EinsumError" in report
+    with torch.no_grad():
+        es.einsum(equation, *leaves, memory_limit=limit)
+    # (the kept peak fits: the forward runs; its backward needs its gradients' room)
+    assert es.einsum(equation, *leaves, memory_limit=720_000).requires_grad

@@ -32,16 +32,19 @@ import functools
 import math
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import memory as _memory
-from ..errors import EinsumError, EinsumTypeError
+from ..errors import EinsumError, EinsumTypeError, MemoryLimitError
+from ..memory import check_listing
 from ..tensors import any_tensor, as_array, wrap_like
 from .api import einsum
 from .backends.numpy.backend import as_arrays
+from .backends.numpy.backend import cast_like as numpy_cast_like
 from .backends.numpy.execute import numpy_equation
 from .call import check_known_shape, decoded, make_call
 from .registry import DEFAULT, backend_for
@@ -93,9 +96,15 @@ def einsum_vjp(
     """
     if isinstance(operands, (str, bytes)) or not isinstance(operands, Sequence):
         raise EinsumTypeError("einsum_vjp: operands must be a sequence of arrays")
+    check_listing(operands, "einsum_vjp operands")  # (a range(10**12): NumPy's MemoryError)
     backend = backend_for([*operands, cotangent])
     native = backend.__name__ == DEFAULT
     arrays, cot = _arrays(operands, cotangent, native)
+    if native and cot.dtype.kind == "c" and all(x.dtype.kind != "c" for x in arrays):
+        # each gradient is the real part of a product of real operands and the cotangent:
+        # the product of its real part (no complex buffer, whose .real view a gradient kept
+        # alive: 1.96x the limit, a review)
+        cot = cot.real
     shapes = tuple(_shape(x) for x in arrays)
     spec, inputs, fills = _backward_equations(_equation_key(subscripts, len(arrays)), shapes)
     output = spec.output
@@ -129,9 +138,10 @@ def einsum_vjp(
                 operands_k.append(np.ones(size, bool))
         args = _einsum_arguments(terms, inputs[k], operands_k)
         if native:  # through einsum: its lanes and hot paths (the first gradient's)
-            if held and limit is not None:  # what the gradients made leave of the limit
-                keywords["memory_limit"] = limit - held
-            grad = backend.cast_like(as_array(einsum(*args, optimize=optimize, **keywords)), x)
+            try:
+                grad = _native_gradient(args, operands_k, x, optimize, keywords, limit, held)
+            except (EinsumError, MemoryLimitError) as exc:  # named as the caller's call
+                raise _limit_named(exc, spec.text, k, held) from None
             held += grad.nbytes
             grads.append(wrap_like(grad, tensor_out))
         else:  # the backend of the whole product, as the cotangent alone may be NumPy's
@@ -198,6 +208,48 @@ def _renamed(exc: TypeError, k: int, n: int) -> TypeError:
         return type(exc)(message)
     except TypeError:  # (an exception class that takes other arguments)
         return exc
+
+
+def _native_gradient(
+    args: tuple[Any, ...],
+    used: Sequence[Any],
+    like: Any,
+    optimize: Any,
+    keywords: dict[str, Any],
+    limit: int | None,
+    held: int,
+) -> Any:
+    """One gradient by NumPy's backend, in ``like``'s dtype.  Where the gradients take half
+    the limit or more (``limit``), within what those made before leave (``held``); one
+    computed in another dtype (float32 operands, a float64 cotangent) is then written into
+    a new array of ``like``'s dtype, einsum counting its own buffer in the wider one (its
+    result and the cast copy beside it took 1.5x the limit: a review)."""
+    if limit is None:
+        return numpy_cast_like(as_array(einsum(*args, optimize=optimize, **keywords)), like)
+    computed = keywords.get("dtype") or result_dtype([np.dtype(x.dtype) for x in used])
+    if computed == like.dtype:
+        # (the first gradient within the process's limit, on einsum's fast paths)
+        within = {"memory_limit": limit - held} if held else {}
+        return as_array(einsum(*args, optimize=optimize, **within, **keywords))
+    out = np.empty(like.shape, like.dtype)  # (within the limit: _gradients_fit)
+    with warnings.catch_warnings():  # (a complex product's real part, as cast_like takes it)
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        einsum(*args, optimize=optimize, out=out, casting="unsafe",
+               memory_limit=limit - held - out.nbytes, **keywords)  # fmt: skip
+    return out
+
+
+def _limit_named(exc: ValueError, text: str, k: int, held: int) -> ValueError:
+    """A backward einsum's refusal under the memory limit as ``einsum_vjp``'s: it named an
+    equation the caller never wrote and a limit less the gradients made before (a review);
+    other errors as they are."""
+    if "memory limit" not in str(exc):
+        return exc
+    made = f" (the gradients before it hold {held:,} bytes of it)" if held else ""
+    return type(exc)(
+        f"einsum_vjp {quoted(text)}: the gradient of operand {k} does not fit the memory "
+        f"limit of {_memory.LIMIT:,} bytes{made}: {exc}"
+    )
 
 
 def _gradients_fit(text: str, arrays: Sequence[Any]) -> int | None:

@@ -327,13 +327,25 @@ def explain(call: EinsumCall) -> str:
         return f"{format_plan(plan)}\n  {refused}"
     entry, arrays, out_arr, _, call = _entry(call)  # within the rounding (a review)
     _check_keywords(call, arrays, entry)  # what einsum raises, before it runs anything
-    limit = _limit_of(call)
+    within = _limit_of(call)
     facts = facts_of(arrays)
     if out_arr is None:
-        return explain_within(entry.plan, call.key, facts, None, call.dtype, call.optimize, limit)
-    out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
-    return explain_into_out(
-        entry.plan, call.key, facts, out_facts, call.dtype, call.optimize, limit
+        report = explain_within(
+            entry.plan, call.key, facts, None, call.dtype, call.optimize, within
+        )
+    else:
+        out_facts = (out_arr.shape, out_arr.strides, out_arr.dtype)
+        report = explain_into_out(
+            entry.plan, call.key, facts, out_facts, call.dtype, call.optimize, within
+        )
+    if not made:
+        return report
+    # (the report's limit and peak are the plan's: say what the rounded copies add, a
+    # review found the limit shown lowered by them and the call's peak past the one shown)
+    return (
+        f"{report}\n  rounded: the operands rounded to dtype={call.dtype} first take {made:,} B,"
+        f" alive through the call, beside the plan's peak above (the plan keeps within the "
+        f"memory limit of {limit:,} B less them: {within:,} B)"
     )
 
 
@@ -401,7 +413,9 @@ def cast_like(grad: Any, like: Any) -> Any:
     found = getattr(like, "dtype", None)
     dtype = found if isinstance(found, np.dtype) else np.asarray(like).dtype
     if np.iscomplexobj(grad) and dtype.kind != "c":
-        grad = grad.real
+        # a copy: the real part's view kept the whole complex buffer alive (a review: twice
+        # the gradient's bytes past the call)
+        return grad.real.astype(dtype, copy=True)
     return grad.astype(dtype, copy=False)
 
 

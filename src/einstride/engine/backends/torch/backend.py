@@ -42,7 +42,7 @@ from .operands import Facts, as_tensors, check_out, facts_of, rounded_tensors
 from .plan import Entry, entry_for
 from .records import check_memory
 from .report import format_torch_plan
-from .stepwise import by_steps, runs_by_steps
+from .stepwise import by_steps, kept_peak, runs_by_steps
 
 __all__ = ["cast_like", "einsum", "einsum_path", "explain", "hot"]
 
@@ -55,9 +55,12 @@ def _entry(call: EinsumCall, tensors: list[torch.Tensor]) -> Entry:
     return entry_for(call.key, facts_of(tensors), out_facts, call.dtype, call.optimize)
 
 
-def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None:
+def _guard(
+    entry: Entry, device: torch.device, memory_limit: int | None, graph: bool = False
+) -> None:
     """Before anything is allocated: the memory limit bounds the plan's peak (a single
-    allocation over it is named), and what torch cannot run is refused."""
+    allocation over it is named; under autograd by steps, with every intermediate kept:
+    :func:`.stepwise.kept_peak`), and what torch cannot run is refused."""
     if entry.integer_products and device.type != "cpu":
         raise EinsumTypeError(
             f"einsum {quoted(entry.text)}: the plan multiplies matrices of integers or "
@@ -67,13 +70,20 @@ def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None
     if entry.peak == 0:
         return
     limit = limit_for(device, memory_limit)
-    if entry.peak > limit:
+    peak = _graph_peak(entry) if graph else entry.peak
+    if peak > limit:
         check_memory(entry.plan, limit)
+        kept = " with its intermediates kept for the backward" if peak != entry.peak else ""
         raise EinsumError(
-            f"einsum {quoted(entry.text)}: the plan would allocate {entry.peak:,} bytes at its "
-            f"peak, more than the memory limit of {limit:,} bytes (on torch, einsum does not slice "
-            "a contraction to fit)"
+            f"einsum {quoted(entry.text)}: the plan would allocate {peak:,} bytes at its "
+            f"peak{kept}, more than the memory limit of {limit:,} bytes (on torch, einsum does "
+            "not slice a contraction to fit)"
         )
+
+
+def _graph_peak(entry: Entry) -> int:
+    """The peak of a call under autograd: its steps' results kept where it runs by steps."""
+    return max(entry.peak, kept_peak(entry.plan)) if runs_by_steps(entry.plan) else entry.peak
 
 
 def einsum(call: EinsumCall) -> torch.Tensor:
@@ -126,9 +136,9 @@ def _einsum(call: EinsumCall) -> torch.Tensor:
     _check_casting(call, given, entry)
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     out = None if call.out is None else _checked_out(call, given, device, entry, graph)
-    _guard(entry, device, call.memory_limit)
+    by_steps_too = call.dtype is None and call.out is None
+    _guard(entry, device, call.memory_limit, graph and by_steps_too)
     if graph:
-        by_steps_too = call.dtype is None and call.out is None
         return _graph(call.key, call.optimize, call.memory_limit, entry, tensors, by_steps_too)
     return entry.run(tensors, out)
 
@@ -184,12 +194,18 @@ def explain(call: EinsumCall) -> str:
     tensors, device = as_tensors(call.operands)
     entry = _entry(call, rounded_tensors(tensors, call.dtype))
     _check_casting(call, tensors, entry)  # (explain took no casting=: a review)
+    graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     if call.out is not None:  # checked as einsum checks it (a review: autograd's rule too)
-        graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
         _checked_out(call, tensors, device, entry, graph)
     report = format_torch_plan(entry, device)
+    by_steps = graph and call.dtype is None and call.out is None
+    if by_steps and (kept := _graph_peak(entry)) != entry.peak:  # (a review: not said)
+        report += (
+            f"\n  autograd: the steps run one by one and keep their results for the backward:"
+            f" peak {kept:,} B"
+        )
     try:
-        _guard(entry, device, call.memory_limit)
+        _guard(entry, device, call.memory_limit, by_steps)
     except (EinsumError, TypeError) as exc:  # what einsum would raise (a review: not said)
         limit = limit_for(device, call.memory_limit)
         return (
@@ -279,7 +295,7 @@ def _plain_run(
         if result is not None:
             return result
     entry = entry_for(key, facts, None, None, optimize)
-    if not within_limit(entry, device, memory_limit):
+    if not within_limit(entry, device, memory_limit, graph):
         return None
     if graph:
         return _graph(key, optimize, memory_limit, entry, operands)
@@ -322,12 +338,16 @@ def _plain_facts(operands: tuple[Any, ...]) -> tuple[Facts, bool, torch.device] 
     return tuple(facts), graph and torch.is_grad_enabled(), device
 
 
-def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -> bool:
-    """Whether ``entry`` runs on ``device`` as it is: its peak within the memory limit, and
-    no integer matrix product off the CPU (else the full path raises the error)."""
+def within_limit(
+    entry: Entry, device: torch.device, memory_limit: int | None, graph: bool = False
+) -> bool:
+    """Whether ``entry`` runs on ``device`` as it is: its peak (under autograd, with its
+    steps' results kept: :func:`_graph_peak`) within the memory limit, and no integer
+    matrix product off the CPU (else the full path raises the error)."""
     if entry.integer_products and device.type != "cpu":
         return False
-    return entry.peak <= limit_for(device, memory_limit)
+    peak = _graph_peak(entry) if graph else entry.peak
+    return peak <= limit_for(device, memory_limit)
 
 
 def _gradient_entry(call: EinsumCall) -> Entry | None:

@@ -30,9 +30,10 @@ from typing import Any
 
 import torch
 
+from ..numpy.peak import TEMPORARY
 from ..numpy.steps import BatchStep, ContractStep, FusedStep, Plan
 
-__all__ = ["by_steps", "runs_by_steps"]
+__all__ = ["by_steps", "kept_peak", "runs_by_steps"]
 
 Step = Callable[[Any, tuple[torch.Tensor, ...]], torch.Tensor]
 """Runs one step: ``step(equation key, operands)``."""
@@ -50,6 +51,23 @@ def runs_by_steps(plan: Plan) -> bool:
         and all(d == plan.result_dtype for d in plan.dtypes)
         and not any(plan.spec.stretched)
     )
+
+
+def kept_peak(plan: Plan) -> int:
+    """The bytes a call run by steps under autograd holds at its end: every step's result
+    (each intermediate is kept for the backward, as torch keeps them) and the output, plus
+    the largest temporary of one step -- where :func:`.peak.plan_peak` frees an
+    intermediate after its last reader (a review: a limit exceeded silently, 720,000 bytes
+    under 640,000)."""
+    kept = sum(alloc.nbytes for alloc in plan.output.allocs)
+    temporary = 0
+    for step in plan.steps:
+        for alloc in step.allocs:
+            if alloc.what == TEMPORARY:
+                temporary = max(temporary, alloc.nbytes)
+            else:
+                kept += alloc.nbytes
+    return kept + temporary
 
 
 def by_steps(
