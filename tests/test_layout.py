@@ -4,6 +4,7 @@ domain against brute-force enumeration (see layout_oracles)."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pytest
@@ -454,3 +455,16 @@ def test_equality_and_hash_ignore_the_strides_of_length_one_axes(data) -> None:
         changed = list(layout.strides)
         changed[moved[0]] += 1
         assert Layout(layout.shape, tuple(changed), layout.offset) != layout
+
+
+@pytest.mark.parametrize("size", [float("nan"), 6.5, "x", np.float64(6.0), True])
+def test_a_storage_size_of_no_integer_is_a_type_error(size: Any) -> None:
+    # (NaN and 6.5 skipped the bounds check, a string gave Python's bare comparison error)
+    with pytest.raises(TypeError, match="storage_size must be an integer"):
+        Layout.create((2, 3), None, 0, size)
+
+
+def test_a_negative_storage_size_is_a_layout_error() -> None:
+    with pytest.raises(LayoutError, match="storage_size must be >= 0"):
+        Layout.create((0,), None, 0, -1)
+    assert Layout.create((2, 3), None, 0, np.int64(6)) == Layout.create((2, 3))

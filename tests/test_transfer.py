@@ -4,9 +4,11 @@ that apply the spec's table and NumPy's assignment-from-a-snapshot semantics."""
 from __future__ import annotations
 
 import contextlib
+import decimal
 import tracemalloc
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -611,3 +613,13 @@ def test_under_raise_a_safe_or_broadcast_cast_makes_no_large_temporary() -> None
     finally:
         tracemalloc.stop()
     assert peak < 100_000 and big[-1] == 1.5
+
+
+@pytest.mark.parametrize("value", [decimal.Decimal(2), 2**100, 3])
+@pytest.mark.parametrize("write", [es.flatten_to, es.try_flatten_to, es.copy_to])
+def test_a_zero_d_object_source_is_written_as_numpy_casts_it(value: Any, write: Any) -> None:
+    # (the compact copy of a 0-d object array indexed it with (): its element, no array;
+    # "'int' object has no attribute 'shape'", a review)
+    dst = np.zeros(1)
+    write(value, dst)
+    assert dst[0] == float(value)

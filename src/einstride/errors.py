@@ -17,8 +17,13 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "EinsumError",
@@ -28,6 +33,7 @@ __all__ = [
     "MemoryLimitError",
     "OutOfRangeError",
     "cast_errors",
+    "named_errors",
     "ragged_errors",
     "value_errors",
 ]
@@ -133,3 +139,33 @@ def cast_errors(what: str, into: str = "") -> Iterator[None]:
             if type(error) is not ValueError:  # (ours, UnicodeError and the like: as they are)
                 raise
             raise OutOfRangeError(f"{what}: {error}{into}") from None
+
+
+_NAMED = (LayoutError, OutOfRangeError, MemoryLimitError, EinsumError, TypeError, ValueError)
+
+
+def named_errors(op: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``op`` whose errors (einstride's family, a plain ``TypeError`` or ``ValueError``:
+    never another library's subclass) start with its name: the shared checks it calls say
+    "shape (2, -1) has a negative length" or "axis 5 is out of range for rank 2", naming no
+    function (a review).  A message that starts with the name already is left as it is.
+
+    >>> @named_errors
+    ... def ones(n: int) -> None:
+    ...     raise LayoutError(f"shape ({n},) has a negative length")
+    >>> ones(-1)
+    Traceback (most recent call last):
+    einstride.errors.LayoutError: ones: shape (-1,) has a negative length
+    """
+    name = op.__name__
+
+    @functools.wraps(op)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return op(*args, **kwargs)
+        except _NAMED as error:
+            if type(error) not in _NAMED or str(error).startswith(name):
+                raise
+            raise type(error)(f"{name}: {error}").with_traceback(error.__traceback__) from None
+
+    return call

@@ -278,7 +278,12 @@ class Layout:
         if size == 0:
             std = (0,) * len(shp)
         layout = cls._derived(shp, std, off)  # (checked above)
-        layout._check_bounds(storage_size)
+        # (an integer like every length: NaN or 6.5 skipped the bounds check, a string
+        # compared with an int, a review)
+        size_given = None if storage_size is None else as_int(storage_size, "storage_size")
+        if size_given is not None and size_given < 0:
+            raise LayoutError(f"storage_size must be >= 0, got {size_given}")
+        layout._check_bounds(size_given)
         return layout
 
     def _check_bounds(self, storage_size: int | None) -> None:
@@ -371,9 +376,10 @@ class Layout:
         >>> Layout.create((2, 3), (3, 1), 2).offset_of((1, 2))
         7
         """
-        if len(index) != self.ndim:  # (zip's own ValueError named no layout: a review)
-            raise LayoutError(f"index {tuple(index)} has {len(index)} entries, not {self.ndim}")
-        return self.offset + sum(i * s for i, s in zip(index, self.strides))
+        items = as_int_tuple(index, "index")  # (sized first, ints: 0.5 gave 2.0, reviews)
+        if len(items) != self.ndim:  # (zip's own ValueError named no layout: a review)
+            raise LayoutError(f"index {items} has {len(items)} entries, not {self.ndim}")
+        return self.offset + sum(i * s for i, s in zip(items, self.strides))
 
     # -- views ----------------------------------------------------------------------------
 

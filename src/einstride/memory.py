@@ -32,12 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from .errors import MemoryLimitError
+from .errors import LayoutError, MemoryLimitError
 from .narrow import as_dtype
+
+MAX_NDARRAY_RANK = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
+"""The most axes a NumPy array has."""
 
 __all__ = [
     "LIMIT",
     "LIMIT_HOOKS",
+    "MAX_NDARRAY_RANK",
     "MemoryLimitError",
     "array_bytes",
     "check_allocation",
@@ -83,14 +87,16 @@ def set_memory_limit(nbytes: int | None) -> int | None:
 
     >>> set_memory_limit(-1)
     Traceback (most recent call last):
-    ValueError: the memory limit must be >= 0 bytes, got -1
+    ValueError: set_memory_limit: the memory limit must be >= 0 bytes, got -1
     """
     global _configured, LIMIT
     if nbytes is not None:
         if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
-            raise TypeError(f"the memory limit must be an int (bytes) or None, not {nbytes!r}")
+            raise TypeError(
+                f"set_memory_limit: the memory limit must be an int (bytes) or None, not {nbytes!r}"
+            )
         if nbytes < 0:
-            raise ValueError(f"the memory limit must be >= 0 bytes, got {nbytes}")
+            raise ValueError(f"set_memory_limit: the memory limit must be >= 0 bytes, got {nbytes}")
         nbytes = int(nbytes)
     previous, _configured = _configured, nbytes
     LIMIT = physical_memory() if nbytes is None else nbytes
@@ -140,7 +146,18 @@ def check_array(
     """
     dims = tuple(int(n) for n in shape)
     kind = as_dtype(dtype)
+    if len(dims) > MAX_NDARRAY_RANK:  # (NumPy's bare ValueError named nothing: a review)
+        raise LayoutError(
+            f"{what} of shape {dims}: rank {len(dims)}; NumPy arrays have at most "
+            f"{MAX_NDARRAY_RANK} dimensions"
+        )
     check_allocation(array_bytes(dims, kind), f"{what} of shape {dims} ({kind})", error)
+    if 0 in dims and math.prod(n for n in dims if n) * kind.itemsize >= 2**63:
+        # an empty array NumPy still refuses: it sizes the lengths past the zero
+        raise LayoutError(
+            f"{what} of shape {dims} ({kind}): NumPy makes no array whose lengths other than "
+            "0 multiply past 2**63 bytes"
+        )
 
 
 def check_array_like(data: Any, dtype: Any, what: str) -> None:

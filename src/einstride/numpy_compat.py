@@ -25,6 +25,8 @@ import numpy as np
 from .engine import einsum
 from .engine.call import check_conversion
 from .errors import EinsumError, EinsumTypeError
+from .layout import as_int_tuple
+from .memory import check_listing
 
 __all__ = ["tensordot", "tensordot_equation"]
 
@@ -52,6 +54,7 @@ def _axis_list(value: Any, side: str) -> list[int]:
     """One side of a pair: an int or a sequence of ints."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return [int(value)]
+    check_listing(value, f"tensordot: axes of {side}")  # (a huge view: listed for seconds)
     try:
         items = list(value)
     except TypeError:
@@ -83,6 +86,7 @@ def axis_pairs(axes: Any, rank_a: int) -> tuple[list[int], list[int]]:
         raise EinsumTypeError(
             f"tensordot: axes must be an int or a pair (axes_a, axes_b), not {axes!r}"
         )
+    check_listing(axes, "tensordot: axes")
     try:
         pair = list(axes)
     except TypeError:
@@ -96,6 +100,18 @@ def axis_pairs(axes: Any, rank_a: int) -> tuple[list[int], list[int]]:
     return _axis_list(pair[0], "a"), _axis_list(pair[1], "b")
 
 
+def _listed(axes: list[int], most: int = 8) -> str:
+    """Axes for a message, the first ``most`` of a long list (a review: ten million axes
+    printed whole).
+
+    >>> _listed([0, 1]), _listed(list(range(20)), 3)
+    ('[0, 1]', '[0, 1, 2, ... (20 axes)]')
+    """
+    if len(axes) <= most:
+        return str(axes)
+    return f"[{', '.join(map(str, axes[:most]))}, ... ({len(axes)} axes)]"
+
+
 def _normalized(axes: list[int], shape: tuple[int, ...], side: str) -> list[int]:
     rank = len(shape)
     result = []
@@ -104,7 +120,7 @@ def _normalized(axes: list[int], shape: tuple[int, ...], side: str) -> list[int]
             raise EinsumError(f"tensordot: axis {axis} is out of range for {side} of shape {shape}")
         result.append(axis % rank)
     if len(set(result)) != len(result):
-        raise EinsumError(f"tensordot: duplicate axes {axes} of {side}")
+        raise EinsumError(f"tensordot: duplicate axes {_listed(axes)} of {side}")
     return result
 
 
@@ -123,11 +139,13 @@ def tensordot_equation(shape_a: Sequence[int], shape_b: Sequence[int], axes: Any
       ...
     einstride.errors.EinsumError: tensordot: axis 1 of a has size 3 but axis 0 of b has size 4
     """
-    shape_a, shape_b = tuple(shape_a), tuple(shape_b)
+    shape_a = as_int_tuple(shape_a, "tensordot_equation: shape_a")
+    shape_b = as_int_tuple(shape_b, "tensordot_equation: shape_b")
     raw_a, raw_b = axis_pairs(axes, len(shape_a))
     if len(raw_a) != len(raw_b):
         raise EinsumError(
-            f"tensordot: {len(raw_a)} axes of a {raw_a} but {len(raw_b)} of b {raw_b}; "
+            f"tensordot: {len(raw_a)} axes of a {_listed(raw_a)} but {len(raw_b)} of b "
+            f"{_listed(raw_b)}; "
             "the lists pair up and must have the same length"
         )
     axes_a = _normalized(raw_a, shape_a, "a")

@@ -27,7 +27,7 @@ import numpy as np
 from . import memory as _memory
 from .errors import LayoutError, OutOfRangeError, cast_errors, ragged_errors, value_errors
 from .layout import Layout, as_sequence, is_int_scalar, normalize_axes
-from .memory import check_array, check_array_like
+from .memory import MAX_NDARRAY_RANK, check_array, check_array_like
 from .narrow import as_dtype, as_strided, is_small_float
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
@@ -37,7 +37,6 @@ Array = np.ndarray[Any, Any]
 _UNSET: Any = np._NoValue  # NumPy's own "not given" (``np.sum(t)`` passes it for initial=)
 
 # NumPy's own limits on an ndarray: its rank, and its bytes as a signed 64-bit count.
-MAX_NDARRAY_RANK = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
 _MAX_NDARRAY_BYTES = 2**63 - 1
 
 
@@ -225,6 +224,7 @@ class Tensor:
         check_array(self.shape, np.bool_, "Tensor.__contains__ (a comparison)")  # a broadcast?
         if isinstance(value, Tensor):  # compared as an array (a review: ndarray == Tensor
             value = value.numpy()  # deferred to Tensor's identity, always False)
+        check_array_like(value, None, "Tensor.__contains__")  # (a range(10**12): a review)
         return bool(value in self.numpy())
 
     def __int__(self) -> int:
@@ -576,7 +576,7 @@ def _reduced(
     from .engine.backends.numpy.backend import rounded_to
     from .engine.spec.dtypes import compute_dtype, rounds_into
 
-    axes = None if axis is None else normalize_axes(axis, t.ndim)
+    axes = None if axis is None else normalize_axes(axis, t.ndim, f"Tensor.{name} axis")
     arr = t.numpy()
     target = as_dtype(dtype) if dtype is not None else arr.dtype
     wider = compute_dtype(target) if name in _ACCUMULATE_WIDER else target
@@ -705,6 +705,7 @@ def _matmul_rank(x: Any, position: int) -> int:
     :class:`LayoutError` naming it (NumPy's bare ``ValueError`` named nothing)."""
     if isinstance(x, (Tensor, np.ndarray)):
         return x.ndim
+    check_array_like(x, None, f"matmul: operand {position}")  # (np.ndim converts it)
     with ragged_errors(f"matmul: operand {position}"):
         return int(np.ndim(x))
 

@@ -280,7 +280,8 @@ def converted(source: Array, dtype: np.dtype[Any], op: str) -> Array:
     a review) is an ``OutOfRangeError`` naming ``op``."""
     # a broadcast source (stride 0) is converted once per distinct element, then broadcast
     # again (a review: a scalar copied into 200 MB made a 200 MB converted copy)
-    compact = source[tuple(slice(0, 1) if s == 0 else slice(None) for s in source.strides)]
+    # (the Ellipsis keeps a 0-d object source an array: source[()] is its element, a review)
+    compact = source[(*(slice(0, 1) if s == 0 else slice(None) for s in source.strides), ...)]
     check_array(compact.shape, dtype, f"{op} (a converted copy)")
     with cast_errors(op):
         done = compact.astype(dtype, casting="unsafe")

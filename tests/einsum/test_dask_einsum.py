@@ -404,3 +404,13 @@ def test_an_expression_keeps_the_dask_task_budget() -> None:
     assert want.chunks != ((400,), (300,))
     assert got.chunks == want.chunks
     np.testing.assert_array_equal(got.compute(scheduler="sync"), a.compute() @ b)
+
+
+@pytest.mark.parametrize("limit", [np.array(2.9), np.array(True), np.array(1 + 2j), 1.5, [3]])
+def test_the_task_memory_budget_takes_what_einsums_memory_limit_takes(limit: object) -> None:
+    # (einsum's own check: a 0-d array of 2.9 was int()ed to 2 bytes, np.array(True) to 1)
+    with pytest.raises(es.EinsumTypeError, match="memory_limit must be an int"):
+        dask_backend.task_memory_budget(limit)
+    with pytest.raises(es.EinsumTypeError, match="memory_limit must be an int"):
+        es.einsum("ij->", da.ones((2, 2), chunks=1), memory_limit=limit)
+    assert dask_backend.task_memory_budget(np.array(5)) == 5

@@ -7,6 +7,7 @@ from einsum_oracle import ELL
 from einsum_strategies import cases
 from hypothesis import HealthCheck, given, settings
 
+from einstride import EinsumError
 from einstride.engine.spec.equation import (
     ELLIPSIS,
     bind,
@@ -83,3 +84,16 @@ def test_labels_are_unlimited() -> None:
 def test_subscripts_must_be_text(bad: object) -> None:
     with pytest.raises(TypeError):
         parse_subscripts(bad)  # type: ignore[arg-type]
+
+
+def test_the_specs_lookups_name_what_they_miss() -> None:
+    # (an IndexError before: the family's rule holds for the exported spec classes too)
+    spec = parse_equation("ij->ji", (2, 3))
+    for lookup in (
+        lambda: spec.equation.where(5, 0),
+        lambda: spec.equation.where(0, 7),
+        lambda: spec.label_string([9]),
+    ):
+        with pytest.raises(EinsumError, match=r"no (term|item|label) "):
+            lookup()
+    assert spec.equation.where(0, 1) == "position 1" and spec.label_string([1, 0]) == "ji"

@@ -7,7 +7,7 @@ import pytest
 from einsum_oracle import ELL, brute_force
 
 import einstride as es
-from einstride.tensors import MAX_NDARRAY_RANK
+from einstride.memory import MAX_NDARRAY_RANK
 
 RNG = np.random.default_rng(1234)
 

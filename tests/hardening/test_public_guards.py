@@ -375,7 +375,6 @@ MUST_RETURN = {
 ENGINE_PENDING: dict[str, str] = {
     "einsum('i->', BIG1)": "a 10^12-element broadcast is summed: no bound on the scan",
     "contract_expression('i', RANGE)": "a range as a shape is listed unsized: MemoryError",
-    "tensordot(np.ones(3), np.ones(3), RANGE)": "numpy_compat lists axes unsized",
 }
 
 # The errors a call may end with (docs/reliability.md); any other is a failure, and so is a

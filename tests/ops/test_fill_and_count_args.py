@@ -180,3 +180,32 @@ def test_resize_names_a_shape_it_cannot_take(shape: Any, error: Any, words: str)
     with pytest.raises(error) as caught:
         es.resize(np.ones((2, 3)), shape)
     assert words in str(caught.value)
+
+
+def _huge_view() -> np.ndarray:
+    """10**14 elements of one float: a view that no conversion may copy."""
+    return np.broadcast_to(np.ones(1), (10**7, 10**7))
+
+
+@pytest.mark.parametrize(
+    ("call", "kind", "words"),
+    [
+        (lambda: es.full(3, _huge_view()), es.LayoutError, "full: fill_value of shape"),
+        (lambda: es.full_like(np.ones(3), _huge_view()), es.LayoutError, "full_like: fill_value"),
+        (lambda: es.full_like(np.ones((2, 3)), [1, 0]), es.LayoutError, "full_like: fill_value"),
+        (lambda: es.one_hot([0], 2, on_value=_huge_view()), es.LayoutError, "must be a scalar"),
+        (lambda: es.arange(0, 5, _huge_view()), TypeError, "step must be a scalar"),
+        (lambda: es.pad(np.ones(3), [(1, 1)], mode=_huge_view()), TypeError, "mode must be a str"),
+    ],
+)
+def test_an_array_where_a_scalar_or_a_fitting_shape_belongs_is_refused_unconverted(
+    call: Any, kind: type[Exception], words: str
+) -> None:
+    # (each converted or compared the whole view first: NumPy's MemoryError for 728 TiB, or
+    # 25-200 MB under a 1 MB limit; full_like's mismatch was NumPy's unnamed message)
+    previous = es.memory.set_memory_limit(10**6)
+    try:
+        with pytest.raises(kind, match=words):
+            call()
+    finally:
+        es.memory.set_memory_limit(previous)

@@ -352,3 +352,17 @@ def test_where_keeps_python_numbers_weak(dtype: Any, scalar: Any) -> None:
     assert es.where(mask, es.as_tensor(x), scalar).dtype == np.dtype(dtype)
     with pytest.raises(es.OutOfRangeError):
         es.where(mask, np.zeros(3, np.int8), 1000)  # (NumPy wraps it: -24)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: es.one_hot(np.array([1, 2], "m8[s]"), 3),
+        lambda: es.gather(np.arange(6).reshape(2, 3), np.array([1, 0], "m8[s]"), axis=1),
+        lambda: es.gather(np.arange(6).reshape(2, 3), np.array([True, False]), axis=1),
+    ],
+)
+def test_timedelta_or_bool_indices_are_no_integers(call: Any) -> None:
+    # (timedelta64 is an np.integer subtype: one_hot raised an IndexError, gather took them)
+    with pytest.raises(ValueError, match="indices must be integers"):
+        call()

@@ -201,6 +201,8 @@ def test_a_bound_or_sample_the_dtype_cannot_hold_is_out_of_range() -> None:
         "truncated_normal ": lambda: es.truncated_normal(3, 0, 1e5, seed=0, dtype=np.float16),
         "random_normal": lambda: es.random_normal(3, 1e39, seed=0),
         "random_normal ": lambda: es.random_normal(3, 7e4, seed=0, dtype=np.float16),
+        "orthogonal": lambda: es.orthogonal((2, 2), gain=1e39, seed=0),  # (float32)
+        "orthogonal ": lambda: es.orthogonal((2, 2), gain=1e308, seed=0, dtype=np.float16),
     }
     for name, call in calls.items():
         with warnings.catch_warnings():
@@ -213,3 +215,19 @@ def test_a_bound_or_sample_the_dtype_cannot_hold_is_out_of_range() -> None:
     for low, high in ((0.0, 65520.0), (-65520.0, 0.0)):
         edge = es.random_uniform(1000, low, high, seed=0, dtype=np.float16).numpy()
         assert np.isfinite(edge).all() and np.abs(edge).max() <= 65504
+
+
+def test_a_negative_zero_width_or_stddev_is_zero() -> None:
+    # (-0.0 compares equal to 0.0; NumPy's generator took 0.0 .. -0.0 for a negative width:
+    # a bare "high - low < 0", and "scale < 0" for a stddev of -0.0, a review)
+    assert es.random_uniform(3, 0.0, -0.0, seed=0).numpy().tolist() == [0.0] * 3
+    assert es.random_uniform(3, -0.0, 0.0, seed=0).numpy().tolist() == [0.0] * 3
+    assert es.random_normal(3, 2.0, -0.0, seed=0).numpy().tolist() == [2.0] * 3
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix itself)
+def test_categorical_takes_an_array_subclass_as_its_array() -> None:
+    # (np.matrix's max() has no keepdims: a bare TypeError, a review)
+    logits = np.array([[0.0, 1.0], [2.0, -1.0]])
+    want = es.categorical(logits, 5, seed=3)
+    np.testing.assert_array_equal(es.categorical(np.matrix(logits), 5, seed=3), want)

@@ -28,8 +28,9 @@ import numpy as np
 from .. import memory as _memory
 from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError, EinsumTypeError
+from ..memory import MAX_NDARRAY_RANK
 from ..strides import row_major_strides
-from ..tensors import MAX_NDARRAY_RANK, Tensor
+from ..tensors import Tensor
 from ..transfer import check_out
 from .backends.numpy.backend import as_arrays, explain_into_out, out_array
 from .backends.numpy.cache import array_facts, entry_for, facts_of, hot_cache, plan_from_shapes

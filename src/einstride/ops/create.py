@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError, ragged_errors, value_errors
+from ..errors import LayoutError, OutOfRangeError, named_errors, ragged_errors, value_errors
 from ..layout import Layout
 from ..memory import check_allocation, check_array, check_array_like
 from ..narrow import as_dtype
@@ -51,6 +51,7 @@ def _shape(shape: Any, dtype: Any, op: str) -> tuple[int, ...]:
     return dims
 
 
+@named_errors
 def zeros(shape: Any, dtype: Any = float) -> Tensor:
     """A new Tensor of zeros.
 
@@ -60,6 +61,7 @@ def zeros(shape: Any, dtype: Any = float) -> Tensor:
     return as_tensor(np.zeros(_shape(shape, dtype, "zeros"), dtype))
 
 
+@named_errors
 def ones(shape: Any, dtype: Any = float) -> Tensor:
     """A new Tensor of ones.
 
@@ -69,6 +71,7 @@ def ones(shape: Any, dtype: Any = float) -> Tensor:
     return as_tensor(np.ones(_shape(shape, dtype, "ones"), dtype))
 
 
+@named_errors
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     """A new Tensor filled with ``fill_value`` (dtype inferred from it unless given); a value
     the dtype cannot hold is an ``OutOfRangeError``.
@@ -80,17 +83,26 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     with ragged_errors("full fill_value"):
         kind = np.asarray(fill_value).dtype if dtype is None else dtype
     dims = _shape(shape, kind, "full")
+    _check_fill_shape(fill_value, dims, "full")
     value = converted_fill(fill_value, kind, "full")
-    value_shape = value.shape
+    return as_tensor(np.full(dims, value, kind))
+
+
+def _check_fill_shape(fill_value: Any, dims: tuple[int, ...], what: str) -> None:
+    """``fill_value`` broadcasts to ``dims``, checked before it is converted (a broadcast
+    view of 10**14 elements was converted whole, a review), else a ``LayoutError`` naming
+    ``what`` (NumPy's message named no argument: a review)."""
+    with ragged_errors(f"{what} fill_value"):
+        value_shape = np.shape(fill_value)
     try:
         fits = np.broadcast_shapes(value_shape, dims) == dims
     except ValueError:
         fits = False
-    if not fits:  # (NumPy's message named no argument: a review)
-        raise LayoutError(f"full: fill_value of shape {value_shape} does not broadcast to {dims}")
-    return as_tensor(np.full(dims, value, kind))
+    if not fits:
+        raise LayoutError(f"{what}: fill_value of shape {value_shape} does not broadcast to {dims}")
 
 
+@named_errors
 def zeros_like(t: Any, dtype: Any = None) -> Any:
     """Zeros with ``t``'s shape and (unless given) dtype; new and dense, in ``t``'s kind.
 
@@ -103,6 +115,7 @@ def zeros_like(t: Any, dtype: Any = None) -> Any:
     return finish(np.zeros(arr.shape, kind), any_tensor(t))
 
 
+@named_errors
 def ones_like(t: Any, dtype: Any = None) -> Any:
     """Ones with ``t``'s shape and (unless given) dtype; new and dense, in ``t``'s kind.
 
@@ -115,6 +128,7 @@ def ones_like(t: Any, dtype: Any = None) -> Any:
     return finish(np.ones(arr.shape, kind), any_tensor(t))
 
 
+@named_errors
 def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
     """``fill_value`` with ``t``'s shape and (unless given) dtype; new, dense, in ``t``'s kind.
 
@@ -125,10 +139,12 @@ def full_like(t: Any, fill_value: Any, dtype: Any = None) -> Any:
     kind = arr.dtype if dtype is None else dtype
     check_array(arr.shape, kind, "full_like")
     check_array_like(fill_value, kind, "full_like fill_value")
+    _check_fill_shape(fill_value, arr.shape, "full_like")
     value = converted_fill(fill_value, kind, "full_like")
     return finish(np.full(arr.shape, value, kind), any_tensor(t))
 
 
+@named_errors
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Tensor:
     """Evenly spaced values in ``[start, stop)`` as ``numpy.arange`` (numbers, ``Decimal``,
     ``Fraction``, datetimes and timedeltas); a zero step is a ``ValueError``, bounds that are
@@ -140,12 +156,12 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
     >>> arange(np.datetime64("2020-01-01"), np.datetime64("2020-01-03")).numpy().tolist()
     [datetime.date(2020, 1, 1), datetime.date(2020, 1, 2)]
     """
-    if step is not None and _is_zero(step):
-        raise ValueError("arange: step must not be zero")
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
     first, last, stride = _bound(start, "start"), _bound(stop, "stop"), _bound(step, "step")
+    if _is_zero(stride):  # (after _bound: an array step was compared element by element)
+        raise ValueError("arange: step must not be zero")
     _check_arange_size(first, last, stride, dtype)
     with value_errors("arange"):  # (a bound the dtype cannot hold: NumPy's OverflowError)
         values = np.arange(first, last, stride, dtype=dtype)
@@ -278,6 +294,7 @@ def _unit_of(span: Any) -> Any:
     return dt.timedelta(microseconds=1)
 
 
+@named_errors
 def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
 ) -> Tensor:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, ragged_errors
+from ..errors import LayoutError, named_errors, ragged_errors
 from ..layout import normalize_axis
 from ..memory import check_array, check_array_like
 from ..tensors import any_tensor, as_array
@@ -35,13 +35,14 @@ _PAD_MODES = ("constant", "reflect", "symmetric")
 
 def _integer_indices(indices: Any, op: str) -> Array:
     idx = as_array(indices)
-    if idx.dtype == np.bool_ or not np.issubdtype(idx.dtype, np.integer):
+    if idx.dtype.kind not in "iu":  # (timedelta64 is an np.integer subtype: a review)
         if idx.size == 0 and idx.dtype == np.float64:  # an empty list: no indices at all
             return idx.astype(np.int64)
         raise ValueError(f"{op}: indices must be integers, got dtype {idx.dtype}")
     return idx
 
 
+@named_errors
 def gather(t: Any, indices: Any, axis: int = 0, batch_dims: int = 0) -> Any:
     """Slices of ``t`` along ``axis`` picked by ``indices``, as ``tf.gather``.
 
@@ -120,6 +121,7 @@ def _batched_take(arr: Array, idx: Array, axis: int, b: int) -> Array:
     return dense(picked)
 
 
+@named_errors
 def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
     """The entries of ``t`` where ``mask`` is true: ``mask`` (bool, rank ``K >= 1``) must have
     the shape ``t.shape[axis:axis+K]``; those axes collapse into one holding the true
@@ -150,6 +152,7 @@ def boolean_mask(t: Any, mask: Any, axis: int = 0) -> Any:
     return finish(dense(picked), any_tensor(t, mask))
 
 
+@named_errors
 def nonzero_indices(t: Any) -> Any:
     """The int64 ``[num_nonzero, rank]`` coordinates of the non-zero entries in row-major
     order (NaN counts as non-zero); rank 0 is an error.  The scan over ``t`` is bounded
@@ -168,6 +171,7 @@ def nonzero_indices(t: Any) -> Any:
     return finish(dense(coords), any_tensor(t))
 
 
+@named_errors
 def where(mask: Any, x: Any, y: Any) -> Any:
     """Element-wise ``x`` where ``mask`` is true, else ``y``, with NumPy broadcasting of all
     three (incompatible shapes are a ``LayoutError``).  A new dense tensor.
@@ -203,6 +207,7 @@ def _weak(x: Any) -> Any:
     return x if isinstance(x, (int, float, complex)) else as_array(x)
 
 
+@named_errors
 def one_hot(
     indices: Any,
     depth: int,
@@ -237,12 +242,14 @@ def _scalar(value: Any, dtype: Any, what: str) -> Array:
     """``value`` as a 0-d array of ``dtype``: a shape is a ``LayoutError``, a value the dtype
     cannot hold an ``OutOfRangeError``."""
     check_array_like(value, dtype, f"one_hot {what}")
-    scalar = converted_fill(value, dtype, f"one_hot: {what} does not fit")
-    if scalar.ndim:
-        raise LayoutError(f"one_hot: {what} must be a scalar, got shape {scalar.shape}")
-    return scalar
+    with ragged_errors(f"one_hot {what}"):
+        shape = np.shape(value)  # (before converting: a broadcast view was converted whole)
+    if shape:
+        raise LayoutError(f"one_hot: {what} must be a scalar, got shape {shape}")
+    return converted_fill(value, dtype, f"one_hot: {what} does not fit")
 
 
+@named_errors
 def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     """``t`` padded by ``paddings[d] = (before, after)`` (all ``>= 0``, one pair per axis).
 
@@ -259,6 +266,8 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     arr = as_array(t)
     pairs = _paddings(paddings, arr.ndim)
     kind = mode.lower() if isinstance(mode, str) else mode
+    if not isinstance(kind, str):  # (an array was compared with each mode, element-wise)
+        raise TypeError(f"pad: mode must be a string, not {type(mode).__name__}")
     if kind not in _PAD_MODES:
         raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if kind != "constant":

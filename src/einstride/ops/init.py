@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import LayoutError, named_errors
 from ..memory import check_array
 from ..tensors import Tensor, as_tensor
 from ._common import dense
 from .random import (
     TRUNCATION,
+    cast_finite,
     draw_shape,
     finite_number,
     float_dtype,
@@ -57,6 +58,7 @@ def _truncated_std(cut: float) -> float:
 TRUNCATED_STD = _truncated_std(TRUNCATION)
 
 
+@named_errors
 def fans(shape: Any) -> tuple[int, int]:
     """``(fan_in, fan_out)`` of a weight shape of rank ``>= 2`` (rank below 2 is an error)."""
     dims = sample_shape(shape)
@@ -90,6 +92,7 @@ def _fan_count(shape: Any, which: str) -> int:
     return fan_in + fan_out if which == "avg" else fan_in
 
 
+@named_errors
 def glorot_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """Glorot (Xavier) uniform: limit ``sqrt(6 / (fan_in + fan_out))``; a new Tensor.
 
@@ -100,6 +103,7 @@ def glorot_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> 
     return _uniform(shape, 6.0, "avg", seed, dtype)
 
 
+@named_errors
 def glorot_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """Glorot (Xavier) normal: resulting std ``sqrt(2 / (fan_in + fan_out))``; a new Tensor.
 
@@ -109,6 +113,7 @@ def glorot_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> T
     return _normal(shape, 2.0, "avg", seed, dtype)
 
 
+@named_errors
 def he_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """He uniform: limit ``sqrt(6 / fan_in)``; a new Tensor.
 
@@ -118,6 +123,7 @@ def he_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tens
     return _uniform(shape, 6.0, "in", seed, dtype)
 
 
+@named_errors
 def he_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """He normal: resulting std ``sqrt(2 / fan_in)``; a new Tensor.
 
@@ -127,6 +133,7 @@ def he_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tenso
     return _normal(shape, 2.0, "in", seed, dtype)
 
 
+@named_errors
 def lecun_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """LeCun uniform: limit ``sqrt(3 / fan_in)``; a new Tensor.
 
@@ -136,6 +143,7 @@ def lecun_uniform(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> T
     return _uniform(shape, 3.0, "in", seed, dtype)
 
 
+@named_errors
 def lecun_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """LeCun normal: resulting std ``sqrt(1 / fan_in)``; a new Tensor.
 
@@ -145,6 +153,7 @@ def lecun_normal(shape: Any, *, seed: Any = None, dtype: Any = np.float32) -> Te
     return _normal(shape, 1.0, "in", seed, dtype)
 
 
+@named_errors
 def orthogonal(shape: Any, gain: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32) -> Tensor:
     """A (semi-)orthogonal matrix times ``gain``, reshaped to ``shape`` (rank ``>= 2``) from
     ``rows = prod(shape[:-1])`` by ``cols = shape[-1]``: the Q of a normal sample's QR,
@@ -166,5 +175,6 @@ def orthogonal(shape: Any, gain: Any = 1.0, *, seed: Any = None, dtype: Any = np
     q = q * np.where(np.diagonal(r) < 0, -1.0, 1.0)
     if rows < cols:
         q = q.T
-    result = (scale * q).reshape(dims).astype(kind)
-    return as_tensor(dense(result))
+    # (entries of Q lie within +-1: the product is finite in float64; the dtype may not
+    # hold it, an OutOfRangeError, never infinities: a review, gain=1e39 in float32)
+    return as_tensor(dense(cast_finite((scale * q).reshape(dims), kind, "orthogonal")))

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..errors import named_errors
 from ..memory import check_array
 from ..narrow import is_bfloat16
 from ..tensors import any_tensor, as_array
@@ -82,6 +83,7 @@ def _numbers(arr: Array, op: str) -> Array:
 _LAPACK_TYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
+@named_errors
 def qr(t: Any, full_matrices: bool = False) -> QRResult:
     """QR of each ``[M, N]`` matrix of ``t`` (``[..., M, N]``, rank ``>= 2``): ``q`` is
     ``[..., M, K]`` and ``r`` ``[..., K, N]`` with ``K = min(M, N)``, or ``K = M`` with
@@ -104,6 +106,7 @@ def qr(t: Any, full_matrices: bool = False) -> QRResult:
     return QRResult(finish(dense(q), kind), finish(dense(r), kind))
 
 
+@named_errors
 def svd(t: Any, compute_uv: bool = True, full_matrices: bool = False) -> SVDResult:
     """Singular values (descending, real) of each matrix of ``t`` (``[..., M, N]``) and, with
     ``compute_uv``, ``u`` (``[..., M, K]``) and ``v`` (``[..., N, K]``; ``K = min(M, N)``, or

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import LayoutError, named_errors
 from ..layout import Layout, as_int_tuple
 from ..memory import check_array
 from ..narrow import is_small_float
@@ -32,6 +32,7 @@ def _diagonal_layout(layout: Layout) -> Layout:
     return square.diagonal((-2, -1))
 
 
+@named_errors
 def diag_part(t: Any) -> Any:
     """The main diagonal ``[..., M, N] -> [..., min(M, N)]``, a **view** (stride sum); rank
     below 2 is an error.
@@ -51,6 +52,7 @@ def _diagonal_of(result: Array) -> Array:
     return dense.view(_diagonal_layout(dense.layout)).numpy()
 
 
+@named_errors
 def diag(d: Any) -> Any:
     """A batch of diagonal matrices ``[..., M] -> [..., M, M]``, zero off the diagonal; a new
     dense tensor.  Rank 0 is an error.
@@ -66,6 +68,7 @@ def diag(d: Any) -> Any:
     return finish(result, any_tensor(d))
 
 
+@named_errors
 def set_diag(t: Any, d: Any) -> Any:
     """A copy of ``t`` (``[..., M, N]``) whose main diagonal is ``d``, which must have shape
     ``t.shape[:-2] + (min(M, N),)`` exactly.  The dtype is NumPy's promotion of both.
@@ -88,6 +91,7 @@ def set_diag(t: Any, d: Any) -> Any:
     return finish(result, any_tensor(t, d))
 
 
+@named_errors
 def band_part(t: Any, lower: int, upper: int) -> Any:
     """Keep entry ``(i, j)`` of each matrix where ``(i - j <= lower or lower < 0) and
     (j - i <= upper or upper < 0)``, zero the rest; a new dense tensor.
@@ -109,6 +113,7 @@ def band_part(t: Any, lower: int, upper: int) -> Any:
     return finish(dense(result), any_tensor(t))
 
 
+@named_errors
 def eye(rows: int, cols: int | None = None, batch_shape: Any = (), dtype: Any = float) -> Tensor:
     """Identity matrices ``batch_shape + (rows, cols)`` (``cols`` defaults to ``rows``), ones
     on the main diagonal; a new dense Tensor.
@@ -127,6 +132,7 @@ def eye(rows: int, cols: int | None = None, batch_shape: Any = (), dtype: Any = 
     return as_tensor(result)
 
 
+@named_errors
 def trace(t: Any) -> Any:
     """Sum of the ``min(M, N)`` main diagonal of the last two axes: shape ``t.shape[:-2]``
     (a rank-0 array or Tensor for a single matrix); a new result, not a view.

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import named_errors
 from ..memory import check_array
 from ..narrow import bfloat16, is_bfloat16
 from ..tensors import any_tensor, as_array
@@ -22,6 +23,7 @@ Array = np.ndarray[Any, Any]
 __all__ = ["is_reduced_precision", "to_full_precision", "to_reduced_precision"]
 
 
+@named_errors
 def is_reduced_precision(t: Any) -> bool:
     """Whether ``t`` holds bfloat16 values.
 
@@ -31,6 +33,7 @@ def is_reduced_precision(t: Any) -> bool:
     return is_bfloat16(as_array(t).dtype)
 
 
+@named_errors
 def to_reduced_precision(t: Any) -> Any:
     """A new bfloat16 tensor of ``t``'s values (a real floating dtype, usually float32),
     rounded to nearest even (overflow gives infinity, NaN stays NaN).  A tensor that is
@@ -67,6 +70,7 @@ def _round_to_bfloat16(arr: Array) -> Array:
     return np.array(bits.view(np.float32), dtype=bfloat16(), order="C", copy=True)
 
 
+@named_errors
 def to_full_precision(t: Any) -> Any:
     """A new float32 tensor of a bfloat16 ``t``'s values (exact); any other dtype is a
     ``ValueError``.

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, OutOfRangeError
+from ..errors import LayoutError, OutOfRangeError, named_errors
 from ..layout import Layout
 from ..memory import check_array
 from ..narrow import as_dtype, is_bfloat16
@@ -150,6 +150,7 @@ def _largest(kind: np.dtype[Any]) -> float:
     return float(np.nextafter(np.array(np.inf, kind), np.array(0, kind)))
 
 
+@named_errors
 def random_uniform(
     shape: Any, low: Any = 0.0, high: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
 ) -> Tensor:
@@ -162,7 +163,9 @@ def random_uniform(
     >>> bool(u.min() >= -1 and u.max() < 1)
     True
     """
-    lo, hi = finite_number(low, "low"), finite_number(high, "high")
+    # (+ 0.0: a -0.0 bound is 0.0, as it compares; NumPy's uniform took 0.0 .. -0.0 for a
+    # negative width, a review)
+    lo, hi = finite_number(low, "low") + 0.0, finite_number(high, "high") + 0.0
     if lo > hi:
         raise ValueError(f"random_uniform: low {lo} is greater than high {hi}")
     if not math.isfinite(hi - lo):
@@ -177,6 +180,7 @@ def random_uniform(
     return as_tensor(dense(within))
 
 
+@named_errors
 def random_normal(
     shape: Any, mean: Any = 0.0, stddev: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
 ) -> Tensor:
@@ -186,7 +190,7 @@ def random_normal(
     >>> random_normal((2, 0), seed=1).shape
     (2, 0)
     """
-    mu, sigma = finite_number(mean, "mean"), finite_number(stddev, "stddev")
+    mu, sigma = finite_number(mean, "mean"), finite_number(stddev, "stddev") + 0.0  # (-0.0)
     if sigma < 0:
         raise ValueError(f"random_normal: stddev must be >= 0, got {sigma}")
     kind, dims = float_dtype(dtype), draw_shape(shape, "random_normal")
@@ -204,6 +208,7 @@ def standard_truncated(rng: np.random.Generator, dims: tuple[int, ...]) -> Array
     return draws
 
 
+@named_errors
 def truncated_normal(
     shape: Any, mean: Any = 0.0, stddev: Any = 1.0, *, seed: Any = None, dtype: Any = np.float32
 ) -> Tensor:
@@ -226,6 +231,7 @@ def truncated_normal(
     return as_tensor(dense(within))
 
 
+@named_errors
 def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
     """``num_samples`` class indices per row of ``[batch, classes]`` unnormalized
     log-probabilities: int64 ``[batch, num_samples]``, in the logits' kind (NumPy or
@@ -236,7 +242,7 @@ def categorical(logits: Any, num_samples: int, *, seed: Any = None) -> Any:
     >>> categorical(np.array([[-np.inf, 0.0], [0.0, -np.inf]]), 3, seed=0).tolist()
     [[1, 1, 1], [0, 0, 0]]
     """
-    values = as_array(logits)
+    values = as_array(logits).view(np.ndarray)  # (an np.matrix's max has no keepdims)
     if not (values.dtype.kind in "iuf" or is_bfloat16(values.dtype)):
         raise ValueError(
             f"categorical: logits must be real [batch, classes], got dtype {values.dtype}"

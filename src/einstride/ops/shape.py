@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, value_errors
+from ..errors import LayoutError, named_errors, value_errors
 from ..layout import (
     Layout,
     as_int,
@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 
+@named_errors
 def unstack(t: Any, axis: int = 0) -> list[Any]:
     """The ``t.shape[axis]`` slices along ``axis``, that axis removed; each is a **view**.
 
@@ -68,6 +69,7 @@ def unstack(t: Any, axis: int = 0) -> list[Any]:
     return map_views(t, parts)
 
 
+@named_errors
 def split(t: Any, count_or_sizes: Any, axis: int = 0) -> list[Any]:
     """Split along ``axis`` into **views**: ``count`` equal parts (``count`` must divide the
     length), or parts of the given ``sizes`` (each ``>= 0``, summing exactly to the length;
@@ -110,6 +112,7 @@ def _split_sizes(count_or_sizes: Any, length: int, axis: int) -> tuple[int, ...]
     return sizes
 
 
+@named_errors
 def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     """Stack equal-shape tensors along a new ``axis`` (in ``[-(r+1), r]``); a new dense
     tensor, or written into ``out``, which may not overlap any input (returns ``out``).
@@ -131,6 +134,7 @@ def stack(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     return out if out is not None else finish(dst, any_tensor(*items))
 
 
+@named_errors
 def concat(tensors: Iterable[Any], axis: int = 0, out: Any = None) -> Any:
     """Join tensors of one rank (``>= 1``) along an existing ``axis``; the other lengths must
     match.  A new dense tensor, or written into a non-overlapping ``out`` (returned).
@@ -216,6 +220,7 @@ def _destination(
     return check_out(out, sources, dtype, op, shape)
 
 
+@named_errors
 def tile(t: Any, multiples: Any) -> Any:
     """Repeat ``t`` ``multiples[d]`` times along each axis ``d``; one multiple per axis, each
     ``>= 0`` (NumPy would pad a short list; this does not).  A new dense tensor.
@@ -236,6 +241,7 @@ def tile(t: Any, multiples: Any) -> Any:
     return finish(np.tile(arr, reps), any_tensor(t))
 
 
+@named_errors
 def reshape(t: Any, shape: Any) -> Any:
     """The elements in row-major order under ``shape`` (one ``-1`` is inferred): a **view**
     when the strides allow it, otherwise a dense copy.
@@ -259,6 +265,7 @@ def reshape(t: Any, shape: Any) -> Any:
     return finish(dense, isinstance(t, Tensor))
 
 
+@named_errors
 def flatten(t: Any) -> Any:
     """1-D in row-major order (rank 0 gives shape ``(1,)``): a **view** when the strides allow
     it, otherwise a dense copy.
@@ -275,6 +282,7 @@ def _operand(t: Any) -> Any:
     return t if isinstance(t, Tensor) else as_array(t)
 
 
+@named_errors
 def expand_dims(t: Any, axis: Any) -> Any:
     """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result); a
     **view**.
@@ -292,6 +300,7 @@ def expand_dims(t: Any, axis: Any) -> Any:
     return map_view(t, expanded)
 
 
+@named_errors
 def squeeze(t: Any, axis: Any = None) -> Any:
     """Remove length-1 axes: all of them (``axis=None``) or the named ones (an int or a tuple),
     each of which must have length 1; a **view**.
@@ -300,12 +309,13 @@ def squeeze(t: Any, axis: Any = None) -> Any:
     (2,)
     >>> squeeze(np.zeros((1, 2, 1)), 1)
     Traceback (most recent call last):
-    einstride.errors.LayoutError: cannot squeeze axis 1 of length 2
+    einstride.errors.LayoutError: squeeze: cannot squeeze axis 1 of length 2
     """
     axes = None if axis is None else as_int_tuple(axis, "squeeze axis")
     return map_view(t, lambda layout: layout.squeeze(axes, "squeeze axis"))
 
 
+@named_errors
 def transpose(t: Any, perm: Any = None) -> Any:
     """Axes permuted (new axis ``k`` is old axis ``perm[k]``), reversed when ``perm`` is
     ``None``; a **view**.
@@ -322,6 +332,7 @@ def transpose(t: Any, perm: Any = None) -> Any:
     return map_view(t, permuted)
 
 
+@named_errors
 def broadcast_to(t: Any, shape: Any) -> Any:
     """``t`` broadcast to ``shape`` (NumPy rules) as a **view** with zero strides.  A NumPy
     result is read-only, as NumPy's own (its elements repeat).

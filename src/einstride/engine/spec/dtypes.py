@@ -26,7 +26,7 @@ def check_numeric(dtype: np.dtype[Any], what: str) -> None:
     >>> check_numeric(np.dtype("U3"), "operand 0 has dtype")
     Traceback (most recent call last):
       ...
-    TypeError: einsum: operand 0 has dtype <U3, which is not numeric (bool, int, float, complex)
+    einstride.errors.EinsumTypeError: einsum: operand 0 has dtype <U3, which is not numeric ...
     """
     if dtype.kind not in "biufc" and not is_small_float(dtype):
         raise EinsumTypeError(

@@ -134,7 +134,13 @@ class Equation:
 
     def where(self, term: int | None, item: int) -> str:
         """Words for where item ``item`` of input term ``term`` (None: the output) was written."""
-        pos = (self.output_positions if term is None else self.positions[term])[item]
+        terms = len(self.positions)
+        if term is not None and not -terms <= term < terms:
+            raise EinsumError(f"einsum: the equation has {terms} input terms, no term {term}")
+        items = self.output_positions if term is None else self.positions[term]
+        if not -len(items) <= item < len(items):
+            raise EinsumError(f"einsum: the term has {len(items)} items, no item {item}")
+        pos = items[item]
         return f"sublist index {pos}" if self.sublist else f"position {pos}"
 
     def fail(self, message: str, position: int | None = None) -> EinsumError:
@@ -174,6 +180,9 @@ class EinsumSpec:
         >>> parse_equation("ij->ji", (2, 3)).label_string((1, 0))
         'ji'
         """
+        unknown = [label for label in labels if not 0 <= label < len(self.names)]
+        if unknown:
+            raise EinsumError(f"einsum: no label {unknown[0]} (the spec has {len(self.names)})")
         names = [self.names[label] for label in labels]
         joiner = "" if all(len(n) == 1 for n in names) else " "
         return joiner.join(names)

@@ -35,6 +35,7 @@ import numpy as np
 from dask.utils import parse_bytes
 
 from ....errors import EinsumError, EinsumTypeError
+from ....memory import check_listing
 from ...call import EinsumCall, checked_memory_limit, is_shape, make_call
 from ...spec.dtypes import check_casting, check_numeric, compute_dtype, result_dtype
 from ...spec.equation import bind, quoted
@@ -85,14 +86,12 @@ def task_memory_budget(memory_limit: Any = None) -> int:
         if memory_limit is None:
             return 4 * int(parse_bytes(dask.config.get("array.chunk-size")))
         what = f"the Dask config value {CONFIG_KEY!r}"  # its errors name it (a review)
-    try:
-        if isinstance(memory_limit, str):
-            memory_limit = checked_memory_limit(memory_limit)
+    try:  # (einsum's own check: an array of 2.9 was int()ed to 2, a review)
+        limit = checked_memory_limit(memory_limit)
     except (TypeError, ValueError) as exc:
         raise type(exc)(str(exc).replace("memory_limit", what, 1)) from None
-    if isinstance(memory_limit, bool) or not hasattr(memory_limit, "__index__"):
-        raise EinsumTypeError(f"einsum: {what} must be an int (bytes), not {memory_limit!r}")
-    return _positive(int(memory_limit), memory_limit, what)
+    assert limit is not None  # (None was handled above)
+    return _positive(limit, memory_limit, what)
 
 
 def _positive(value: int, given: Any, what: str) -> int:
@@ -408,6 +407,7 @@ def plan_dask(
 ) -> DaskEinsum:
     """Plan and build the lazy graph of an einsum (string form) over Dask (and NumPy)
     operands."""
+    check_listing(operands, "plan_dask operands")  # (a huge view took 37 s to list: a review)
     return plan_call(
         make_call(subscripts, *operands, dtype=dtype, optimize=optimize, memory_limit=memory_limit)
     )

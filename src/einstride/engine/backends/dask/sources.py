@@ -15,6 +15,7 @@ import numpy as np
 
 from ....errors import LayoutError
 from ....layout import as_int, is_int_scalar
+from ....memory import check_listing
 
 __all__ = ["MemmapBlocks", "NpyFile", "from_npy", "lazy_array", "npy_source"]
 
@@ -76,6 +77,8 @@ def from_npy(path: str | os.PathLike[str], chunks: Any = "auto") -> Array:
     source = NpyFile(path)
     if is_int_scalar(chunks):  # (a 0-d array: Dask asked its len())
         chunks = as_int(chunks, "from_npy chunks")
+    elif isinstance(chunks, np.ndarray):  # (Dask lists it: a broadcast view filled memory)
+        check_listing(chunks, "from_npy chunks")
     try:
         return lazy_array(source, chunks)
     except ZeroDivisionError:  # Dask's own, for a chunk of 0 on an axis of elements

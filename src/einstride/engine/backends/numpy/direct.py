@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ....tensors import MAX_NDARRAY_RANK
+from ....memory import MAX_NDARRAY_RANK
 from ...call import equation_of
 from ...forksafe import lock
 from ...spec.costmodel import Problem

@@ -61,7 +61,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from .... import memory as _memory
-from ....tensors import MAX_NDARRAY_RANK
+from ....memory import MAX_NDARRAY_RANK
 from ...forksafe import rlock
 from ...spec.equation import Equation, parse_subscripts
 from ...spec.matmul import (

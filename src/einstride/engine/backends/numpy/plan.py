@@ -40,7 +40,7 @@ import numpy as np
 
 from ...._compat import assert_never
 from ....errors import EinsumError
-from ....tensors import MAX_NDARRAY_RANK
+from ....memory import MAX_NDARRAY_RANK
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec, Equation, bind, quoted, sub_equation
 from ...spec.paths import (
