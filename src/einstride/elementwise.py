@@ -107,6 +107,8 @@ def _operand(x: Any, name: str, position: int) -> Any:
     operand's ``position``)."""
     if isinstance(x, (int, float, complex)):  # np.float64 and np.bool_ stay strong anyway
         return x
+    if isinstance(x, (Tensor, np.ndarray)):  # (no message formatted on the common path)
+        return as_array(x)
     return as_array(x, f"{name}: operand {position}")
 
 

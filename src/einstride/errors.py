@@ -148,7 +148,9 @@ def named_errors(op: Callable[_P, _R]) -> Callable[_P, _R]:
     """``op`` whose errors (einstride's family, a plain ``TypeError`` or ``ValueError``:
     never another library's subclass) start with its name: the shared checks it calls say
     "shape (2, -1) has a negative length" or "axis 5 is out of range for rank 2", naming no
-    function (a review).  A message that starts with the name already is left as it is.
+    function (a review).  A message that starts with the name already is left as it is, and
+    so is an error whose arguments are not one message (a user's ``ValueError("bad", 7)``);
+    the error itself is raised again, its notes and cause kept.
 
     >>> @named_errors
     ... def ones(n: int) -> None:
@@ -164,8 +166,9 @@ def named_errors(op: Callable[_P, _R]) -> Callable[_P, _R]:
         try:
             return op(*args, **kwargs)
         except _NAMED as error:
-            if type(error) not in _NAMED or str(error).startswith(name):
-                raise
-            raise type(error)(f"{name}: {error}").with_traceback(error.__traceback__) from None
+            words = error.args[0] if len(error.args) == 1 else None
+            if type(error) in _NAMED and isinstance(words, str) and not words.startswith(name):
+                error.args = (f"{name}: {words}",)
+            raise
 
     return call

@@ -83,6 +83,8 @@ def as_sequence(values: Any, what: str) -> tuple[Any, ...]:
     naming ``what`` for what is no sequence, an unordered set or mapping included (NumPy
     refuses one: its order is no axis order, a review found ``transpose(a, {1, 0})`` the
     identity)."""
+    if type(values) in (tuple, list):
+        return tuple(values)
     if isinstance(values, (AbstractSet, Mapping)):
         raise TypeError(f"{what} must be an int or a sequence of ints, not {values!r}")
     check_listing(values, what)  # a range(10**12) as a shape fails before it is listed
@@ -102,6 +104,8 @@ def as_int_tuple(values: Any, what: str) -> tuple[int, ...]:
     Traceback (most recent call last):
     TypeError: reshape shape must be an int or a sequence of ints, not None
     """
+    if type(values) is tuple and all(type(v) is int for v in values):
+        return values  # (the common case first: a review measured the checks below)
     if is_int_scalar(values):
         return (as_int(values, what),)
     if isinstance(values, np.ndarray) and values.ndim > 1:

@@ -38,7 +38,7 @@ from .engine.call import (
 )
 from .engine.expression import check_backend
 from .engine.spec.equation import ELLIPSIS, Equation
-from .errors import EinsumError
+from .errors import EinsumError, EinsumTypeError
 
 __all__ = ["contract", "contract_path"]
 
@@ -106,6 +106,10 @@ def contract_path(
     ([(0, 1)], 8)
     """
     key, raw = equation_and_operands(subscripts, operands)
+    try:
+        shapes = bool(shapes)
+    except ValueError:  # (an array: NumPy's "truth value ... ambiguous" named nothing)
+        raise EinsumTypeError(f"contract_path: shapes must be a bool, not {shapes!r}") from None
     if shapes:
         shaped = [(checked_shape(x, f"shape {i}"), np.dtype(np.float64)) for i, x in enumerate(raw)]
     else:  # (a tuple is an operand's data here, as in opt_einsum, never a shape)

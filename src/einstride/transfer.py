@@ -114,8 +114,16 @@ def check_destination(dst: Any, op: str) -> None:
 def check_no_overlap(dst: Any, sources: Iterable[Any], op: str) -> None:
     """Reject any source that shares memory with ``dst`` (the rule for einsum ``out=``,
     ``concat``/``stack`` ``out=``)."""
+    if not isinstance(dst, (Tensor, np.ndarray)):  # (None passed silently: a review)
+        raise out_type_error(dst, op)
     check_listing(sources, f"{op} sources")  # a range(10**9) of sources: refused, not walked
-    for index, src in enumerate(sources):
+    try:
+        listed = list(sources)
+    except TypeError:  # (None: Python's "not iterable" named nothing, a review)
+        raise TypeError(
+            f"{op}: sources must be a sequence of arrays, not {type(sources).__name__}"
+        ) from None
+    for index, src in enumerate(listed):
         if tensors_overlap(dst, src):
             raise LayoutError(f"{op}: the destination overlaps input {index}")
 

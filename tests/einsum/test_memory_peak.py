@@ -633,3 +633,18 @@ def test_explain_says_what_operands_rounded_to_a_small_float_add(limit: int | No
         f"{within:,} B less them: {within - 160_000:,} B)"
     ), report
     assert "rounded:" not in es.explain("ij,jk->ik", a, b, memory_limit=limit)
+
+
+def test_einsum_vjp_of_a_bool_operand_beside_a_complex_one_is_the_same_under_a_limit() -> None:
+    # (a review: under a limit the gradient was written into a bool out= by an unsafe cast,
+    # True where the imaginary part alone was nonzero; without one, the real part's cast)
+    a, b = np.ones(1000, bool), np.full(1000, 1j)
+    free = es.einsum_vjp("i,i->", [a, b], 1.0)
+    previous = memory.set_memory_limit(3 * (a.nbytes + b.nbytes) // 2)
+    try:
+        limited = es.einsum_vjp("i,i->", [a, b], 1.0)
+    finally:
+        memory.set_memory_limit(previous)
+    for x, y in zip(free, limited):
+        np.testing.assert_array_equal(x, y)
+    assert not free[0].any()

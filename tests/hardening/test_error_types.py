@@ -465,3 +465,49 @@ def test_an_ops_error_names_the_op(call: Callable[[], Any], start: str) -> None:
     with pytest.raises((ValueError, TypeError)) as caught:
         call()
     assert str(caught.value).startswith(start), caught.value
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: es.check_no_overlap(np.ones(2), None, "op"), "op: sources must be a sequence"),
+        (lambda: es.check_no_overlap(None, [np.ones(2)], "op"), "op: out must be an einstride"),
+        (lambda: es.set_num_threads(int), "set_num_threads: expected an int or None"),
+    ],
+)
+def test_odd_arguments_of_the_checks_are_named_type_errors(
+    call: Callable[[], Any], words: str
+) -> None:
+    # (Python's "not iterable" and "cannot be interpreted as an integer" named nothing; a
+    # None destination passed silently)
+    with pytest.raises(TypeError, match=words):
+        call()
+
+
+def test_contract_paths_shapes_and_parse_equations_subscripts_are_named_type_errors() -> None:
+    # (NumPy's "truth value ... ambiguous" and Python's "unhashable type: 'list'")
+    with pytest.raises(es.EinsumTypeError, match="contract_path: shapes must be a bool"):
+        es.contract_path("ij,jk", (2, 2), (2, 2), shapes=np.array([1, 0]))
+    with pytest.raises(es.EinsumTypeError, match="parse_equation: subscripts must be a str"):
+        es.parse_equation(["ij"], (2, 3))  # type: ignore[arg-type]
+
+
+def test_named_errors_leave_a_users_own_error_as_it_is() -> None:
+    # (a review: a user's ValueError("bad", 7) from a generator given to stack was rebuilt
+    # as ValueError("stack: ('bad', 7)"), its notes lost)
+    def parts() -> Any:
+        yield np.ones(2)
+        error = ValueError("bad", 7)
+        error.add_note("NOTE")
+        raise error
+
+    with pytest.raises(ValueError) as caught:
+        es.stack(parts())
+    assert caught.value.args == ("bad", 7) and caught.value.__notes__ == ["NOTE"]
+
+
+@pytest.mark.parametrize("out", [[0.0], np.zeros((2, 4), int)])
+def test_an_out_einsum_cannot_write_is_an_einsum_type_error(out: Any) -> None:
+    # (a review: the NumPy path raised a plain TypeError where torch's raised EinsumTypeError)
+    with pytest.raises(es.EinsumTypeError, match="einsum out="):
+        es.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)), out=out)

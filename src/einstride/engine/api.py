@@ -31,8 +31,7 @@ from ..errors import EinsumError, EinsumTypeError
 from ..memory import MAX_NDARRAY_RANK
 from ..strides import row_major_strides
 from ..tensors import Tensor
-from ..transfer import check_out
-from .backends.numpy.backend import as_arrays, explain_into_out, out_array
+from .backends.numpy.backend import as_arrays, check_einsum_out, explain_into_out, out_array
 from .backends.numpy.cache import array_facts, entry_for, facts_of, hot_cache, plan_from_shapes
 from .backends.numpy.direct import with_direct_note
 from .backends.numpy.lanes import lane_for, public_einsum
@@ -343,7 +342,7 @@ def _explain_shapes(shapes: Sequence[Any], call: EinsumCall) -> str:
         check_casting([dt for _, dt in shaped], plan.result_dtype, call.casting)
     if out_facts is not None:  # a call with out= runs its plan: no lane, no direct first call
         casting = call.casting or "same_kind"  # (shapes: no overlap to check)
-        check_out(out, (), plan.result_dtype, "einsum out=", casting=casting)
+        check_einsum_out(out, (), plan.result_dtype, casting)
         return explain_into_out(plan, key, facts, out_facts, None, optimize, within)
     planned = report = explain_within(plan, key, facts, None, None, optimize, within)
     can_be = all(_array_can_be(s, dt) for s, dt in shaped)

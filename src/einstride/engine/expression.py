@@ -322,7 +322,7 @@ def _shape(x: Any, i: int) -> tuple[Any, ...]:
     check_conversion(x, f"einsum: operand {i}")
     try:
         return tuple(np.shape(x))
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:  # (an __array__ raising TypeError: a review)
         raise EinsumTypeError(
             f"einsum: operand {i} ({type(x).__name__}) cannot be converted to an array: {exc}"
         ) from None

@@ -32,7 +32,6 @@ import functools
 import math
 import re
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -227,15 +226,16 @@ def _native_gradient(
     if limit is None:
         return numpy_cast_like(as_array(einsum(*args, optimize=optimize, **keywords)), like)
     computed = keywords.get("dtype") or result_dtype([np.dtype(x.dtype) for x in used])
-    if computed == like.dtype:
-        # (the first gradient within the process's limit, on einsum's fast paths)
+    if computed == like.dtype or not np.can_cast(computed, like.dtype, "same_kind"):
+        # (the first gradient within the process's limit, on einsum's fast paths; a complex
+        # product into a real or bool operand's dtype is cast_like's real part: an unsafe
+        # cast into out= made a bool of the imaginary part too, a review)
         within = {"memory_limit": limit - held} if held else {}
-        return as_array(einsum(*args, optimize=optimize, **within, **keywords))
+        grad = as_array(einsum(*args, optimize=optimize, **within, **keywords))
+        return numpy_cast_like(grad, like)
     out = np.empty(like.shape, like.dtype)  # (within the limit: _gradients_fit)
-    with warnings.catch_warnings():  # (a complex product's real part, as cast_like takes it)
-        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-        einsum(*args, optimize=optimize, out=out, casting="unsafe",
-               memory_limit=limit - held - out.nbytes, **keywords)  # fmt: skip
+    einsum(*args, optimize=optimize, out=out, casting="same_kind",
+           memory_limit=limit - held - out.nbytes, **keywords)  # fmt: skip
     return out
 
 

@@ -94,6 +94,9 @@ def _check_fill_shape(fill_value: Any, dims: tuple[int, ...], what: str) -> None
     ``what`` (NumPy's message named no argument: a review)."""
     with ragged_errors(f"{what} fill_value"):
         value_shape = np.shape(fill_value)
+    extra = len(value_shape) - len(dims)
+    if extra > 0 and all(n == 1 for n in value_shape[:extra]):
+        value_shape = value_shape[extra:]  # (NumPy's copyto drops them: a review)
     try:
         fits = np.broadcast_shapes(value_shape, dims) == dims
     except ValueError:

@@ -267,7 +267,7 @@ def pad(t: Any, paddings: Any, mode: str = "constant", value: Any = 0) -> Any:
     pairs = _paddings(paddings, arr.ndim)
     kind = mode.lower() if isinstance(mode, str) else mode
     if not isinstance(kind, str):  # (an array was compared with each mode, element-wise)
-        raise TypeError(f"pad: mode must be a string, not {type(mode).__name__}")
+        raise ValueError(f"pad: mode must be one of {_PAD_MODES}, not a {type(mode).__name__}")
     if kind not in _PAD_MODES:
         raise ValueError(f"pad: mode must be one of {_PAD_MODES}, got {mode!r}")
     if kind != "constant":

@@ -641,6 +641,10 @@ def parse_equation(subscripts: str, *shapes: Sequence[int]) -> EinsumSpec:
       ...
     einstride.errors.EinsumError: einsum 'ij': shape 0 (-2, 3) has a negative length
     """
+    if not isinstance(subscripts, str):  # (before the cache: a list is unhashable, a review)
+        raise EinsumTypeError(
+            f"parse_equation: subscripts must be a str, not {type(subscripts).__name__}"
+        )
     equation = parse_subscripts(subscripts)
     return bind(equation, [_checked_shape(equation, s, i) for i, s in enumerate(shapes)])
 

@@ -35,6 +35,7 @@ __all__ = [
     "arrays_within",
     "as_arrays",
     "cast_like",
+    "check_einsum_out",
     "einsum",
     "explain",
     "explain_into_out",
@@ -208,7 +209,7 @@ def out_array(out: Any) -> Array:
         return out.numpy()
     if isinstance(out, np.ndarray):
         return out if type(out) is np.ndarray else out.view(np.ndarray)
-    raise out_type_error(out, "einsum out=")
+    raise EinsumTypeError(str(out_type_error(out, "einsum out=")))  # (einsum's family)
 
 
 def run_entry(
@@ -399,8 +400,18 @@ def _check_keywords(call: EinsumCall, arrays: Sequence[Array], entry: Entry) -> 
         check_casting([a.dtype for a in arrays], entry.plan.result_dtype, call.casting)
     if call.out is not None:  # a Tensor or ndarray that can take the result's dtype by
         # the call's casting, writeable, sharing no memory with an operand
-        check_out(call.out, arrays, entry.plan.result_dtype, "einsum out=",
-                  casting=call.casting or "same_kind")  # fmt: skip
+        check_einsum_out(call.out, arrays, entry.plan.result_dtype, call.casting or "same_kind")
+
+
+def check_einsum_out(out: Any, arrays: Sequence[Array], dtype: Any, casting: str) -> None:
+    """:func:`~einstride.transfer.check_out` for einsum's ``out=`` (and explain's), its
+    type errors in einsum's family (a review: torch's were, NumPy's plain)."""
+    try:
+        check_out(out, arrays, dtype, "einsum out=", casting=casting)
+    except TypeError as exc:
+        if type(exc) is not TypeError:
+            raise
+        raise EinsumTypeError(str(exc)) from None
 
 
 def cast_like(grad: Any, like: Any) -> Any:

@@ -55,12 +55,9 @@ def _entry(call: EinsumCall, tensors: list[torch.Tensor]) -> Entry:
     return entry_for(call.key, facts_of(tensors), out_facts, call.dtype, call.optimize)
 
 
-def _guard(
-    entry: Entry, device: torch.device, memory_limit: int | None, graph: bool = False
-) -> None:
+def _guard(entry: Entry, device: torch.device, memory_limit: int | None) -> None:
     """Before anything is allocated: the memory limit bounds the plan's peak (a single
-    allocation over it is named; under autograd by steps, with every intermediate kept:
-    :func:`.stepwise.kept_peak`), and what torch cannot run is refused."""
+    allocation over it is named), and what torch cannot run is refused."""
     if entry.integer_products and device.type != "cpu":
         raise EinsumTypeError(
             f"einsum {quoted(entry.text)}: the plan multiplies matrices of integers or "
@@ -70,20 +67,39 @@ def _guard(
     if entry.peak == 0:
         return
     limit = limit_for(device, memory_limit)
-    peak = _graph_peak(entry) if graph else entry.peak
-    if peak > limit:
+    if entry.peak > limit:
         check_memory(entry.plan, limit)
-        kept = " with its intermediates kept for the backward" if peak != entry.peak else ""
         raise EinsumError(
-            f"einsum {quoted(entry.text)}: the plan would allocate {peak:,} bytes at its "
-            f"peak{kept}, more than the memory limit of {limit:,} bytes (on torch, einsum does "
-            "not slice a contraction to fit)"
+            f"einsum {quoted(entry.text)}: the plan would allocate {entry.peak:,} bytes at its "
+            f"peak, more than the memory limit of {limit:,} bytes (on torch, einsum does not slice "
+            "a contraction to fit)"
         )
 
 
-def _graph_peak(entry: Entry) -> int:
-    """The peak of a call under autograd: its steps' results kept where it runs by steps."""
-    return max(entry.peak, kept_peak(entry.plan)) if runs_by_steps(entry.plan) else entry.peak
+def _autograd_line(entry: Entry, device: torch.device, memory_limit: int | None) -> str:
+    """What a call under autograd keeps: its steps' results, or (past the limit) none."""
+    kept = _steps_kept(entry, device, memory_limit)
+    if kept is not None:
+        return (
+            "\n  autograd: the steps run one by one and keep their results for the backward:"
+            f" peak {kept:,} B"
+        )
+    return (
+        f"\n  autograd: by steps, their kept results ({kept_peak(entry.plan):,} B) would pass "
+        "the memory limit: one function for the call, its backward einstride's (none kept)"
+    )
+
+
+def _steps_kept(entry: Entry, device: torch.device, memory_limit: int | None) -> int | None:
+    """The bytes a call by steps under autograd holds (:func:`.stepwise.kept_peak`: each
+    step's result kept for the backward) where it runs by steps and they fit the limit;
+    None where the call runs as one :class:`.autograd.EinsumFunction`, which keeps none
+    (a review: the plan's peak, which frees them, let 720,000 bytes pass a 640,000 limit;
+    refusing then refused calls that fit as one function)."""
+    if not runs_by_steps(entry.plan):
+        return None
+    kept = kept_peak(entry.plan)
+    return kept if kept <= limit_for(device, memory_limit) else None
 
 
 def einsum(call: EinsumCall) -> torch.Tensor:
@@ -137,7 +153,7 @@ def _einsum(call: EinsumCall) -> torch.Tensor:
     graph = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
     out = None if call.out is None else _checked_out(call, given, device, entry, graph)
     by_steps_too = call.dtype is None and call.out is None
-    _guard(entry, device, call.memory_limit, graph and by_steps_too)
+    _guard(entry, device, call.memory_limit)
     if graph:
         return _graph(call.key, call.optimize, call.memory_limit, entry, tensors, by_steps_too)
     return entry.run(tensors, out)
@@ -156,7 +172,8 @@ def _graph(
     ``torch.sum`` of it in its own dtype (:func:`.execute.one_native`)."""
     if entry.native:
         return entry.run(tensors, None)
-    if by_steps_too and runs_by_steps(entry.plan):
+    device = tensors[0].device if tensors else torch.device("cpu")
+    if by_steps_too and _steps_kept(entry, device, memory_limit) is not None:
         optimize = derived_optimize(optimize)
 
         def step(step_key: Any, operands: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -198,14 +215,10 @@ def explain(call: EinsumCall) -> str:
     if call.out is not None:  # checked as einsum checks it (a review: autograd's rule too)
         _checked_out(call, tensors, device, entry, graph)
     report = format_torch_plan(entry, device)
-    by_steps = graph and call.dtype is None and call.out is None
-    if by_steps and (kept := _graph_peak(entry)) != entry.peak:  # (a review: not said)
-        report += (
-            f"\n  autograd: the steps run one by one and keep their results for the backward:"
-            f" peak {kept:,} B"
-        )
+    if graph and call.dtype is None and call.out is None and runs_by_steps(entry.plan):
+        report += _autograd_line(entry, device, call.memory_limit)  # (a review: not said)
     try:
-        _guard(entry, device, call.memory_limit, by_steps)
+        _guard(entry, device, call.memory_limit)
     except (EinsumError, TypeError) as exc:  # what einsum would raise (a review: not said)
         limit = limit_for(device, call.memory_limit)
         return (
@@ -295,7 +308,7 @@ def _plain_run(
         if result is not None:
             return result
     entry = entry_for(key, facts, None, None, optimize)
-    if not within_limit(entry, device, memory_limit, graph):
+    if not within_limit(entry, device, memory_limit):
         return None
     if graph:
         return _graph(key, optimize, memory_limit, entry, operands)
@@ -338,16 +351,12 @@ def _plain_facts(operands: tuple[Any, ...]) -> tuple[Facts, bool, torch.device] 
     return tuple(facts), graph and torch.is_grad_enabled(), device
 
 
-def within_limit(
-    entry: Entry, device: torch.device, memory_limit: int | None, graph: bool = False
-) -> bool:
-    """Whether ``entry`` runs on ``device`` as it is: its peak (under autograd, with its
-    steps' results kept: :func:`_graph_peak`) within the memory limit, and no integer
-    matrix product off the CPU (else the full path raises the error)."""
+def within_limit(entry: Entry, device: torch.device, memory_limit: int | None) -> bool:
+    """Whether ``entry`` runs on ``device`` as it is: its peak within the memory limit, and
+    no integer matrix product off the CPU (else the full path raises the error)."""
     if entry.integer_products and device.type != "cpu":
         return False
-    peak = _graph_peak(entry) if graph else entry.peak
-    return peak <= limit_for(device, memory_limit)
+    return entry.peak <= limit_for(device, memory_limit)
 
 
 def _gradient_entry(call: EinsumCall) -> Entry | None:
