@@ -78,7 +78,10 @@ _BY_UFUNC: dict[np.ufunc, ElementWise] = {}  # each function of this module, by 
 
 
 def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
-    operands = [_operand(x, name, k) for k, x in enumerate(inputs)]
+    try:
+        operands = [_operand(x) for x in inputs]
+    except LayoutError:  # (nested sequences of unequal lengths: named by a second pass)
+        operands = [_operand(x, f"{name}: operand {k}") for k, x in enumerate(inputs)]
     arrays = [np.asarray(x) for x in operands]  # for the checks: Python scalars as 0-d
     try:
         if out is None:
@@ -100,16 +103,13 @@ def _apply(ufunc: np.ufunc, name: str, inputs: Sequence[Any], out: Any) -> Any:
     return out
 
 
-def _operand(x: Any, name: str, position: int) -> Any:
+def _operand(x: Any, what: str | None = None) -> Any:
     """What the ufunc gets: a Tensor's ndarray view, a Python scalar as it is (NumPy keeps it
     *weak*: ``uint8 * 2`` stays uint8, ``float32 + 1.5`` float32), anything else converted
-    (after its size was checked; nested sequences of unequal lengths name ``name`` and the
-    operand's ``position``)."""
+    (after its size was checked; nested sequences of unequal lengths name ``what``)."""
     if isinstance(x, (int, float, complex)):  # np.float64 and np.bool_ stay strong anyway
         return x
-    if isinstance(x, (Tensor, np.ndarray)):  # (no message formatted on the common path)
-        return as_array(x)
-    return as_array(x, f"{name}: operand {position}")
+    return as_array(x, what)
 
 
 def _dry_run(ufunc: np.ufunc, operands: Sequence[Any], arrays: Sequence[Array], out: Any) -> None:

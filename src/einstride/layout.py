@@ -68,13 +68,15 @@ def is_int_scalar(value: Any) -> bool:
     >>> [is_int_scalar(v) for v in (3, np.int8(3), np.array(3), np.array([3]), True, 3.0)]
     [True, True, True, False, False, False]
     """
+    kind = type(value)
+    if kind is int or kind is tuple or kind is list:  # (the common cases first: reviews)
+        return kind is int
     if isinstance(value, (bool, np.bool_)):
         return False
     if isinstance(value, (int, np.integer)):
         return True
     if isinstance(value, np.ndarray):
         return value.ndim == 0 and value.dtype.kind in "iu"
-    kind = type(value)
     return hasattr(kind, "__index__") and not hasattr(kind, "__len__")
 
 
