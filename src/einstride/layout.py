@@ -77,6 +77,8 @@ def is_int_scalar(value: Any) -> bool:
         return True
     if isinstance(value, np.ndarray):
         return value.ndim == 0 and value.dtype.kind in "iu"
+    if getattr(value, "ndim", None) == 0 and hasattr(kind, "__index__"):
+        return True  # a 0-d Tensor or torch tensor, as a 0-d array (a review)
     return hasattr(kind, "__index__") and not hasattr(kind, "__len__")
 
 

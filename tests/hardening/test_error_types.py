@@ -511,3 +511,14 @@ def test_an_out_einsum_cannot_write_is_an_einsum_type_error(out: Any) -> None:
     # (a review: the NumPy path raised a plain TypeError where torch's raised EinsumTypeError)
     with pytest.raises(es.EinsumTypeError, match="einsum out="):
         es.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((3, 4)), out=out)
+
+
+def test_a_zero_d_tensor_is_one_integer_as_a_zero_d_array_is() -> None:
+    # (a review: refused as a shape or an axis, where NumPy takes both)
+    assert es.zeros(es.tensor(np.array(3))).shape == np.zeros(np.array(3)).shape == (3,)
+    got = es.tensor(np.ones((2, 3))).sum(axis=es.tensor(np.array(1)))
+    np.testing.assert_array_equal(got.numpy(), np.ones((2, 3)).sum(axis=1))
+    torch = pytest.importorskip("torch")
+    assert es.zeros(torch.tensor(3)).shape == np.zeros(torch.tensor(3)).shape
+    with pytest.raises(TypeError, match="must be an integer"):
+        es.zeros(es.tensor(np.array(3.0)))
