@@ -50,6 +50,7 @@ __all__ = [
     "check_listing",
     "check_views",
     "memory_limit",
+    "numpy_can_make",
     "physical_memory",
     "set_memory_limit",
 ]
@@ -134,6 +135,20 @@ def array_bytes(shape: Iterable[int], dtype: Any) -> int:
     return count * max(int(np.dtype(dtype).itemsize), 1)
 
 
+def numpy_can_make(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
+    """Whether NumPy can make an array of ``shape``: at most :data:`MAX_NDARRAY_RANK` axes,
+    fewer than 2**63 bytes, the lengths past a zero counted too (NumPy's own check leaves
+    the zeros out: an empty array of such lengths is refused).
+
+    >>> numpy_can_make((2**61,), np.dtype("f8")), numpy_can_make((2,) * 65, np.dtype("f8"))
+    (False, False)
+    >>> numpy_can_make((0, 10**10, 10**10), np.dtype("f8"))
+    False
+    """
+    nonzero = math.prod(n for n in shape if n)
+    return len(shape) <= MAX_NDARRAY_RANK and nonzero * dtype.itemsize < 2**63
+
+
 def check_array(
     shape: Iterable[int], dtype: Any, what: str, error: type[ValueError] = MemoryLimitError
 ) -> None:
@@ -152,8 +167,7 @@ def check_array(
             f"{MAX_NDARRAY_RANK} dimensions"
         )
     check_allocation(array_bytes(dims, kind), f"{what} of shape {dims} ({kind})", error)
-    if 0 in dims and math.prod(n for n in dims if n) * kind.itemsize >= 2**63:
-        # an empty array NumPy still refuses: it sizes the lengths past the zero
+    if not numpy_can_make(dims, kind):  # (an empty one: the non-empty passed the limit above)
         raise LayoutError(
             f"{what} of shape {dims} ({kind}): NumPy makes no array whose lengths other than "
             "0 multiply past 2**63 bytes"

@@ -18,7 +18,6 @@ array([0, 4, 8])
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -28,7 +27,7 @@ import numpy as np
 from .. import memory as _memory
 from .._compat import VALUE_BASED, holds_scalar
 from ..errors import EinsumError, EinsumTypeError
-from ..memory import MAX_NDARRAY_RANK
+from ..memory import numpy_can_make
 from ..strides import row_major_strides
 from ..tensors import Tensor
 from .backends.numpy.backend import as_arrays, check_einsum_out, explain_into_out, out_array
@@ -345,27 +344,14 @@ def _explain_shapes(shapes: Sequence[Any], call: EinsumCall) -> str:
         check_einsum_out(out, (), plan.result_dtype, casting)
         return explain_into_out(plan, key, facts, out_facts, None, optimize, within)
     planned = report = explain_within(plan, key, facts, None, None, optimize, within)
-    can_be = all(_array_can_be(s, dt) for s, dt in shaped)
+    # (no lane answers a call NumPy cannot make: explain raised NumPy's own errors, a review)
+    can_be = all(numpy_can_make(s, dt) for s, dt in shaped)
     no_keywords = limit is None and call.casting is None  # (a call naming one: no lane)
     if no_keywords and can_be and isinstance(key, str):  # (lanes take strings)
         stand_ins = tuple(_c_order_stand_in(s, dt) for s, dt in shaped)
         report = _with_lane(report, key, stand_ins, optimize)
     laned = report is not planned
     return with_direct_note(report, key, facts, None, optimize, within, not laned)
-
-
-def _array_can_be(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
-    """Whether NumPy can make an array of ``shape``: at most 64 axes (32 before NumPy 2),
-    fewer than 2**63 bytes (no lane answers a call it cannot make; a review found explain
-    raising NumPy's own errors on such shapes).
-
-    >>> _array_can_be((2**61,), np.dtype("f8")), _array_can_be((2,) * 65, np.dtype("f8"))
-    (False, False)
-    >>> _array_can_be((0, 10**10, 10**10), np.dtype("f8"))   # NumPy sizes past a zero too
-    False
-    """
-    nonzero = math.prod(n for n in shape if n)  # (NumPy's own check leaves zeros out)
-    return len(shape) <= MAX_NDARRAY_RANK and nonzero * dtype.itemsize < 2**63
 
 
 def _c_order_stand_in(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:

@@ -54,12 +54,13 @@ def set_num_threads(n: int | None) -> None:
     The thread count is part of the default planner options, so plans made before stay
     cached for their own count (and expressions made before keep their plans)."""
     if n is not None:
+        wrong = TypeError(f"set_num_threads: expected an int or None, got {n!r}")
+        if isinstance(n, (bool, np.bool_)):
+            raise wrong
         try:  # (NumPy's integers too, as set_memory_limit takes them; int itself: a review)
-            if isinstance(n, (bool, np.bool_)):
-                raise TypeError
             n = operator.index(n)
         except TypeError:
-            raise TypeError(f"set_num_threads: expected an int or None, got {n!r}") from None
+            raise wrong from None
         if not 1 <= n <= MAX_THREADS:
             raise ValueError(f"set_num_threads: expected an int from 1 to {MAX_THREADS}, got {n}")
     count = threads_from_env() if n is None else n
