@@ -250,7 +250,7 @@ def test_a_scalar_or_a_batch_label_leaves_a_lattice_a_lattice() -> None:
         ([t + (batch,) for t in inputs], (batch,), sizes + [2]),
     ):
         assert lattice_like(Problem(*network))
-        assert search_path(*network).finder.startswith("bisection")
+        assert search_path(*network).first == "bisection"  # (annealing may win after it)
 
 
 @given(st.integers(3, 30), st.integers(0, 2**16), st.integers(2, 17))

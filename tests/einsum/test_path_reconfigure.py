@@ -160,6 +160,7 @@ def test_random_trials_after_a_reconfiguration_are_reconfigured_in_turn(
     inputs, output, sizes = _network(60, seed=4, d_max=6)
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
     monkeypatch.setattr(search, "PARTITION_FROM", 10**6)  # the random trials alone
+    monkeypatch.setattr(search, "ANNEAL_FROM", 10**6)  # (annealing: test_path_anneal.py)
     choice = search.search_path(inputs, output, sizes, budget_s=1.0)
     tried = choice.tried
     assert tried[1].startswith("subtree reconfiguration")
@@ -246,6 +247,7 @@ def test_a_contraction_of_seconds_gets_the_refined_trials_path(
     inputs, output, sizes = _network(60, seed=8, d_max=8)
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
     monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
+    monkeypatch.setattr(search, "ANNEAL_FROM", 10**6)  # (it wins there: test_path_anneal.py)
     choice = search.search_path(inputs, output, sizes)
     assert search.search_path(inputs, output, sizes) == choice  # deterministic
     assert choice.finder == "random-greedy, reconfigured" and choice.baseline_ns > 1e9
@@ -349,6 +351,7 @@ def test_larger_subtrees_find_cheaper_paths_across_networks(
     tensors)."""
     monkeypatch.setattr(search, "DEADLINE_FACTOR", 1e9)
     monkeypatch.setattr(search, "PARTITION_FROM", 10**6)
+    monkeypatch.setattr(search, "ANNEAL_FROM", 10**6)
     problems = [_network(tensors, seed=seed, d_max=d_max) for seed in range(4)]
     deep = [search.search_path(*p, seed=1, budget_s=1.0).cost_ns for p in problems]
     monkeypatch.setattr(search, "DEEPEN_SHARE", 0.0)
