@@ -218,14 +218,10 @@ def test_the_budget_follows_the_estimated_contraction_cost() -> None:
     assert heavy.budget_s > search._optimal_seconds(6) + search._dp_seconds(6) + 6e-4
 
 
-def test_the_greedy_trials_run_only_where_the_search_paid_so_far(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_greedy_trials_run_only_where_the_search_paid_so_far() -> None:
     # the benchmark's random 60-tensor network of bonds 2-6: reconfiguration gains 2x, more
     # than it costs, so the restarts run (and one wins, 3.5x); a random 20-tensor network
     # of degree 4 (the benchmark's): reconfiguration gains 2.6% for more than that, so none
-    # (annealing, which runs on the second, left out: test_path_anneal.py)
-    monkeypatch.setattr(search, "ANNEAL_FROM", 10**6)
     equation, shapes = rand_equation(60, 3, seed=4, d_min=2, d_max=6)
     paid = search_path(*label_ids(equation, shapes))
     assert paid.tried[1].startswith("subtree reconfiguration")

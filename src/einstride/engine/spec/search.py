@@ -107,7 +107,10 @@ PARTITION_S_PER_TENSOR = 40e-6  # one partition tree: per operand, per pair of o
 PARTITION_S_PER_PAIR = 40e-6  # graph links (FM's passes), per operand cubed (eigenvectors)
 PARTITION_S_CUBED = 0.45e-9  # (measured per tree, random networks of degree 3: 100 operands
 #   9 ms, 200 23 ms, 400 63 ms, 800 195 ms; the first tree of a search 1.5x, its eigenvectors)
-ANNEAL_FROM = 13  # operands from which annealing runs (fewer: dynamic programming's exact)
+ANNEAL_FROM = 24  # operands from which annealing runs (fewer: a reconfiguration's subtrees
+# cover much of the tree, and the anneal rarely pays its time; measured on random networks
+# of 16 and 20 tensors of degree 4, the search's time plus half its path's estimate 1.18x
+# and 1.02x with it, where the estimates alone were 0.96x and 0.80x)
 ANNEAL_S_PER_MOVE = 2.7e-6  # one annealing move (measured: 1.7-2.4 µs, plus the tree's
 # building and its path, 3.0 µs a move in all over 1,850 moves of a random 100-tensor network)
 ANNEAL_MIN_SWEEPS = 30  # it runs when the budget lasts for this many sweeps
@@ -604,13 +607,15 @@ class _Search:
         comes before the restarts and the trials, and before the check whether the search
         has paid (:meth:`_paid`): a reconfiguration that gains little says nothing of what
         annealing gains.  Measured over the benchmark's networks and 28 random regular
-        ones of 30-120 tensors, three seeds each, first calls: the paths' estimates 0.78x
+        ones of 30-120 tensors, three seeds each, first calls: the paths' estimates 0.81x
         those without it as a geometric mean, the search's time plus half its path's
-        estimate (about the contraction's time) 0.88x (the gate at 20 sweeps, the same;
-        at 120, 0.91x; annealing instead of the first reconfiguration, 0.85x with more
-        networks dearer); a search of 0.1 s, 0.89x, of 0.5 s 0.98x (the trials that
-        budget buys find much of the same).  A lottery per network: single ones 0.29x to
-        1.23x (one whose budget the trials then lacked), most 1.00x."""
+        estimate (about the contraction's time) 0.92x, none dearer than 1.1x (from 13
+        operands, 0.78x and 0.88x, but the benchmark's 20-tensor network of degree 4
+        1.1x; the gate at 20 sweeps, the same; at 120, 0.91x; annealing instead of the
+        first reconfiguration, 0.85x with more networks dearer); a search of 0.1 s, 0.89x,
+        of 0.5 s 0.98x (the trials that budget buys find much of the same).  A lottery
+        per network: single ones 0.29x to 1.23x (one whose budget the trials then
+        lacked), most 1.00x."""
         n = len(self.problem.inputs)
         left = self._allowed() - self.spent - _cheapest_reconfiguration_s(n)
         sweeps = min(ANNEAL_MAX_SWEEPS, int(ANNEAL_SHARE * left / (ANNEAL_S_PER_MOVE * (n - 1))))
