@@ -111,13 +111,23 @@ def ragged_errors(what: str) -> Iterator[None]:
     ...     np.asarray([[1, 2], [3]])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     einstride.errors.LayoutError: tensor: nested sequences of unequal lengths: ...
+    >>> deep: list[object] = []
+    >>> deep.append(deep)
+    >>> with ragged_errors("tensor"):
+    ...     np.asarray(deep)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    einstride.errors.LayoutError: tensor: sequences nested too deep: ...
     """
     try:
         yield
     except ValueError as error:
-        if type(error) is not ValueError or "inhomogeneous" not in str(error):
+        if type(error) is not ValueError:
             raise
-        raise LayoutError(f"{what}: nested sequences of unequal lengths: {error}") from None
+        if "inhomogeneous" in str(error):
+            raise LayoutError(f"{what}: nested sequences of unequal lengths: {error}") from None
+        if "maximum number of dimension" in str(error):  # (a list holding itself: a review)
+            raise LayoutError(f"{what}: sequences nested too deep: {error}") from None
+        raise
 
 
 @contextmanager

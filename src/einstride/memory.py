@@ -128,11 +128,20 @@ def array_bytes(shape: Iterable[int], dtype: Any) -> int:
     overflow).  An item of zero bytes (``V0``) counts as one: NumPy still visits every element,
     so its element count has to be bounded like its bytes.
 
-    >>> array_bytes((3, 4), np.float32), array_bytes((10, 10), "V0")
-    (48, 100)
+    >>> array_bytes((3, 4), np.float32), array_bytes((10, 10), "V0"), array_bytes((10,), "U0")
+    (48, 100, 40)
     """
     count: int = math.prod(int(n) for n in shape)
-    return count * max(int(np.dtype(dtype).itemsize), 1)
+    return count * max(_made_itemsize(np.dtype(dtype)), 1)
+
+
+def _made_itemsize(dtype: np.dtype[Any]) -> int:
+    """The item size of the array NumPy makes for ``dtype``: an unsized string dtype (``U0``,
+    ``S0``) is made one character wide (``<U1``, ``|S1``; a review: ``zeros((2**33,), "U0")``
+    passed the limit as 8 GiB, and NumPy allocated 32)."""
+    if dtype.itemsize == 0 and dtype.kind in "SU":
+        return np.dtype(f"{dtype.kind}1").itemsize
+    return int(dtype.itemsize)
 
 
 def numpy_can_make(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
@@ -144,9 +153,11 @@ def numpy_can_make(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
     (False, False)
     >>> numpy_can_make((0, 10**10, 10**10), np.dtype("f8"))
     False
+    >>> numpy_can_make((0, 2**61, 2), np.dtype("U0")), numpy_can_make((0, 2**61, 2), np.dtype("S0"))
+    (False, True)
     """
     nonzero = math.prod(n for n in shape if n)
-    return len(shape) <= MAX_NDARRAY_RANK and nonzero * dtype.itemsize < 2**63
+    return len(shape) <= MAX_NDARRAY_RANK and nonzero * _made_itemsize(dtype) < 2**63
 
 
 def check_array(

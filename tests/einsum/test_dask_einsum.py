@@ -149,6 +149,9 @@ def test_bad_operands_sublists_out_and_memory_limit():
         es.einsum("ij->i", x, memory_limit="lots")
     with pytest.raises(EinsumError, match="at least one byte"):
         es.einsum("ij->i", x, memory_limit=0)
+    for bad in (-1, 0):  # a negative budget's message says why 0 fails too (einsum's: ">= 0")
+        with pytest.raises(EinsumError, match=rf"memory_limit={bad} must be at least one byte"):
+            dask_backend.task_memory_budget(bad)
     with pytest.raises(EinsumError, match=r"step 1 \(contract\) needs .* chunks of one element"):
         es.einsum("ij,jk->ik", x, x, memory_limit=16)
     unknown = x[x[:, 0] > 0]

@@ -304,6 +304,31 @@ def test_ragged_nested_sequences_are_a_layout_error_naming_the_input(
     )
 
 
+def _holding_itself() -> list[Any]:
+    cycle: list[Any] = [1, 1]
+    cycle.append(cycle)
+    return cycle
+
+
+@pytest.mark.parametrize(
+    ("call", "names"),
+    [
+        (lambda: es.pad(np.ones(3), _holding_itself()), "pad: a list taken as an array: "),
+        (lambda: es.pad(np.ones(3), [[_holding_itself()]]), "pad: a list taken as an array: "),
+        (lambda: es.tensor([_holding_itself()]), "tensor: "),
+        (lambda: es.add([_holding_itself()], 1), "add: operand 0: "),
+    ],
+)
+def test_a_list_holding_itself_is_a_layout_error_not_a_recursion(
+    call: Callable[[], Any], names: str
+) -> None:
+    # (pad recursed without end; NumPy's "maximum number of dimension" named nothing)
+    with pytest.raises(es.LayoutError) as caught:
+        call()
+    message = str(caught.value)
+    assert message.startswith(names) and ("too deep" in message or "unequal" in message), message
+
+
 @pytest.mark.parametrize(
     "call",
     [

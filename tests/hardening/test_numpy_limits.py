@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import einstride as es
-from einstride import EinsumError, LayoutError
+from einstride import EinsumError, LayoutError, memory
 from einstride.engine.api import explain
 from einstride.engine.backends.numpy.cache import entry_for
 
@@ -152,3 +152,22 @@ def test_a_broadcast_network_past_a_floats_range_is_planned() -> None:
     assert es.explain(equation, *ops).startswith("einsum ")
     with pytest.raises(es.EinsumError):
         es.einsum(equation, *ops, memory_limit=10**6)
+
+
+@pytest.mark.parametrize(("dtype", "item"), [("U0", 4), ("S0", 1)])
+def test_an_unsized_string_dtype_is_sized_as_numpy_makes_it(dtype: str, item: int) -> None:
+    """NumPy makes ``U0`` and ``S0`` arrays one character wide (``<U1``, ``|S1``): the memory
+    limit and the empty-array bound count that item (``U0`` was counted as 1 byte: 8 GiB
+    passed the limit where NumPy allocated 32)."""
+    limit = 2**20
+    previous = memory.set_memory_limit(limit)
+    try:
+        es.zeros((limit // item,), dtype=dtype)
+        with pytest.raises(es.MemoryLimitError, match="would allocate"):
+            es.zeros((limit // item + 1,), dtype=dtype)
+    finally:
+        memory.set_memory_limit(previous)
+    too_long = (0, 2**63 // item, 2)  # empty, but NumPy refuses its other lengths' bytes
+    with pytest.raises(LayoutError, match="multiply past 2\\*\\*63 bytes"):
+        es.zeros(too_long, dtype=dtype)
+    assert es.zeros((3,), dtype=dtype).dtype == np.dtype(dtype).kind + "1"

@@ -306,16 +306,18 @@ def _paddings(paddings: Any, rank: int) -> list[tuple[int, int]]:
     return pairs
 
 
-def _refuse_bools(paddings: Any) -> None:
+def _refuse_bools(paddings: Any, depth: int = 0) -> None:
     """A bool among nested paddings is a ``TypeError``, as a bool count is everywhere (a
-    review: ``[(True, 0)]`` padded by one where ``[(True, False)]`` was refused)."""
+    review: ``[(True, 0)]`` padded by one where ``[(True, False)]`` was refused).  Two
+    levels at most (``(rank, 2)``): a deeper nesting is refused by its shape, and a list
+    holding itself recursed without end (a review)."""
     if isinstance(paddings, (bool, np.bool_)):
         as_int(paddings, "padding")  # raises its TypeError
     if getattr(paddings, "dtype", None) == np.bool_:  # an array or Tensor of bools, nested
         raise TypeError("padding must be an integer, not bool")
-    if isinstance(paddings, (list, tuple)):
+    if isinstance(paddings, (list, tuple)) and depth < 2:
         for item in paddings:
-            _refuse_bools(item)
+            _refuse_bools(item, depth + 1)
 
 
 def _check_mirror_pads(pairs: list[tuple[int, int]], shape: tuple[int, ...], mode: str) -> None:

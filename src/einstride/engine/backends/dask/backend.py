@@ -89,7 +89,10 @@ def task_memory_budget(memory_limit: Any = None) -> int:
     try:  # (einsum's own check: an array of 2.9 was int()ed to 2, a review)
         limit = checked_memory_limit(memory_limit)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(str(exc).replace("memory_limit", what, 1)) from None
+        # (a task needs a byte: where einsum's check says ">= 0", this one says why 0 fails)
+        message = str(exc).replace("memory_limit", what, 1)
+        message = message.replace("must be >= 0 bytes", "must be at least one byte")
+        raise type(exc)(message) from None
     assert limit is not None  # (None was handled above)
     return _positive(limit, memory_limit, what)
 
