@@ -171,3 +171,15 @@ def test_an_unsized_string_dtype_is_sized_as_numpy_makes_it(dtype: str, item: in
     with pytest.raises(LayoutError, match="multiply past 2\\*\\*63 bytes"):
         es.zeros(too_long, dtype=dtype)
     assert es.zeros((3,), dtype=dtype).dtype == np.dtype(dtype).kind + "1"
+
+
+def test_a_product_past_a_floats_range_given_as_shapes_is_planned() -> None:
+    """Two operands of 64 labels of 2**17 (shapes given for planning: no array has them),
+    their product 2**1088 elements: the planner's layout costs met a float (a bare
+    OverflowError, a review); every shape-only call reports instead."""
+    labels, shape = list(range(64)), (2**17,) * 64
+    args = (shape, labels, shape, labels, (2, 2), [64, 65], [65])
+    path, report = es.einsum_path(*args)
+    assert path[0] == "einsum_path" and report.startswith("einsum ")
+    assert explain(*args).startswith("einsum ")
+    assert es.contract_path(*args, shapes=True)[0]

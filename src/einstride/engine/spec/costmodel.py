@@ -30,6 +30,7 @@ __all__ = [
     "MATRIX_NS",
     "STEP_NS",
     "Problem",
+    "as_float",
     "linear_of",
     "pair_cost",
     "path_cost",
@@ -72,10 +73,20 @@ def thin_factor(rows: int, inner: int, cols: int) -> float:
     (1.04, 10.4)
     """
     return (
-        (1.0 + THIN_SIDE / max(rows, 2))
-        * (1.0 + THIN_INNER / max(inner, 2))
-        * (1.0 + THIN_SIDE / max(cols, 2))
+        (1.0 + THIN_SIDE / min(max(rows, 2), _CAPPED))
+        * (1.0 + THIN_INNER / min(max(inner, 2), _CAPPED))
+        * (1.0 + THIN_SIDE / min(max(cols, 2), _CAPPED))
     )
+
+
+def as_float(count: int) -> float:
+    """A count (elements, bytes, calls) as a float for an estimate, at most ``1e300``:
+    counts past a float's range (shapes given for planning only) are no machine's.
+
+    >>> as_float(3), as_float(2**1100)
+    (3.0, 1e+300)
+    """
+    return float(min(count, _CAPPED))
 
 
 class Problem:

@@ -9,8 +9,9 @@ a few seconds for one of minutes.  Within the budget it tries more finders -- gr
 a bisection, the exact optimum over the cost model for a few operands, opt_einsum's dynamic
 programming for a moderate number, subtree reconfiguration of the best path so far
 (:mod:`.trees`: subtrees of four branches re-solved exactly, while that pays back its
-time), simulated annealing of that path where the budget lasts for enough sweeps
-(:func:`.trees.anneal`, over FLOPs, its tree then reconfigured), then greedy trials
+time), simulated annealing of that path on a network of 24 operands or more where the
+budget lasts for enough sweeps (:func:`.trees.anneal`, over FLOPs, its tree then
+reconfigured), then greedy trials
 (three fixed weightings of the operands' sizes, then seeded random
 ones; after a reconfiguration, each random trial that comes near the best is reconfigured
 in turn, where the budget lasts for several, taking turns with partition trials where the
@@ -113,10 +114,13 @@ ANNEAL_FROM = 24  # operands from which annealing runs (fewer: a reconfiguration
 # and 1.02x with it, where the estimates alone were 0.96x and 0.80x)
 ANNEAL_S_PER_MOVE = 2.7e-6  # one annealing move (measured: 1.7-2.4 µs, plus the tree's
 # building and its path, 3.0 µs a move in all over 1,850 moves of a random 100-tensor network)
+ANNEAL_LABELS = 2000.0  # times 1 + labels / this (masks of more labels: slower ops; measured,
+# a review: 2.5, 4.4 and 8.1 µs a move at 150, 1,500 and 4,500 labels)
 ANNEAL_MIN_SWEEPS = 30  # it runs when the budget lasts for this many sweeps
 ANNEAL_MAX_SWEEPS = 400  # ... and stops at this many (measured: 240 sweeps in one anneal did
 # no better than in four of 60, the best of them reconfigured)
-ANNEAL_SHARE = 0.6  # of the budget left, the rest for reconfiguring the annealed tree
+ANNEAL_SHARE = 0.6  # of the budget left at most (sweeps of n - 1 moves; a sweep makes fewer:
+# the reconfiguration of the annealed tree then has what is left, usually more than 40%)
 SCORE_CAP = 10**300  # sizes in a weighted greedy trial's score are capped here (a float)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
 
@@ -435,7 +439,10 @@ def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str
     6 x 6 of bond 4 at 7.7e5, the 8 x 8 PEPS norm of bond 2 at 1.8e7)."""
     n = len(problem.inputs)
     if BISECTION_FROM < n <= BISECTION_UP_TO and (max_bits := lattice_bits(problem)) is not None:
-        if n * 2 ** (max_bits / CUT_FACTOR) < BISECTION_MIN_ELEMENTS:
+        # n * 2**(max_bits / CUT_FACTOR) < BISECTION_MIN_ELEMENTS, in logarithms: a cut of
+        # thousands of bits is past a float's range (a review)
+        small = n < BISECTION_MIN_ELEMENTS
+        if small and max_bits / CUT_FACTOR < math.log2(BISECTION_MIN_ELEMENTS / n):
             return "greedy", greedy_ssa(problem), ()
         tree = bisection_ssa(problem, max_bits)
         if tree is not None:
@@ -448,9 +455,9 @@ def _first_tree(problem: Problem) -> tuple[str, list[tuple[int, int]], tuple[str
 class _Search:
     """The finders after the first, each while the budget left allows it: the exact
     optimum, dynamic programming, greedy (after a lattice's bisection), subtree
-    reconfiguration of the best path, then greedy trials (after a reconfiguration, random
-    ones reconfigured in turn; with a budget given, then the best path reconfigured with
-    larger subtrees).
+    reconfiguration of the best path, its annealing (then reconfigured), then greedy trials
+    (after a reconfiguration, random ones reconfigured in turn, taking turns with partition
+    trials; with a budget given, then the best path reconfigured with larger subtrees).
     The budget is a share of the cheapest path found so far (a finder that finds a much
     cheaper path shrinks it: there is less left to gain); every finder's time is estimated,
     never measured, so the choice is the same on any machine, except past the safety
@@ -596,11 +603,12 @@ class _Search:
         return True
 
     def _anneal(self) -> None:
-        """The best path so far (greedy's, reconfigured) annealed (:func:`.trees.anneal`,
-        over FLOPs), then reconfigured under the cost model with what the budget has left,
-        on a network of :data:`ANNEAL_FROM` operands or more, where the budget lasts for
-        :data:`ANNEAL_MIN_SWEEPS` sweeps (:data:`ANNEAL_SHARE` of it, the rest kept for
-        the reconfiguration its FLOP-lean tree needs).  Greedy's tree and its
+        """The best path so far (greedy's or the bisection's, reconfigured) annealed
+        (:func:`.trees.anneal`, over FLOPs), then reconfigured under the cost model with
+        what the budget has left, on a network of :data:`ANNEAL_FROM` operands or more,
+        where the budget lasts for :data:`ANNEAL_MIN_SWEEPS` sweeps (in
+        :data:`ANNEAL_SHARE` of it; the reconfiguration its FLOP-lean tree needs has the
+        rest).  Greedy's tree and its
         reconfiguration sit in a local optimum that annealing leaves (measured on the
         benchmark's random 100-tensor network: greedy's path reconfigured 0.95x greedy's
         estimate, annealed and reconfigured 0.37-0.84x, eight seeds of 80 sweeps).  It
@@ -617,19 +625,23 @@ class _Search:
         per network: single ones 0.29x to 1.23x (one whose budget the trials then
         lacked), most 1.00x."""
         n = len(self.problem.inputs)
+        move_s = ANNEAL_S_PER_MOVE * (1.0 + len(self.problem.labels) / ANNEAL_LABELS)
         left = self._allowed() - self.spent - _cheapest_reconfiguration_s(n)
-        sweeps = min(ANNEAL_MAX_SWEEPS, int(ANNEAL_SHARE * left / (ANNEAL_S_PER_MOVE * (n - 1))))
+        sweeps = min(ANNEAL_MAX_SWEEPS, int(ANNEAL_SHARE * left / (move_s * (n - 1))))
         if n < ANNEAL_FROM or sweeps < ANNEAL_MIN_SWEEPS:
             return
-        path, moves = anneal(self.problem, self.best().path, sweeps=sweeps, seed=self.seed)
-        seconds = moves * ANNEAL_S_PER_MOVE
+        start = self.best().path
+        path, moves = anneal(self.problem, start, sweeps=sweeps, seed=self.seed,
+                             deadline=self.deadline)  # fmt: skip
+        cut = " (cut at the safety deadline)" if time.perf_counter() > self.deadline else ""
+        seconds = moves * move_s
         found = _rate(self.problem, "annealing", path)
         better = self._reconfigured(found, self._allowed() - self.spent - seconds)
         if better is not None:
             found, seconds = better[0], seconds + better[2]
         self._add(found, seconds)
         self.tried.append(f"annealing ({sweeps} sweeps, {moves:,} moves"
-                          f"{', reconfigured' if better else ''})")  # fmt: skip
+                          f"{', reconfigured' if better else ''}){cut}")  # fmt: skip
 
     def _reconfigured(
         self,

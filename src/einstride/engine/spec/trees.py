@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -215,16 +216,20 @@ def reconfigure(
     return tree.path(), spent
 
 
-def anneal(problem: Problem, path: Path, *, sweeps: int, seed: int) -> tuple[Path, int]:
+def anneal(
+    problem: Problem, path: Path, *, sweeps: int, seed: int, deadline: float = math.inf
+) -> tuple[Path, int]:
     """``path``'s tree after ``sweeps`` sweeps of simulated annealing over FLOPs
     (cotengra's ``simulated_anneal_tree``, after Kalachev et al., arXiv:2108.05665, is the
     model): each sweep visits every product that has a product below it and tries one
     rotation there (``((a b) c)`` into ``((a c) b)`` or ``((b c) a)``, chosen at random),
-    taken when it lowers the two products' FLOPs, else with a probability falling with the
-    ratio and the temperature (:data:`ANNEAL_T_START` down to :data:`ANNEAL_T_FINAL`,
-    geometric per sweep).  A rotation changes only the lower product's labels, so each move
-    prices two products.  Returns the tree of fewest FLOPs met at a sweep's end (the path
-    itself where none beat it) and the moves tried: the work, deterministic for a seed.
+    taken when it does not raise the two products' FLOPs, else with a probability falling
+    with the ratio and the temperature (:data:`ANNEAL_T_START` down to
+    :data:`ANNEAL_T_FINAL`, geometric per sweep).  A rotation changes only the lower
+    product's labels, so each move prices two products.  Returns the tree of fewest FLOPs
+    met at a sweep's end (the path's own tree where none beat it) and the moves tried: the
+    work, deterministic for a seed; the sweeps stop early past ``deadline`` (a
+    ``time.perf_counter()`` value: the search's safety deadline).
 
     FLOPs, not the cost model: scored by the cost model, whose fixed cost per step
     dominates a cheap product, the walk stays in greedy's basin (measured on a random
@@ -253,9 +258,11 @@ def anneal(problem: Problem, path: Path, *, sweeps: int, seed: int) -> tuple[Pat
         flops[node] = known(union) or fill(union)
     total = best = sum(flops)
     best_children = left[:], right[:]
-    draw, log, log2 = random.Random(f"einstride-anneal:{seed}").random, math.log, math.log2
+    draw, exp, log2 = random.Random(f"einstride-anneal:{seed}").random, math.exp, math.log2
     moves, ratio = 0, ANNEAL_T_FINAL / ANNEAL_T_START
     for sweep in range(sweeps):
+        if time.perf_counter() > deadline:
+            break
         temperature = ANNEAL_T_START * ratio ** (sweep / max(sweeps - 1, 1))
         stack = [len(left) - 1]
         while stack:
@@ -276,7 +283,8 @@ def anneal(problem: Problem, path: Path, *, sweeps: int, seed: int) -> tuple[Pat
             upper = kept | result[w]
             cost_low, cost_top = known(lower) or fill(lower), known(upper) or fill(upper)
             old, new = flops[top] + flops[low], cost_low + cost_top
-            if new <= old or log(draw()) < log2(old / new) / temperature:
+            # (log2 of each: a ratio of sizes past a float's range is no float; a review)
+            if new <= old or draw() < exp((log2(old) - log2(new)) / temperature):
                 left[low], right[low], result[low], flops[low] = u, other, kept, cost_low
                 left[top], right[top], flops[top] = low, w, cost_top
                 total += new - old

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.costmodel import thin_factor
+from ...spec.costmodel import as_float, thin_factor
 from .delivery import Delivery
 from .fold import BLAS_TYPES, Term, blas_ready, fold_group, fold_stride
 from .options import PlannerOptions
@@ -281,8 +281,8 @@ def _copy_floor(
     if a.dtype != ct or b.dtype != ct:
         return -math.inf
     per_flop = _NS_PER_FLOP.get(ct, 0.0)
-    work = per_flop * 2.0 * math.prod(sizes[x] for x in set(a.labels) | set(b.labels))
-    return costs.copy_ns_per_byte * min(a.nbytes, b.nbytes) + work
+    work = per_flop * 2.0 * as_float(math.prod(sizes[x] for x in set(a.labels) | set(b.labels)))
+    return costs.copy_ns_per_byte * as_float(min(a.nbytes, b.nbytes)) + work
 
 
 def _option(
@@ -316,10 +316,10 @@ def _option(
     copied = (a.nbytes if copy_a and a.dtype == ct else 0) + (
         b.nbytes if copy_b and b.dtype == ct else 0
     )
-    cost = (
-        costs.copy_ns_per_byte * copied
-        + (costs.partial_ns_per_byte * out_bytes if loop_k else out.cost)
-        + costs.call_ns * (calls - batch_calls)
+    cost = (  # (as floats: shapes given for planning alone may be past a float's range)
+        costs.copy_ns_per_byte * as_float(copied)
+        + (costs.partial_ns_per_byte * as_float(out_bytes) if loop_k else out.cost)
+        + costs.call_ns * as_float(calls - batch_calls)
         + _gemm_ns(ct, sizes, fa, fb, fc, m, k, n, calls, costs)
     )
     chosen_out = Out(mode=Delivery.NEW) if loop_k else out
@@ -385,7 +385,10 @@ def blas_ns(ct: np.dtype[Any], rows: int, inner: int, cols: int, calls: int = 1)
     (7.2, 51)
     """
     per_flop = _NS_PER_FLOP.get(ct, 0.0)
-    return per_flop * 2.0 * rows * inner * cols * calls * thin_factor(rows, inner, cols)
+    if not per_flop:
+        return 0.0
+    flops = 2.0 * as_float(rows) * as_float(inner) * as_float(cols) * as_float(calls)
+    return per_flop * flops * thin_factor(rows, inner, cols)
 
 
 def _blas_ok(
