@@ -322,3 +322,31 @@ def test_guards_let_ordinary_sizes_through():
     batch = np.broadcast_to(np.zeros(1), (10**6, 10**6, 3))  # nothing to gather from a huge
     empty = es.gather(batch, np.empty((10**6, 10**6, 0), np.int64), axis=2, batch_dims=2)
     assert empty.shape == (10**6, 10**6, 0)  # batch: no index work, no allocation
+
+
+def _doubling(depth: int) -> list[object]:
+    nested: list[object] = [1.0, 2.0]
+    for _ in range(depth):
+        nested = [nested, nested]  # 2**(depth + 1) elements from depth + 1 lists
+    return nested
+
+
+@pytest.mark.parametrize(
+    ("equation", "operand"),
+    [
+        ("ij->", [range(10**15)]),  # NumPy's MemoryError
+        ("ij->", [[range(10**12)], [range(10**12)]]),
+        ("...->", _doubling(100)),  # NumPy built it for ever
+    ],
+)
+def test_an_operand_nesting_past_the_limit_is_refused_before_numpy_converts_it(
+    equation: str, operand: object
+) -> None:
+    """einsum's operand check sized a list by its own length only (a review)."""
+    for call in (
+        lambda: es.einsum(equation, operand),
+        lambda: es.einsum_path(equation, operand),
+        lambda: es.contract_expression("ij->", (2, 2))(operand),  # (checked before shapes)
+    ):
+        with pytest.raises(es.EinsumError, match="would allocate"):
+            call()

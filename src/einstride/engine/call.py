@@ -24,8 +24,8 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from ..errors import EinsumError, EinsumTypeError
-from ..memory import check_allocation
+from ..errors import EinsumError, EinsumTypeError, MemoryLimitError
+from ..memory import check_allocation, check_array_like
 from ..narrow import as_dtype
 from .spec.equation import Equation, int_tuple, parse_sublists, parse_subscripts
 
@@ -342,6 +342,10 @@ def check_conversion(x: Any, what: str) -> None:
     except (TypeError, OverflowError):
         return
     check_allocation(8 * n, f"{what} ({type(x).__name__} of {n:,} items)", EinsumError)
+    try:  # what it nests too: [range(10**15)] was NumPy's MemoryError, [[x, x]] * 100 hung
+        check_array_like(x, None, what)
+    except MemoryLimitError as exc:  # (a review)
+        raise EinsumError(str(exc)) from None
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmgtp]?)(i?)b?\s*", re.IGNORECASE)
