@@ -225,7 +225,8 @@ class Tensor:
         if isinstance(value, Tensor):  # compared as an array (a review: ndarray == Tensor
             value = value.numpy()  # deferred to Tensor's identity, always False)
         check_array_like(value, None, "Tensor.__contains__")  # (a range(10**12): a review)
-        return bool(value in self.numpy())
+        with ragged_errors("Tensor.__contains__"):  # (a list holding itself: a review)
+            return bool(value in self.numpy())
 
     def __int__(self) -> int:
         return int(self.numpy())

@@ -317,6 +317,7 @@ def _holding_itself() -> list[Any]:
         (lambda: es.pad(np.ones(3), [[_holding_itself()]]), "pad: a list taken as an array: "),
         (lambda: es.tensor([_holding_itself()]), "tensor: "),
         (lambda: es.add([_holding_itself()], 1), "add: operand 0: "),
+        (lambda: _holding_itself() in es.tensor([[1.0, 2.0]]), "Tensor.__contains__: "),
     ],
 )
 def test_a_list_holding_itself_is_a_layout_error_not_a_recursion(
