@@ -135,6 +135,24 @@ def array_bytes(shape: Iterable[int], dtype: Any) -> int:
     return count * max(_made_itemsize(np.dtype(dtype)), 1)
 
 
+def cast_dtype(source: Any, target: Any) -> np.dtype[Any]:
+    """The dtype NumPy makes casting items of ``source`` to ``target``: an unsized string or
+    void target takes the width of the source's items (a review: ``astype("U0")`` of
+    ``int64`` makes ``<U21``, 84 bytes an item, and was sized as one character).
+
+    >>> cast_dtype(np.int64, "U0"), cast_dtype(np.float64, "f4"), cast_dtype("U5", "S0")
+    (dtype('<U21'), dtype('float32'), dtype('S5'))
+    """
+    found: np.dtype[Any] = np.dtype(target)
+    if found.itemsize or found.kind not in "SUV":
+        return found
+    try:
+        made: np.dtype[Any] = np.empty(0, source).astype(found).dtype
+    except (TypeError, ValueError):  # a cast NumPy refuses: the caller's cast says so
+        return found
+    return made
+
+
 def _made_itemsize(dtype: np.dtype[Any]) -> int:
     """The item size of the array NumPy makes for ``dtype``: an unsized string dtype (``U0``,
     ``S0``) is made one character wide (``<U1``, ``|S1``; a review: ``zeros((2**33,), "U0")``
@@ -146,8 +164,8 @@ def _made_itemsize(dtype: np.dtype[Any]) -> int:
 
 def numpy_can_make(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
     """Whether NumPy can make an array of ``shape``: at most :data:`MAX_NDARRAY_RANK` axes,
-    fewer than 2**63 bytes, the lengths past a zero counted too (NumPy's own check leaves
-    the zeros out: an empty array of such lengths is refused).
+    each length and the bytes fewer than 2**63, the lengths past a zero counted too
+    (NumPy's own check leaves the zeros out: an empty array of such lengths is refused).
 
     >>> numpy_can_make((2**61,), np.dtype("f8")), numpy_can_make((2,) * 65, np.dtype("f8"))
     (False, False)
@@ -155,9 +173,12 @@ def numpy_can_make(shape: tuple[int, ...], dtype: np.dtype[Any]) -> bool:
     False
     >>> numpy_can_make((0, 2**61, 2), np.dtype("U0")), numpy_can_make((0, 2**61, 2), np.dtype("S0"))
     (False, True)
+    >>> numpy_can_make((0, 2**64), np.dtype("V0"))  # (each length an intp)
+    False
     """
-    nonzero = math.prod(n for n in shape if n)
-    return len(shape) <= MAX_NDARRAY_RANK and nonzero * _made_itemsize(dtype) < 2**63
+    if len(shape) > MAX_NDARRAY_RANK or any(n >= 2**63 for n in shape):
+        return False
+    return math.prod(n for n in shape if n) * _made_itemsize(dtype) < 2**63
 
 
 def check_array(
@@ -180,8 +201,8 @@ def check_array(
     check_allocation(array_bytes(dims, kind), f"{what} of shape {dims} ({kind})", error)
     if not numpy_can_make(dims, kind):  # (an empty one: the non-empty passed the limit above)
         raise LayoutError(
-            f"{what} of shape {dims} ({kind}): NumPy makes no array whose lengths other than "
-            "0 multiply past 2**63 bytes"
+            f"{what} of shape {dims} ({kind}): NumPy makes no array with a length past 2**63 "
+            "or whose lengths other than 0 multiply past 2**63 bytes"
         )
 
 
@@ -202,7 +223,7 @@ def check_array_like(data: Any, dtype: Any, what: str) -> None:
         return
     item = _fixed_item(dtype)
     bound = memory_limit()
-    walk = _Walk(bound // max(item or 1, 1) + 1)
+    walk = _Walk(bound // max(item or 1, 1) + 1, _unsized(dtype))
     count = walk.count(data, 0)
     nbytes = count * max(item if item is not None else walk.widest, 1) + walk.boxed * _BOXED
     check_allocation(nbytes, f"{what} of a {type(data).__name__}", limit=bound)
@@ -278,13 +299,28 @@ def _fixed_item(dtype: Any) -> int | None:
     return None if kind.kind in "SU" and kind.itemsize == 0 else int(kind.itemsize)
 
 
+def _unsized(dtype: Any) -> np.dtype[Any] | None:
+    """``dtype`` when it is an unsized string dtype (``U0``, ``S0``: the data's items decide
+    its width), else None."""
+    if dtype is None:
+        return None
+    try:
+        kind = as_dtype(dtype)
+    except (TypeError, ValueError):
+        return None
+    return kind if kind.kind in "SU" and kind.itemsize == 0 else None
+
+
 class _Walk:
     """Counts the elements NumPy would make from nested sequences.  A container met twice
     (``[row] * 10**6``) is counted from memory, so the walk costs no more than the objects
-    that exist; it gives up as soon as the count passes ``stop`` (the request is refused)."""
+    that exist; it gives up as soon as the count passes ``stop`` (the request is refused).
+    Under an unsized string dtype (``cast``) a number or an array's item is as wide as
+    NumPy writes it (``float64``: 32 characters)."""
 
-    def __init__(self, stop: int) -> None:
+    def __init__(self, stop: int, cast: np.dtype[Any] | None = None) -> None:
         self.stop = stop
+        self.cast = cast
         self.widest = 0
         self.boxed = 0
         self.seen: dict[int, int] = {}
@@ -296,6 +332,8 @@ class _Walk:
                 known = self.seen[id(item)] = self._children(item, depth)
             return known
         elements, width, sample = _leaf(item)
+        if self.cast is not None and sample is None:
+            width = max(width, self._cast_width(item))
         if isinstance(item, range) or sample is not None:
             self.boxed += elements
         if sample is not None and depth < _MAX_DEPTH:
@@ -306,7 +344,11 @@ class _Walk:
     def _children(self, items: list[Any] | tuple[Any, ...], depth: int) -> int:
         kinds = set(map(type, items))
         if kinds <= _PLAIN:  # the common case, at C speed
-            self.widest = max(self.widest, 16 if complex in kinds else 8)
+            width = 16 if complex in kinds else 8
+            if self.cast is not None:  # NumPy writes a Python number as str() does
+                char = 4 if self.cast.kind == "U" else 1
+                width = max(width, char * max(map(len, map(str, items)), default=0))
+            self.widest = max(self.widest, width)
             return len(items)
         total = 0
         for child in items:
@@ -314,6 +356,21 @@ class _Walk:
             if total > self.stop:
                 break
         return total
+
+    def _cast_width(self, item: Any) -> int:
+        """The bytes of ``item``'s values written as :attr:`cast`'s strings: an array's or a
+        NumPy scalar's as its dtype's, a Python number's or a range's as ``str()`` writes
+        them (anything else is sized by :func:`_leaf`)."""
+        assert self.cast is not None
+        char = 4 if self.cast.kind == "U" else 1
+        if _is_array(item):
+            try:
+                return int(cast_dtype(np.dtype(item.dtype), self.cast).itemsize)
+            except (TypeError, ValueError):
+                return 0
+        if isinstance(item, range):
+            return char * max([len(str(item[0])), len(str(item[-1]))] if item else [0])
+        return char * len(str(item)) if isinstance(item, (int, float, complex)) else 0
 
 
 _PLAIN = frozenset({int, float, complex, bool})

@@ -30,6 +30,7 @@ from .engine import einsum
 from .engine.api import path_einsum_runs
 from .engine.call import (
     EquationKey,
+    check_conversion,
     checked_memory_limit,
     checked_shape,
     equation_and_operands,
@@ -120,7 +121,17 @@ def contract_path(
 
 
 def _shape_and_dtype(x: Any, i: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
-    return shape_and_dtype(np.asarray(x) if isinstance(x, tuple) else x, f"operand {i}")
+    """An operand's shape and dtype; a tuple is its data, sized before it is converted (a
+    review: ``(range(10**15),)`` was NumPy's ``MemoryError``)."""
+    if isinstance(x, tuple):
+        check_conversion(x, f"contract_path: operand {i}")
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as exc:  # (a ragged tuple, or one holding itself)
+            raise EinsumTypeError(
+                f"contract_path: operand {i} (tuple) is not an array: {exc}"
+            ) from None
+    return shape_and_dtype(x, f"operand {i}")
 
 
 def _path_info(

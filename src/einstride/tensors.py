@@ -27,7 +27,7 @@ import numpy as np
 from . import memory as _memory
 from .errors import LayoutError, OutOfRangeError, cast_errors, ragged_errors, value_errors
 from .layout import Layout, as_sequence, is_int_scalar, normalize_axes
-from .memory import MAX_NDARRAY_RANK, check_array, check_array_like
+from .memory import MAX_NDARRAY_RANK, cast_dtype, check_array, check_array_like
 from .narrow import as_dtype, as_strided, is_small_float
 
 __all__ = ["Tensor", "any_tensor", "as_array", "as_tensor", "tensor", "wrap_like"]
@@ -265,7 +265,7 @@ class Tensor:
                     f"Tensor.__array__: converting {arr.dtype} to {np.dtype(dtype)} needs a copy, "
                     "but copy=False was given"
                 )
-            check_array(arr.shape, dtype, "Tensor.__array__ (a copy)")
+            check_array(arr.shape, cast_dtype(arr.dtype, dtype), "Tensor.__array__ (a copy)")
             with value_errors("Tensor.__array__"):
                 return arr.astype(dtype)
         if copy:
@@ -491,7 +491,8 @@ class Tensor:
             raise TypeError(f"Tensor.astype: {error}") from None
         if target == self.dtype and not copy:
             return self
-        check_array(self.shape, target, "Tensor.astype")  # (a broadcast view: sized first)
+        made = cast_dtype(self.dtype, target)  # (U0 from int64: <U21)
+        check_array(self.shape, made, "Tensor.astype")  # (a broadcast view: sized first)
         with cast_errors("Tensor.astype", f" (into {target})"):  # (named tensor(): a review)
             arr = np.array(self.numpy(), dtype=target, order="C", copy=True)
         return Tensor(arr.reshape(-1), arr.shape)
@@ -798,7 +799,8 @@ def tensor(data: Any, dtype: Any = None) -> Tensor:
     einstride.errors.OutOfRangeError: tensor: Python integer 1000 out of bounds for int8
     """
     if isinstance(data, (np.ndarray, Tensor)):  # maybe a broadcast view: size the copy first
-        check_array(data.shape, data.dtype if dtype is None else dtype, "tensor (a copy)")
+        made = data.dtype if dtype is None else cast_dtype(data.dtype, dtype)
+        check_array(data.shape, made, "tensor (a copy)")
     else:
         check_array_like(data, dtype, "tensor")
     with value_errors("tensor"), ragged_errors("tensor"):

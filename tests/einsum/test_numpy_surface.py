@@ -298,6 +298,15 @@ def test_optimize_false_is_never_a_memory_trap() -> None:
     # small intermediates keep the left-to-right pairs (BLAS) as before
     small = es.explain("ij,jk,kl->il", (30, 40), (40, 50), (50, 60), optimize=False)
     assert "fused" not in small and "contract" in small
+    # nor where the loop passes NumPy's iterator (2**63 index combinations): NumPy's own
+    # one loop refuses it ("iterator is too large"), the pairs do not (a review)
+    large = "cb,af,gih,kji,gj,gb,ck,b->f"
+    sizes = [(2, 98310), (2**30, 1), (3, 3, 411711), (3, 725444, 3), (3, 725444), (3, 98310)]
+    report = es.explain(large, *sizes, (2, 3), (98310,), optimize=False, memory_limit=10**6)
+    assert "fused" not in report and "contract" in report
+    broadcast = [np.broadcast_to(1.0, s) for s in [*sizes, (2, 3), (98310,)]]
+    with pytest.raises(es.EinsumError, match="memory limit of 1,000,000 bytes"):
+        es.einsum(large, *broadcast, optimize=False, memory_limit=10**6)
 
 
 def test_numpy_forms_a_review_found_refused() -> None:

@@ -3,6 +3,9 @@ bare NumPy ``ValueError``, einstride answers with its own clear error first."""
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -183,3 +186,110 @@ def test_a_product_past_a_floats_range_given_as_shapes_is_planned() -> None:
     assert path[0] == "einsum_path" and report.startswith("einsum ")
     assert explain(*args).startswith("einsum ")
     assert es.contract_path(*args, shapes=True)[0]
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("abcdefghijklmnopqr,rqponmlkjihgfedcba->a", [(2**60,) * 18] * 2),  # a transposed pair
+        ("nhiqsrmjckbdeaplfgo->op", [(2**60,) * 18 + (2,)]),  # one operand summed
+        ("mragbpldjnschiekq,qhagrsoipdbfkl->cefjkmno", [(2**60,) * 17, (2**60,) * 14]),
+    ],
+)
+def test_an_operand_past_a_floats_range_given_as_a_shape_is_planned(
+    equation: str, shapes: list[tuple[int, ...]]
+) -> None:
+    """One operand of more elements than a float holds (shapes for planning only): its copy,
+    its summing loop and a later copy were priced as ints times floats (a bare
+    OverflowError, a second review); each shape-only call reports instead."""
+    assert es.einsum_path(equation, *shapes)[1].startswith("einsum ")
+    assert explain(equation, *shapes).startswith("einsum ")
+    assert es.contract_path(equation, *shapes, shapes=True)[0]
+
+
+def test_the_exact_subtree_search_over_sizes_past_a_float_is_left_to_the_loop() -> None:
+    """The exact optimum over arrays multiplied sizes past a float's range (inf and nan
+    costs, NumPy's overflow warning, a review): such subtrees are priced in the loop, whose
+    counts are capped, and the tree is the loop's."""
+    from einstride.engine.spec.costmodel import Problem
+    from einstride.engine.spec.subsets import optimal_tree_arrays
+    from einstride.engine.spec.trees import optimal_tree_loop
+
+    sizes = [2**62] * 13 + [2] * 7
+    inputs = [(2 * k, 2 * k + 1, 2 * k + 2, 13 + k) for k in range(6)]  # a chain of six
+    problem = Problem(inputs, (0, 12, 18), sizes)
+    masks = list(problem.inputs)
+    assert optimal_tree_arrays(problem, masks, problem.output) is None
+    args = [v for t in inputs for v in (tuple(sizes[x] for x in t), list(t))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ns, flops, _, tree = optimal_tree_loop(problem, masks, problem.output)
+        assert es.einsum_path(*args, [0, 12, 18], optimize="optimal")[1].startswith("einsum ")
+    leaves = str(tree).replace("(", " ").replace(")", " ").replace(",", " ").split()
+    assert math.isfinite(ns) and flops > 2**300 and sorted(map(int, leaves)) == list(range(6))
+
+
+def test_a_one_loop_numpys_iterator_refuses_is_not_chosen() -> None:
+    """optimize=False ran NumPy's one loop where the pairs' intermediates outgrew the
+    operands, also past 2**63 index combinations: NumPy's "iterator is too large" (a
+    review); see tests/einsum/test_numpy_surface.py for the plan."""
+    shapes = [(2, 98310), (2**30, 1), (3, 3, 411711), (3, 725444, 3), (3, 725444)]
+    ops = [np.broadcast_to(1.0, s) for s in [*shapes, (3, 98310), (2, 3), (98310,)]]
+    with pytest.raises(EinsumError, match="memory limit"):
+        es.einsum("cb,af,gih,kji,gj,gb,ck,b->f", *ops, optimize=False, memory_limit=10**6)
+
+
+@pytest.mark.parametrize("target", ["U0", "S0"])
+def test_a_cast_to_an_unsized_string_is_sized_as_numpy_writes_it(target: str) -> None:
+    """A cast to ``U0``/``S0`` takes the width of what it writes (``int64``: 21 characters,
+    ``float64``: 32): astype, tensor(array, dtype=), one_hot's fill and a list of numbers
+    were sized one character wide (a review: 352 MB passed a 16 MiB limit)."""
+    count = 2**14
+    made = np.broadcast_to(np.int64(7), (count,)).astype(target)
+    assert made.dtype.itemsize > 8  # NumPy's own width, far past one character
+    previous = memory.set_memory_limit(made.nbytes - 1)
+    try:
+        wide = es.as_tensor(np.broadcast_to(np.int64(7), (count,)))
+        for run in (
+            lambda: wide.astype(target),
+            lambda: es.tensor(np.broadcast_to(np.int64(7), (count,)), dtype=target),
+            lambda: wide.__array__(target),  # (np.asarray casts to U0 itself)
+            lambda: es.one_hot(np.zeros(count // 16, int), 16, dtype=target),
+            lambda: es.tensor([1.5] * (made.nbytes // 2), dtype=target),
+        ):
+            with pytest.raises(es.MemoryLimitError, match="would allocate"):
+                run()
+        assert wide[:4].astype(target).dtype == made.dtype  # what fits is made as NumPy does
+        assert es.tensor([1.5, 2.0], dtype=target).numpy().dtype == np.asarray([1.5], target).dtype
+    finally:
+        memory.set_memory_limit(previous)
+
+
+def test_one_hot_under_an_unsized_string_dtype_holds_both_values_whole() -> None:
+    """``one_hot(..., on_value="abcdef", off_value="", dtype="U0")`` filled a one-character
+    array and cut ``on_value`` to ``"a"`` (a review)."""
+    found = es.one_hot(np.array([1]), 3, on_value="abcdef", off_value="", dtype="U0")
+    assert np.asarray(found).tolist() == [["", "abcdef", ""]]
+
+
+def test_an_empty_array_with_a_length_past_an_intp_is_a_layout_error() -> None:
+    """``zeros((0, 2**64), "V0")`` (zero bytes an item) was NumPy's bare "Maximum allowed
+    dimension exceeded" (a review)."""
+    with pytest.raises(LayoutError, match="a length past 2\\*\\*63"):
+        es.zeros((0, 2**64), "V0")
+    assert not memory.numpy_can_make((0, 2**63), np.dtype("V0"))
+    assert memory.numpy_can_make((0, 2**63 - 1), np.dtype("V0"))
+
+
+def test_contract_paths_tuple_operand_is_sized_and_checked() -> None:
+    """A tuple is an operand's data in ``contract_path`` (as in opt_einsum): converted
+    unchecked, ``(range(10**15),)`` was NumPy's MemoryError and a tuple holding a list that
+    holds itself NumPy's bare ValueError (a review)."""
+    x = np.ones((2, 2))
+    with pytest.raises(EinsumError, match="operand 1"):
+        es.contract_path("ij,jk->ik", x, (range(10**15),))
+    loop: list[object] = [1]
+    loop.append(loop)
+    with pytest.raises(es.EinsumTypeError, match="operand 1 \\(tuple\\)"):
+        es.contract_path("ij,jk->ik", x, tuple(loop))
+    assert es.contract_path("ij,jk->ik", x, ((1.0, 2.0), (3.0, 4.0)))[0] == [(0, 1)]

@@ -228,9 +228,10 @@ def one_hot(
     idx = _integer_indices(indices, "one_hot")
     n = as_count(depth, "one_hot depth")
     ax = normalize_axis(axis, idx.ndim + 1, "one_hot axis")
-    check_array(idx.shape + (n,), dtype, "one_hot")
     on, off = _scalar(on_value, dtype, "on_value"), _scalar(off_value, dtype, "off_value")
-    values = np.full(idx.shape + (n,), off)
+    made = np.promote_types(on.dtype, off.dtype)  # (an unsized U0: as wide as the wider)
+    check_array(idx.shape + (n,), made, "one_hot")
+    values = np.full(idx.shape + (n,), off, dtype=made)
     if values.size:  # then idx has no more elements than the result: its copies are bounded
         flat = idx.reshape(-1)
         rows = np.flatnonzero((flat >= 0) & (flat < n))

@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,9 @@ __all__ = ["MAX_INPUTS", "MAX_LABELS", "optimal_tree_arrays"]
 
 MAX_INPUTS = 12  # 2**12 subsets, 265,719 pair costs: past this the arrays outgrow the gain
 MAX_LABELS = 64  # the subtree's labels, one bit each of a 64-bit word
+# The product of two sets' sizes stays in a float's range (shapes given for planning only
+# pass it: the loop's capped counts price those).
+_MAX_LOG2_SIZE = 480
 
 _BYTE_BITS = (np.arange(256)[:, None] >> np.arange(8)) & 1 == 1  # value x bit
 _BYTE_COUNTS = _BYTE_BITS.sum(axis=1).astype(float)  # the labels in each byte value
@@ -67,7 +71,8 @@ def optimal_tree_arrays(
 ) -> tuple[float, int, int, Tree] | None:
     """:func:`.trees.optimal_tree` over arrays: ``(ns, FLOPs, largest, tree)`` of the
     cheapest tree of ``inputs`` (label masks of ``problem``) into ``output``; None when
-    they hold more than :data:`MAX_LABELS` labels or are more than :data:`MAX_INPUTS`."""
+    they hold more than :data:`MAX_LABELS` labels, are more than :data:`MAX_INPUTS` or
+    their sizes multiply past 2**480."""
     n = len(inputs)
     if not 2 <= n <= MAX_INPUTS:
         return None
@@ -106,14 +111,14 @@ class _Local:
             low = union & -union
             bits.append(low)
             union ^= low
-        if len(bits) > MAX_LABELS:
+        sizes = [problem.label_sizes[bit.bit_length() - 1] for bit in bits]
+        if len(bits) > MAX_LABELS or sum(map(math.log2, sizes)) > _MAX_LOG2_SIZE:
             return None
         renumbered = {bit: 1 << k for k, bit in enumerate(bits)}
 
         def local(mask: int) -> int:
             return sum(renumbered[bit] for bit in bits if mask & bit)
 
-        sizes = [problem.label_sizes[bit.bit_length() - 1] for bit in bits]
         return cls([local(mask) for mask in inputs], local(output), sizes)
 
     def _by_byte(self, masks: Words, tables: list[Floats], combine: Any = np.multiply) -> Floats:

@@ -49,7 +49,7 @@ import numpy as np
 from ....memory import MAX_NDARRAY_RANK
 from ...call import equation_of
 from ...forksafe import lock
-from ...spec.costmodel import Problem
+from ...spec.costmodel import Problem, as_float
 from ...spec.equation import EinsumSpec, bind
 from ...spec.paths import (
     FoundPath,
@@ -901,7 +901,7 @@ def _copy_cost(labels: Labels, order: Sequence[int], sizes: Sequence[int]) -> fl
         k -= 1
     elements = _elements(labels, sizes)
     per_element = 1.0 if order[-1] == labels[-1] else 2.0
-    return elements * (per_element + COPY_RUN / block)
+    return as_float(elements) * (per_element + COPY_RUN / as_float(block))
 
 
 def _loop_product(

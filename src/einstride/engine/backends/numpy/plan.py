@@ -41,6 +41,7 @@ import numpy as np
 from ...._compat import assert_never
 from ....errors import EinsumError
 from ....memory import MAX_NDARRAY_RANK
+from ...spec.costmodel import as_float
 from ...spec.dtypes import check_numeric, compute_dtype, result_dtype
 from ...spec.equation import EinsumSpec, Equation, bind, quoted, sub_equation
 from ...spec.paths import (
@@ -515,13 +516,15 @@ def _plan(
 def _unoptimized_trap(plan: Plan, optimize: Any, opts: PlannerOptions) -> str | None:
     """``optimize=False`` asks for no path search, and NumPy then runs one loop that holds
     only the output.  Left-to-right pairs are kept unless an intermediate outgrows NumPy's
-    own cap (the largest operand or the output): then the one loop, and the reason why.
+    own cap (the largest operand or the output): then the one loop, and the reason why;
+    not where the loop's index combinations pass NumPy's iterator (``2**63``: NumPy's
+    ``einsum`` refuses that loop, "iterator is too large").
     Not for a backend without NumPy's loop (options that never fuse, torch's: its fused
     step holds the product of every operand, a review found 288 MB under a 1 MiB limit)."""
     spec = plan.spec
     if math.isinf(opts.loop_ns) or not unoptimized(optimize):
         return None
-    if len(plan.steps) < 2 or len(spec.sizes) > 52:
+    if len(plan.steps) < 2 or len(spec.sizes) > 52 or math.prod(spec.sizes) >= ITERATOR_MAX:
         return None
     if len(spec.inputs) > 32 or any(d.kind not in "biufc" for d in plan.dtypes):
         return None
@@ -647,7 +650,9 @@ def _loop_takes(spec: EinsumSpec, dtypes: tuple[np.dtype[Any], ...], ct: np.dtyp
 
 def _elements_ns(spec: EinsumSpec, options: PlannerOptions) -> float:
     """The estimated ns of the one loop's elements (every operand's, each combination)."""
-    return options.loop_base_ns + options.loop_ns * math.prod(spec.sizes) * len(spec.inputs)
+    return options.loop_base_ns + options.loop_ns * as_float(
+        math.prod(spec.sizes) * len(spec.inputs)
+    )
 
 
 def _calls_ns(
@@ -661,9 +666,12 @@ def _calls_ns(
 
 def _walk_ns(walk: LoopCalls, options: PlannerOptions) -> float:
     """The estimated ns of a loop's inner calls and iterator steps (``walk``)."""
-    return walk.calls * options.plain_call_ns + walk.steps * options.loop_call_ns
+    return (
+        as_float(walk.calls) * options.plain_call_ns + as_float(walk.steps) * options.loop_call_ns
+    )
 
 
+ITERATOR_MAX = 1 << 63  # index combinations NumPy's iterator takes (np.intp)
 BROADCAST_FUSE_MAX = 1 << 34  # index combinations past which no loop is run instead (~10 s)
 
 
@@ -696,7 +704,7 @@ def _planned_ns(plan: Plan, options: PlannerOptions) -> float:
             ns += blas_ns(step.dtype, rows, inner, cols, calls)
             flops -= 2 * rows * inner * cols * calls
     made = sum(a.nbytes for _, a in plan.intermediates())
-    return ns + options.flop_ns * max(flops, 0) + options.byte_ns * made
+    return ns + options.flop_ns * as_float(max(flops, 0)) + options.byte_ns * as_float(made)
 
 
 class _Planner:
@@ -779,7 +787,7 @@ class _Planner:
         if dest is not None:
             temp = Out(
                 mode=Delivery.TEMP,
-                cost=self.options.copy_ns_per_byte * dest.size * self.ct.itemsize,
+                cost=self.options.copy_ns_per_byte * as_float(dest.size * self.ct.itemsize),
             )
             # straight into an output of the compute dtype, unless values must round to a
             # small-float result dtype first (dtype=float16 into a float32 out=)
@@ -1350,7 +1358,7 @@ class _Planner:
         elif labels[-1] not in self.shared_out:
             return 0.0
         elements = math.prod(self.sizes[lab] for lab in labels)
-        return self.options.copy_ns_per_byte * elements * self.ct.itemsize
+        return self.options.copy_ns_per_byte * as_float(elements * self.ct.itemsize)
 
     def _choose(self, a: Term, b: Term, g: Groups, ways: list[Out], final: bool) -> Choice:
         return choose(
@@ -1565,7 +1573,11 @@ def _pass_ns(term: Term, kept: tuple[int, ...], options: PlannerOptions) -> floa
     sizes = dict(zip(term.labels, term.shape))
     walk = loop_calls((term.labels,), (term.strides,), kept, sizes)
     result = math.prod(sizes[lab] for lab in kept) * term.dtype.itemsize
-    return options.loop_ns * term.size + _walk_ns(walk, options) + options.byte_ns * result
+    return (
+        options.loop_ns * as_float(term.size)
+        + _walk_ns(walk, options)
+        + options.byte_ns * as_float(result)
+    )
 
 
 def _memory_order(term: Term, kept: tuple[int, ...]) -> tuple[int, ...]:
