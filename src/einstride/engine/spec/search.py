@@ -116,7 +116,10 @@ ANNEAL_S_PER_MOVE = 2.7e-6  # one annealing move (measured: 1.7-2.4 µs, plus th
 # building and its path, 3.0 µs a move in all over 1,850 moves of a random 100-tensor network)
 ANNEAL_LABELS = 2000.0  # times 1 + labels / this (masks of more labels: slower ops; measured,
 # a review: 2.5, 4.4 and 8.1 µs a move at 150, 1,500 and 4,500 labels)
-ANNEAL_MIN_SWEEPS = 30  # it runs when the budget lasts for this many sweeps
+ANNEAL_MIN_SWEEPS = 20  # it runs when the budget lasts for this many sweeps (measured, 8
+# random regular networks of 60-150 tensors whose first-call budget bought 20-59 sweeps, three
+# seeds: their paths estimated 0.74x those of a gate at 30 sweeps, a short anneal starting
+# cooler, :data:`.trees.ANNEAL_T_SHORT`; 0.89x at the start of long ones)
 ANNEAL_MAX_SWEEPS = 400  # ... and stops at this many (measured: 240 sweeps in one anneal did
 # no better than in four of 60, the best of them reconfigured)
 ANNEAL_SHARE = 0.6  # of the budget left at most (sweeps of n - 1 moves; a sweep makes fewer:
