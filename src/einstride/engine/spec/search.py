@@ -58,7 +58,14 @@ from .bisection import CUT_FACTOR, LEAF, bisection_ssa, lattice_bits
 from .costmodel import Problem, linear_of
 from .greedy import greedy_ssa
 from .partition import PartitionGraph, partition_graph, partition_pairs, partition_ssa
-from .trees import anneal, optimal_tree, reconfigure, subtree_work, tree_to_path
+from .trees import (
+    anneal,
+    optimal_tree,
+    reconfigure,
+    rotatable_products,
+    subtree_work,
+    tree_to_path,
+)
 
 __all__ = [
     "MAX_BUDGET_S",
@@ -112,8 +119,14 @@ ANNEAL_FROM = 24  # operands from which annealing runs (fewer: a reconfiguration
 # cover much of the tree, and the anneal rarely pays its time; measured on random networks
 # of 16 and 20 tensors of degree 4, the search's time plus half its path's estimate 1.18x
 # and 1.02x with it, where the estimates alone were 0.96x and 0.80x)
-ANNEAL_S_PER_MOVE = 2.7e-6  # one annealing move (measured: 1.7-2.4 µs, plus the tree's
-# building and its path, 3.0 µs a move in all over 1,850 moves of a random 100-tensor network)
+ANNEAL_S_PER_MOVE = 1.8e-6  # one annealing move, the tree's building and its path included
+# (measured in the search, four random 100-tensor networks of 150 labels: 1.4-1.8 µs a move
+# over 1,650-26,600 moves; an earlier 3.0 µs over 1,850 moves was a slower phase).  With it
+# and a sweep's moves counted on the start tree (:func:`.trees.rotatable_products`; n - 1
+# before) the same budget buys 2.4x the sweeps: 27 networks' annealing searches, three seeds,
+# paths estimated 0.93x, FLOPs 0.95x, the searches 1.18x longer (closer to their budget);
+# run alternated, 9 random networks of 60-100 tensors 0.92x and 0.95x in two rounds (single
+# ones 0.51x-1.25x; the benchmark's random-100 0.59x and 0.66x, 5.1e8 FLOPs, was 8.4e8)
 ANNEAL_LABELS = 2000.0  # times 1 + labels / this (masks of more labels: slower ops; measured,
 # a review: 2.5, 4.4 and 8.1 µs a move at 150, 1,500 and 4,500 labels)
 ANNEAL_MIN_SWEEPS = 20  # it runs when the budget lasts for this many sweeps (measured, 8
@@ -122,7 +135,7 @@ ANNEAL_MIN_SWEEPS = 20  # it runs when the budget lasts for this many sweeps (me
 # cooler, :data:`.trees.ANNEAL_T_SHORT`; 0.89x at the start of long ones)
 ANNEAL_MAX_SWEEPS = 400  # ... and stops at this many (measured: 240 sweeps in one anneal did
 # no better than in four of 60, the best of them reconfigured)
-ANNEAL_SHARE = 0.6  # of the budget left at most (sweeps of n - 1 moves; a sweep makes fewer:
+ANNEAL_SHARE = 0.6  # of the budget left at most (a sweep's moves counted on the start tree;
 # the reconfiguration of the annealed tree then has what is left, usually more than 40%)
 SCORE_CAP = 10**300  # sizes in a weighted greedy trial's score are capped here (a float)
 INFEASIBLE_ELEMENTS = 2**34  # an intermediate past this (128 GiB of float64) fits no machine
@@ -628,12 +641,15 @@ class _Search:
         per network: single ones 0.29x to 1.23x (one whose budget the trials then
         lacked), most 1.00x."""
         n = len(self.problem.inputs)
-        move_s = ANNEAL_S_PER_MOVE * (1.0 + len(self.problem.labels) / ANNEAL_LABELS)
-        left = self._allowed() - self.spent - _cheapest_reconfiguration_s(n)
-        sweeps = min(ANNEAL_MAX_SWEEPS, int(ANNEAL_SHARE * left / (move_s * (n - 1))))
-        if n < ANNEAL_FROM or sweeps < ANNEAL_MIN_SWEEPS:
+        if n < ANNEAL_FROM:
             return
         start = self.best().path
+        move_s = ANNEAL_S_PER_MOVE * (1.0 + len(self.problem.labels) / ANNEAL_LABELS)
+        left = self._allowed() - self.spent - _cheapest_reconfiguration_s(n)
+        sweep_s = move_s * rotatable_products(start, n)
+        sweeps = min(ANNEAL_MAX_SWEEPS, int(ANNEAL_SHARE * left / sweep_s))
+        if sweeps < ANNEAL_MIN_SWEEPS:
+            return
         path, moves = anneal(self.problem, start, sweeps=sweeps, seed=self.seed,
                              deadline=self.deadline)  # fmt: skip
         cut = " (cut at the safety deadline)" if time.perf_counter() > self.deadline else ""
