@@ -210,7 +210,9 @@ def check_array_like(data: Any, dtype: Any, what: str) -> None:
     """Size what ``np.asarray(data, dtype)`` would build **before** NumPy builds it: nested
     lists and tuples, ``range`` objects and other sequences, and arrays inside them (a
     broadcast view in a list is copied).  The estimate is the element count times the widest
-    item (8 bytes for a number, 4 per character of a string, ``dtype``'s item when given).
+    item (8 bytes for a number, 4 per character of a string, ``dtype``'s item when given;
+    under ``U0``/``S0`` a number as wide as ``str()`` writes it, an array's item as its
+    cast's).
     An ndarray (or anything with ``shape`` and ``dtype``) costs nothing: it exists already.
 
     >>> check_array_like([[1, 2], [3, 4]], None, "tensor")
@@ -288,15 +290,16 @@ def _is_array(x: Any) -> bool:
 
 
 def _fixed_item(dtype: Any) -> int | None:
-    """The item size ``dtype`` forces on a conversion; ``None`` without one (or a flexible
-    string dtype, whose width the data decides)."""
+    """The item size ``dtype`` forces on a conversion; ``None`` without one (or an unsized
+    string or void dtype, whose width the data decides: ``V0`` of ``b"x" * 10**5`` makes
+    ``V100000``)."""
     if dtype is None:
         return None
     try:
         kind = as_dtype(dtype)
     except (TypeError, ValueError):
         return None  # NumPy rejects it before allocating anything
-    return None if kind.kind in "SU" and kind.itemsize == 0 else int(kind.itemsize)
+    return None if kind.kind in "SUV" and kind.itemsize == 0 else int(kind.itemsize)
 
 
 def _unsized(dtype: Any) -> np.dtype[Any] | None:
@@ -345,9 +348,11 @@ class _Walk:
         kinds = set(map(type, items))
         if kinds <= _PLAIN:  # the common case, at C speed
             width = 16 if complex in kinds else 8
-            if self.cast is not None:  # NumPy writes a Python number as str() does
+            if self.cast is not None and len(items) <= self.stop:
+                # NumPy writes a Python number as str() does (each object once: [x] * n)
                 char = 4 if self.cast.kind == "U" else 1
-                width = max(width, char * max(map(len, map(str, items)), default=0))
+                distinct = {id(x): x for x in items}.values()
+                width = max(width, char * max(map(len, map(str, distinct)), default=0))
             self.widest = max(self.widest, width)
             return len(items)
         total = 0

@@ -3,6 +3,7 @@ bare NumPy ``ValueError``, einstride answers with its own clear error first."""
 
 from __future__ import annotations
 
+import builtins
 import math
 import warnings
 
@@ -293,3 +294,62 @@ def test_contract_paths_tuple_operand_is_sized_and_checked() -> None:
     with pytest.raises(es.EinsumTypeError, match="operand 1 \\(tuple\\)"):
         es.contract_path("ij,jk->ik", x, tuple(loop))
     assert es.contract_path("ij,jk->ik", x, ((1.0, 2.0), (3.0, 4.0)))[0] == [(0, 1)]
+
+
+def test_one_hot_under_v0_keeps_its_fill_width() -> None:
+    """``one_hot(..., dtype="V0")`` with values of different void widths: promoting them
+    (for ``U0``'s sake) was NumPy's bare DTypePromotionError (a review)."""
+    found = es.one_hot([0, 1], 2, on_value=True, off_value=0, dtype="V0")
+    assert np.asarray(found).dtype == np.dtype("V8")
+
+
+def test_an_unsized_void_dtype_sizes_a_lists_items_as_numpy_makes_them() -> None:
+    """``V0`` of ``b"x" * 10**5`` makes ``V100000``: a list of them was sized one byte an
+    item (10 MB passed a 1 MB limit; a review)."""
+    previous = memory.set_memory_limit(10**6)
+    try:
+        with pytest.raises(es.MemoryLimitError, match="10,000,000 bytes"):
+            es.tensor([b"x" * 10**5] * 100, "V0")
+        with pytest.raises(es.MemoryLimitError, match="would allocate"):
+            es.tensor([np.arange(200_000)], "V0")
+        assert np.asarray(es.tensor([b"ab"] * 1000, "V0")).dtype == np.dtype("V2")
+    finally:
+        memory.set_memory_limit(previous)
+
+
+def test_a_list_past_the_limit_is_refused_before_its_numbers_are_written_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under ``U0`` the walk writes each number as ``str()`` does, to size its width: a list
+    far past the limit was written out first (7 s for 10**7 floats, a review); its length
+    alone refuses it now, and ``[x] * n`` writes ``x`` once."""
+    written: list[object] = []
+
+    def counted(x: object) -> str:
+        written.append(x)
+        return builtins.str(x)
+
+    monkeypatch.setattr(memory, "str", counted, raising=False)
+    previous = memory.set_memory_limit(10**6)
+    try:
+        with pytest.raises(es.MemoryLimitError):
+            memory.check_array_like([1.25] * (2 * 10**6), "U0", "tensor")
+        assert written == []
+        memory.check_array_like([1.5] * 1000, "U0", "tensor")
+        assert written == [1.5]
+    finally:
+        memory.set_memory_limit(previous)
+
+
+def test_an_external_finder_past_a_floats_range_is_an_einsum_error() -> None:
+    """opt_einsum's random-greedy prices sizes as floats (a bare OverflowError past their
+    range, a review), and the slicing under the default limit divided such counts."""
+    letters = "abcdefghijklmnopqr"
+    equation = f"{letters},{letters[::-1]}s,st->t"
+    shapes = [(2**60,) * 18, (2**60,) * 18 + (2,), (2, 3)]
+    for optimize in ("auto", "greedy", "dp", "branch-1"):
+        assert es.einsum_path(equation, *shapes, optimize=optimize)[1].startswith("einsum ")
+    with pytest.raises(EinsumError, match="cannot price these sizes"):
+        es.einsum_path(equation, *shapes, optimize="random-greedy")
+    with pytest.raises(EinsumError, match="cannot price these sizes"):
+        es.contract_path(equation, *shapes, shapes=True, optimize="random-greedy")

@@ -219,7 +219,8 @@ def one_hot(
     """One-hot encoding: a new axis of length ``depth`` at ``axis`` (in ``[-(r+1), r]`` for
     indices of rank ``r``) holding ``on_value`` at the index and ``off_value`` elsewhere.  An
     index ``< 0`` or ``>= depth`` gives an all-``off_value`` row.  ``on_value`` and
-    ``off_value`` are scalars that ``dtype`` must hold (else an ``OutOfRangeError``).  A new
+    ``off_value`` are scalars that ``dtype`` must hold (else an ``OutOfRangeError``); under
+    an unsized string dtype (``U0``) the result is as wide as the wider of them.  A new
     dense tensor.
 
     >>> one_hot(np.array([1, -1]), 3, axis=0, dtype=np.int8).tolist()
@@ -229,7 +230,9 @@ def one_hot(
     n = as_count(depth, "one_hot depth")
     ax = normalize_axis(axis, idx.ndim + 1, "one_hot axis")
     on, off = _scalar(on_value, dtype, "on_value"), _scalar(off_value, dtype, "off_value")
-    made = np.promote_types(on.dtype, off.dtype)  # (an unsized U0: as wide as the wider)
+    made = off.dtype  # strings (an unsized U0) as wide as the wider: on_value was cut
+    if on.dtype.kind in "SU" and off.dtype.kind in "SU":
+        made = np.promote_types(on.dtype, off.dtype)
     check_array(idx.shape + (n,), made, "one_hot")
     values = np.full(idx.shape + (n,), off, dtype=made)
     if values.size:  # then idx has no more elements than the result: its copies are bounded

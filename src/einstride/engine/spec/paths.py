@@ -382,7 +382,23 @@ def _searched(
     optimize: Any,
     memory_limit: int | None,
 ) -> tuple[tuple[int, ...], ...]:
-    finder = _finder(optimize)
+    try:
+        return _found_by(_finder(optimize), inputs, output, sizes, memory_limit)
+    except OverflowError:  # (a review: random-greedy's jitter, over sizes past a float)
+        raise EinsumError(
+            f"einsum: the path finder {optimize!r} cannot price these sizes (past a float's "
+            "range: shapes for planning only); optimize='auto' can"
+        ) from None
+
+
+def _found_by(
+    finder: Any,
+    inputs: Sequence[Sequence[int]],
+    output: Sequence[int],
+    sizes: Sequence[int],
+    memory_limit: int | None,
+) -> tuple[tuple[int, ...], ...]:
+    """:func:`_searched`'s call of ``finder`` over opt_einsum's symbols."""
     symbol = opt_einsum.get_symbol
     oe_inputs = [frozenset(symbol(label) for label in term) for term in inputs]
     oe_output = frozenset(symbol(label) for label in output)

@@ -635,8 +635,10 @@ class _Search:
         those without it as a geometric mean, the search's time plus half its path's
         estimate (about the contraction's time) 0.92x, none dearer than 1.1x (from 13
         operands, 0.78x and 0.88x, but the benchmark's 20-tensor network of degree 4
-        1.1x; the gate at 20 sweeps, the same; at 120, 0.91x; annealing instead of the
-        first reconfiguration, 0.85x with more networks dearer); a search of 0.1 s, 0.89x,
+        1.1x; then, with a gate at 30 sweeps, one at 20 the same, at 120 0.91x -- the
+        gate at 20 since, short anneals starting cooler: :data:`ANNEAL_MIN_SWEEPS`;
+        annealing instead of the first reconfiguration, 0.85x with more networks dearer);
+        a search of 0.1 s, 0.89x,
         of 0.5 s 0.98x (the trials that budget buys find much of the same).  A lottery
         per network: single ones 0.29x to 1.23x (one whose budget the trials then
         lacked), most 1.00x."""

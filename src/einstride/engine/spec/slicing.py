@@ -35,6 +35,7 @@ import random
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from .costmodel import as_float
 from .equation import EinsumSpec
 from .walk import prepared_labels, walk_path
 
@@ -405,10 +406,12 @@ def _shrink(
             added = (flops - looping) // counts[x] * (more - counts[x]) + SLICE_FLOPS * (
                 slices - now
             )
+            # (capped floats: counts past a float's range, shapes for planning only; a review)
+            ratio = as_float(added) / as_float(max(saved, tie))
             score = (
-                (saved <= 0, added / max(saved, tie))
+                (saved <= 0, ratio)
                 if noise == 0
-                else (saved <= 0, added / max(saved, tie) * math.exp(noise * rng.gauss(0.0, 1.0)))
+                else (saved <= 0, ratio * math.exp(noise * rng.gauss(0.0, 1.0)))
             )
             options.append((score, x, trial))
         if not options:
