@@ -352,7 +352,7 @@ class _Walk:
                 # NumPy writes a Python number as str() does (each object once: [x] * n)
                 char = 4 if self.cast.kind == "U" else 1
                 distinct = {id(x): x for x in items}.values()
-                width = max(width, char * max(map(len, map(str, distinct)), default=0))
+                width = max(width, char * max(map(_written, distinct), default=0))
             self.widest = max(self.widest, width)
             return len(items)
         total = 0
@@ -375,10 +375,23 @@ class _Walk:
                 return 0
         if isinstance(item, range):
             return char * max([len(str(item[0])), len(str(item[-1]))] if item else [0])
-        return char * len(str(item)) if isinstance(item, (int, float, complex)) else 0
+        return char * _written(item) if isinstance(item, (int, float, complex)) else 0
 
 
 _PLAIN = frozenset({int, float, complex, bool})
+
+
+def _written(number: Any) -> int:
+    """The characters ``str()`` writes for a Python number; an int past Python's limit of
+    digits for ``str()`` (4,300: NumPy's conversion then raises) by its bit length.
+
+    >>> _written(-12.5), _written(10**5000)
+    (5, 5002)
+    """
+    try:
+        return len(str(number))
+    except ValueError:
+        return int(number.bit_length() * math.log10(2)) + 2
 
 
 def _leaf(item: Any) -> tuple[int, int, Any]:

@@ -353,3 +353,14 @@ def test_an_external_finder_past_a_floats_range_is_an_einsum_error() -> None:
         es.einsum_path(equation, *shapes, optimize="random-greedy")
     with pytest.raises(EinsumError, match="cannot price these sizes"):
         es.contract_path(equation, *shapes, shapes=True, optimize="random-greedy")
+
+
+def test_an_int_past_strs_digit_limit_is_sized_by_its_bits() -> None:
+    """Sizing ``[10**5000] * 10`` under ``U0`` wrote it with ``str()``, past Python's limit
+    of 4,300 digits: a bare ValueError from the walk (a review); it is sized by its bits."""
+    previous = memory.set_memory_limit(10**4)
+    try:
+        with pytest.raises(es.MemoryLimitError, match="200,080 bytes"):
+            es.tensor([10**5000] * 10, "U0")
+    finally:
+        memory.set_memory_limit(previous)
