@@ -132,7 +132,7 @@ ANNEAL_LABELS = 2000.0  # times 1 + labels / this (masks of more labels: slower 
 ANNEAL_MIN_SWEEPS = 20  # it runs when the budget lasts for this many sweeps (measured, 8
 # random regular networks of 60-150 tensors whose first-call budget bought 20-59 sweeps, three
 # seeds: their paths estimated 0.74x those of a gate at 30 sweeps, a short anneal starting
-# cooler, :data:`.trees.ANNEAL_T_SHORT`; 0.89x at the start of long ones)
+# cooler, :data:`.trees.ANNEAL_T_SHORT`; 0.89x where it starts at 2 as long ones do)
 ANNEAL_MAX_SWEEPS = 400  # ... and stops at this many (measured: 240 sweeps in one anneal did
 # no better than in four of 60, the best of them reconfigured)
 ANNEAL_SHARE = 0.6  # of the budget left at most (a sweep's moves counted on the start tree;
