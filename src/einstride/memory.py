@@ -293,25 +293,28 @@ def _fixed_item(dtype: Any) -> int | None:
     """The item size ``dtype`` forces on a conversion; ``None`` without one (or an unsized
     string or void dtype, whose width the data decides: ``V0`` of ``b"x" * 10**5`` makes
     ``V100000``)."""
+    kind = _dtype_or_none(dtype)
+    if kind is None or (kind.kind in "SUV" and kind.itemsize == 0):
+        return None
+    return int(kind.itemsize)
+
+
+def _dtype_or_none(dtype: Any) -> np.dtype[Any] | None:
+    """``dtype`` as a NumPy dtype; None without one, or for one NumPy rejects (before it
+    allocates anything)."""
     if dtype is None:
         return None
     try:
-        kind = as_dtype(dtype)
+        return as_dtype(dtype)
     except (TypeError, ValueError):
-        return None  # NumPy rejects it before allocating anything
-    return None if kind.kind in "SUV" and kind.itemsize == 0 else int(kind.itemsize)
+        return None
 
 
 def _unsized(dtype: Any) -> np.dtype[Any] | None:
     """``dtype`` when it is an unsized string dtype (``U0``, ``S0``: the data's items decide
     its width), else None."""
-    if dtype is None:
-        return None
-    try:
-        kind = as_dtype(dtype)
-    except (TypeError, ValueError):
-        return None
-    return kind if kind.kind in "SU" and kind.itemsize == 0 else None
+    kind = _dtype_or_none(dtype)
+    return kind if kind is not None and kind.kind in "SU" and kind.itemsize == 0 else None
 
 
 class _Walk:
@@ -324,6 +327,7 @@ class _Walk:
     def __init__(self, stop: int, cast: np.dtype[Any] | None = None) -> None:
         self.stop = stop
         self.cast = cast
+        self.char = 4 if cast is not None and cast.kind == "U" else 1  # bytes a character
         self.widest = 0
         self.boxed = 0
         self.seen: dict[int, int] = {}
@@ -350,9 +354,8 @@ class _Walk:
             width = 16 if complex in kinds else 8
             if self.cast is not None and len(items) <= self.stop:
                 # NumPy writes a Python number as str() does (each object once: [x] * n)
-                char = 4 if self.cast.kind == "U" else 1
                 distinct = {id(x): x for x in items}.values()
-                width = max(width, char * max(map(_written, distinct), default=0))
+                width = max(width, self.char * max(map(_written, distinct), default=0))
             self.widest = max(self.widest, width)
             return len(items)
         total = 0
@@ -367,7 +370,7 @@ class _Walk:
         NumPy scalar's as its dtype's, a Python number's or a range's as ``str()`` writes
         them (anything else is sized by :func:`_leaf`)."""
         assert self.cast is not None
-        char = 4 if self.cast.kind == "U" else 1
+        char = self.char
         if _is_array(item):
             try:
                 return int(cast_dtype(np.dtype(item.dtype), self.cast).itemsize)
