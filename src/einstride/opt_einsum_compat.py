@@ -30,9 +30,9 @@ from .engine import einsum
 from .engine.api import path_einsum_runs
 from .engine.call import (
     EquationKey,
-    check_conversion,
     checked_memory_limit,
     checked_shape,
+    converted_operand,
     equation_and_operands,
     equation_of,
     shape_and_dtype,
@@ -124,13 +124,7 @@ def _shape_and_dtype(x: Any, i: int) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """An operand's shape and dtype; a tuple is its data, sized before it is converted (a
     review: ``(range(10**15),)`` was NumPy's ``MemoryError``)."""
     if isinstance(x, tuple):
-        check_conversion(x, f"contract_path: operand {i}")
-        try:
-            x = np.asarray(x)
-        except (TypeError, ValueError) as exc:  # (a ragged tuple, or one holding itself)
-            raise EinsumTypeError(
-                f"contract_path: operand {i} (tuple) is not an array: {exc}"
-            ) from None
+        x = converted_operand(x, f"contract_path: operand {i}")
     return shape_and_dtype(x, f"operand {i}")
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "check_known_shape",
     "checked_memory_limit",
     "checked_shape",
+    "converted_operand",
     "decoded",
     "dtype_of",
     "equation_and_operands",
@@ -303,14 +304,25 @@ def shape_and_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
             pass  # e.g. a foreign dtype object
     if isinstance(x, range):
         return (len(x),), np.dtype(np.int_)
-    check_conversion(x, f"einsum: {what}")
-    try:
-        arr = np.asarray(x)
-    except (TypeError, ValueError) as exc:
-        raise EinsumTypeError(
-            f"einsum: {what} ({type(x).__name__}) is not an array: {exc}"
-        ) from None
+    arr = converted_operand(x, f"einsum: {what}")
     return arr.shape, arr.dtype
+
+
+def converted_operand(x: Any, what: str) -> np.ndarray[Any, Any]:
+    """``np.asarray(x)`` of an operand that is no array, sized first
+    (:func:`check_conversion`); one NumPy cannot convert (ragged, or a list holding itself)
+    is an :class:`EinsumTypeError` naming ``what``.
+
+    >>> converted_operand(((1, 2), (3,)), "contract_path: operand 1")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    einstride.errors.EinsumTypeError: contract_path: operand 1 (tuple) is not an array: ...
+    """
+    check_conversion(x, what)
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError) as exc:
+        raise EinsumTypeError(f"{what} ({type(x).__name__}) is not an array: {exc}") from None
 
 
 def check_known_shape(shape: Sequence[Any], what: str) -> None:
